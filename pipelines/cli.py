@@ -1,0 +1,132 @@
+"""`rag`: the command line. `rag ingest` runs the same Dagster assets in-process as `dagster dev` does."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from pipelines.workspace import REPO, SAMPLE_CORPUS, workspace_resources
+
+DEFAULT_WORKSPACE = ".rag/workspace"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except CliError as err:
+        print(f"rag {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+class CliError(RuntimeError):
+    pass
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rag", description="Long-unit retrieval (LongRAG) and ELITE on Dagster.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    ingest = sub.add_parser("ingest", help="load documents, group them into long units and index them",
+                            description="Load sources into the catalog, re-group the affected long units and "
+                                        "bring the LanceDB sub-chunk index up to date (the Dagster ingest job, "
+                                        "run in-process).")
+    ingest.add_argument("--source", action="append", required=True, metavar="PATH",
+                        help="a folder of Markdown/text files with YAML front matter, or a JSONL file "
+                             "(doc_id, title, text); repeat for several")
+    _workspace_args(ingest)
+    ingest.add_argument("--default-acl", action="append", default=[], metavar="GROUP",
+                        help="group allowed to read documents that carry no ACL of their own (repeatable); "
+                             "without it such documents are quarantined as readable by nobody")
+    ingest.add_argument("--collection", help="collection name for documents that do not name one")
+    ingest.add_argument("--derive-links", choices=["titles"],
+                        help="'titles': link a document to every document whose exact title it mentions")
+    ingest.add_argument("--json", action="store_true", help="print one JSON object with the run's counts")
+    ingest.set_defaults(func=cmd_ingest)
+
+    demo = sub.add_parser("demo", help="ingest the bundled sample corpus and say where to look",
+                          description="Ingest samples/corpus into a workspace (default .rag/demo) offline.")
+    demo.add_argument("--workspace", default=".rag/demo", help="workspace folder (default: .rag/demo)")
+    demo.set_defaults(func=cmd_demo)
+    return p
+
+
+def _workspace_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workspace", default=os.environ.get("RAG_WORKSPACE", DEFAULT_WORKSPACE),
+                   help=f"folder holding catalog.duckdb and lancedb/ (default: $RAG_WORKSPACE or {DEFAULT_WORKSPACE})")
+    p.add_argument("--lance-uri", help="LanceDB location if not <workspace>/lancedb (e.g. object storage)")
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    for s in args.source:
+        if not Path(s).exists():
+            raise CliError(f"{s}: no such file or folder")
+    counts = run_ingest(args.workspace, args.source, args.default_acl, args.collection,
+                        args.derive_links == "titles", args.lance_uri)
+    if args.json:
+        print(json.dumps(counts))
+    else:
+        _print_summary(counts, args.workspace)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    counts = run_ingest(args.workspace, [str(SAMPLE_CORPUS)])
+    _print_summary(counts, args.workspace)
+    print("\nNext: open the Dagster UI with `make ui` (http://127.0.0.1:3000) to see the asset graph, "
+          "its metadata and the asset checks.")
+    return 0
+
+
+def run_ingest(workspace: str, sources: list[str], default_acl: list[str] | None = None,
+               collection: str | None = None, derive_links: bool = False, lance_uri: str | None = None) -> dict:
+    """Materialise the ingest assets and their checks; return the counts `rag ingest --json` prints."""
+    import dagster as dg
+
+    from assets.ingest import ingest_assets, ingest_checks
+
+    resources = workspace_resources(workspace, sources, default_acl, collection, derive_links, lance_uri)
+    instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
+    result = dg.materialize([*ingest_assets, *ingest_checks], resources=resources, instance=instance,
+                            raise_on_error=False, tags={"rag/workspace": str(Path(workspace).resolve())},
+                            run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}})
+    if not result.success:
+        raise CliError(_failure_message(result))
+    meta = {str(e.asset_key.path[-1]): {k: v.value for k, v in e.materialization.metadata.items()}
+            for e in result.get_asset_materialization_events()}
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    docs, units, index = meta["source_documents"], meta["long_units"], meta["subchunk_index"]
+    return {"documents": docs["documents_current"], "units": units["units"], "subchunks": index["subchunks"],
+            "embedded": index["embedded"], "quarantined": docs["quarantined"], "deleted": docs["deleted"],
+            "checks_passed": bool(checks) and all(checks.values()),
+            "workspace": str(Path(workspace).resolve())}
+
+
+def _failure_message(result) -> str:
+    for event in result.all_events:
+        if event.is_step_failure:
+            error = event.step_failure_data.error
+            while error.cause and error.cls_name == "DagsterExecutionStepExecutionError":
+                error = error.cause
+            return error.message.strip().splitlines()[0].split(": ", 1)[-1]
+    return "the ingest run failed"
+
+
+def _print_summary(counts: dict, workspace: str) -> None:
+    ws = Path(counts["workspace"])
+    print(f"Published {counts['documents']} current documents as {counts['units']} long units "
+          f"({counts['subchunks']} sub-chunks, {counts['embedded']} embedded in this run).")
+    print(f"Quarantined inputs: {counts['quarantined']}; deleted documents: {counts['deleted']}; "
+          f"asset checks {'passed' if counts['checks_passed'] else 'FAILED'}.")
+    print(f"Catalog (DuckDB): {ws / 'catalog.duckdb'}  — tables documents, units, unit_members, publish_log, quarantine")
+    print(f"Index (LanceDB):  {ws / 'lancedb'}  — table subchunks")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,23 @@
+"""The Dagster code location: `dagster dev` loads this through workspace.yaml."""
+from __future__ import annotations
+
+import dagster as dg
+
+from assets.ingest import ingest_assets, ingest_checks
+from pipelines.workspace import resources_from_env
+
+ingest_job = dg.define_asset_job(
+    "ingest", selection=dg.AssetSelection.groups("sources", "units", "index"), tags={"rag/workspace": "default"},
+    description="Load sources, re-group affected units and bring the sub-chunk index up to date.")
+
+nightly_reindex = dg.ScheduleDefinition(
+    name="nightly_reindex", job=ingest_job, cron_schedule="0 2 * * *",
+    description="Sweep every source and repair drift; the asset checks run after it.")
+
+defs = dg.Definitions(
+    assets=ingest_assets,
+    asset_checks=ingest_checks,
+    jobs=[ingest_job],
+    schedules=[nightly_reindex],
+    resources=resources_from_env(),
+)

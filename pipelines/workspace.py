@@ -1,0 +1,34 @@
+"""Resolve resource settings from the environment, so `dagster dev`, the CLI and tests share one layout."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from resources import CatalogResource, EmbedderResource, SourceSettings, VectorStoreResource
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_CORPUS = REPO / "samples" / "corpus"
+
+
+def workspace_resources(workspace: str | Path, sources: list[str], default_acl: list[str] | None = None,
+                        collection: str | None = None, derive_links: bool = False,
+                        lance_uri: str | None = None) -> dict:
+    """Resources for one workspace folder: `catalog.duckdb` and `lancedb/` inside it unless told otherwise."""
+    ws = Path(workspace).resolve()
+    ws.mkdir(parents=True, exist_ok=True)
+    return {
+        "catalog": CatalogResource(path=str(ws / "catalog.duckdb")),
+        "vector_store": VectorStoreResource(uri=lance_uri or str(ws / "lancedb")),
+        "embedder": EmbedderResource(),
+        "source_settings": SourceSettings(sources=sources, default_acl=default_acl or [], collection=collection,
+                                          derive_links=derive_links),
+    }
+
+
+def resources_from_env() -> dict:
+    """RAG_WORKSPACE, RAG_SOURCES (os.pathsep-separated), RAG_DEFAULT_ACL (comma-separated), RAG_LANCE_URI."""
+    sources = [s for s in os.environ.get("RAG_SOURCES", str(SAMPLE_CORPUS)).split(os.pathsep) if s]
+    acl = [g for g in os.environ.get("RAG_DEFAULT_ACL", "").split(",") if g]
+    return workspace_resources(os.environ.get("RAG_WORKSPACE", str(REPO / ".rag" / "workspace")), sources, acl,
+                               os.environ.get("RAG_COLLECTION") or None,
+                               os.environ.get("RAG_DERIVE_LINKS", "") == "titles", os.environ.get("RAG_LANCE_URI"))

@@ -1,0 +1,248 @@
+"""The catalog: a DuckDB file holding every document version, units, membership, publish log, quarantine."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+
+from rag.documents import Document, Rejected
+from rag.units import Member, Unit, UnitPlan
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id VARCHAR NOT NULL, version VARCHAR NOT NULL, title VARCHAR, text VARCHAR,
+    acl VARCHAR[], links VARCHAR[], collection VARCHAR, source VARCHAR, source_path VARCHAR,
+    content_hash VARCHAR, meta_hash VARCHAR,
+    status VARCHAR NOT NULL,            -- current | superseded | deleted
+    valid_from TIMESTAMP, valid_to TIMESTAMP, publish_id BIGINT,
+    PRIMARY KEY (doc_id, version));
+CREATE TABLE IF NOT EXISTS units (
+    unit_id VARCHAR NOT NULL, unit_version INTEGER NOT NULL, acl VARCHAR[], collection VARCHAR,
+    tokens INTEGER, content_hash VARCHAR,
+    status VARCHAR NOT NULL,            -- pending | current | retired | abandoned
+    valid_from TIMESTAMP, valid_to TIMESTAMP, publish_id BIGINT,
+    PRIMARY KEY (unit_id, unit_version));
+CREATE TABLE IF NOT EXISTS unit_members (
+    unit_id VARCHAR, unit_version INTEGER, position INTEGER, doc_id VARCHAR, doc_version VARCHAR,
+    part INTEGER, char_start INTEGER, char_end INTEGER, tokens INTEGER);
+CREATE TABLE IF NOT EXISTS publish_log (
+    publish_id BIGINT PRIMARY KEY, started_at TIMESTAMP, finished_at TIMESTAMP, status VARCHAR,
+    sources VARCHAR[], documents_new INTEGER, documents_superseded INTEGER, documents_deleted INTEGER,
+    units_published VARCHAR[], units_retired VARCHAR[], subchunks_embedded INTEGER, lance_version BIGINT);
+CREATE TABLE IF NOT EXISTS quarantine (
+    publish_id BIGINT, severity VARCHAR, source_path VARCHAR, doc_id VARCHAR, reason VARCHAR, seen_at TIMESTAMP);
+"""
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+@dataclass
+class DocChanges:
+    new: list[tuple[str, str]] = field(default_factory=list)
+    superseded: list[tuple[str, str]] = field(default_factory=list)
+    deleted: list[tuple[str, str]] = field(default_factory=list)
+    updated_in_place: list[tuple[str, str]] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    current: int = 0
+
+
+@dataclass
+class UnitChanges:
+    published: list[tuple[str, int]] = field(default_factory=list)
+    retired: list[tuple[str, int]] = field(default_factory=list)
+    unchanged: int = 0
+
+
+class Catalog:
+    def __init__(self, path: str | Path):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.path = str(path)
+        self.con = duckdb.connect(self.path)
+        self.con.execute(SCHEMA)
+
+    def close(self) -> None:
+        self.con.close()
+
+    def _many(self, sql: str, params: list[list]) -> None:
+        if params:
+            self.con.executemany(sql, params)
+
+    def rows(self, sql: str, params: list | None = None) -> list[tuple]:
+        return self.con.execute(sql, params or []).fetchall()
+
+    # publish log -----------------------------------------------------------------------------------
+
+    def begin_publish(self, sources: list[str]) -> int:
+        (last,), = self.rows("SELECT coalesce(max(publish_id), 0) FROM publish_log")
+        pid = last + 1
+        self.con.execute("UPDATE publish_log SET status = 'interrupted' WHERE status = 'running'")
+        self.con.execute("INSERT INTO publish_log (publish_id, started_at, status, sources) VALUES (?, ?, 'running', ?)",
+                         [pid, _now(), sources])
+        return pid
+
+    def latest_publish(self) -> int:
+        (pid,), = self.rows("SELECT coalesce(max(publish_id), 0) FROM publish_log")
+        return pid
+
+    def record_problems(self, publish_id: int, severity: str, problems: list[Rejected]) -> None:
+        if problems:
+            self._many(
+                "INSERT INTO quarantine VALUES (?, ?, ?, ?, ?, ?)",
+                [[publish_id, severity, p.source_path, p.doc_id, p.reason, _now()] for p in problems])
+
+    def quarantine(self, publish_id: int | None = None) -> list[tuple]:
+        where, params = ("WHERE publish_id = ?", [publish_id]) if publish_id else ("", [])
+        return self.rows(f"SELECT severity, source_path, doc_id, reason FROM quarantine {where} "
+                         "ORDER BY source_path", params)
+
+    # documents -------------------------------------------------------------------------------------
+
+    def sync_documents(self, publish_id: int, loaded: list[Document], rejected: list[Rejected],
+                       scanned_sources: list[str]) -> DocChanges:
+        """Record what the sources hold now: new versions, supersessions and deletions, in one transaction."""
+        from rag.versions import reconcile_versions
+
+        existing = {(d, v): (h, m, s, src, path) for d, v, h, m, s, src, path in self.rows(
+            "SELECT doc_id, version, content_hash, meta_hash, status, source, source_path FROM documents")}
+        plan = reconcile_versions(existing, loaded, rejected, scanned_sources)
+        now = _now()
+        self.con.execute("BEGIN")
+        try:
+            self._many(
+                "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'superseded', NULL, NULL, ?)",
+                [[d.doc_id, d.version, d.title, d.text, list(d.acl), list(d.links), d.collection, d.source,
+                  d.source_path, d.content_hash, d.meta_hash, publish_id] for d in plan.insert])
+            self._many(
+                "UPDATE documents SET acl = ?, links = ?, collection = ?, source = ?, source_path = ?, meta_hash = ? "
+                "WHERE doc_id = ? AND version = ?",
+                [[list(d.acl), list(d.links), d.collection, d.source, d.source_path, d.meta_hash, d.doc_id,
+                  d.version] for d in plan.update_meta])
+            for status, keys in (("superseded", plan.supersede), ("deleted", plan.delete)):
+                self._many(
+                    "UPDATE documents SET status = ?, valid_to = ? WHERE doc_id = ? AND version = ?",
+                    [[status, now, d, v] for d, v in keys])
+            self._many(
+                "UPDATE documents SET status = 'current', valid_from = ?, valid_to = NULL, publish_id = ? "
+                "WHERE doc_id = ? AND version = ?", [[now, publish_id, d, v] for d, v in plan.make_current])
+            self.record_problems(publish_id, "rejected", plan.rejected)
+            self.con.execute("UPDATE publish_log SET documents_new = ?, documents_superseded = ?, "
+                             "documents_deleted = ? WHERE publish_id = ?",
+                             [len(plan.insert), len(plan.supersede), len(plan.delete), publish_id])
+            self.con.execute("COMMIT")
+        except Exception:
+            self.con.execute("ROLLBACK")
+            raise
+        (current,), = self.rows("SELECT count(*) FROM documents WHERE status = 'current'")
+        return DocChanges(new=[(d.doc_id, d.version) for d in plan.insert], superseded=plan.supersede,
+                          deleted=plan.delete, updated_in_place=[(d.doc_id, d.version) for d in plan.update_meta],
+                          rejected=plan.rejected, current=current)
+
+    def current_documents(self) -> list[Document]:
+        return [Document(doc_id=r[0], version=r[1], title=r[2], text=r[3], acl=tuple(r[4]), links=tuple(r[5]),
+                         collection=r[6], source=r[7], source_path=r[8])
+                for r in self.rows("SELECT doc_id, version, title, text, acl, links, collection, source, source_path "
+                                   "FROM documents WHERE status = 'current' ORDER BY doc_id")]
+
+    def document_texts(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
+        """(doc_id, version) → (title, text) for the given versions, whatever their status."""
+        if not keys:
+            return {}
+        self.con.execute("CREATE OR REPLACE TEMP TABLE _keys (doc_id VARCHAR, version VARCHAR)")
+        self._many("INSERT INTO _keys VALUES (?, ?)", [list(k) for k in keys])
+        return {(d, v): (t, x) for d, v, t, x in self.rows(
+            "SELECT d.doc_id, d.version, d.title, d.text FROM documents d JOIN _keys USING (doc_id, version)")}
+
+    # units -----------------------------------------------------------------------------------------
+
+    def current_units(self) -> dict[str, tuple[int, str]]:
+        return {u: (v, h) for u, v, h in self.rows(
+            "SELECT unit_id, unit_version, content_hash FROM units WHERE status = 'current'")}
+
+    def stage_units(self, publish_id: int, plan: UnitPlan) -> UnitChanges:
+        """Write the plan's new or changed units as pending; they become visible only at commit."""
+        current = self.current_units()
+        self.con.execute("BEGIN")
+        try:
+            self.con.execute("UPDATE units SET status = 'abandoned' WHERE status = 'pending'")
+            latest = dict(self.rows("SELECT unit_id, max(unit_version) FROM units GROUP BY unit_id"))
+            changes = UnitChanges()
+            planned = set()
+            for unit in plan.units:
+                planned.add(unit.unit_id)
+                cur = current.get(unit.unit_id)
+                if cur and cur[1] == unit.content_hash:
+                    changes.unchanged += 1
+                    continue
+                version = latest.get(unit.unit_id, 0) + 1
+                self._insert_unit(publish_id, unit, version)
+                changes.published.append((unit.unit_id, version))
+                if cur:
+                    changes.retired.append((unit.unit_id, cur[0]))
+            changes.retired += [(u, v) for u, (v, _) in current.items() if u not in planned]
+            self.con.execute("UPDATE publish_log SET units_published = ?, units_retired = ? WHERE publish_id = ?",
+                             [[f"{u}@{v}" for u, v in changes.published],
+                              [f"{u}@{v}" for u, v in changes.retired], publish_id])
+            self.con.execute("COMMIT")
+        except Exception:
+            self.con.execute("ROLLBACK")
+            raise
+        return changes
+
+    def _insert_unit(self, publish_id: int, unit: Unit, version: int) -> None:
+        self.con.execute("INSERT INTO units VALUES (?, ?, ?, ?, ?, ?, 'pending', NULL, NULL, ?)",
+                         [unit.unit_id, version, list(unit.acl), unit.collection, unit.tokens,
+                          unit.content_hash, publish_id])
+        self._many(
+            "INSERT INTO unit_members VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [[unit.unit_id, version, i, m.doc_id, m.doc_version, m.part, m.start, m.end, m.tokens]
+             for i, m in enumerate(unit.members)])
+
+    def live_units(self) -> dict[str, list[tuple]]:
+        """Units that must have rows in the index (current and pending), with their members."""
+        rows = self.rows(
+            "SELECT u.unit_id || '@' || u.unit_version, u.acl, u.collection, m.doc_id, m.doc_version, m.part, "
+            "m.char_start, m.char_end, m.tokens FROM units u JOIN unit_members m USING (unit_id, unit_version) "
+            "WHERE u.status IN ('current', 'pending') ORDER BY 1, m.position")
+        out: dict[str, list[tuple]] = {}
+        for key, acl, coll, *member in rows:
+            out.setdefault(key, []).append((tuple(acl), coll, Member(*member)))
+        return out
+
+    def commit_units(self, publish_id: int, lance_version: int, embedded: int) -> None:
+        """Make the pending units current and retire the ones they replace, atomically."""
+        (retired,), = self.rows("SELECT units_retired FROM publish_log WHERE publish_id = ?", [publish_id])
+        now = _now()
+        self.con.execute("BEGIN")
+        try:
+            self._many("UPDATE units SET status = 'retired', valid_to = ? "
+                                 "WHERE unit_id || '@' || unit_version = ? AND status = 'current'",
+                                 [[now, key] for key in retired or []])
+            self.con.execute("UPDATE units SET status = 'current', valid_from = ? WHERE status = 'pending'", [now])
+            self.con.execute(
+                "UPDATE publish_log SET finished_at = ?, status = 'published', subchunks_embedded = ?, "
+                "lance_version = ? WHERE publish_id = ?", [now, embedded, lance_version, publish_id])
+            self.con.execute("COMMIT")
+        except Exception:
+            self.con.execute("ROLLBACK")
+            raise
+
+    def running_publish(self) -> int:
+        """The publish a step belongs to: the latest still running, or a new one for a step run alone."""
+        rows = self.rows("SELECT max(publish_id) FROM publish_log WHERE status = 'running'")
+        return rows[0][0] or self.begin_publish([])
+
+    def set_lance_version(self, publish_id: int, lance_version: int) -> None:
+        self.con.execute("UPDATE publish_log SET lance_version = ? WHERE publish_id = ?", [lance_version, publish_id])
+
+    def finish_failed(self, publish_id: int) -> None:
+        self.con.execute("UPDATE publish_log SET status = 'failed', finished_at = ? WHERE publish_id = ?",
+                         [_now(), publish_id])
+
+    def raw_text_bytes(self) -> int:
+        """UTF-8 bytes of the current documents' text: the denominator of the storage ratio."""
+        (n,), = self.rows("SELECT coalesce(sum(strlen(text)), 0) FROM documents WHERE status = 'current'")
+        return n

@@ -1,0 +1,117 @@
+"""The three publishing steps behind the assets: documents → units → index, each safe to re-run."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from rag.catalog import Catalog, DocChanges, UnitChanges
+from rag.chunking import subchunks
+from rag.documents import LoadResult, Rejected, content_hash
+from rag.index import SubchunkIndex, SubchunkRow
+from rag.loaders import load_sources
+from rag.tokens import TokenCounter
+from rag.units import DEFAULT_CAP, Member, UnitPlan, plan_units
+
+
+@dataclass
+class IngestSettings:
+    sources: list[str] = field(default_factory=list)
+    default_acl: tuple[str, ...] = ()
+    collection: str | None = None
+    derive_links: bool = False
+    unit_cap: int = DEFAULT_CAP
+    chunk_target: int = 112
+    chunk_max: int = 128
+
+
+@dataclass
+class IndexReport:
+    subchunks: int
+    embedded: int
+    reused: int
+    units_indexed: int
+    rows_removed: int
+    lance_version: int
+
+
+class NothingToPublish(RuntimeError):
+    """No source yielded a readable document; the catalog is left as it was."""
+
+    def __init__(self, message: str, rejected: list[Rejected]):
+        super().__init__(message)
+        self.rejected = rejected
+
+
+def publish_documents(catalog: Catalog, settings: IngestSettings) -> tuple[DocChanges, LoadResult]:
+    """Load the sources and record new versions, supersessions and deletions in the catalog."""
+    sources = [str(Path(s).resolve()) for s in settings.sources]
+    publish_id = catalog.begin_publish(sources)
+    loaded = load_sources(sources, settings.default_acl, settings.collection)
+    if not loaded.documents:
+        catalog.record_problems(publish_id, "rejected", loaded.rejected)
+        catalog.finish_failed(publish_id)
+        first = f"; first problem: {loaded.rejected[0].source_path}: {loaded.rejected[0].reason}" if loaded.rejected else ""
+        raise NothingToPublish(f"no readable documents in {', '.join(sources) or 'no sources'}"
+                               f" ({len(loaded.rejected)} inputs rejected{first})", loaded.rejected)
+    changes = catalog.sync_documents(publish_id, loaded.documents, loaded.rejected, sources)
+    return changes, loaded
+
+
+def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSettings) -> tuple[UnitPlan, UnitChanges]:
+    """Group the current documents and stage the units that are new or changed."""
+    publish_id = catalog.running_publish()
+    plan = plan_units(catalog.current_documents(), counter, settings.unit_cap, settings.derive_links)
+    catalog.record_problems(publish_id, "warning", [
+        Rejected(doc_id, f"link to missing document '{link}'", doc_id) for doc_id, link in plan.missing_links])
+    return plan, catalog.stage_units(publish_id, plan)
+
+
+def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[str]], np.ndarray],
+                  counter: TokenCounter, settings: IngestSettings) -> IndexReport:
+    """Bring the index to the catalog's live units, embedding only texts never embedded before, then commit."""
+    publish_id = catalog.running_publish()
+    live = catalog.live_units()
+    have = index.unit_keys()
+    missing = sorted(set(live) - have)
+    rows, texts = subchunk_rows({k: live[k] for k in missing}, catalog, counter, settings)
+    hashes = [r.text_hash for r in rows]
+    vectors = np.zeros((len(rows), 384), dtype=np.float32)
+    cached = index.cached_vectors(hashes)
+    todo = [i for i, h in enumerate(hashes) if h not in cached]
+    for i, h in enumerate(hashes):
+        if h in cached:
+            vectors[i] = cached[h]
+    if todo:
+        vectors[todo] = embed([texts[i] for i in todo])
+    index.add(rows, vectors)
+    catalog.commit_units(publish_id, index.version, len(todo))
+    current = {f"{u}@{v}" for u, (v, _) in catalog.current_units().items()}
+    removed = index.remove_units(index.unit_keys() - current)
+    index.ensure_indexes()
+    catalog.set_lance_version(publish_id, index.version)
+    return IndexReport(index.count(), len(todo), len(rows) - len(todo), len(missing), removed, index.version)
+
+
+def subchunk_rows(units: dict[str, list[tuple]], catalog: Catalog, counter: TokenCounter,
+                  settings: IngestSettings) -> tuple[list[SubchunkRow], list[str]]:
+    """Sentence-aligned sub-chunks of every member, with offsets into the document and the text to embed."""
+    members: list[tuple[str, tuple, str, int, Member]] = []
+    for key, entries in units.items():
+        for pos, (acl, collection, m) in enumerate(entries):
+            members.append((key, acl, collection, pos, m))
+    texts_by_key = catalog.document_texts(sorted({(m.doc_id, m.doc_version) for *_, m in members}))
+    rows: list[SubchunkRow] = []
+    texts: list[str] = []
+    for key, acl, collection, pos, m in members:
+        title, text = texts_by_key[(m.doc_id, m.doc_version)]
+        unit_id, version = key.rsplit("@", 1)
+        for k, span in enumerate(subchunks(text[m.start:m.end], counter, settings.chunk_target, settings.chunk_max)):
+            start, end = m.start + span.start, m.start + span.end
+            embedded = f"{title}\n{text[start:end]}"
+            rows.append(SubchunkRow(f"{key}:{pos}:{k}", key, unit_id, int(version), m.doc_id, m.doc_version,
+                                    m.part, acl, collection, start, end, span.tokens, content_hash(embedded)))
+            texts.append(embedded)
+    return rows, texts
