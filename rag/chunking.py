@@ -62,11 +62,14 @@ def _cover(text: str, offsets: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def _cut_long(text: str, start: int, end: int, counter: TokenCounter, max_tokens: int) -> list[Span]:
-    offsets = counter.offsets(text[start:end])
-    out = []
-    for i in range(0, len(offsets), max_tokens):
-        window = offsets[i : i + max_tokens]
-        s = start + window[0][0]
-        e = start + (offsets[i + max_tokens][0] if i + max_tokens < len(offsets) else end - start)
-        out.append(Span(s, e, len(window)))
+    """Cut a sentence longer than max_tokens between words (inside a word only if one word alone is longer)."""
+    offsets, words = counter.pieces(text[start:end])
+    word_starts = [i for i in range(1, len(words)) if words[i] != words[i - 1]] + [len(words)]
+    out, i = [], 0
+    while i < len(offsets):
+        j = max((b for b in word_starts if i < b <= i + max_tokens), default=min(i + max_tokens, len(offsets)))
+        s = start + offsets[i][0]
+        e = start + offsets[j][0] if j < len(offsets) else end
+        out.append(Span(s, e, j - i))
+        i = j
     return out

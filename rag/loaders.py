@@ -27,15 +27,15 @@ def load_sources(
     result = LoadResult()
     for source in sources:
         path = Path(source).resolve()
+        if not path.exists():
+            result.rejected.append(Rejected(str(path), "source does not exist"))
+            continue
         if path.is_dir():
             one = load_folder(path, default_acl, collection)
         elif path.suffix == ".jsonl":
             one = load_jsonl(path, default_acl, collection)
-        elif path.is_file():
-            one = _load_files([path], path.parent, default_acl, collection)
         else:
-            result.rejected.append(Rejected(str(path), "source does not exist"))
-            continue
+            one = _load_files([path], path.parent, default_acl, collection)
         one.documents = [replace(d, source=str(path)) for d in one.documents]
         result.extend(one)
     return result
@@ -186,7 +186,8 @@ def _str_list(value: Any, key: str) -> tuple[str, ...]:
 
 
 def _acl(value: Any, default_acl: tuple[str, ...]) -> tuple[str, ...]:
-    groups = _str_list(value, "acl") or tuple(default_acl)
+    """The default ACL fills in only where no ACL is given; an explicit empty list stays readable by nobody."""
+    groups = tuple(default_acl) if value is None else _str_list(value, "acl")
     if not groups:
         raise InputError("no ACL: a document without groups is readable by nobody")
     return tuple(sorted(set(groups)))

@@ -27,9 +27,10 @@ class TokenCounter:
     def count_one(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=False).ids)
 
-    def offsets(self, text: str) -> list[tuple[int, int]]:
-        """Character span of every token, for splitting text that has no sentence boundary."""
-        return self._tok.encode(text, add_special_tokens=False).offsets
+    def pieces(self, text: str) -> tuple[list[tuple[int, int]], list[int]]:
+        """Character span and word index of every token, for cutting text that has no sentence boundary."""
+        enc = self._tok.encode(text, add_special_tokens=False)
+        return enc.offsets, [w if w is not None else -1 for w in enc.word_ids]
 
 
 @lru_cache(maxsize=1)

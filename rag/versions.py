@@ -38,11 +38,13 @@ def reconcile_versions(existing: Existing, loaded: list[Document], rejected: lis
 
     for doc_id, versions in sorted(by_id.items()):
         cur = current.get(doc_id)
+        refused: set[str] = set()
         for version, doc in sorted(versions.items(), key=lambda kv: version_key(kv[0])):
             row = existing.get((doc_id, version))
             if row and row[0] != doc.content_hash:
                 plan.rejected.append(_refuse(doc, f"text of '{doc_id}' version {version} changed but the version "
                                                   "label did not; give the new text a newer version"))
+                refused.add(version)
                 del versions[version]
             elif not row and cur and cur in versions and version_key(version) < version_key(cur):
                 plan.rejected.append(_refuse(doc, f"version {version} of '{doc_id}' is older than the published "
@@ -55,6 +57,9 @@ def reconcile_versions(existing: Existing, loaded: list[Document], rejected: lis
         if not versions:
             continue
         top = max(versions, key=version_key)
+        held = cur is not None and (cur in refused or existing[(doc_id, cur)][4] in protected_paths)
+        if held and version_key(top) < version_key(cur):
+            continue  # a bad edit of the current version never rolls the document back
         if top != cur:
             plan.make_current.append((doc_id, top))
             if cur:
