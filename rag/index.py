@@ -15,15 +15,17 @@ from rag.embedding import DIMENSION
 TABLE = "subchunks"
 CACHE_TABLE = "vector_cache"
 VECTOR_INDEX_MIN_ROWS = 50_000  # below this a flat scan answers in a few ms (STACK.md)
+# Half precision halves the index (vectors dominate it) and changes cosine scores by ~1e-3.
+VECTOR_TYPE = pa.float16()
 
 SCHEMA = pa.schema([
     ("chunk_id", pa.string()), ("unit_key", pa.string()), ("unit_id", pa.string()),
     ("unit_version", pa.int32()), ("doc_id", pa.string()), ("doc_version", pa.string()),
     ("part", pa.int32()), ("acl", pa.list_(pa.string())), ("collection", pa.string()),
     ("char_start", pa.int32()), ("char_end", pa.int32()), ("tokens", pa.int32()),
-    ("text_hash", pa.string()), ("vector", pa.list_(pa.float32(), DIMENSION)),
+    ("text_hash", pa.string()), ("vector", pa.list_(VECTOR_TYPE, DIMENSION)),
 ])
-CACHE_SCHEMA = pa.schema([("text_hash", pa.string()), ("vector", pa.list_(pa.float32(), DIMENSION))])
+CACHE_SCHEMA = pa.schema([("text_hash", pa.string()), ("vector", pa.list_(VECTOR_TYPE, DIMENSION))])
 
 
 @dataclass
@@ -77,7 +79,7 @@ class SubchunkIndex:
                 continue
             data = tbl.to_lance().to_table(columns=["text_hash", "vector"],
                                            filter=pc.is_in(pc.field("text_hash"), wanted))
-            vecs = data.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, DIMENSION)
+            vecs = _matrix(data.column("vector"))
             for h, v in zip(data.column("text_hash").to_pylist(), vecs):
                 found.setdefault(h, v)
             wanted = pa.array([h for h in wanted.to_pylist() if h not in found], pa.string())
@@ -88,7 +90,7 @@ class SubchunkIndex:
             return
         cols = {name: [getattr(r, name) for r in rows] for name in SCHEMA.names if name != "vector"}
         cols["acl"] = [list(a) for a in cols["acl"]]
-        flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel())
+        flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float16).ravel())
         cols["vector"] = pa.FixedSizeListArray.from_arrays(flat, DIMENSION)
         self.table.add(pa.table(cols, schema=SCHEMA))
 
@@ -122,3 +124,9 @@ class SubchunkIndex:
 
     def bytes_on_disk(self) -> int:
         return sum(p.stat().st_size for p in Path(self.uri).rglob("*") if p.is_file())
+
+
+def _matrix(column: pa.ChunkedArray) -> np.ndarray:
+    if column.num_chunks == 0:
+        return np.zeros((0, DIMENSION), dtype=np.float32)
+    return column.combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, DIMENSION).astype(np.float32)

@@ -1,0 +1,78 @@
+"""Ingest benchmark: a whole benchmark corpus through the Dagster ingest assets, side by side with bare encoding.
+
+Prints and writes (bench/results/ingest-<name>.json): documents/s, sub-chunks/s, wall time, the overhead
+ratio (ingest wall ÷ `model.encode` of the same sub-chunk texts in the same process) and the storage
+ratio (catalog + index bytes ÷ raw text bytes).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from pipelines.cli import run_ingest  # noqa: E402
+from rag.catalog import Catalog  # noqa: E402
+from rag.publish import IngestSettings, subchunk_rows  # noqa: E402
+from rag.summary import bytes_on_disk, markdown_table  # noqa: E402
+from rag.tokens import default_counter  # noqa: E402
+from resources.embedder import EmbedderResource  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--benchmark", default=str(REPO.parent / "shared" / "benchmarks" / "musique"),
+                        help="a folder with docs.jsonl (default: ../shared/benchmarks/musique)")
+    parser.add_argument("--out", help="JSON file for the figures (default: bench/results/ingest-<name>.json)")
+    args = parser.parse_args()
+    bench = Path(args.benchmark)
+    out = Path(args.out or REPO / "bench" / "results" / f"ingest-{bench.name}.json")
+
+    t = time.perf_counter()
+    model = EmbedderResource().embedder()  # the ingest below re-uses this process-wide instance
+    model_load_s = time.perf_counter() - t
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp) / "ws"
+        t = time.perf_counter()
+        counts = run_ingest(str(ws), [str(bench / "docs.jsonl")], default_acl=["bench"], derive_links=True)
+        ingest_s = time.perf_counter() - t
+
+        catalog = Catalog(ws / "catalog.duckdb")
+        _, texts = subchunk_rows(catalog.live_units(), catalog, default_counter(), IngestSettings())
+        t = time.perf_counter()
+        model.encode(texts)
+        encode_s = time.perf_counter() - t
+        raw = catalog.raw_text_bytes()
+        catalog_bytes = bytes_on_disk(ws / "catalog.duckdb")
+        index_bytes = bytes_on_disk(ws / "lancedb")
+        units = catalog.rows("SELECT count(*), avg(tokens), max(tokens) FROM units WHERE status = 'current'")[0]
+        catalog.close()
+
+    figures = {
+        "benchmark": bench.name, "documents": counts["documents"], "units": units[0],
+        "mean_unit_tokens": round(units[1], 1), "max_unit_tokens": units[2], "subchunks": counts["subchunks"],
+        "embedded": counts["embedded"], "checks_passed": counts["checks_passed"],
+        "ingest_wall_s": round(ingest_s, 2), "encode_only_s": round(encode_s, 2),
+        "model_load_s": round(model_load_s, 2),
+        "overhead_ratio": round(ingest_s / encode_s, 3),
+        "overhead_ratio_with_model_load": round((ingest_s + model_load_s) / encode_s, 3),
+        "documents_per_s": round(counts["documents"] / ingest_s, 1),
+        "subchunks_per_s": round(counts["subchunks"] / ingest_s, 1),
+        "raw_text_bytes": raw, "catalog_bytes": catalog_bytes, "index_bytes": index_bytes,
+        "storage_ratio": round((catalog_bytes + index_bytes) / raw, 2),
+        "command": f"python bench/ingest.py --benchmark {args.benchmark}",
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(figures, indent=2) + "\n")
+    print(markdown_table(["figure", "value"], [[k, v] for k, v in figures.items()]))
+    print(f"\nwritten to {out}")
+
+
+if __name__ == "__main__":
+    main()
