@@ -142,10 +142,14 @@ class Catalog:
                           rejected=plan.rejected, current=current)
 
     def current_documents(self) -> list[Document]:
+        return self.documents_where("status = 'current'")
+
+    def documents_where(self, where: str, params: list | None = None) -> list[Document]:
+        """Document versions matching a SQL condition on the documents table, by doc id."""
         return [Document(doc_id=r[0], version=r[1], title=r[2], text=r[3], acl=tuple(r[4]), links=tuple(r[5]),
                          collection=r[6], source=r[7], source_path=r[8])
-                for r in self.rows("SELECT doc_id, version, title, text, acl, links, collection, source, source_path "
-                                   "FROM documents WHERE status = 'current' ORDER BY doc_id")]
+                for r in self.rows("SELECT doc_id, version, title, text, acl, links, collection, source, "
+                                   f"source_path FROM documents WHERE {where} ORDER BY doc_id", params)]
 
     def document_texts(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
         """(doc_id, version) → (title, text) for the given versions, whatever their status."""
@@ -246,3 +250,19 @@ class Catalog:
         """UTF-8 bytes of the current documents' text: the denominator of the storage ratio."""
         (n,), = self.rows("SELECT coalesce(sum(strlen(text)), 0) FROM documents WHERE status = 'current'")
         return n
+
+    def current_members(self, unit_keys: list[str]) -> list[tuple]:
+        """Members of these unit versions if still current, with their document's current text and ACL.
+
+        The read-time check of rules 1–3: a retired unit, or a member whose version is no longer current,
+        yields nothing, whatever the index still holds.
+        """
+        if not unit_keys:
+            return []
+        return self.rows(
+            "SELECT u.unit_id || '@' || u.unit_version AS unit_key, m.position, m.doc_id, m.doc_version, m.part, "
+            "m.char_start, m.char_end, d.title, d.text, d.acl FROM units u "
+            "JOIN unit_members m USING (unit_id, unit_version) "
+            "JOIN documents d ON d.doc_id = m.doc_id AND d.version = m.doc_version AND d.status = 'current' "
+            "WHERE u.status = 'current' AND list_contains(?, u.unit_id || '@' || u.unit_version) "
+            "ORDER BY unit_key, m.position", [unit_keys])

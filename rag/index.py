@@ -25,6 +25,7 @@ SCHEMA = pa.schema([
     ("char_start", pa.int32()), ("char_end", pa.int32()), ("tokens", pa.int32()),
     ("text_hash", pa.string()), ("vector", pa.list_(VECTOR_TYPE, DIMENSION)),
 ])
+SEARCH_COLUMNS = ["unit_key", "unit_id", "doc_id", "doc_version", "part", "char_start", "char_end"]
 CACHE_SCHEMA = pa.schema([("text_hash", pa.string()), ("vector", pa.list_(VECTOR_TYPE, DIMENSION))])
 
 
@@ -108,6 +109,13 @@ class SubchunkIndex:
         quoted = ", ".join("'" + k.replace("'", "''") + "'" for k in sorted(unit_keys))
         self.table.delete(f"unit_key IN ({quoted})")
         return gone.num_rows
+
+    def search(self, vector: np.ndarray, groups: list[str], limit: int) -> pa.Table:
+        """Nearest sub-chunks among rows whose ACL admits one of the groups (the pre-filter of rule 1)."""
+        groups_sql = ", ".join("'" + g.replace("'", "''") + "'" for g in sorted(groups))
+        return (self.table.search(np.asarray(vector, dtype=np.float32)).distance_type("cosine")
+                .where(f"array_has_any(acl, [{groups_sql}])", prefilter=True).limit(limit)
+                .select(SEARCH_COLUMNS + ["_distance"]).to_arrow())
 
     def ensure_indexes(self) -> None:
         """Label-list index on acl for the pre-filter; a vector index once a flat scan gets slow."""

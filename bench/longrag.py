@@ -1,0 +1,82 @@
+"""LongRAG retrieval benchmark: evidence recall and source completeness at several budgets, side by side with
+the short-chunk baseline, plus query latency. Prints a table and writes bench/results/longrag-<name>.json.
+
+Each benchmark's whole docs.jsonl is the corpus (links derived from titles, one default ACL); the workspace
+is kept under .rag/bench/<name> so a re-run only ingests what changed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from pipelines.cli import run_ingest  # noqa: E402
+from rag.access import Caller  # noqa: E402
+from rag.benchmarks import complete, evidence_recall, load_questions  # noqa: E402
+from rag.catalog import Catalog  # noqa: E402
+from rag.embedding import Embedder  # noqa: E402
+from rag.index import SubchunkIndex  # noqa: E402
+from rag.longrag import LongRAGConfig, longrag_retrieve, shortchunk_retrieve  # noqa: E402
+from rag.summary import markdown_table  # noqa: E402
+from rag.tokens import default_counter  # noqa: E402
+
+BENCHMARKS = REPO.parent / "shared" / "benchmarks"
+METHODS = {"longrag": longrag_retrieve, "shortchunk": shortchunk_retrieve}
+
+
+def run(name: str, budgets: list[int], limit: int | None, config: LongRAGConfig) -> dict:
+    folder = BENCHMARKS / name
+    ws = REPO / ".rag" / "bench" / name
+    run_ingest(str(ws), [str(folder / "docs.jsonl")], default_acl=["bench"], derive_links=True)
+    catalog, index = Catalog(ws / "catalog.duckdb"), SubchunkIndex(ws / "lancedb")
+    embedder, counter, caller = Embedder(threads=1), default_counter(), Caller(frozenset({"bench"}))
+    questions = load_questions(folder, limit)
+    rows, latency = [], {m: [] for m in METHODS}
+    for method, fn in METHODS.items():
+        for budget in budgets:
+            recall, full, used = [], [], []
+            for q in questions:
+                t = time.perf_counter()
+                result = fn(catalog, index, embedder.encode_query, counter, caller, q.question, budget, config)
+                latency[method].append(time.perf_counter() - t)
+                assert result.tokens <= budget
+                ids = {i.doc_id for i in result.items}
+                recall.append(evidence_recall(ids, q.gold_doc_ids))
+                full.append(complete(ids, q.gold_doc_ids))
+                used.append(result.tokens)
+            rows.append({"method": method, "budget": budget, "evidence_recall": round(float(np.mean(recall)), 3),
+                         "completeness": round(float(np.mean(full)), 3), "mean_tokens": round(float(np.mean(used)))})
+    ms = {m: np.array(v) * 1000 for m, v in latency.items()}
+    return {"benchmark": name, "questions": len(questions), "config": vars(config), "results": rows,
+            "latency_ms": {m: {"p50": round(float(np.percentile(v, 50)), 1), "p95": round(float(np.percentile(v, 95)), 1)}
+                           for m, v in ms.items()}}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--benchmark", action="append", help="hotpotqa, musique, 2wikimultihopqa (default: all three)")
+    p.add_argument("--budgets", default="1000,2000,4000")
+    p.add_argument("--limit", type=int, help="first N questions only")
+    p.add_argument("--neighbour-penalty", type=float, default=LongRAGConfig.neighbour_penalty)
+    args = p.parse_args()
+    config = LongRAGConfig(neighbour_penalty=args.neighbour_penalty)
+    budgets = [int(b) for b in args.budgets.split(",")]
+    for name in args.benchmark or ["hotpotqa", "musique", "2wikimultihopqa"]:
+        figures = run(name, budgets, args.limit, config)
+        figures["command"] = "python bench/longrag.py " + " ".join(sys.argv[1:])
+        out = REPO / "bench" / "results" / f"longrag-{name}.json"
+        out.write_text(json.dumps(figures, indent=2) + "\n")
+        print(f"\n{name} ({figures['questions']} questions), latency ms {figures['latency_ms']}")
+        print(markdown_table(["method", "budget", "evidence recall", "completeness", "mean tokens"],
+                             [list(r.values()) for r in figures["results"]]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""LongRAG retrieval: MaxP, read-time assembly from the catalog, permissions, versions and budgets."""
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rag.access import Caller
+from rag.catalog import Catalog
+from rag.index import SubchunkIndex
+from rag.longrag import Hit, longrag_retrieve, maxp, shortchunk_retrieve
+from rag.publish import IngestSettings, publish_documents, publish_index, publish_units
+from rag.tokens import default_counter
+
+GROUPS = ["field-engineering", "support", "partners", "security-team", "everyone"]
+
+
+def publish(workspace, sources, embedder, **kw):
+    catalog, index = Catalog(workspace / "catalog.duckdb"), SubchunkIndex(workspace / "lancedb")
+    settings = IngestSettings(sources=[str(s) for s in sources], **kw)
+    publish_documents(catalog, settings)
+    publish_units(catalog, default_counter(), settings)
+    publish_index(catalog, index, embedder.encode, default_counter(), settings)
+    return catalog, index
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory, embedder):
+    from conftest import SAMPLES
+
+    return publish(tmp_path_factory.mktemp("sample"), [SAMPLES / "corpus"], embedder)
+
+
+def retrieve(sample, embedder, question, groups, budget=2000, fn=longrag_retrieve):
+    catalog, index = sample
+    return fn(catalog, index, embedder.encode_query, default_counter(), Caller(frozenset(groups)), question, budget)
+
+
+def test_unit_score_is_its_best_subchunk_and_ties_break_by_unit_key():
+    hits = [Hit("u-b@1", "d1", 0, 0, 5, 0.5), Hit("u-a@1", "d2", 0, 0, 5, 0.7), Hit("u-b@1", "d3", 0, 0, 5, 0.7),
+            Hit("u-c@2", "d4", 0, 0, 5, 0.2)]
+    assert list(maxp(hits).items()) == [("u-a@1", 0.7), ("u-b@1", 0.7), ("u-c@2", 0.2)]
+
+
+def test_answer_document_ranks_first_with_its_header_and_current_version(sample, embedder):
+    result = retrieve(sample, embedder, "Which error code means the gateway cache is full?", ["support"])
+    top = result.items[0]
+    assert top.doc_id == "error-codes-reference"
+    assert top.text.startswith("## ") and f"[{top.doc_id} · version {top.doc_version}]" in top.text
+    assert "E-217" in top.text
+
+
+def test_each_document_appears_once_and_whole(sample, embedder):
+    catalog, _ = sample
+    result = retrieve(sample, embedder, "offline cache eviction and re-sync after reconnect", ["support"], 8000)
+    keys = [(i.doc_id, i.ranges) for i in result.items]
+    assert len(keys) == len(set(keys))
+    texts = {d.doc_id: d.text for d in catalog.current_documents()}
+    for item in result.items:
+        (start, end), = item.ranges
+        assert item.text.endswith(texts[item.doc_id][start:end] + "\n")
+
+
+def test_superseded_version_text_never_returned(sample, embedder):
+    result = retrieve(sample, embedder, "How many hours does the offline cache hold telemetry?", GROUPS, 8000)
+    context = result.context()
+    assert "7 days" in context
+    assert "72 hours" not in context and all(i.doc_version != "2025" for i in result.items)
+
+
+def test_deletion_recorded_in_catalog_hides_document_before_any_republish(tmp_path, corpus, embedder):
+    catalog, index = publish(tmp_path / "ws", [corpus], embedder)
+    question = "Which error code means the gateway cache is full?"
+    before = longrag_retrieve(catalog, index, embedder.encode_query, default_counter(), Caller(frozenset({"support"})),
+                              question, 2000)
+    assert "error-codes-reference" in {i.doc_id for i in before.items}
+    (corpus / "operations" / "error-codes.md").unlink()
+    publish_documents(catalog, IngestSettings(sources=[str(corpus)]))  # catalog only: index untouched
+    assert index.table.count_rows("doc_id = 'error-codes-reference'") > 0
+    for fn in (longrag_retrieve, shortchunk_retrieve):
+        after = fn(catalog, index, embedder.encode_query, default_counter(), Caller(frozenset({"support"})),
+                   question, 2000)
+        assert "error-codes-reference" not in {i.doc_id for i in after.items}
+
+
+def test_acl_revoked_in_catalog_hides_member_even_though_its_unit_is_still_indexed(tmp_path, corpus, embedder):
+    catalog, index = publish(tmp_path / "ws", [corpus], embedder)
+    catalog.con.execute("UPDATE documents SET acl = ['security-team'] WHERE doc_id = 'edge-offline-cache'")
+    result = longrag_retrieve(catalog, index, embedder.encode_query, default_counter(),
+                              Caller(frozenset({"support"})), "offline cache size and eviction", 8000)
+    assert "edge-offline-cache" not in {i.doc_id for i in result.items}
+    assert result.items  # its unit's other members are still served
+
+
+WORDS = ["cache", "firmware", "certificate", "rotation", "log", "reconnect", "antenna", "grounding", "incident",
+         "modbus", "error", "ssh", "boot", "commissioning", "partition", "eviction", "batch", "alarm"]
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(groups=st.sets(st.sampled_from(GROUPS + ["nobody-else"]), min_size=1, max_size=3),
+       words=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+       budget=st.integers(min_value=50, max_value=9000),
+       revoked=st.sets(st.sampled_from(["edge-offline-cache", "error-codes-reference", "install-grounding",
+                                        "ssh-hardening", "quick-start-guide", "edge-log-rotation"]), max_size=3),
+       method=st.sampled_from([longrag_retrieve, shortchunk_retrieve]))
+def test_no_returned_byte_comes_from_a_document_the_caller_may_not_read(sample, embedder, groups, words, budget,
+                                                                        revoked, method):
+    """Property (rule 1): also when the catalog revoked a member's ACL after its unit was indexed."""
+    catalog, index = sample
+    catalog.con.execute("BEGIN")
+    try:
+        if revoked:
+            catalog.con.execute("UPDATE documents SET acl = ['revoked'] WHERE list_contains(?, doc_id)", [sorted(revoked)])
+        readable = {d.doc_id: d.text for d in catalog.current_documents() if not set(d.acl).isdisjoint(groups)}
+        result = retrieve(sample, embedder, " ".join(words), groups, budget, fn=method)
+    finally:
+        catalog.con.execute("ROLLBACK")
+    assert result.tokens <= budget
+    for item in result.items:
+        assert item.doc_id in readable
+        (start, end), = item.ranges
+        assert item.text.endswith(readable[item.doc_id][start:end] + "\n")
+        assert item.tokens == default_counter().count_one(item.text)
