@@ -12,6 +12,21 @@ from pipelines.workspace import REPO, SAMPLE_CORPUS, workspace_resources
 DEFAULT_WORKSPACE = ".rag/workspace"
 
 
+def _longrag(*args, **kw):
+    from rag.longrag import longrag_retrieve
+
+    return longrag_retrieve(*args, **kw)
+
+
+def _shortchunk(*args, **kw):
+    from rag.longrag import shortchunk_retrieve
+
+    return shortchunk_retrieve(*args, **kw)
+
+
+RETRIEVERS = {"longrag": _longrag, "shortchunk": _shortchunk}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -50,6 +65,12 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("--json", action="store_true", help="print one JSON object with the run's counts")
     ingest.set_defaults(func=cmd_ingest)
 
+    retrieve = sub.add_parser("retrieve", help="retrieve context for a question (JSON out)",
+                              description="Retrieve what a reader would get for QUESTION, as the caller, within "
+                                          "a token budget (MiniLM word pieces). Prints JSON with --json.")
+    _question_args(retrieve)
+    retrieve.set_defaults(func=cmd_retrieve)
+
     demo = sub.add_parser("demo", help="ingest the bundled sample corpus and say where to look",
                           description="Ingest samples/corpus into a workspace (default .rag/demo) offline.")
     demo.add_argument("--workspace", default=".rag/demo", help="workspace folder (default: .rag/demo)")
@@ -61,6 +82,72 @@ def _workspace_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workspace", default=os.environ.get("RAG_WORKSPACE", DEFAULT_WORKSPACE),
                    help=f"folder holding catalog.duckdb and lancedb/ (default: $RAG_WORKSPACE or {DEFAULT_WORKSPACE})")
     p.add_argument("--lance-uri", help="LanceDB location if not <workspace>/lancedb (e.g. object storage)")
+
+
+def _question_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("question", help="the question, in quotes")
+    _workspace_args(p)
+    p.add_argument("--method", choices=sorted(RETRIEVERS), default="longrag",
+                   help="longrag (long units, MaxP) or shortchunk (top sub-chunks; the baseline)")
+    p.add_argument("--budget", type=int, default=2000, help="reader context budget in tokens (default: 2000)")
+    who = p.add_mutually_exclusive_group(required=True)
+    who.add_argument("--groups", help="comma-separated groups the caller belongs to (there is no superuser)")
+    who.add_argument("--user", help="a user name resolved to groups through --users-file")
+    p.add_argument("--users-file", default=os.environ.get("RAG_USERS_FILE"),
+                   help="YAML mapping user → list of groups (default: $RAG_USERS_FILE)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+
+def _caller(args: argparse.Namespace):
+    from rag.access import Caller
+
+    if args.groups:
+        groups = [g.strip() for g in args.groups.split(",") if g.strip()]
+    else:
+        if not args.users_file:
+            raise CliError("--user needs --users-file (or $RAG_USERS_FILE)")
+        import yaml
+
+        try:
+            users = yaml.safe_load(Path(args.users_file).read_text()) or {}
+        except (OSError, yaml.YAMLError) as err:
+            raise CliError(f"{args.users_file}: cannot read users file ({err.__class__.__name__})") from None
+        groups = users.get(args.user)
+        if not isinstance(groups, list) or not groups:
+            raise CliError(f"{args.users_file}: user '{args.user}' has no groups")
+    if not groups:
+        raise CliError("--groups is empty")
+    return Caller(frozenset(groups))
+
+
+def _open_workspace(args: argparse.Namespace):
+    from rag.catalog import Catalog
+    from rag.index import SubchunkIndex
+
+    ws = Path(args.workspace)
+    if not (ws / "catalog.duckdb").exists():
+        raise CliError(f"{ws}: no catalog here; run `rag ingest --workspace {ws}` first")
+    return Catalog(ws / "catalog.duckdb"), SubchunkIndex(args.lance_uri or ws / "lancedb")
+
+
+def cmd_retrieve(args: argparse.Namespace) -> int:
+    from rag.embedding import Embedder
+    from rag.tokens import default_counter
+
+    caller = _caller(args)
+    if args.budget <= 0:
+        raise CliError("--budget must be a positive number of tokens")
+    catalog, index = _open_workspace(args)
+    embedder = Embedder(threads=1)  # one thread answers a single query fastest under load (STACK.md)
+    result = RETRIEVERS[args.method](catalog, index, embedder.encode_query, default_counter(), caller,
+                                     args.question, args.budget)
+    if args.json:
+        print(json.dumps(result.to_json(), ensure_ascii=False))
+    else:
+        for item in result.items:
+            print(f"{item.score:6.3f}  {item.doc_id} v{item.doc_version}  {item.title}  ({item.tokens} tokens)")
+        print(f"{len(result.items)} documents, {result.tokens}/{args.budget} tokens ({args.method})")
+    return 0
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:

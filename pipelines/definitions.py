@@ -4,6 +4,7 @@ from __future__ import annotations
 import dagster as dg
 
 from assets.ingest import ingest_assets, ingest_checks
+from pipelines.sensors import source_sensor
 from pipelines.workspace import resources_from_env
 
 ingest_job = dg.define_asset_job(
@@ -14,10 +15,17 @@ nightly_reindex = dg.ScheduleDefinition(
     name="nightly_reindex", job=ingest_job, cron_schedule="0 2 * * *",
     description="Sweep every source and repair drift; the asset checks run after it.")
 
-defs = dg.Definitions(
-    assets=ingest_assets,
-    asset_checks=ingest_checks,
-    jobs=[ingest_job],
-    schedules=[nightly_reindex],
-    resources=resources_from_env(),
-)
+
+def build_definitions(resources: dict) -> dg.Definitions:
+    sources = resources["source_settings"].sources
+    return dg.Definitions(
+        assets=ingest_assets,
+        asset_checks=ingest_checks,
+        jobs=[ingest_job],
+        schedules=[nightly_reindex],
+        sensors=[source_sensor(s, ingest_job) for s in sources],
+        resources=resources,
+    )
+
+
+defs = build_definitions(resources_from_env())
