@@ -71,6 +71,14 @@ def _parser() -> argparse.ArgumentParser:
     _question_args(retrieve)
     retrieve.set_defaults(func=cmd_retrieve)
 
+    history = sub.add_parser("history", help="a document's versions and the units that carried them",
+                             description="Show every version of DOC_ID with its status and validity, and the "
+                                         "unit versions that carried it, from the catalog's publish history.")
+    history.add_argument("doc_id")
+    _workspace_args(history)
+    history.add_argument("--json", action="store_true", help="print one JSON object")
+    history.set_defaults(func=cmd_history)
+
     demo = sub.add_parser("demo", help="ingest the bundled sample corpus and say where to look",
                           description="Ingest samples/corpus into a workspace (default .rag/demo) offline.")
     demo.add_argument("--workspace", default=".rag/demo", help="workspace folder (default: .rag/demo)")
@@ -95,7 +103,24 @@ def _question_args(p: argparse.ArgumentParser) -> None:
     who.add_argument("--user", help="a user name resolved to groups through --users-file")
     p.add_argument("--users-file", default=os.environ.get("RAG_USERS_FILE"),
                    help="YAML mapping user → list of groups (default: $RAG_USERS_FILE)")
+    p.add_argument("--as-of", metavar="WHEN",
+                   help="read what was current then: an ISO timestamp (UTC) or publish:N from the publish log")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+
+def _as_of(catalog, value: str | None):
+    from datetime import datetime
+
+    if not value:
+        return None
+    try:
+        if value.startswith("publish:"):
+            return catalog.publish_finished(int(value.split(":", 1)[1]))
+        return datetime.fromisoformat(value).replace(tzinfo=None)
+    except ValueError:
+        raise CliError(f"--as-of {value}: expected an ISO timestamp or publish:N") from None
+    except LookupError as err:
+        raise CliError(str(err)) from None
 
 
 def _caller(args: argparse.Namespace):
@@ -139,14 +164,40 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
         raise CliError("--budget must be a positive number of tokens")
     catalog, index = _open_workspace(args)
     embedder = Embedder(threads=1)  # one thread answers a single query fastest under load (STACK.md)
-    result = RETRIEVERS[args.method](catalog, index, embedder.encode_query, default_counter(), caller,
-                                     args.question, args.budget)
+    try:
+        result = RETRIEVERS[args.method](catalog, index, embedder.encode_query, default_counter(), caller,
+                                         args.question, args.budget, as_of=_as_of(catalog, args.as_of))
+    except LookupError as err:
+        raise CliError(str(err)) from None
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
     else:
         for item in result.items:
             print(f"{item.score:6.3f}  {item.doc_id} v{item.doc_version}  {item.title}  ({item.tokens} tokens)")
         print(f"{len(result.items)} documents, {result.tokens}/{args.budget} tokens ({args.method})")
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    catalog, _ = _open_workspace(args)
+    versions, units = catalog.history(args.doc_id)
+    if not versions:
+        raise CliError(f"no document '{args.doc_id}' in {args.workspace}")
+    fmt = lambda t: t.isoformat(sep=" ", timespec="seconds") if t else ""  # noqa: E731
+    if args.json:
+        print(json.dumps({"doc_id": args.doc_id,
+                          "versions": [{"version": v, "status": s, "valid_from": fmt(f), "valid_to": fmt(t),
+                                        "publish_id": p, "source_path": src} for v, s, f, t, p, src in versions],
+                          "units": [{"doc_version": dv, "unit": u, "status": s, "valid_from": fmt(f),
+                                     "valid_to": fmt(t), "publish_id": p} for dv, u, s, f, t, p in units]}))
+        return 0
+    from rag.summary import markdown_table
+
+    print(markdown_table(["version", "status", "valid from", "valid to", "publish", "source"],
+                         [[v, s, fmt(f), fmt(t), p, src] for v, s, f, t, p, src in versions]))
+    print()
+    print(markdown_table(["doc version", "unit", "status", "valid from", "valid to", "publish"],
+                         [[dv, u, s, fmt(f), fmt(t), p] for dv, u, s, f, t, p in units]))
     return 0
 
 

@@ -251,18 +251,49 @@ class Catalog:
         (n,), = self.rows("SELECT coalesce(sum(strlen(text)), 0) FROM documents WHERE status = 'current'")
         return n
 
-    def current_members(self, unit_keys: list[str]) -> list[tuple]:
-        """Members of these unit versions if still current, with their document's current text and ACL.
+    def current_members(self, unit_keys: list[str], as_of: datetime | None = None) -> list[tuple]:
+        """Members of these unit versions if still current (or current at `as_of`), with their documents.
 
         The read-time check of rules 1–3: a retired unit, or a member whose version is no longer current,
         yields nothing, whatever the index still holds.
         """
         if not unit_keys:
             return []
+        if as_of is None:
+            unit_ok, doc_ok, params = "u.status = 'current'", "d.status = 'current'", []
+        else:
+            unit_ok = "u.valid_from <= ? AND (u.valid_to IS NULL OR u.valid_to > ?)"
+            doc_ok = "d.valid_from <= ? AND (d.valid_to IS NULL OR d.valid_to > ?)"
+            params = [as_of] * 4
         return self.rows(
             "SELECT u.unit_id || '@' || u.unit_version AS unit_key, m.position, m.doc_id, m.doc_version, m.part, "
             "m.char_start, m.char_end, d.title, d.text, d.acl FROM units u "
             "JOIN unit_members m USING (unit_id, unit_version) "
-            "JOIN documents d ON d.doc_id = m.doc_id AND d.version = m.doc_version AND d.status = 'current' "
-            "WHERE u.status = 'current' AND list_contains(?, u.unit_id || '@' || u.unit_version) "
-            "ORDER BY unit_key, m.position", [unit_keys])
+            f"JOIN documents d ON d.doc_id = m.doc_id AND d.version = m.doc_version AND {doc_ok} "
+            f"WHERE {unit_ok} AND list_contains(?, u.unit_id || '@' || u.unit_version) "
+            "ORDER BY unit_key, m.position", [*params, unit_keys])
+
+    def publish_at(self, when: datetime) -> tuple[int, int]:
+        """(publish_id, LanceDB table version) of the last publish finished at or before `when`."""
+        rows = self.rows("SELECT publish_id, lance_version FROM publish_log WHERE status = 'published' "
+                         "AND finished_at <= ? ORDER BY publish_id DESC LIMIT 1", [when])
+        if not rows:
+            raise LookupError(f"nothing was published at or before {when:%Y-%m-%d %H:%M:%S}")
+        return rows[0]
+
+    def publish_finished(self, publish_id: int) -> datetime:
+        rows = self.rows("SELECT finished_at FROM publish_log WHERE publish_id = ? AND status = 'published'",
+                         [publish_id])
+        if not rows:
+            raise LookupError(f"publish {publish_id} is not a finished publish")
+        return rows[0][0]
+
+    def history(self, doc_id: str) -> tuple[list[tuple], list[tuple]]:
+        """A document's versions (with status and validity) and the unit versions that carried each."""
+        versions = self.rows("SELECT version, status, valid_from, valid_to, publish_id, source_path FROM documents "
+                             "WHERE doc_id = ? ORDER BY valid_from NULLS FIRST, version", [doc_id])
+        units = self.rows(
+            "SELECT m.doc_version, u.unit_id || '@' || u.unit_version, u.status, u.valid_from, u.valid_to, "
+            "u.publish_id FROM unit_members m JOIN units u USING (unit_id, unit_version) WHERE m.doc_id = ? "
+            "AND u.status IN ('current', 'retired') ORDER BY u.valid_from, 2", [doc_id])
+        return versions, units

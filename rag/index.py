@@ -60,6 +60,15 @@ class SubchunkIndex:
             return self.db.open_table(name)
         return self.db.create_table(name, schema=schema)
 
+    def as_of(self, version: int) -> "SubchunkIndex":
+        """A read-only view of the table as a past publish left it (LanceDB keeps old versions until cleanup)."""
+        view = SubchunkIndex(self.uri)
+        try:
+            view.table.checkout(version)
+        except Exception as err:  # lance raises several types for a cleaned-up or unknown version
+            raise LookupError(f"{self.uri}: table version {version} is no longer available ({err})") from None
+        return view
+
     @property
     def version(self) -> int:
         return self.table.version

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Callable
 
 import numpy as np
@@ -51,14 +51,17 @@ def maxp(hits: list[Hit]) -> dict[str, float]:
 
 def longrag_retrieve(catalog: Catalog, index: SubchunkIndex, embed_query: Callable[[str], np.ndarray],
                      counter: TokenCounter, caller: Caller, question: str, budget: int,
-                     config: LongRAGConfig = LongRAGConfig()) -> RetrievalResult:
+                     config: LongRAGConfig = LongRAGConfig(), as_of: datetime | None = None) -> RetrievalResult:
+    """Context for the question within the budget; with `as_of`, what was current then (index and catalog)."""
     timings: dict[str, float] = {}
+    if as_of is not None:
+        index = index.as_of(catalog.publish_at(as_of)[1])
     t = time.perf_counter()
     hits = search(index, embed_query(question), caller, config.overfetch)
     timings["search_s"] = time.perf_counter() - t
     t = time.perf_counter()
     units = dict(list(maxp(hits).items())[: config.max_units])
-    candidates = _candidates(catalog, counter, caller, hits, units, config)
+    candidates = _candidates(catalog, counter, caller, hits, units, config, as_of)
     items = pack(candidates, budget)
     timings["assemble_s"] = time.perf_counter() - t
     return RetrievalResult("longrag", budget, items, {"units_ranked": len(units), "subchunk_hits": len(hits),
@@ -66,7 +69,7 @@ def longrag_retrieve(catalog: Catalog, index: SubchunkIndex, embed_query: Callab
 
 
 def _candidates(catalog: Catalog, counter: TokenCounter, caller: Caller, hits: list[Hit],
-                units: dict[str, float], config: LongRAGConfig) -> list[ContextItem]:
+                units: dict[str, float], config: LongRAGConfig, as_of: datetime | None) -> list[ContextItem]:
     """Whole member documents of the ranked units, readable ones only, ordered for packing.
 
     A member's rank is its own best sub-chunk score; a member no sub-chunk hit ranks just below its unit
@@ -79,7 +82,7 @@ def _candidates(catalog: Catalog, counter: TokenCounter, caller: Caller, hits: l
         if key not in own or h.score > own[key].score:
             own[key] = h
     scored = []
-    for unit_key, position, doc_id, version, part, start, end, title, text, acl in catalog.current_members(list(units)):
+    for unit_key, position, doc_id, version, part, start, end, title, text, acl in catalog.current_members(list(units), as_of):
         if not caller.may_read(acl):
             continue  # a hit on one member never authorises the rest of its unit
         hit = own.get((unit_key, doc_id, part))
@@ -96,11 +99,13 @@ def _candidates(catalog: Catalog, counter: TokenCounter, caller: Caller, hits: l
 
 def shortchunk_retrieve(catalog: Catalog, index: SubchunkIndex, embed_query: Callable[[str], np.ndarray],
                         counter: TokenCounter, caller: Caller, question: str, budget: int,
-                        config: LongRAGConfig = LongRAGConfig()) -> RetrievalResult:
+                        config: LongRAGConfig = LongRAGConfig(), as_of: datetime | None = None) -> RetrievalResult:
     """The baseline: the top sub-chunks themselves, each with its document header, packed into the budget."""
+    if as_of is not None:
+        index = index.as_of(catalog.publish_at(as_of)[1])
     t = time.perf_counter()
     hits = search(index, embed_query(question), caller, config.overfetch)
-    members = {(r[0], r[2], r[4]): r for r in catalog.current_members(sorted({h.unit_key for h in hits}))}
+    members = {(r[0], r[2], r[4]): r for r in catalog.current_members(sorted({h.unit_key for h in hits}), as_of)}
     blocks = []
     for h in hits:
         row = members.get((h.unit_key, h.doc_id, h.part))

@@ -116,3 +116,28 @@ def test_a_burst_of_changes_during_a_run_is_neither_lost_nor_applied_twice(setup
     statuses = dict(Catalog(workspace / "catalog.duckdb").rows(
         "SELECT doc_id, status FROM documents WHERE doc_id IN ('incident-forensics-collection', 'install-grounding')"))
     assert statuses == {"incident-forensics-collection": "deleted", "install-grounding": "deleted"}
+
+
+def test_as_of_read_returns_what_was_current_then_and_history_shows_both_versions(setup, embedder):
+    from datetime import datetime, timezone
+
+    defs, instance, corpus, workspace = setup
+    run(defs, instance)
+    then = datetime.now(timezone.utc).replace(tzinfo=None)
+    old = corpus / "operations" / "log-rotation.2026.md"
+    (corpus / "operations" / "log-rotation.2027.md").write_text(
+        old.read_text().replace('version: "2026"', 'version: "2027"').replace("64 MB", "77 MB"))
+    run(defs, instance)
+
+    catalog, index = Catalog(workspace / "catalog.duckdb"), SubchunkIndex(workspace / "lancedb")
+    question, caller = "At what size do gateway logs rotate?", Caller(frozenset({"support"}))
+    now = longrag_retrieve(catalog, index, embedder.encode_query, default_counter(), caller, question, 8000)
+    past = longrag_retrieve(catalog, index, embedder.encode_query, default_counter(), caller, question, 8000,
+                            as_of=then)
+    version = {r.doc_id: r.doc_version for r in now.items}, {r.doc_id: r.doc_version for r in past.items}
+    assert version[0]["edge-log-rotation"] == "2027" and version[1]["edge-log-rotation"] == "2026"
+    assert "77 MB" not in past.context() and "64 MB" in past.context()
+
+    versions, units = catalog.history("edge-log-rotation")
+    assert [(v, s) for v, s, *_ in versions] == [("2025", "superseded"), ("2026", "superseded"), ("2027", "current")]
+    assert {(dv, s) for dv, _, s, *_ in units} == {("2026", "retired"), ("2027", "current")}
