@@ -252,7 +252,7 @@ class Catalog:
         return n
 
     def current_members(self, unit_keys: list[str], as_of: datetime | None = None) -> list[tuple]:
-        """Members of these unit versions if still current (or current at `as_of`), with their documents.
+        """Members of these unit versions if still current (or current at `as_of`), with title and ACL.
 
         The read-time check of rules 1–3: a retired unit, or a member whose version is no longer current,
         yields nothing, whatever the index still holds.
@@ -267,7 +267,7 @@ class Catalog:
             params = [as_of] * 4
         return self.rows(
             "SELECT u.unit_id || '@' || u.unit_version AS unit_key, m.position, m.doc_id, m.doc_version, m.part, "
-            "m.char_start, m.char_end, d.title, d.text, d.acl FROM units u "
+            "m.char_start, m.char_end, m.tokens, d.title, d.acl FROM units u "
             "JOIN unit_members m USING (unit_id, unit_version) "
             f"JOIN documents d ON d.doc_id = m.doc_id AND d.version = m.doc_version AND {doc_ok} "
             f"WHERE {unit_ok} AND list_contains(?, u.unit_id || '@' || u.unit_version) "

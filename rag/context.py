@@ -1,7 +1,7 @@
 """What a retriever hands the reader: documents with visible headers, packed into a token budget."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -17,6 +17,7 @@ class ContextItem:
     score: float
     unit_id: str | None = None                 # LongRAG: the long unit it came from; ELITE: None
     matched: str | None = None                 # the sub-chunk or sentence that matched the question
+    part: int = 0                              # k ≥ 1 when the document was split into parts at ingest
 
 
 @dataclass
@@ -52,3 +53,20 @@ def pack(candidates: list[ContextItem], budget: int) -> list[ContextItem]:
         seen.add(key)
         used += item.tokens
     return packed
+
+
+def pack_lazily(candidates: list[ContextItem], budget: int, count, batch: int = 24) -> list[ContextItem]:
+    """pack() for candidates whose tokens are not known yet: count them a batch at a time, only as far as needed."""
+    packed: list[ContextItem] = []
+    used = 0
+    for i in range(0, len(candidates), batch):
+        chunk = candidates[i : i + batch]
+        counted = [replace(c, tokens=int(n)) for c, n in zip(chunk, count([c.text for c in chunk]))]
+        taken = pack(packed + counted, budget)
+        packed, used = taken, sum(c.tokens for c in taken)
+        if budget - used < MIN_ITEM_TOKENS:
+            break
+    return packed
+
+
+MIN_ITEM_TOKENS = 16  # no header plus text is shorter, so a budget with less room left is full

@@ -94,8 +94,11 @@ def _split_oversize(d: Document, counter: TokenCounter, cap: int) -> list[Unit]:
     header = counter.count_one(render_header(d.title, d.doc_id, d.version, part=999)) + 2
     budget = cap - header
     parts = pack(sentence_spans(d.text, counter, budget), budget)
+    # Exact counts of the rendered blocks, so readers can pack by the stored count without re-tokenising.
+    exact = counter.count([render_member(d.title, d.doc_id, d.version, d.text[p.start:p.end], k)
+                           for k, p in enumerate(parts, 1)])
     return [
         Unit(unit_id_for([(d.doc_id, k)]), d.acl, d.collection,
-             (Member(d.doc_id, d.version, k, p.start, p.end, p.tokens + header),))
-        for k, p in enumerate(parts, 1)
+             (Member(d.doc_id, d.version, k, p.start, p.end, int(n)),))
+        for (k, p), n in zip(enumerate(parts, 1), exact)
     ]
