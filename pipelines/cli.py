@@ -12,19 +12,8 @@ from pipelines.workspace import REPO, SAMPLE_CORPUS, workspace_resources
 DEFAULT_WORKSPACE = ".rag/workspace"
 
 
-def _longrag(*args, **kw):
-    from rag.longrag import longrag_retrieve
-
-    return longrag_retrieve(*args, **kw)
-
-
-def _shortchunk(*args, **kw):
-    from rag.longrag import shortchunk_retrieve
-
-    return shortchunk_retrieve(*args, **kw)
-
-
-RETRIEVERS = {"longrag": _longrag, "shortchunk": _shortchunk}
+METHODS = ("longrag", "shortchunk", "elite")
+READERS = ("local", "endpoint", "extractive")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,6 +60,24 @@ def _parser() -> argparse.ArgumentParser:
     _question_args(retrieve)
     retrieve.set_defaults(func=cmd_retrieve)
 
+    ask = sub.add_parser("ask", help="answer a question with citations",
+                         description="Retrieve as the caller, then answer with the chosen reader: a long answer "
+                                     "citing [doc_id], a short answer, and a check of every citation.")
+    _question_args(ask)
+    ask.add_argument("--reader", choices=READERS,
+                     help="endpoint (OPENAI_BASE_URL), local (embedded llama.cpp) or extractive (no LLM); "
+                          "default: endpoint if OPENAI_BASE_URL is set, else local if installed, else extractive")
+    ask.add_argument("--trace", action="store_true", help="also print the retrieval trace (ELITE's rounds)")
+    ask.set_defaults(func=cmd_ask)
+
+    llm = sub.add_parser("llm", help="the embedded local LLM server")
+    llm_sub = llm.add_subparsers(dest="llm_command", metavar="ACTION", required=True)
+    serve = llm_sub.add_parser("serve", help="run the embedded llama.cpp server in the foreground",
+                               description="Serve Qwen2.5-Coder-0.5B (sha256-checked) on an OpenAI-compatible "
+                                           "endpoint on loopback until Ctrl-C; point OPENAI_BASE_URL at it.")
+    serve.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
+    serve.set_defaults(func=cmd_llm_serve)
+
     history = sub.add_parser("history", help="a document's versions and the units that carried them",
                              description="Show every version of DOC_ID with its status and validity, and the "
                                          "unit versions that carried it, from the catalog's publish history.")
@@ -95,8 +102,9 @@ def _workspace_args(p: argparse.ArgumentParser) -> None:
 def _question_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("question", help="the question, in quotes")
     _workspace_args(p)
-    p.add_argument("--method", choices=sorted(RETRIEVERS), default="longrag",
-                   help="longrag (long units, MaxP) or shortchunk (top sub-chunks; the baseline)")
+    p.add_argument("--method", choices=METHODS, default="longrag",
+                   help="longrag (long units, MaxP), shortchunk (top sub-chunks; the baseline) or elite "
+                        "(embedding-less iterative exploration of the catalog)")
     p.add_argument("--budget", type=int, default=2000, help="reader context budget in tokens (default: 2000)")
     who = p.add_mutually_exclusive_group(required=True)
     who.add_argument("--groups", help="comma-separated groups the caller belongs to (there is no superuser)")
@@ -155,7 +163,8 @@ def _open_workspace(args: argparse.Namespace):
     return Catalog(ws / "catalog.duckdb"), SubchunkIndex(args.lance_uri or ws / "lancedb")
 
 
-def cmd_retrieve(args: argparse.Namespace) -> int:
+def retrieve(args: argparse.Namespace, model=None):
+    """Run the chosen method as the caller; the one path `rag retrieve` and `rag ask` share."""
     from rag.embedding import Embedder
     from rag.tokens import default_counter
 
@@ -164,17 +173,80 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
         raise CliError("--budget must be a positive number of tokens")
     catalog, index = _open_workspace(args)
     embedder = Embedder(threads=1)  # one thread answers a single query fastest under load (STACK.md)
+    as_of = _as_of(catalog, args.as_of)
     try:
-        result = RETRIEVERS[args.method](catalog, index, embedder.encode_query, default_counter(), caller,
-                                         args.question, args.budget, as_of=_as_of(catalog, args.as_of))
+        if args.method == "elite":
+            from rag.elite import elite_retrieve
+
+            if as_of is not None:
+                raise CliError("--as-of is supported for longrag and shortchunk")
+            result = elite_retrieve(catalog, caller, args.question, args.budget, model=model, embedder=embedder,
+                                    counter=default_counter())
+        else:
+            from rag.longrag import longrag_retrieve, shortchunk_retrieve
+
+            fn = longrag_retrieve if args.method == "longrag" else shortchunk_retrieve
+            result = fn(catalog, index, embedder.encode_query, default_counter(), caller, args.question,
+                        args.budget, as_of=as_of)
     except LookupError as err:
         raise CliError(str(err)) from None
+    return result, embedder
+
+
+def cmd_retrieve(args: argparse.Namespace) -> int:
+    result, _ = retrieve(args)
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
     else:
         for item in result.items:
             print(f"{item.score:6.3f}  {item.doc_id} v{item.doc_version}  {item.title}  ({item.tokens} tokens)")
         print(f"{len(result.items)} documents, {result.tokens}/{args.budget} tokens ({args.method})")
+    return 0
+
+
+def default_reader() -> str:
+    if os.environ.get("OPENAI_BASE_URL"):
+        return "endpoint"
+    import importlib.util
+
+    return "local" if importlib.util.find_spec("llama_cpp") else "extractive"
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from rag.llm import LLMError, chat_model
+    from rag.reader import answer
+
+    try:
+        model = chat_model(args.reader or default_reader())
+        result, embedder = retrieve(args, model)
+        reply = answer(args.question, result, model, embedder)
+    except LLMError as err:
+        raise CliError(str(err)) from None
+    if args.json:
+        print(json.dumps({"answer": reply.to_json(), "retrieval": result.to_json()}, ensure_ascii=False))
+        return 0
+    print(reply.long_answer)
+    print(f"\nShort answer: {reply.short_answer}")
+    versions = {i.doc_id: i.doc_version for i in result.items}
+    cited = ", ".join(f"{c} v{versions.get(c, '?')}" for c in reply.citations) or "none"
+    print(f"Citations: {cited} (valid: {reply.citations_valid}, locatable: {reply.citation_locatable:.0%})")
+    print(f"Reader: {reply.reader}; method: {result.method}; context {result.tokens}/{args.budget} tokens; "
+          f"{reply.llm_calls} LLM calls, {reply.seconds:.1f} s")
+    if args.trace:
+        print("\nTrace:")
+        if result.method == "elite":
+            from rag.elite.trace import format_trace
+
+            print(format_trace(result.trace))
+        else:
+            print(json.dumps(result.trace, indent=2))
+    return 0
+
+
+def cmd_llm_serve(args: argparse.Namespace) -> int:
+    from rag.local_llm import serve_forever
+
+    serve_forever(port=args.port)
     return 0
 
 

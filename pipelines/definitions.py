@@ -4,6 +4,7 @@ from __future__ import annotations
 import dagster as dg
 
 from assets.ingest import ingest_assets, ingest_checks
+from pipelines.ask_job import ask
 from pipelines.sensors import source_sensor
 from pipelines.workspace import resources_from_env
 
@@ -21,7 +22,7 @@ def build_definitions(resources: dict) -> dg.Definitions:
     return dg.Definitions(
         assets=ingest_assets,
         asset_checks=ingest_checks,
-        jobs=[ingest_job],
+        jobs=[ingest_job, ask],
         schedules=[nightly_reindex],
         sensors=[source_sensor(s, ingest_job) for s in sources],
         resources=resources,

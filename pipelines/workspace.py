@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 
 from resources import CatalogResource, EmbedderResource, SourceSettings, VectorStoreResource
+from resources.llm import LLMResource
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = REPO / "samples" / "corpus"
@@ -22,6 +23,7 @@ def workspace_resources(workspace: str | Path, sources: list[str], default_acl: 
         "embedder": EmbedderResource(),
         "source_settings": SourceSettings(sources=sources, default_acl=default_acl or [], collection=collection,
                                           derive_links=derive_links),
+        "llm": LLMResource(reader=os.environ.get("RAG_READER", "extractive")),
     }
 
 

@@ -105,3 +105,16 @@ def test_definitions_load_for_dagster_dev():
 
     dg.Definitions.validate_loadable(defs)
     assert {s.name for s in defs.schedules} == {"nightly_reindex"}
+
+
+def test_ask_job_answers_a_configured_question_from_the_ui(instance, corpus, workspace):
+    from pipelines.definitions import build_definitions
+
+    defs = build_definitions(workspace_resources(workspace, [str(corpus)]))
+    assert defs.resolve_job_def("ingest").execute_in_process(instance=instance).success
+    config = {"ops": {"answer_question": {"config": {
+        "question": "How long does the offline cache hold telemetry?", "groups": ["support"], "budget": 1500}}}}
+    result = defs.resolve_job_def("ask").execute_in_process(instance=instance, run_config=config)
+    reply = result.output_for_node("answer_question")
+    assert reply["reader"] == "extractive"
+    assert reply["citations"] and reply["citations_valid"]

@@ -1,0 +1,45 @@
+"""A job that answers one configured question, so anyone can ask from the Dagster UI's launchpad."""
+import dagster as dg
+
+from rag.access import Caller
+from rag.reader import answer
+from resources import CatalogResource, EmbedderResource, VectorStoreResource
+from resources.llm import LLMResource
+
+
+class AskConfig(dg.Config):
+    question: str
+    groups: list[str]
+    method: str = "longrag"   # longrag | shortchunk | elite
+    budget: int = 2000
+
+
+@dg.op(description="Retrieve as the configured caller, answer with the configured reader, log the citations.")
+def answer_question(context: dg.OpExecutionContext, config: AskConfig, catalog: CatalogResource,
+                    vector_store: VectorStoreResource, embedder: EmbedderResource, llm: LLMResource) -> dict:
+    caller, model = Caller(frozenset(config.groups)), llm.chat_model()
+    with catalog.open() as cat:
+        if config.method == "elite":
+            from rag.elite import elite_retrieve
+
+            result = elite_retrieve(cat, caller, config.question, config.budget, model=model,
+                                    embedder=embedder.embedder(), counter=embedder.counter())
+        else:
+            from rag.longrag import longrag_retrieve, shortchunk_retrieve
+
+            fn = longrag_retrieve if config.method == "longrag" else shortchunk_retrieve
+            result = fn(cat, vector_store.open(), embedder.embedder().encode_query, embedder.counter(), caller,
+                        config.question, config.budget)
+        reply = answer(config.question, result, model, embedder.embedder())
+    context.log.info(f"[{reply.reader}] {reply.short_answer} — cites {', '.join(reply.citations) or 'nothing'}")
+    context.add_output_metadata({
+        "answer": dg.MetadataValue.md(reply.long_answer), "short_answer": reply.short_answer,
+        "citations": reply.citations, "citations_valid": reply.citations_valid,
+        "citation_locatable": reply.citation_locatable, "reader": reply.reader, "method": result.method,
+        "context_tokens": result.tokens, "documents": [f"{i.doc_id} v{i.doc_version}" for i in result.items]})
+    return reply.to_json()
+
+
+@dg.job(description="Answer one question (set question, groups, method and budget in the launchpad).")
+def ask():
+    answer_question()
