@@ -64,9 +64,10 @@ def main() -> None:
     p.add_argument("--benchmark", action="append", help="hotpotqa, musique, 2wikimultihopqa (default: all three)")
     p.add_argument("--budgets", default="1000,2000,4000")
     p.add_argument("--limit", type=int, help="first N questions only")
-    p.add_argument("--neighbour-penalty", type=float, default=LongRAGConfig.neighbour_penalty)
+    p.add_argument("--link-boost", type=float, default=LongRAGConfig.link_boost)
+    p.add_argument("--lexical-weight", type=float, default=LongRAGConfig.lexical_weight)
     args = p.parse_args()
-    config = LongRAGConfig(neighbour_penalty=args.neighbour_penalty)
+    config = LongRAGConfig(link_boost=args.link_boost, lexical_weight=args.lexical_weight)
     budgets = [int(b) for b in args.budgets.split(",")]
     for name in args.benchmark or ["hotpotqa", "musique", "2wikimultihopqa"]:
         figures = run(name, budgets, args.limit, config)

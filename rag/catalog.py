@@ -297,3 +297,16 @@ class Catalog:
             "u.publish_id FROM unit_members m JOIN units u USING (unit_id, unit_version) WHERE m.doc_id = ? "
             "AND u.status IN ('current', 'retired') ORDER BY u.valid_from, 2", [doc_id])
         return versions, units
+
+    def documents_fingerprint(self) -> tuple:
+        """Changes whenever a document version is added, superseded, deleted or edited in place."""
+        return tuple(self.rows("SELECT count(*), max(valid_from), max(valid_to), max(publish_id), "
+                               "count(*) FILTER (WHERE status = 'current'), "
+                               "coalesce(sum(hash(doc_id || version || status || meta_hash)), 0) FROM documents")[0])
+
+    def current_units_of(self, doc_ids: list[str]) -> dict[str, str]:
+        """doc_id → key of the current unit holding its current version (first part for split documents)."""
+        return dict(self.rows(
+            "SELECT m.doc_id, min(u.unit_id || '@' || u.unit_version) FROM unit_members m "
+            "JOIN units u USING (unit_id, unit_version) WHERE u.status = 'current' AND list_contains(?, m.doc_id) "
+            "GROUP BY m.doc_id", [doc_ids]))

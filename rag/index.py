@@ -115,16 +115,16 @@ class SubchunkIndex:
             _, first = np.unique(np.asarray(gone.column("text_hash").to_pylist(), dtype=object), return_index=True)
             (self.cache.merge_insert("text_hash").when_not_matched_insert_all()
              .execute(gone.take(pa.array(first))))
-        quoted = ", ".join("'" + k.replace("'", "''") + "'" for k in sorted(unit_keys))
-        self.table.delete(f"unit_key IN ({quoted})")
+        self.table.delete(f"unit_key IN ({_sql_list(unit_keys)})")
         return gone.num_rows
 
-    def search(self, vector: np.ndarray, groups: list[str], limit: int) -> pa.Table:
+    def search(self, vector: np.ndarray, groups: list[str], limit: int, unit_keys: list[str] | None = None) -> pa.Table:
         """Nearest sub-chunks among rows whose ACL admits one of the groups (the pre-filter of rule 1)."""
-        groups_sql = ", ".join("'" + g.replace("'", "''") + "'" for g in sorted(groups))
+        where = f"array_has_any(acl, [{_sql_list(groups)}])"
+        if unit_keys is not None:
+            where += f" AND unit_key IN ({_sql_list(unit_keys)})"
         return (self.table.search(np.asarray(vector, dtype=np.float32)).distance_type("cosine")
-                .where(f"array_has_any(acl, [{groups_sql}])", prefilter=True).limit(limit)
-                .select(SEARCH_COLUMNS + ["_distance"]).to_arrow())
+                .where(where, prefilter=True).limit(limit).select(SEARCH_COLUMNS + ["_distance"]).to_arrow())
 
     def ensure_indexes(self) -> None:
         """Label-list index on acl for the pre-filter; a vector index once a flat scan gets slow."""
@@ -147,3 +147,7 @@ def _matrix(column: pa.ChunkedArray) -> np.ndarray:
     if column.num_chunks == 0:
         return np.zeros((0, DIMENSION), dtype=np.float32)
     return column.combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, DIMENSION).astype(np.float32)
+
+
+def _sql_list(values) -> str:
+    return ", ".join("'" + str(v).replace("'", "''") + "'" for v in sorted(values))

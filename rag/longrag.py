@@ -19,8 +19,11 @@ from rag.units import render_header, render_member
 @dataclass(frozen=True)
 class LongRAGConfig:
     overfetch: int = 200          # sub-chunks fetched before grouping by unit
-    neighbour_penalty: float = 0.05  # a unit's members that no sub-chunk hit rank this far below the unit's score
     max_units: int = 40           # units considered for packing
+    link_boost: float = 0.45      # share of the best linked member's score a document inherits (multi-hop)
+    lexical_weight: float = 0.45  # weight of the BM25 channel (scaled to [0, 1]) added to a document's dense score
+    lexical_depth: int = 100      # documents taken from the BM25 channel
+    rescore_limit: int = 2000     # sub-chunks of the candidate units scored exactly in the second pass
 
 
 @dataclass(frozen=True)
@@ -33,8 +36,9 @@ class Hit:
     score: float
 
 
-def search(index: SubchunkIndex, query_vector: np.ndarray, caller: Caller, limit: int) -> list[Hit]:
-    table = index.search(query_vector, sorted(caller.groups), limit)
+def search(index: SubchunkIndex, query_vector: np.ndarray, caller: Caller, limit: int,
+           unit_keys: list[str] | None = None) -> list[Hit]:
+    table = index.search(query_vector, sorted(caller.groups), limit, unit_keys)
     cols = {name: table.column(name).to_pylist() for name in ("unit_key", "doc_id", "part", "char_start", "char_end")}
     scores = 1.0 - table.column("_distance").to_numpy()
     return [Hit(k, d, p, s, e, float(sc)) for k, d, p, s, e, sc in
@@ -57,35 +61,70 @@ def longrag_retrieve(catalog: Catalog, index: SubchunkIndex, embed_query: Callab
     if as_of is not None:
         index = index.as_of(catalog.publish_at(as_of)[1])
     t = time.perf_counter()
-    hits = search(index, embed_query(question), caller, config.overfetch)
+    query = embed_query(question)
+    hits = search(index, query, caller, config.overfetch)
+    lexical = _lexical(catalog, question, config) if as_of is None else {}
+    units = _rank_units(catalog, hits, lexical, config)
+    # Second pass: every sub-chunk of the candidate units, so each member has its own MaxP score.
+    hits += search(index, query, caller, config.rescore_limit, list(units))
     timings["search_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    units = dict(list(maxp(hits).items())[: config.max_units])
-    items = _with_text(catalog, pack(_candidates(catalog, caller, hits, units, config, as_of), budget), hits)
+    items = _with_text(catalog, pack(_candidates(catalog, caller, hits, lexical, units, config, as_of), budget), hits)
     timings["assemble_s"] = time.perf_counter() - t
     return RetrievalResult("longrag", budget, items, {"units_ranked": len(units), "subchunk_hits": len(hits),
                                                      **{k: round(v, 4) for k, v in timings.items()}})
 
 
-def _candidates(catalog: Catalog, caller: Caller, hits: list[Hit], units: dict[str, float],
+def _lexical(catalog: Catalog, question: str, config: LongRAGConfig) -> dict[str, float]:
+    if config.lexical_weight <= 0:
+        return {}
+    from rag.lexical import lexical_index
+
+    return lexical_index(catalog).search(question, config.lexical_depth)
+
+
+def _rank_units(catalog: Catalog, hits: list[Hit], lexical: dict[str, float], config: LongRAGConfig) -> dict[str, float]:
+    """Units by their best member (MaxP), where a member's score adds the lexical channel to its dense score."""
+    dense = {(h.unit_key, h.doc_id): h.score for h in sorted(hits, key=lambda h: h.score)}
+    floor = min((h.score for h in hits), default=0.0)
+    best: dict[str, float] = {}
+    for (unit_key, doc_id), score in dense.items():
+        best[unit_key] = max(best.get(unit_key, -1.0), score + config.lexical_weight * lexical.get(doc_id, 0.0))
+    for doc_id, unit_key in catalog.current_units_of(list(lexical)).items():
+        score = dense.get((unit_key, doc_id), floor) + config.lexical_weight * lexical[doc_id]
+        best[unit_key] = max(best.get(unit_key, -1.0), score)
+    ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+    return dict(ranked[: config.max_units])
+
+
+def _candidates(catalog: Catalog, caller: Caller, hits: list[Hit], lexical: dict[str, float], units: dict[str, float],
                 config: LongRAGConfig, as_of: datetime | None) -> list[ContextItem]:
     """Whole member documents of the ranked units, readable ones only, ordered for packing (text not yet read).
 
-    A member's rank is its own best sub-chunk score; a member no sub-chunk hit ranks just below its unit
-    (LongRAG's premise: linked documents carry the other hops), so small budgets keep the strongest
-    documents of several units instead of one unit's first pages. Token counts are the exact ones stored
-    at ingest for the rendered block.
+    A member's score is its own MaxP (plus the lexical channel) and a share of the best other readable
+    member of its unit: the
+    unit's links are LongRAG's bet that a document next to a strong match carries the next hop, and
+    packing members (not whole units) keeps that bet affordable under small budgets. Token counts are
+    the exact ones stored at ingest for the rendered block.
     """
     own = best_hit_per_member(hits)
-    scored = []
+    floor = min((h.score for h in hits), default=0.0)
+    members: dict[str, list[tuple]] = {}
     for unit_key, position, doc_id, version, part, start, end, tokens, title, acl in \
             catalog.current_members(list(units), as_of):
-        if not caller.may_read(acl):
-            continue  # a hit on one member never authorises the rest of its unit
-        hit = own.get((unit_key, doc_id, part))
-        score = hit.score if hit else units[unit_key] - config.neighbour_penalty
-        scored.append((-score, unit_key, position, ContextItem(
-            doc_id, version, title, "", tokens, ((start, end),), round(score, 6), unit_key, part=part)))
+        if caller.may_read(acl):  # a hit on one member never authorises the rest of its unit
+            hit = own.get((unit_key, doc_id, part))
+            dense = hit.score if hit else floor
+            members.setdefault(unit_key, []).append(
+                (dense + config.lexical_weight * lexical.get(doc_id, 0.0), position, ContextItem(doc_id, version, title, "", tokens,
+                                                                    ((start, end),), 0.0, unit_key, part=part)))
+    scored = []
+    for unit_key, entries in members.items():
+        best = sorted((e[0] for e in entries), reverse=True)
+        for own_score, position, item in entries:
+            partner = best[1] if own_score == best[0] and len(best) > 1 else (best[0] if len(best) > 1 else 0.0)
+            score = own_score + config.link_boost * partner
+            scored.append((-score, unit_key, position, replace(item, score=round(score, 6))))
     scored.sort(key=lambda s: s[:3])
     return [s[3] for s in scored]
 
