@@ -1,0 +1,57 @@
+"""ELITE: embedding-less retrieval with iterative text exploration over the caller's readable documents.
+
+`elite_retrieve` is the entry point; `model=None` runs the deterministic offline policy. The result's
+trace says which policy ran, and a counting question's answer is in `trace["direct_answer"]`.
+"""
+from __future__ import annotations
+
+import time
+from functools import lru_cache
+
+from rag.access import Caller
+from rag.catalog import Catalog
+from rag.context import RetrievalResult, pack
+from rag.elite.config import EliteConfig
+from rag.elite.explore import Exploration, explore
+from rag.elite.importance import Encoder
+from rag.elite.policy import LLMPolicy, OfflinePolicy
+from rag.elite.sentences import STORES
+from rag.elite.trace import format_trace
+from rag.llm import ChatModel
+from rag.tokens import TokenCounter, default_counter
+
+__all__ = ["EliteConfig", "elite_retrieve", "elite_explore", "format_trace", "pack_exploration", "STORES"]
+
+
+def elite_retrieve(catalog: Catalog, caller: Caller, question: str, budget: int, *, model: ChatModel | None = None,
+                   embedder: Encoder | None = None, counter: TokenCounter | None = None,
+                   config: EliteConfig = EliteConfig()) -> RetrievalResult:
+    """ELITE over the documents `caller` may read now, packed into `budget` tokens (the shared contract)."""
+    found = elite_explore(catalog, caller, question, model=model, embedder=embedder, counter=counter, config=config)
+    return pack_exploration(found, budget)
+
+
+def elite_explore(catalog: Catalog, caller: Caller, question: str, *, model: ChatModel | None = None,
+                  embedder: Encoder | None = None, counter: TokenCounter | None = None,
+                  config: EliteConfig = EliteConfig()) -> Exploration:
+    """Every step but packing: budget-independent, so one exploration can be packed at several budgets."""
+    policy = LLMPolicy(model) if model is not None else OfflinePolicy()
+    return explore(catalog, caller, question, policy=policy, encoder=embedder or _default_embedder(),
+                   counter=counter or default_counter(), config=config)
+
+
+def pack_exploration(found: Exploration, budget: int) -> RetrievalResult:
+    """Fit the ranked candidates into the budget with `rag.context.pack`, as LongRAG does."""
+    start = time.perf_counter()
+    items = pack(found.candidates, budget)
+    trace = found.trace | {"packed": {"items": len(items), "tokens": sum(i.tokens for i in items), "budget": budget}}
+    trace["seconds"] = found.trace["seconds"] | {"pack": round(time.perf_counter() - start, 6)}
+    trace["seconds"]["total"] = round(sum(v for k, v in trace["seconds"].items() if k != "total"), 6)
+    return RetrievalResult("elite", budget, items, trace)
+
+
+@lru_cache(maxsize=1)
+def _default_embedder():
+    from rag.embedding import Embedder
+
+    return Embedder(threads=1)   # one thread at query time (STACK.md: oversubscription costs 10–30×)
