@@ -18,7 +18,7 @@ from rag.access import Caller
 from rag.catalog import Catalog
 from rag.elite.terms import STOP_WORDS, WORD, stem
 
-_FINGERPRINT = ("SELECT count(*), coalesce(sum(hash(doc_id, version, content_hash, meta_hash)), 0) "
+_FINGERPRINT = ("SELECT count(*), coalesce(sum(hash(doc_id, version, content_hash, acl)), 0) "
                 "FROM documents WHERE status = 'current'")
 
 

@@ -57,3 +57,19 @@ def test_nothing_returned_comes_from_a_document_the_caller_may_not_read(spec, gr
                     for r in trace["rounds"]])
     assert not any(s in returned for s in hidden)
     assert result.tokens <= budget
+
+
+def test_an_acl_revoked_in_the_catalog_hides_the_document_at_once(tmp_path):
+    """The sentence store is cached; a changed ACL column alone must still invalidate what a caller sees."""
+    from rag.catalog import Catalog
+    from rag.publish import IngestSettings, publish_documents
+    from conftest import SAMPLES
+
+    catalog = Catalog(tmp_path / "catalog.duckdb")
+    publish_documents(catalog, IngestSettings(sources=[str(SAMPLES / "corpus")]))
+    caller, question = Caller(frozenset({"support"})), "Which error code means the cache is full?"
+    before = elite_retrieve(catalog, caller, question, 2000, embedder=HashEncoder(), config=FAST)
+    assert "error-codes-reference" in {i.doc_id for i in before.items}
+    catalog.con.execute("UPDATE documents SET acl = ['security-team'] WHERE doc_id = 'error-codes-reference'")
+    after = elite_retrieve(catalog, caller, question, 2000, embedder=HashEncoder(), config=FAST)
+    assert "error-codes-reference" not in {i.doc_id for i in after.items}

@@ -1,0 +1,86 @@
+"""Permission leak count over many random reads (rule 1), for LongRAG, short-chunk and ELITE.
+
+On the sample corpus, each trial draws a caller (1–3 groups), a question from corpus words, a budget and
+a set of documents whose ACL is revoked in the catalog after indexing (inside a transaction rolled back
+afterwards); a leak is any returned item whose document the caller may not read, or whose text is not
+a slice of a readable document. Prints and writes bench/results/permissions.json. Must be 0.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from rag.access import Caller  # noqa: E402
+from rag.catalog import Catalog  # noqa: E402
+from rag.elite import EliteConfig, elite_retrieve  # noqa: E402
+from rag.embedding import Embedder  # noqa: E402
+from rag.index import SubchunkIndex  # noqa: E402
+from rag.longrag import longrag_retrieve, shortchunk_retrieve  # noqa: E402
+from rag.publish import IngestSettings, publish_documents, publish_index, publish_units  # noqa: E402
+from rag.tokens import default_counter  # noqa: E402
+
+# Importance only reorders what ELITE already may read; one noisy copy of one chunk keeps 10,000 trials affordable.
+FAST_ELITE = EliteConfig(importance_chunks=1, noise_samples=1)
+GROUPS = ["field-engineering", "support", "partners", "security-team", "everyone", "nobody-else"]
+WORDS = ["cache", "firmware", "certificate", "rotation", "log", "reconnect", "antenna", "grounding", "incident",
+         "modbus", "error", "ssh", "boot", "commissioning", "partition", "eviction", "batch", "alarm", "token"]
+
+
+def leaks(result, readable: dict[str, str]) -> int:
+    bad = 0
+    for item in result.items:
+        text = readable.get(item.doc_id)
+        bad += text is None or any(text[a:b] not in item.text for a, b in item.ranges)
+    return bad
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--trials", type=int, default=10_000)
+    p.add_argument("--seed", type=int, default=1)
+    args = p.parse_args()
+    rng = random.Random(args.seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        catalog, index = Catalog(Path(tmp) / "catalog.duckdb"), SubchunkIndex(Path(tmp) / "lancedb")
+        embedder, counter = Embedder(threads=1), default_counter()
+        settings = IngestSettings(sources=[str(REPO / "samples" / "corpus")])
+        publish_documents(catalog, settings)
+        publish_units(catalog, counter, settings)
+        publish_index(catalog, index, embedder.encode, counter, settings)
+        doc_ids = [d.doc_id for d in catalog.current_documents()]
+        counts = {"longrag": [0, 0], "shortchunk": [0, 0], "elite": [0, 0]}
+        for trial in range(args.trials):
+            groups = frozenset(rng.sample(GROUPS, rng.randint(1, 3)))
+            question = " ".join(rng.sample(WORDS, rng.randint(1, 4)))
+            budget, revoked = rng.randint(50, 9000), rng.sample(doc_ids, rng.randint(0, 3))
+            method = ["longrag", "shortchunk", "elite"][trial % 3]
+            catalog.con.execute("BEGIN")
+            try:
+                catalog.con.execute("UPDATE documents SET acl = ['revoked'] WHERE list_contains(?, doc_id)", [revoked])
+                readable = {d.doc_id: d.text for d in catalog.current_documents() if not groups.isdisjoint(d.acl)}
+                caller = Caller(groups)
+                if method == "elite":
+                    result = elite_retrieve(catalog, caller, question, budget, embedder=embedder, counter=counter,
+                                            config=FAST_ELITE)
+                else:
+                    fn = longrag_retrieve if method == "longrag" else shortchunk_retrieve
+                    result = fn(catalog, index, embedder.encode_query, counter, caller, question, budget)
+            finally:
+                catalog.con.execute("ROLLBACK")
+            counts[method][0] += 1
+            counts[method][1] += leaks(result, readable) + (result.tokens > budget)
+    figures = {m: {"trials": n, "leaks": k} for m, (n, k) in counts.items()}
+    figures["command"] = f"python bench/permissions.py --trials {args.trials} --seed {args.seed}"
+    (REPO / "bench" / "results" / "permissions.json").write_text(json.dumps(figures, indent=2) + "\n")
+    print(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()
