@@ -173,3 +173,22 @@ def test_the_two_step_reader_on_the_local_model_cites_the_document_it_answers_fr
     assert got.citations == ["log-rotation"] and got.citations_valid
     assert "30 days" in got.short_answer
     assert got.input_tokens > 0 and got.output_tokens > 0
+
+
+@pytest.mark.slow
+@needs_llama
+def test_elite_runs_its_llm_policy_through_the_real_local_server(local_model, tmp_path):
+    from conftest import SAMPLES
+    from rag.access import Caller
+    from rag.catalog import Catalog
+    from rag.elite import EliteConfig, elite_retrieve
+    from rag.publish import IngestSettings, publish_documents
+
+    catalog = Catalog(tmp_path / "catalog.duckdb")
+    publish_documents(catalog, IngestSettings(sources=[str(SAMPLES / "corpus")]))
+    small = EliteConfig(max_rounds=1, importance_chunks=1, noise_samples=1)
+    result = elite_retrieve(catalog, Caller(frozenset({"support"})), "How long does the offline cache hold data?",
+                            600, model=local_model, config=small)
+    assert result.trace["policy"] == f"llm:{MODEL_NAME}"
+    assert result.items and result.tokens <= 600
+    assert all(i.doc_version != "2025" for i in result.items)
