@@ -310,3 +310,8 @@ class Catalog:
             "SELECT m.doc_id, min(u.unit_id || '@' || u.unit_version) FROM unit_members m "
             "JOIN units u USING (unit_id, unit_version) WHERE u.status = 'current' AND list_contains(?, m.doc_id) "
             "GROUP BY m.doc_id", [doc_ids]))
+
+    def readable_ids(self, doc_ids: list[str], groups: list[str]) -> set[str]:
+        """Which of these documents have a current version whose ACL admits one of the groups."""
+        return {d for (d,) in self.rows("SELECT doc_id FROM documents WHERE status = 'current' "
+                                        "AND list_contains(?, doc_id) AND list_has_any(acl, ?)", [doc_ids, groups])}

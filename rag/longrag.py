@@ -12,6 +12,7 @@ from rag.access import Caller
 from rag.catalog import Catalog
 from rag.context import ContextItem, RetrievalResult, pack, pack_lazily
 from rag.index import SubchunkIndex
+from rag.lexical import lexical_index
 from rag.tokens import TokenCounter
 from rag.units import render_header, render_member
 
@@ -63,10 +64,11 @@ def longrag_retrieve(catalog: Catalog, index: SubchunkIndex, embed_query: Callab
     t = time.perf_counter()
     query = embed_query(question)
     hits = search(index, query, caller, config.overfetch)
-    lexical = _lexical(catalog, question, config) if as_of is None else {}
+    lexical = _lexical(catalog, caller, question, config) if as_of is None else {}
     units = _rank_units(catalog, hits, lexical, config)
     # Second pass: every sub-chunk of the candidate units, so each member has its own MaxP score.
-    hits += search(index, query, caller, config.rescore_limit, list(units))
+    if units:
+        hits += search(index, query, caller, config.rescore_limit, list(units))
     timings["search_s"] = time.perf_counter() - t
     t = time.perf_counter()
     items = _with_text(catalog, pack(_candidates(catalog, caller, hits, lexical, units, config, as_of), budget), hits)
@@ -75,12 +77,13 @@ def longrag_retrieve(catalog: Catalog, index: SubchunkIndex, embed_query: Callab
                                                      **{k: round(v, 4) for k, v in timings.items()}})
 
 
-def _lexical(catalog: Catalog, question: str, config: LongRAGConfig) -> dict[str, float]:
+def _lexical(catalog: Catalog, caller: Caller, question: str, config: LongRAGConfig) -> dict[str, float]:
+    """BM25 scores of the documents the caller may read (the index covers all; ranking must not see the rest)."""
     if config.lexical_weight <= 0:
         return {}
-    from rag.lexical import lexical_index
-
-    return lexical_index(catalog).search(question, config.lexical_depth)
+    scores = lexical_index(catalog).search(question, config.lexical_depth)
+    readable = catalog.readable_ids(list(scores), sorted(caller.groups))
+    return {d: s for d, s in scores.items() if d in readable}
 
 
 def _rank_units(catalog: Catalog, hits: list[Hit], lexical: dict[str, float], config: LongRAGConfig) -> dict[str, float]:
@@ -102,10 +105,9 @@ def _candidates(catalog: Catalog, caller: Caller, hits: list[Hit], lexical: dict
     """Whole member documents of the ranked units, readable ones only, ordered for packing (text not yet read).
 
     A member's score is its own MaxP (plus the lexical channel) and a share of the best other readable
-    member of its unit: the
-    unit's links are LongRAG's bet that a document next to a strong match carries the next hop, and
-    packing members (not whole units) keeps that bet affordable under small budgets. Token counts are
-    the exact ones stored at ingest for the rendered block.
+    member of its unit: the unit's links are LongRAG's bet that a document next to a strong match carries
+    the next hop, and packing members (not whole units) keeps that bet affordable under small budgets.
+    Token counts are the exact ones stored at ingest for the rendered block.
     """
     own = best_hit_per_member(hits)
     floor = min((h.score for h in hits), default=0.0)
@@ -114,19 +116,24 @@ def _candidates(catalog: Catalog, caller: Caller, hits: list[Hit], lexical: dict
             catalog.current_members(list(units), as_of):
         if caller.may_read(acl):  # a hit on one member never authorises the rest of its unit
             hit = own.get((unit_key, doc_id, part))
-            dense = hit.score if hit else floor
-            members.setdefault(unit_key, []).append(
-                (dense + config.lexical_weight * lexical.get(doc_id, 0.0), position, ContextItem(doc_id, version, title, "", tokens,
-                                                                    ((start, end),), 0.0, unit_key, part=part)))
+            score = (hit.score if hit else floor) + config.lexical_weight * lexical.get(doc_id, 0.0)
+            item = ContextItem(doc_id, version, title, "", tokens, ((start, end),), 0.0, unit_key, part=part)
+            members.setdefault(unit_key, []).append((score, position, item))
     scored = []
     for unit_key, entries in members.items():
-        best = sorted((e[0] for e in entries), reverse=True)
+        ranked = sorted((e[0] for e in entries), reverse=True)
         for own_score, position, item in entries:
-            partner = best[1] if own_score == best[0] and len(best) > 1 else (best[0] if len(best) > 1 else 0.0)
-            score = own_score + config.link_boost * partner
+            score = own_score + config.link_boost * _best_other(own_score, ranked)
             scored.append((-score, unit_key, position, replace(item, score=round(score, 6))))
     scored.sort(key=lambda s: s[:3])
     return [s[3] for s in scored]
+
+
+def _best_other(own_score: float, ranked: list[float]) -> float:
+    """The best score among the other members of a unit (0 for a unit of one)."""
+    if len(ranked) < 2:
+        return 0.0
+    return ranked[1] if own_score == ranked[0] else ranked[0]
 
 
 def best_hit_per_member(hits: list[Hit]) -> dict[tuple[str, str, int], Hit]:
