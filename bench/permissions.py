@@ -14,6 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tqdm import tqdm
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
@@ -56,7 +58,7 @@ def main() -> None:
         publish_index(catalog, index, embedder.encode, counter, settings)
         doc_ids = [d.doc_id for d in catalog.current_documents()]
         counts = {"longrag": [0, 0], "shortchunk": [0, 0], "elite": [0, 0]}
-        for trial in range(args.trials):
+        for trial in tqdm(range(args.trials), desc="trials", mininterval=10):
             groups = frozenset(rng.sample(GROUPS, rng.randint(1, 3)))
             question = " ".join(rng.sample(WORDS, rng.randint(1, 4)))
             budget, revoked = rng.randint(50, 9000), rng.sample(doc_ids, rng.randint(0, 3))

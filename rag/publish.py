@@ -80,19 +80,21 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     hashes = [r.text_hash for r in rows]
     vectors = np.zeros((len(rows), 384), dtype=np.float32)
     cached = index.cached_vectors(hashes)
-    todo = [i for i, h in enumerate(hashes) if h not in cached]
+    first: dict[str, int] = {}  # identical texts (boilerplate, copies) are embedded once per run
     for i, h in enumerate(hashes):
-        if h in cached:
-            vectors[i] = cached[h]
-    if todo:
-        vectors[todo] = embed([texts[i] for i in todo])
+        if h not in cached:
+            first.setdefault(h, i)
+    if first:
+        cached.update(zip(first, embed([texts[i] for i in first.values()])))
+    for i, h in enumerate(hashes):
+        vectors[i] = cached[h]
     index.add(rows, vectors)
-    catalog.commit_units(publish_id, index.version, len(todo))
+    catalog.commit_units(publish_id, index.version, len(first))
     current = {f"{u}@{v}" for u, (v, _) in catalog.current_units().items()}
     removed = index.remove_units(index.unit_keys() - current)
     index.ensure_indexes()
     catalog.set_lance_version(publish_id, index.version)
-    return IndexReport(index.count(), len(todo), len(rows) - len(todo), len(missing), removed, index.version)
+    return IndexReport(index.count(), len(first), len(rows) - len(first), len(missing), removed, index.version)
 
 
 def subchunk_rows(units: dict[str, list[tuple]], catalog: Catalog, counter: TokenCounter,
