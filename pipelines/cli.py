@@ -7,7 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-from pipelines.workspace import REPO, SAMPLE_CORPUS, workspace_resources
+from pipelines.eval_cli import add_eval_parser
+from pipelines.workspace import SAMPLE_CORPUS, workspace_resources
 
 DEFAULT_WORKSPACE = ".rag/workspace"
 
@@ -90,6 +91,8 @@ def _parser() -> argparse.ArgumentParser:
                           description="Ingest samples/corpus into a workspace (default .rag/demo) offline.")
     demo.add_argument("--workspace", default=".rag/demo", help="workspace folder (default: .rag/demo)")
     demo.set_defaults(func=cmd_demo)
+
+    add_eval_parser(sub)
     return p
 
 

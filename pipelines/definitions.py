@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dagster as dg
 
+from assets.evaluation import evaluation_definitions
 from assets.ingest import ingest_assets, ingest_checks
 from pipelines.ask_job import ask
 from pipelines.sensors import source_sensor
@@ -17,13 +18,16 @@ nightly_reindex = dg.ScheduleDefinition(
     description="Sweep every source and repair drift; the asset checks run after it.")
 
 
+evaluation = evaluation_definitions()
+
+
 def build_definitions(resources: dict) -> dg.Definitions:
     sources = resources["source_settings"].sources
     return dg.Definitions(
-        assets=ingest_assets,
+        assets=[*ingest_assets, *evaluation.assets],
         asset_checks=ingest_checks,
-        jobs=[ingest_job, ask],
-        schedules=[nightly_reindex],
+        jobs=[ingest_job, ask, *evaluation.jobs],
+        schedules=[nightly_reindex, *evaluation.schedules],
         sensors=[source_sensor(s, ingest_job) for s in sources],
         resources=resources,
     )

@@ -104,7 +104,8 @@ def test_definitions_load_for_dagster_dev():
     from pipelines.definitions import defs
 
     dg.Definitions.validate_loadable(defs)
-    assert {s.name for s in defs.schedules} == {"nightly_reindex"}
+    assert {s.name for s in defs.schedules} == {"nightly_reindex", "nightly_evaluation"}
+    assert defs.resolve_assets_def("retrieval_evaluation").partitions_def is not None
 
 
 def test_ask_job_answers_a_configured_question_from_the_ui(instance, corpus, workspace):
