@@ -36,6 +36,16 @@ def run(defs, instance, request=None):
     return meta, {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
 
 
+def baseline(defs, instance, workspace):
+    """A first ingest and a sensor tick: the cursor to compare against and the units it published."""
+    run(defs, instance)
+    _, cursor = tick(defs, instance)
+    catalog = Catalog(workspace / "catalog.duckdb")
+    units = catalog.current_units()
+    catalog.close()
+    return cursor, units
+
+
 def ask(workspace, embedder, question, fn=longrag_retrieve, groups=("field-engineering", "support", "partners")):
     return fn(Catalog(workspace / "catalog.duckdb"), SubchunkIndex(workspace / "lancedb"), embedder.encode_query,
               default_counter(), Caller(frozenset(groups)), question, 8000)
@@ -50,11 +60,7 @@ def test_quiet_source_requests_nothing_after_the_first_tick(setup):
 
 def test_deleted_document_is_gone_for_both_methods_after_the_sensor_run(setup, embedder):
     defs, instance, corpus, workspace = setup
-    run(defs, instance)
-    _, cursor = tick(defs, instance)
-    catalog = Catalog(workspace / "catalog.duckdb")
-    units_before = catalog.current_units()
-    catalog.close()
+    cursor, units_before = baseline(defs, instance, workspace)
 
     (corpus / "operations" / "error-codes.md").unlink()
     [request], _ = tick(defs, instance, cursor)
@@ -73,11 +79,7 @@ def test_deleted_document_is_gone_for_both_methods_after_the_sensor_run(setup, e
 
 def test_new_version_is_served_with_its_label_and_other_units_keep_their_versions(setup, embedder):
     defs, instance, corpus, workspace = setup
-    run(defs, instance)
-    _, cursor = tick(defs, instance)
-    catalog = Catalog(workspace / "catalog.duckdb")
-    before = catalog.current_units()
-    catalog.close()
+    cursor, before = baseline(defs, instance, workspace)
 
     old = corpus / "operations" / "log-rotation.2026.md"
     (corpus / "operations" / "log-rotation.2027.md").write_text(
