@@ -36,6 +36,12 @@ CREATE TABLE IF NOT EXISTS quarantine (
 """
 
 
+def _split_keys(unit_keys: list[str]) -> tuple[list[str], list[int]]:
+    """'unit_id@version' keys as two parallel lists, for a join instead of a per-row string build."""
+    ids, versions = zip(*(k.rsplit("@", 1) for k in unit_keys)) if unit_keys else ((), ())
+    return list(ids), [int(v) for v in versions]
+
+
 def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
@@ -155,10 +161,10 @@ class Catalog:
         """(doc_id, version) → (title, text) for the given versions, whatever their status."""
         if not keys:
             return {}
-        self.con.execute("CREATE OR REPLACE TEMP TABLE _keys (doc_id VARCHAR, version VARCHAR)")
-        self._many("INSERT INTO _keys VALUES (?, ?)", [list(k) for k in keys])
         return {(d, v): (t, x) for d, v, t, x in self.rows(
-            "SELECT d.doc_id, d.version, d.title, d.text FROM documents d JOIN _keys USING (doc_id, version)")}
+            "SELECT d.doc_id, d.version, d.title, d.text FROM documents d "
+            "JOIN (SELECT unnest(?) AS doc_id, unnest(?) AS version) k USING (doc_id, version)",
+            [[k[0] for k in keys], [k[1] for k in keys]])}
 
     # units -----------------------------------------------------------------------------------------
 
@@ -268,10 +274,10 @@ class Catalog:
         return self.rows(
             "SELECT u.unit_id || '@' || u.unit_version AS unit_key, m.position, m.doc_id, m.doc_version, m.part, "
             "m.char_start, m.char_end, m.tokens, d.title, d.acl FROM units u "
+            "JOIN (SELECT unnest(?) AS unit_id, unnest(?)::INTEGER AS unit_version) k USING (unit_id, unit_version) "
             "JOIN unit_members m USING (unit_id, unit_version) "
             f"JOIN documents d ON d.doc_id = m.doc_id AND d.version = m.doc_version AND {doc_ok} "
-            f"WHERE {unit_ok} AND list_contains(?, u.unit_id || '@' || u.unit_version) "
-            "ORDER BY unit_key, m.position", [*params, unit_keys])
+            f"WHERE {unit_ok} ORDER BY unit_key, m.position", [*_split_keys(unit_keys), *params])
 
     def publish_at(self, when: datetime) -> tuple[int, int]:
         """(publish_id, LanceDB table version) of the last publish finished at or before `when`."""
@@ -299,19 +305,20 @@ class Catalog:
         return versions, units
 
     def documents_fingerprint(self) -> tuple:
-        """Changes whenever a document version is added, superseded, deleted or edited in place."""
-        return tuple(self.rows("SELECT count(*), max(valid_from), max(valid_to), max(publish_id), "
-                               "count(*) FILTER (WHERE status = 'current'), "
-                               "coalesce(sum(hash(doc_id || version || status || meta_hash)), 0) FROM documents")[0])
+        """Changes whenever the set of current document versions changes (a text never changes in place)."""
+        return tuple(self.rows("SELECT count(*), count(*) FILTER (WHERE status = 'current'), max(valid_from), "
+                               "max(valid_to), max(publish_id) FROM documents")[0])
 
     def current_units_of(self, doc_ids: list[str]) -> dict[str, str]:
         """doc_id → key of the current unit holding its current version (first part for split documents)."""
         return dict(self.rows(
             "SELECT m.doc_id, min(u.unit_id || '@' || u.unit_version) FROM unit_members m "
-            "JOIN units u USING (unit_id, unit_version) WHERE u.status = 'current' AND list_contains(?, m.doc_id) "
+            "JOIN units u USING (unit_id, unit_version) JOIN (SELECT unnest(?) AS doc_id) k USING (doc_id) "
+            "WHERE u.status = 'current' "
             "GROUP BY m.doc_id", [doc_ids]))
 
     def readable_ids(self, doc_ids: list[str], groups: list[str]) -> set[str]:
         """Which of these documents have a current version whose ACL admits one of the groups."""
-        return {d for (d,) in self.rows("SELECT doc_id FROM documents WHERE status = 'current' "
-                                        "AND list_contains(?, doc_id) AND list_has_any(acl, ?)", [doc_ids, groups])}
+        return {d for (d,) in self.rows("SELECT doc_id FROM documents JOIN (SELECT unnest(?) AS doc_id) k "
+                                        "USING (doc_id) WHERE status = 'current' AND list_has_any(acl, ?)",
+                                        [doc_ids, groups])}
