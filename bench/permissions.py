@@ -21,11 +21,11 @@ sys.path.insert(0, str(REPO))
 
 from rag.access import Caller  # noqa: E402
 from rag.catalog import Catalog  # noqa: E402
-from rag.elite import EliteConfig, elite_retrieve  # noqa: E402
+from rag.elite import EliteConfig  # noqa: E402
 from rag.embedding import Embedder  # noqa: E402
 from rag.index import SubchunkIndex  # noqa: E402
-from rag.longrag import longrag_retrieve, shortchunk_retrieve  # noqa: E402
 from rag.publish import IngestSettings, publish_documents, publish_index, publish_units  # noqa: E402
+from rag.retrieval import METHODS, retrieve  # noqa: E402
 from rag.tokens import default_counter  # noqa: E402
 
 # Importance only reorders what ELITE already may read; one noisy copy of one chunk keeps 10,000 trials affordable.
@@ -62,18 +62,14 @@ def main() -> None:
             groups = frozenset(rng.sample(GROUPS, rng.randint(1, 3)))
             question = " ".join(rng.sample(WORDS, rng.randint(1, 4)))
             budget, revoked = rng.randint(50, 9000), rng.sample(doc_ids, rng.randint(0, 3))
-            method = ["longrag", "shortchunk", "elite"][trial % 3]
+            method = METHODS[trial % 3]
             catalog.con.execute("BEGIN")
             try:
                 catalog.con.execute("UPDATE documents SET acl = ['revoked'] WHERE list_contains(?, doc_id)", [revoked])
                 readable = {d.doc_id: d.text for d in catalog.current_documents() if not groups.isdisjoint(d.acl)}
                 caller = Caller(groups)
-                if method == "elite":
-                    result = elite_retrieve(catalog, caller, question, budget, embedder=embedder, counter=counter,
-                                            config=FAST_ELITE)
-                else:
-                    fn = longrag_retrieve if method == "longrag" else shortchunk_retrieve
-                    result = fn(catalog, index, embedder.encode_query, counter, caller, question, budget)
+                result = retrieve(method, catalog, index, caller, question, budget, embedder=embedder,
+                                  counter=counter, elite_config=FAST_ELITE)
             finally:
                 catalog.con.execute("ROLLBACK")
             counts[method][0] += 1

@@ -3,6 +3,7 @@ import dagster as dg
 
 from rag.access import Caller
 from rag.reader import answer
+from rag.retrieval import retrieve
 from resources import CatalogResource, EmbedderResource, VectorStoreResource
 from resources.llm import LLMResource
 
@@ -19,17 +20,8 @@ def answer_question(context: dg.OpExecutionContext, config: AskConfig, catalog: 
                     vector_store: VectorStoreResource, embedder: EmbedderResource, llm: LLMResource) -> dict:
     caller, model = Caller(frozenset(config.groups)), llm.chat_model()
     with catalog.open() as cat:
-        if config.method == "elite":
-            from rag.elite import elite_retrieve
-
-            result = elite_retrieve(cat, caller, config.question, config.budget, model=model,
-                                    embedder=embedder.embedder(), counter=embedder.counter())
-        else:
-            from rag.longrag import longrag_retrieve, shortchunk_retrieve
-
-            fn = longrag_retrieve if config.method == "longrag" else shortchunk_retrieve
-            result = fn(cat, vector_store.open(), embedder.embedder().encode_query, embedder.counter(), caller,
-                        config.question, config.budget)
+        result = retrieve(config.method, cat, vector_store.open(), caller, config.question, config.budget,
+                          embedder=embedder.embedder(), counter=embedder.counter(), model=model)
         reply = answer(config.question, result, model, embedder.embedder())
     context.log.info(f"[{reply.reader}] {reply.short_answer} — cites {', '.join(reply.citations) or 'nothing'}")
     context.add_output_metadata({

@@ -169,6 +169,7 @@ def _open_workspace(args: argparse.Namespace):
 def retrieve(args: argparse.Namespace, model=None):
     """Run the chosen method as the caller; the one path `rag retrieve` and `rag ask` share."""
     from rag.embedding import Embedder
+    from rag.retrieval import retrieve as retrieve_method
     from rag.tokens import default_counter
 
     caller = _caller(args)
@@ -178,20 +179,9 @@ def retrieve(args: argparse.Namespace, model=None):
     embedder = Embedder(threads=1)  # one thread answers a single query fastest under load (STACK.md)
     as_of = _as_of(catalog, args.as_of)
     try:
-        if args.method == "elite":
-            from rag.elite import elite_retrieve
-
-            if as_of is not None:
-                raise CliError("--as-of is supported for longrag and shortchunk")
-            result = elite_retrieve(catalog, caller, args.question, args.budget, model=model, embedder=embedder,
-                                    counter=default_counter())
-        else:
-            from rag.longrag import longrag_retrieve, shortchunk_retrieve
-
-            fn = longrag_retrieve if args.method == "longrag" else shortchunk_retrieve
-            result = fn(catalog, index, embedder.encode_query, default_counter(), caller, args.question,
-                        args.budget, as_of=as_of)
-    except LookupError as err:
+        result = retrieve_method(args.method, catalog, index, caller, args.question, args.budget, embedder=embedder,
+                                 counter=default_counter(), model=model, as_of=as_of)
+    except (LookupError, ValueError) as err:
         raise CliError(str(err)) from None
     return result, embedder
 
