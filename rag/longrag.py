@@ -71,7 +71,9 @@ def longrag_retrieve(catalog: Catalog, index: SubchunkIndex, embed_query: Callab
         hits += search(index, query, caller, config.rescore_limit, list(units))
     timings["search_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    items = _with_text(catalog, pack(_candidates(catalog, caller, hits, lexical, units, config, as_of), budget), hits)
+    own = best_hit_per_member(hits)
+    items = _with_text(catalog, pack(_candidates(catalog, caller, own, hits, lexical, units, config, as_of), budget),
+                       own)
     timings["assemble_s"] = time.perf_counter() - t
     return RetrievalResult("longrag", budget, items, {"units_ranked": len(units), "subchunk_hits": len(hits),
                                                      **{k: round(v, 4) for k, v in timings.items()}})
@@ -100,8 +102,9 @@ def _rank_units(catalog: Catalog, hits: list[Hit], lexical: dict[str, float], co
     return dict(ranked[: config.max_units])
 
 
-def _candidates(catalog: Catalog, caller: Caller, hits: list[Hit], lexical: dict[str, float], units: dict[str, float],
-                config: LongRAGConfig, as_of: datetime | None) -> list[ContextItem]:
+def _candidates(catalog: Catalog, caller: Caller, own: dict[tuple[str, str, int], Hit], hits: list[Hit],
+                lexical: dict[str, float], units: dict[str, float], config: LongRAGConfig,
+                as_of: datetime | None) -> list[ContextItem]:
     """Whole member documents of the ranked units, readable ones only, ordered for packing (text not yet read).
 
     A member's score is its own MaxP (plus the lexical channel) and a share of the best other readable
@@ -109,7 +112,6 @@ def _candidates(catalog: Catalog, caller: Caller, hits: list[Hit], lexical: dict
     the next hop, and packing members (not whole units) keeps that bet affordable under small budgets.
     Token counts are the exact ones stored at ingest for the rendered block.
     """
-    own = best_hit_per_member(hits)
     floor = min((h.score for h in hits), default=0.0)
     members: dict[str, list[tuple]] = {}
     for unit_key, position, doc_id, version, part, start, end, tokens, title, acl in \
@@ -145,10 +147,9 @@ def best_hit_per_member(hits: list[Hit]) -> dict[tuple[str, str, int], Hit]:
     return own
 
 
-def _with_text(catalog: Catalog, items: list[ContextItem], hits: list[Hit]) -> list[ContextItem]:
+def _with_text(catalog: Catalog, items: list[ContextItem], own: dict[tuple[str, str, int], Hit]) -> list[ContextItem]:
     """Render the packed members from the catalog: header, the member's range of the text, matched sub-chunk."""
     texts = catalog.document_texts(sorted({(i.doc_id, i.doc_version) for i in items}))
-    own = best_hit_per_member(hits)
     out = []
     for item in items:
         title, text = texts[(item.doc_id, item.doc_version)]
