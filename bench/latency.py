@@ -1,16 +1,25 @@
-"""Query latency at ≥ 100K sub-chunks, with and without a selective ACL pre-filter.
+"""Warm LongRAG query latency at ≥ 100K sub-chunks, with a 20% ACL pre-filter, before and after, in one run.
 
 Builds (once, under .rag/bench/latency) a workspace holding the three benchmark corpora five times over,
 each copy readable by its own group, through the normal ingest pipeline (the copies share texts, so the
-vector cache embeds each text once). Then times `longrag_retrieve` end to end (query embedding, vector
-search, second pass, BM25, catalog read, packing) and the bare vector search, for a caller in one group
-(a 20% pre-filter) and a caller in all five. Writes bench/results/latency.json.
+vector cache embeds each text once). Then, for the same questions and callers, times:
+
+- after: `Workspace.retrieve("longrag", …)` end to end (query embedding, vector search, BM25, the
+  snapshot's in-memory members and ACLs, text, packing), warm;
+- before: the same query through the code of `--baseline REF` (default: the last commit before the read
+  side), run in a subprocess from a git worktree of that commit against the same files;
+- the bare pre-filtered vector search and the query embedding, for reference.
+
+Writes bench/results/latency.json.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,16 +31,38 @@ sys.path.insert(0, str(REPO))
 from pipelines.cli import run_ingest  # noqa: E402
 from rag.access import Caller  # noqa: E402
 from rag.benchmarks import load_questions  # noqa: E402
-from rag.catalog import Catalog  # noqa: E402
 from rag.embedding import Embedder  # noqa: E402
-from rag.index import SubchunkIndex  # noqa: E402
-from rag.longrag import longrag_retrieve  # noqa: E402
 from rag.summary import markdown_table  # noqa: E402
-from rag.tokens import default_counter  # noqa: E402
+from rag.workspace import Workspace  # noqa: E402
 
 BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 NAMES = ["hotpotqa", "musique", "2wikimultihopqa"]
 COPIES = 5
+CALLERS = {"one group (20% of rows)": ["group-0"], "all five groups": [f"group-{k}" for k in range(COPIES)]}
+
+# The baseline's API: longrag_retrieve(catalog, index, embed_query, counter, caller, question, budget).
+BASELINE_DRIVER = """
+import json, sys, time
+from rag.access import Caller
+from rag.catalog import Catalog
+from rag.embedding import Embedder
+from rag.index import SubchunkIndex
+from rag.longrag import longrag_retrieve
+from rag.tokens import default_counter
+ws, questions, callers = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+catalog, index = Catalog(ws + "/catalog.duckdb"), SubchunkIndex(ws + "/lancedb")
+embedder, counter = Embedder(threads=1), default_counter()
+longrag_retrieve(catalog, index, embedder.encode_query, counter, Caller(frozenset(callers[0])), "warm up", 2000)
+out = {}
+for groups in callers:
+    caller, seconds = Caller(frozenset(groups)), []
+    for q in questions:
+        t = time.perf_counter()
+        longrag_retrieve(catalog, index, embedder.encode_query, counter, caller, q, 2000)
+        seconds.append(time.perf_counter() - t)
+    out[",".join(groups)] = seconds
+print(json.dumps(out))
+"""
 
 
 def build(ws: Path) -> dict:
@@ -51,43 +82,73 @@ def build(ws: Path) -> dict:
 
 def percentiles(seconds: list[float]) -> dict:
     ms = np.array(seconds) * 1000
-    return {"p50": round(float(np.percentile(ms, 50)), 1), "p95": round(float(np.percentile(ms, 95)), 1)}
+    return {p: round(float(np.percentile(ms, int(p[1:]))), 1) for p in ("p50", "p95", "p99")}
+
+
+def ours(ws: Path, questions: list[str]) -> dict[str, dict]:
+    reader = Workspace(ws, embedder=Embedder(threads=1))
+    reader.retrieve("longrag", Caller(frozenset(CALLERS["all five groups"])), "warm up", 2000)
+    snap, out = reader.snapshot(), {}
+    for label, groups in CALLERS.items():
+        caller, full, bare, embed = Caller(frozenset(groups)), [], [], []
+        for q in questions:
+            t = time.perf_counter()
+            reader.retrieve("longrag", caller, q, 2000)
+            full.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            vector = reader.embedder.encode_query(q)
+            embed.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            snap.index.search(vector, sorted(caller.groups), 200)
+            bare.append(time.perf_counter() - t)
+        out[label] = {"longrag_ms": percentiles(full), "vector_search_ms": percentiles(bare),
+                      "query_embedding_ms": percentiles(embed)}
+    return out
+
+
+def baseline(ws: Path, questions: list[str], ref: str) -> dict[str, dict]:
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / "baseline"
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), ref], check=True,
+                       capture_output=True)
+        try:
+            run = subprocess.run([sys.executable, "-c", BASELINE_DRIVER, str(ws), json.dumps(questions),
+                                  json.dumps(list(CALLERS.values()))], cwd=tree, capture_output=True, text=True,
+                                 env=os.environ | {"PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1"})
+            if run.returncode:
+                raise SystemExit(f"baseline {ref} failed: {run.stderr.strip().splitlines()[-1]}")
+            seconds = json.loads(run.stdout.strip().splitlines()[-1])
+        finally:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], capture_output=True)
+    return {label: {"longrag_ms": percentiles(seconds[",".join(groups)])} for label, groups in CALLERS.items()}
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--baseline", default="b8fa50f", help="git ref of the 'before' code (default: b8fa50f)")
     args = p.parse_args()
     ws = REPO / ".rag" / "bench" / "latency"
     counts = build(ws)
-    catalog, index = Catalog(ws / "catalog.duckdb"), SubchunkIndex(ws / "lancedb")
-    embedder, counter = Embedder(threads=1), default_counter()
     questions = [q.question for name in NAMES for q in load_questions(BENCHMARKS / name)][: args.queries]
-    callers = {"one group (20% of rows)": Caller(frozenset({"group-0"})),
-               "all five groups": Caller(frozenset(f"group-{k}" for k in range(COPIES)))}
-    longrag_retrieve(catalog, index, embedder.encode_query, counter, callers["all five groups"], "warm up", 2000)
-    rows, figures = [], {"subchunks": index.count(), "documents": counts["documents"],
-                         "indices": sorted(i.name for i in index.table.list_indices())}
-    for label, caller in callers.items():
-        full, bare, embed = [], [], []
-        for q in questions:
-            t = time.perf_counter()
-            vector = embedder.encode_query(q)
-            embed.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            index.search(vector, sorted(caller.groups), 200)
-            bare.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            longrag_retrieve(catalog, index, embedder.encode_query, counter, caller, q, 2000)
-            full.append(time.perf_counter() - t)
-        figures[label] = {"longrag_retrieve_ms": percentiles(full), "vector_search_ms": percentiles(bare),
-                          "query_embedding_ms": percentiles(embed)}
-        rows.append([label, *percentiles(full).values(), *percentiles(bare).values(), *percentiles(embed).values()])
-    figures["command"] = "python bench/latency.py " + " ".join(sys.argv[1:])
+    after = ours(ws, questions)
+    before = baseline(ws, questions, args.baseline)
+    snap = Workspace(ws).snapshot()
+    figures = {"subchunks": snap.index.count(), "documents": counts["documents"], "queries": len(questions),
+               "indices": sorted(i.name for i in snap.index.table.list_indices()), "baseline": args.baseline,
+               "after": after, "before": before,
+               "ratio_p50_after_over_before": {k: round(after[k]["longrag_ms"]["p50"] / before[k]["longrag_ms"]["p50"], 3)
+                                               for k in CALLERS},
+               "command": "python bench/latency.py " + " ".join(sys.argv[1:])}
     (REPO / "bench" / "results" / "latency.json").write_text(json.dumps(figures, indent=2) + "\n")
-    print(f"{figures['subchunks']} sub-chunks, {figures['documents']} documents, indices {figures['indices']}")
-    print(markdown_table(["caller", "retrieve p50", "retrieve p95", "search p50", "search p95", "embed p50",
-                          "embed p95"], rows))
+    print(f"{figures['subchunks']} sub-chunks, {figures['documents']} documents, {len(questions)} queries, "
+          f"indices {figures['indices']}")
+    print(markdown_table(
+        ["caller", "after p50", "after p95", "after p99", "before p50", "before p95", "after/before p50",
+         "search p50", "embed p50"],
+        [[k, *after[k]["longrag_ms"].values(), before[k]["longrag_ms"]["p50"], before[k]["longrag_ms"]["p95"],
+          figures["ratio_p50_after_over_before"][k], after[k]["vector_search_ms"]["p50"],
+          after[k]["query_embedding_ms"]["p50"]] for k in CALLERS]))
 
 
 if __name__ == "__main__":

@@ -20,23 +20,21 @@ sys.path.insert(0, str(REPO))
 from pipelines.cli import run_ingest  # noqa: E402
 from rag.access import Caller  # noqa: E402
 from rag.benchmarks import complete, evidence_recall, load_questions  # noqa: E402
-from rag.catalog import Catalog  # noqa: E402
 from rag.embedding import Embedder  # noqa: E402
-from rag.index import SubchunkIndex  # noqa: E402
 from rag.longrag import LongRAGConfig, longrag_retrieve, shortchunk_retrieve  # noqa: E402
 from rag.summary import markdown_table  # noqa: E402
-from rag.tokens import default_counter  # noqa: E402
+from rag.workspace import Workspace  # noqa: E402
 
 BENCHMARKS = REPO.parent / "shared" / "benchmarks"
-METHODS = {"longrag": longrag_retrieve, "shortchunk": shortchunk_retrieve}
+METHODS = {"longrag": longrag_retrieve, "shortchunk": shortchunk_retrieve}  # called directly: the config varies
 
 
 def run(name: str, budgets: list[int], limit: int | None, config: LongRAGConfig) -> dict:
     folder = BENCHMARKS / name
     ws = REPO / ".rag" / "bench" / name
     run_ingest(str(ws), [str(folder / "docs.jsonl")], default_acl=["bench"], derive_links=True)
-    catalog, index = Catalog(ws / "catalog.duckdb"), SubchunkIndex(ws / "lancedb")
-    embedder, counter, caller = Embedder(threads=1), default_counter(), Caller(frozenset({"bench"}))
+    reader = Workspace(ws, embedder=Embedder(threads=1))
+    snap, embedder, counter, caller = reader.snapshot(), reader.embedder, reader.counter, Caller(frozenset({"bench"}))
     questions = load_questions(folder, limit)
     rows, latency = [], {m: [] for m in METHODS}
     for method, fn in METHODS.items():
@@ -44,7 +42,7 @@ def run(name: str, budgets: list[int], limit: int | None, config: LongRAGConfig)
             recall, full, used = [], [], []
             for q in questions:
                 t = time.perf_counter()
-                result = fn(catalog, index, embedder.encode_query, counter, caller, q.question, budget, config)
+                result = fn(snap, embedder.encode_query, counter, caller, q.question, budget, config)
                 latency[method].append(time.perf_counter() - t)
                 assert result.tokens <= budget
                 ids = {i.doc_id for i in result.items}

@@ -21,12 +21,16 @@ sys.path.insert(0, str(REPO))
 
 from rag.access import Caller  # noqa: E402
 from rag.catalog import Catalog  # noqa: E402
-from rag.elite import EliteConfig  # noqa: E402
+from rag.elite import EliteConfig, elite_retrieve  # noqa: E402
 from rag.embedding import Embedder  # noqa: E402
 from rag.index import SubchunkIndex  # noqa: E402
+from rag.methods import Request, Tools, method  # noqa: E402
 from rag.publish import IngestSettings, publish_documents, publish_index, publish_units  # noqa: E402
-from rag.retrieval import METHODS, retrieve  # noqa: E402
+from rag.snapshot import Snapshot, TextCache  # noqa: E402
+from rag.snapshots import read_pointer  # noqa: E402
 from rag.tokens import default_counter  # noqa: E402
+
+METHODS = ("longrag", "shortchunk", "elite")
 
 # Importance only reorders what ELITE already may read; one noisy copy of one chunk keeps 10,000 trials affordable.
 FAST_ELITE = EliteConfig(importance_chunks=1, noise_samples=1)
@@ -62,18 +66,22 @@ def main() -> None:
             groups = frozenset(rng.sample(GROUPS, rng.randint(1, 3)))
             question = " ".join(rng.sample(WORDS, rng.randint(1, 4)))
             budget, revoked = rng.randint(50, 9000), rng.sample(doc_ids, rng.randint(0, 3))
-            method = METHODS[trial % 3]
+            name = METHODS[trial % 3]
             catalog.con.execute("BEGIN")
             try:
                 catalog.con.execute("UPDATE documents SET acl = ['revoked'] WHERE list_contains(?, doc_id)", [revoked])
                 readable = {d.doc_id: d.text for d in catalog.current_documents() if not groups.isdisjoint(d.acl)}
-                caller = Caller(groups)
-                result = retrieve(method, catalog, index, caller, question, budget, embedder=embedder,
-                                  counter=counter, elite_config=FAST_ELITE)
+                # A snapshot over the writer's connection sees the revocation of the open transaction.
+                snap = Snapshot(read_pointer(tmp), catalog, index, TextCache())
+                if name == "elite":
+                    result = elite_retrieve(catalog, Caller(groups), question, budget, embedder=embedder,
+                                            counter=counter, config=FAST_ELITE)
+                else:
+                    result = method(name).run(snap, Request(Caller(groups), question, budget), Tools(embedder, counter))
             finally:
                 catalog.con.execute("ROLLBACK")
-            counts[method][0] += 1
-            counts[method][1] += leaks(result, readable) + (result.tokens > budget)
+            counts[name][0] += 1
+            counts[name][1] += leaks(result, readable) + (result.tokens > budget)
     figures = {m: {"trials": n, "leaks": k} for m, (n, k) in counts.items()}
     figures["command"] = f"python bench/permissions.py --trials {args.trials} --seed {args.seed}"
     (REPO / "bench" / "results" / "permissions.json").write_text(json.dumps(figures, indent=2) + "\n")

@@ -3,8 +3,7 @@ import dagster as dg
 
 from rag.access import Caller
 from rag.reader import answer
-from rag.retrieval import retrieve
-from resources import CatalogResource, EmbedderResource, VectorStoreResource
+from resources import EmbedderResource, ReadSideResource
 from resources.llm import LLMResource
 
 
@@ -16,13 +15,16 @@ class AskConfig(dg.Config):
 
 
 @dg.op(description="Retrieve as the configured caller, answer with the configured reader, log the citations.")
-def answer_question(context: dg.OpExecutionContext, config: AskConfig, catalog: CatalogResource,
-                    vector_store: VectorStoreResource, embedder: EmbedderResource, llm: LLMResource) -> dict:
+def answer_question(context: dg.OpExecutionContext, config: AskConfig, read_side: ReadSideResource,
+                    embedder: EmbedderResource, llm: LLMResource) -> dict:
     caller, model = Caller(frozenset(config.groups)), llm.chat_model()
-    with catalog.open() as cat:
-        result = retrieve(config.method, cat, vector_store.open(), caller, config.question, config.budget,
-                          embedder=embedder.embedder(), counter=embedder.counter(), model=model)
-        reply = answer(config.question, result, model, embedder.embedder())
+    # The read side: the published snapshot, so asking never waits for (or blocks) an ingest run.
+    ws = read_side.open(embedder)
+    try:
+        result = ws.retrieve(config.method, caller, config.question, config.budget, model=model)
+        reply = answer(config.question, result, model, ws.embedder)
+    finally:
+        ws.close()
     context.log.info(f"[{reply.reader}] {reply.short_answer} — cites {', '.join(reply.citations) or 'nothing'}")
     context.add_output_metadata({
         "answer": dg.MetadataValue.md(reply.long_answer), "short_answer": reply.short_answer,

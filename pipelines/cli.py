@@ -8,12 +8,13 @@ import sys
 from pathlib import Path
 
 from pipelines.eval_cli import add_eval_parser
+from pipelines.serve_cli import add_serve_parser
 from pipelines.workspace import SAMPLE_CORPUS, workspace_resources
+from rag.methods import METHODS
 
 DEFAULT_WORKSPACE = ".rag/workspace"
 
 
-METHODS = ("longrag", "shortchunk", "elite")
 READERS = ("local", "endpoint", "extractive")
 
 
@@ -23,11 +24,35 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    from rag.access import UsersFileError
+    from rag.catalog import CatalogError
+    from rag.workspace import WorkspaceError
+    from rag.writer import WriterBusy
+
     try:
         return args.func(args)
-    except CliError as err:
-        print(f"rag {args.command}: error: {err}", file=sys.stderr)
-        return 2
+    except (CliError, WorkspaceError, CatalogError, WriterBusy, UsersFileError) as err:
+        return _fail(args.command, str(err))
+    except KeyboardInterrupt:
+        print(f"rag {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - the last line of defence: one line, the traceback only on request
+        if os.environ.get("RAG_DEBUG"):
+            raise
+        return _fail(args.command, f"unexpected {err.__class__.__name__}: {err} (set RAG_DEBUG=1 for the traceback)")
+
+
+def _fail(command: str, message: str) -> int:
+    lines = message.strip().splitlines() or ["failed"]
+    print(f"rag {command}: error: {lines[0]}", file=sys.stderr)
+    return 2
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with its usage errors on one line (the full usage stays behind --help)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 class CliError(RuntimeError):
@@ -35,7 +60,7 @@ class CliError(RuntimeError):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rag", description="Long-unit retrieval (LongRAG) and ELITE on Dagster.")
+    p = Parser(prog="rag", description="Long-unit retrieval (LongRAG) and ELITE on Dagster.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     ingest = sub.add_parser("ingest", help="load documents, group them into long units and index them",
@@ -53,6 +78,9 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("--derive-links", choices=["titles"],
                         help="'titles': link a document to every document whose exact title it mentions")
     ingest.add_argument("--json", action="store_true", help="print one JSON object with the run's counts")
+    ingest.add_argument("--wait", type=float, metavar="SECONDS", default=None,
+                        help="how long to wait for another writer of this workspace to finish before giving up "
+                             "(default: $RAG_WRITER_WAIT_S or 60)")
     ingest.set_defaults(func=cmd_ingest)
 
     retrieve = sub.add_parser("retrieve", help="retrieve context for a question (JSON out)",
@@ -92,6 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--workspace", default=".rag/demo", help="workspace folder (default: .rag/demo)")
     demo.set_defaults(func=cmd_demo)
 
+    add_serve_parser(sub)
     add_eval_parser(sub)
     return p
 
@@ -105,9 +134,8 @@ def _workspace_args(p: argparse.ArgumentParser) -> None:
 def _question_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("question", help="the question, in quotes")
     _workspace_args(p)
-    p.add_argument("--method", choices=METHODS, default="longrag",
-                   help="longrag (long units, MaxP), shortchunk (top sub-chunks; the baseline) or elite "
-                        "(embedding-less iterative exploration of the catalog)")
+    p.add_argument("--method", choices=list(METHODS), default="longrag",
+                   help="; ".join(f"{m.name}: {m.summary}" for m in METHODS.values()))
     p.add_argument("--budget", type=int, default=2000, help="reader context budget in tokens (default: 2000)")
     who = p.add_mutually_exclusive_group(required=True)
     who.add_argument("--groups", help="comma-separated groups the caller belongs to (there is no superuser)")
@@ -119,71 +147,41 @@ def _question_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
 
-def _as_of(catalog, value: str | None):
-    from datetime import datetime
+def caller_of(args: argparse.Namespace):
+    """The caller from --groups, or from --user through the users file; there is no superuser."""
+    from rag.access import Caller, load_users
 
-    if not value:
-        return None
-    try:
-        if value.startswith("publish:"):
-            return catalog.publish_finished(int(value.split(":", 1)[1]))
-        return datetime.fromisoformat(value).replace(tzinfo=None)
-    except ValueError:
-        raise CliError(f"--as-of {value}: expected an ISO timestamp or publish:N") from None
-    except LookupError as err:
-        raise CliError(str(err)) from None
-
-
-def _caller(args: argparse.Namespace):
-    from rag.access import Caller
-
-    if args.groups:
+    if args.groups is not None:
         groups = [g.strip() for g in args.groups.split(",") if g.strip()]
-    else:
-        if not args.users_file:
-            raise CliError("--user needs --users-file (or $RAG_USERS_FILE)")
-        import yaml
-
-        try:
-            users = yaml.safe_load(Path(args.users_file).read_text()) or {}
-        except (OSError, yaml.YAMLError) as err:
-            raise CliError(f"{args.users_file}: cannot read users file ({err.__class__.__name__})") from None
-        groups = users.get(args.user)
-        if not isinstance(groups, list) or not groups:
-            raise CliError(f"{args.users_file}: user '{args.user}' has no groups")
-    if not groups:
-        raise CliError("--groups is empty")
-    return Caller(frozenset(groups))
+        if not groups:
+            raise CliError("--groups is empty")
+        return Caller(frozenset(groups))
+    if not args.users_file:
+        raise CliError("--user needs --users-file (or $RAG_USERS_FILE)")
+    caller = load_users(args.users_file).get(args.user)
+    if caller is None:
+        raise CliError(f"{args.users_file}: no user '{args.user}'")
+    return caller
 
 
-def _open_workspace(args: argparse.Namespace):
-    from rag.catalog import Catalog
-    from rag.index import SubchunkIndex
+def open_workspace(args: argparse.Namespace, embedder=None):
+    """The read side of --workspace: published snapshots only, so it never waits for or blocks a writer."""
+    from rag.workspace import Workspace
 
-    ws = Path(args.workspace)
-    if not (ws / "catalog.duckdb").exists():
-        raise CliError(f"{ws}: no catalog here; run `rag ingest --workspace {ws}` first")
-    return Catalog(ws / "catalog.duckdb"), SubchunkIndex(args.lance_uri or ws / "lancedb")
+    return Workspace(args.workspace, lance_uri=args.lance_uri, embedder=embedder)
 
 
 def retrieve(args: argparse.Namespace, model=None):
     """Run the chosen method as the caller; the one path `rag retrieve` and `rag ask` share."""
-    from rag.embedding import Embedder
-    from rag.retrieval import retrieve as retrieve_method
-    from rag.tokens import default_counter
-
-    caller = _caller(args)
+    caller = caller_of(args)
     if args.budget <= 0:
         raise CliError("--budget must be a positive number of tokens")
-    catalog, index = _open_workspace(args)
-    embedder = Embedder(threads=1)  # one thread answers a single query fastest under load (STACK.md)
-    as_of = _as_of(catalog, args.as_of)
+    ws = open_workspace(args)
     try:
-        result = retrieve_method(args.method, catalog, index, caller, args.question, args.budget, embedder=embedder,
-                                 counter=default_counter(), model=model, as_of=as_of)
+        as_of = ws.resolve_as_of(args.as_of)
+        return ws.retrieve(args.method, caller, args.question, args.budget, as_of=as_of, model=model), ws.embedder
     except (LookupError, ValueError) as err:
         raise CliError(str(err)) from None
-    return result, embedder
 
 
 def cmd_retrieve(args: argparse.Namespace) -> int:
@@ -244,8 +242,7 @@ def cmd_llm_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    catalog, _ = _open_workspace(args)
-    versions, units = catalog.history(args.doc_id)
+    versions, units = open_workspace(args).snapshot().catalog.history(args.doc_id)
     if not versions:
         raise CliError(f"no document '{args.doc_id}' in {args.workspace}")
     fmt = lambda t: t.isoformat(sep=" ", timespec="seconds") if t else ""  # noqa: E731
@@ -271,7 +268,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if not Path(s).exists():
             raise CliError(f"{s}: no such file or folder")
     counts = run_ingest(args.workspace, args.source, args.default_acl, args.collection,
-                        args.derive_links == "titles", args.lance_uri)
+                        args.derive_links == "titles", args.lance_uri, args.wait)
     if args.json:
         print(json.dumps(counts))
     else:
@@ -288,17 +285,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def run_ingest(workspace: str, sources: list[str], default_acl: list[str] | None = None,
-               collection: str | None = None, derive_links: bool = False, lance_uri: str | None = None) -> dict:
-    """Materialise the ingest assets and their checks; return the counts `rag ingest --json` prints."""
+               collection: str | None = None, derive_links: bool = False, lance_uri: str | None = None,
+               wait_s: float | None = None) -> dict:
+    """Materialise the ingest assets and their checks as the workspace's one writer; return the counts."""
     import dagster as dg
 
     from assets.ingest import ingest_assets, ingest_checks
+    from rag.writer import WriterLock
 
-    resources = workspace_resources(workspace, sources, default_acl, collection, derive_links, lance_uri)
+    ws = Path(workspace)
+    if ws.exists() and not ws.is_dir():
+        raise CliError(f"{ws}: is a file, not a workspace folder")
+    resources = workspace_resources(workspace, sources, default_acl, collection, derive_links, lance_uri, wait_s)
     instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
-    result = dg.materialize([*ingest_assets, *ingest_checks], resources=resources, instance=instance,
-                            raise_on_error=False, tags={"rag/workspace": str(Path(workspace).resolve())},
-                            run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}})
+    # Held across all steps (the catalog resource re-enters it), so no other writer interleaves between them.
+    with WriterLock(ws, "rag ingest", wait_s):
+        result = dg.materialize([*ingest_assets, *ingest_checks], resources=resources, instance=instance,
+                                raise_on_error=False, tags={"rag/workspace": str(ws.resolve())},
+                                run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}})
     if not result.success:
         raise CliError(_failure_message(result))
     meta = {str(e.asset_key.path[-1]): {k: v.value for k, v in e.materialization.metadata.items()}

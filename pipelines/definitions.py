@@ -9,20 +9,21 @@ from pipelines.ask_job import ask
 from pipelines.sensors import source_sensor
 from pipelines.workspace import resources_from_env
 
-ingest_job = dg.define_asset_job(
-    "ingest", selection=dg.AssetSelection.groups("sources", "units", "index"), tags={"rag/workspace": "default"},
-    description="Load sources, re-group affected units and bring the sub-chunk index up to date.")
-
-nightly_reindex = dg.ScheduleDefinition(
-    name="nightly_reindex", job=ingest_job, cron_schedule="0 2 * * *",
-    description="Sweep every source and repair drift; the asset checks run after it.")
-
-
 evaluation = evaluation_definitions()
 
 
 def build_definitions(resources: dict) -> dg.Definitions:
     sources = resources["source_settings"].sources
+    workspace = resources["read_side"].workspace
+    # In-process: the run's resources (and so the writer lock) are set up once and held across its steps.
+    # The tag carries the workspace, so dagster.yaml's per-value limit queues a second run of the same one.
+    ingest_job = dg.define_asset_job(
+        "ingest", selection=dg.AssetSelection.groups("sources", "units", "index"),
+        executor_def=dg.in_process_executor, tags={"rag/workspace": workspace},
+        description="Load sources, re-group affected units and bring the sub-chunk index up to date.")
+    nightly_reindex = dg.ScheduleDefinition(
+        name="nightly_reindex", job=ingest_job, cron_schedule="0 2 * * *",
+        description="Sweep every source and repair drift; the asset checks run after it.")
     return dg.Definitions(
         assets=[*ingest_assets, *evaluation.assets],
         asset_checks=ingest_checks,

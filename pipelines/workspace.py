@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from resources import CatalogResource, EmbedderResource, SourceSettings, VectorStoreResource
+from resources import CatalogResource, EmbedderResource, ReadSideResource, SourceSettings, VectorStoreResource
 from resources.llm import LLMResource
 
 REPO = Path(__file__).resolve().parent.parent
@@ -13,13 +13,14 @@ SAMPLE_CORPUS = REPO / "samples" / "corpus"
 
 def workspace_resources(workspace: str | Path, sources: list[str], default_acl: list[str] | None = None,
                         collection: str | None = None, derive_links: bool = False,
-                        lance_uri: str | None = None) -> dict:
+                        lance_uri: str | None = None, wait_s: float | None = None) -> dict:
     """Resources for one workspace folder: `catalog.duckdb` and `lancedb/` inside it unless told otherwise."""
     ws = Path(workspace).resolve()
     ws.mkdir(parents=True, exist_ok=True)
     return {
-        "catalog": CatalogResource(path=str(ws / "catalog.duckdb")),
+        "catalog": CatalogResource(path=str(ws / "catalog.duckdb"), wait_s=wait_s),
         "vector_store": VectorStoreResource(uri=lance_uri or str(ws / "lancedb")),
+        "read_side": ReadSideResource(workspace=str(ws), lance_uri=lance_uri or str(ws / "lancedb")),
         "embedder": EmbedderResource(),
         "source_settings": SourceSettings(sources=sources, default_acl=default_acl or [], collection=collection,
                                           derive_links=derive_links),

@@ -1,11 +1,10 @@
-"""Read-time access: what a caller may read now (or as of a time), straight from the catalog."""
+"""Who is asking: callers and their groups, and the users file that names them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from pathlib import Path
 
-from rag.catalog import Catalog
-from rag.documents import Document
+import yaml
 
 
 @dataclass(frozen=True)
@@ -22,11 +21,24 @@ class Caller:
         return not self.groups.isdisjoint(acl)
 
 
-def readable_documents(catalog: Catalog, caller: Caller, as_of: datetime | None = None) -> list[Document]:
-    """Current (or then-current) document versions whose ACL admits one of the caller's groups."""
-    if as_of is None:
-        where, params = "status = 'current'", []
-    else:
-        where = "valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)"
-        params = [as_of, as_of]
-    return catalog.documents_where(f"{where} AND list_has_any(acl, ?)", [*params, sorted(caller.groups)])
+class UsersFileError(ValueError):
+    """The users file cannot be used; the message is one line naming the file."""
+
+
+def load_users(path: str | Path) -> dict[str, Caller]:
+    """A YAML mapping of user name → list of group names; anything else is refused with one line."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise UsersFileError(f"{path}: cannot read users file ({err.strerror or err.__class__.__name__})") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise UsersFileError(f"{path}: users file is not valid YAML ({err.__class__.__name__})") from None
+    if not isinstance(data, dict):
+        raise UsersFileError(f"{path}: users file must map user names to lists of groups, "
+                             f"not a {type(data).__name__}")
+    users = {}
+    for user, groups in data.items():
+        if not isinstance(groups, list) or not groups or not all(isinstance(g, str) and g.strip() for g in groups):
+            raise UsersFileError(f"{path}: user '{user}' must have a non-empty list of group names")
+        users[str(user)] = Caller(frozenset(g.strip() for g in groups))
+    return users

@@ -5,10 +5,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+import threading
+
 import duckdb
 
 from rag.documents import Document, Rejected
+from rag.snapshots import SnapshotInfo, publish_snapshot
 from rag.units import Member, Unit, UnitPlan
+from rag.writer import WriterLock
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -46,6 +50,32 @@ def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
+@dataclass(frozen=True)
+class MemberRow:
+    """A member of a unit version as a reader sees it: where its range lies and who may read it."""
+
+    unit_key: str
+    position: int
+    doc_id: str
+    doc_version: str
+    part: int
+    start: int
+    end: int
+    tokens: int
+    title: str
+    acl: tuple[str, ...]
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class CurrentVersion:
+    doc_id: str
+    version: str
+    title: str
+    acl: tuple[str, ...]
+    content_hash: str
+
+
 @dataclass
 class DocChanges:
     new: list[tuple[str, str]] = field(default_factory=list)
@@ -63,22 +93,61 @@ class UnitChanges:
     unchanged: int = 0
 
 
+class CatalogError(RuntimeError):
+    """The catalog file cannot be opened (not a DuckDB file, a folder, unreadable)."""
+
+
 class Catalog:
-    def __init__(self, path: str | Path):
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    """The writer's catalog (holding the workspace's writer lock), or a read-only published snapshot of it.
+
+    `path` is always the workspace's `catalog.duckdb`, so caches keyed by it survive new snapshots;
+    `file` is what this connection reads.
+    """
+
+    def __init__(self, path: str | Path, *, snapshot: Path | None = None, entry: str = "rag",
+                 wait_s: float | None = None):
         self.path = str(path)
-        self.con = duckdb.connect(self.path)
-        self.con.execute(SCHEMA)
+        self.file = str(snapshot or path)
+        self.read_only = snapshot is not None
+        self._lock = threading.Lock()  # one DuckDB connection serves every thread of a reader
+        self._writer = None
+        if not self.read_only:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self._writer = WriterLock(Path(path).parent, entry, wait_s)
+            self._writer.acquire()
+        try:
+            self.con = duckdb.connect(self.file, read_only=self.read_only)
+            if not self.read_only:
+                self.con.execute(SCHEMA)
+        except duckdb.Error as err:
+            self._release()
+            raise CatalogError(f"{self.file}: cannot open the catalog ({str(err).splitlines()[0]})") from None
+
+    @classmethod
+    def snapshot(cls, workspace: str | Path, info: SnapshotInfo) -> "Catalog":
+        """A read-only connection to a published snapshot; it never takes the writer's lock."""
+        return cls(Path(workspace) / "catalog.duckdb", snapshot=info.path(workspace))
 
     def close(self) -> None:
         self.con.close()
+        self._release()
+
+    def _release(self) -> None:
+        if self._writer:
+            self._writer.release()
+            self._writer = None
 
     def _many(self, sql: str, params: list[list]) -> None:
         if params:
             self.con.executemany(sql, params)
 
     def rows(self, sql: str, params: list | None = None) -> list[tuple]:
-        return self.con.execute(sql, params or []).fetchall()
+        with self._lock:
+            return self.con.execute(sql, params or []).fetchall()
+
+    def publish_snapshot(self, publish_id: int, lance_version: int | None = None) -> SnapshotInfo:
+        """Make the catalog's committed state the one readers see (see rag.snapshots)."""
+        return publish_snapshot(self.path, lambda: self.con.execute("CHECKPOINT"), publish_id, lance_version)
 
     # publish log -----------------------------------------------------------------------------------
 
@@ -148,14 +217,11 @@ class Catalog:
                           rejected=plan.rejected, current=current)
 
     def current_documents(self) -> list[Document]:
-        return self.documents_where("status = 'current'")
-
-    def documents_where(self, where: str, params: list | None = None) -> list[Document]:
-        """Document versions matching a SQL condition on the documents table, by doc id."""
+        """Every current document version, by doc id."""
         return [Document(doc_id=r[0], version=r[1], title=r[2], text=r[3], acl=tuple(r[4]), links=tuple(r[5]),
                          collection=r[6], source=r[7], source_path=r[8])
                 for r in self.rows("SELECT doc_id, version, title, text, acl, links, collection, source, "
-                                   f"source_path FROM documents WHERE {where} ORDER BY doc_id", params)]
+                                   "source_path FROM documents WHERE status = 'current' ORDER BY doc_id")]
 
     def document_texts(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
         """(doc_id, version) → (title, text) for the given versions, whatever their status."""
@@ -257,13 +323,13 @@ class Catalog:
         (n,), = self.rows("SELECT coalesce(sum(strlen(text)), 0) FROM documents WHERE status = 'current'")
         return n
 
-    def current_members(self, unit_keys: list[str], as_of: datetime | None = None) -> list[tuple]:
-        """Members of these unit versions if still current (or current at `as_of`), with title and ACL.
+    def current_members(self, unit_keys: list[str] | None = None, as_of: datetime | None = None) -> list[MemberRow]:
+        """Members of these unit versions (all current units when None) if still current, or current at `as_of`.
 
         The read-time check of rules 1–3: a retired unit, or a member whose version is no longer current,
         yields nothing, whatever the index still holds.
         """
-        if not unit_keys:
+        if unit_keys is not None and not unit_keys:
             return []
         if as_of is None:
             unit_ok, doc_ok, params = "u.status = 'current'", "d.status = 'current'", []
@@ -271,13 +337,20 @@ class Catalog:
             unit_ok = "u.valid_from <= ? AND (u.valid_to IS NULL OR u.valid_to > ?)"
             doc_ok = "d.valid_from <= ? AND (d.valid_to IS NULL OR d.valid_to > ?)"
             params = [as_of] * 4
-        return self.rows(
-            "SELECT u.unit_id || '@' || u.unit_version AS unit_key, m.position, m.doc_id, m.doc_version, m.part, "
-            "m.char_start, m.char_end, m.tokens, d.title, d.acl FROM units u "
+        keys = "" if unit_keys is None else \
             "JOIN (SELECT unnest(?) AS unit_id, unnest(?)::INTEGER AS unit_version) k USING (unit_id, unit_version) "
+        return [MemberRow(*r[:9], tuple(r[9]), r[10]) for r in self.rows(
+            "SELECT u.unit_id || '@' || u.unit_version AS unit_key, m.position, m.doc_id, m.doc_version, m.part, "
+            "m.char_start, m.char_end, m.tokens, d.title, d.acl, d.content_hash FROM units u " + keys +
             "JOIN unit_members m USING (unit_id, unit_version) "
             f"JOIN documents d ON d.doc_id = m.doc_id AND d.version = m.doc_version AND {doc_ok} "
-            f"WHERE {unit_ok} ORDER BY unit_key, m.position", [*_split_keys(unit_keys), *params])
+            f"WHERE {unit_ok} ORDER BY unit_key, m.position",
+            [*(_split_keys(unit_keys) if unit_keys is not None else []), *params])]
+
+    def current_versions(self) -> dict[str, CurrentVersion]:
+        """doc_id → its current version, title, ACL and content hash."""
+        return {r[0]: CurrentVersion(r[0], r[1], r[2], tuple(r[3]), r[4]) for r in self.rows(
+            "SELECT doc_id, version, title, acl, content_hash FROM documents WHERE status = 'current'")}
 
     def publish_at(self, when: datetime) -> tuple[int, int]:
         """(publish_id, LanceDB table version) of the last publish finished at or before `when`."""
@@ -308,17 +381,3 @@ class Catalog:
         """Changes whenever the set of current document versions changes (a text never changes in place)."""
         return tuple(self.rows("SELECT count(*), count(*) FILTER (WHERE status = 'current'), max(valid_from), "
                                "max(valid_to), max(publish_id) FROM documents")[0])
-
-    def current_units_of(self, doc_ids: list[str]) -> dict[str, str]:
-        """doc_id → key of the current unit holding its current version (first part for split documents)."""
-        return dict(self.rows(
-            "SELECT m.doc_id, min(u.unit_id || '@' || u.unit_version) FROM unit_members m "
-            "JOIN units u USING (unit_id, unit_version) JOIN (SELECT unnest(?) AS doc_id) k USING (doc_id) "
-            "WHERE u.status = 'current' "
-            "GROUP BY m.doc_id", [doc_ids]))
-
-    def readable_ids(self, doc_ids: list[str], groups: list[str]) -> set[str]:
-        """Which of these documents have a current version whose ACL admits one of the groups."""
-        return {d for (d,) in self.rows("SELECT doc_id FROM documents JOIN (SELECT unnest(?) AS doc_id) k "
-                                        "USING (doc_id) WHERE status = 'current' AND list_has_any(acl, ?)",
-                                        [doc_ids, groups])}

@@ -1,7 +1,9 @@
 """The sub-chunk index: one LanceDB row per sub-chunk, keyed by unit version, ACL as a list column."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import lancedb
@@ -14,6 +16,8 @@ from rag.embedding import DIMENSION
 
 TABLE = "subchunks"
 CACHE_TABLE = "vector_cache"
+# Table versions older than this are removed at the next optimize: as-of reads reach back this far.
+RETENTION_DAYS = float(os.environ.get("RAG_INDEX_RETENTION_DAYS", "7"))
 VECTOR_INDEX_MIN_ROWS = 50_000  # below this a flat scan answers in a few ms (STACK.md)
 # Half precision halves the index (vectors dominate it) and changes cosine scores by ~1e-3.
 VECTOR_TYPE = pa.float16()
@@ -60,14 +64,24 @@ class SubchunkIndex:
             return self.db.open_table(name)
         return self.db.create_table(name, schema=schema)
 
+    @classmethod
+    def reader(cls, uri: str | Path, version: int | None) -> "SubchunkIndex":
+        """A read-only view at a table version (a published snapshot's); it creates and writes nothing."""
+        view = cls.__new__(cls)
+        view.uri, view.db = str(uri), lancedb.connect(str(uri))
+        try:
+            view.table = view.db.open_table(TABLE)
+            if version is not None:
+                view.table.checkout(version)
+        except Exception as err:  # lance raises several types for a missing, cleaned-up or unknown version
+            raise LookupError(f"{uri}: index table version {version} is not available "
+                              f"({str(err).splitlines()[0][:200]})") from None
+        view.cache = None
+        return view
+
     def as_of(self, version: int) -> "SubchunkIndex":
         """A read-only view of the table as a past publish left it (LanceDB keeps old versions until cleanup)."""
-        view = SubchunkIndex(self.uri)
-        try:
-            view.table.checkout(version)
-        except Exception as err:  # lance raises several types for a cleaned-up or unknown version
-            raise LookupError(f"{self.uri}: table version {version} is no longer available ({err})") from None
-        return view
+        return SubchunkIndex.reader(self.uri, version)
 
     @property
     def version(self) -> int:
@@ -95,6 +109,13 @@ class SubchunkIndex:
             wanted = pa.array([h for h in wanted.to_pylist() if h not in found], pa.string())
         return found
 
+    def rows_of_units(self, unit_keys: list[str]) -> tuple[pa.Table, np.ndarray]:
+        """Every sub-chunk row of these unit versions (scalar-index look-up, no vector search) and its vectors."""
+        data = self.table.to_lance().to_table(
+            columns=[*SEARCH_COLUMNS, "acl", "vector"],
+            filter=pc.is_in(pc.field("unit_key"), pa.array(sorted(set(unit_keys)), pa.string())))
+        return data.drop_columns(["vector"]), _matrix(data.column("vector"))
+
     def add(self, rows: list[SubchunkRow], vectors: np.ndarray) -> None:
         if not rows:
             return
@@ -118,11 +139,9 @@ class SubchunkIndex:
         self.table.delete(f"unit_key IN ({_sql_list(unit_keys)})")
         return gone.num_rows
 
-    def search(self, vector: np.ndarray, groups: list[str], limit: int, unit_keys: list[str] | None = None) -> pa.Table:
+    def search(self, vector: np.ndarray, groups: list[str], limit: int) -> pa.Table:
         """Nearest sub-chunks among rows whose ACL admits one of the groups (the pre-filter of rule 1)."""
         where = f"array_has_any(acl, [{_sql_list(groups)}])"
-        if unit_keys is not None:
-            where += f" AND unit_key IN ({_sql_list(unit_keys)})"
         return (self.table.search(np.asarray(vector, dtype=np.float32)).distance_type("cosine")
                 .where(where, prefilter=True).limit(limit).select(SEARCH_COLUMNS + ["_distance"]).to_arrow())
 
@@ -137,7 +156,7 @@ class SubchunkIndex:
         if rows >= VECTOR_INDEX_MIN_ROWS and "vector_idx" not in names:
             self.table.create_index("vector", config=IvfHnswSq(distance_type="cosine"), name="vector_idx")
         elif names:
-            self.table.optimize()
+            self.table.optimize(cleanup_older_than=timedelta(days=RETENTION_DAYS))
 
     def bytes_on_disk(self) -> int:
         return sum(p.stat().st_size for p in Path(self.uri).rglob("*") if p.is_file())

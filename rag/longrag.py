@@ -9,10 +9,9 @@ from typing import Callable
 import numpy as np
 
 from rag.access import Caller
-from rag.catalog import Catalog
 from rag.context import ContextItem, RetrievalResult, pack, pack_lazily
 from rag.index import SubchunkIndex
-from rag.lexical import lexical_index
+from rag.snapshot import Snapshot
 from rag.tokens import TokenCounter
 from rag.units import render_header, render_member
 
@@ -24,7 +23,6 @@ class LongRAGConfig:
     link_boost: float = 0.45      # share of the best linked member's score a document inherits (multi-hop)
     lexical_weight: float = 0.45  # weight of the BM25 channel (scaled to [0, 1]) added to a document's dense score
     lexical_depth: int = 100      # documents taken from the BM25 channel
-    rescore_limit: int = 2000     # sub-chunks of the candidate units scored exactly in the second pass
 
 
 @dataclass(frozen=True)
@@ -37,13 +35,25 @@ class Hit:
     score: float
 
 
-def search(index: SubchunkIndex, query_vector: np.ndarray, caller: Caller, limit: int,
-           unit_keys: list[str] | None = None) -> list[Hit]:
-    table = index.search(query_vector, sorted(caller.groups), limit, unit_keys)
+def search(index: SubchunkIndex, query_vector: np.ndarray, caller: Caller, limit: int) -> list[Hit]:
+    table = index.search(query_vector, sorted(caller.groups), limit)
     cols = {name: table.column(name).to_pylist() for name in ("unit_key", "doc_id", "part", "char_start", "char_end")}
     scores = 1.0 - table.column("_distance").to_numpy()
     return [Hit(k, d, p, s, e, float(sc)) for k, d, p, s, e, sc in
             zip(cols["unit_key"], cols["doc_id"], cols["part"], cols["char_start"], cols["char_end"], scores)]
+
+
+def rescore(snap: Snapshot, query: np.ndarray, caller: Caller, unit_keys: list[str],
+            as_of: datetime | None = None) -> list[Hit]:
+    """Second pass: every readable sub-chunk of the candidate units, scored exactly, so each member has its MaxP."""
+    q = np.asarray(query, dtype=np.float32)
+    q = q / max(float(np.linalg.norm(q)), 1e-12)
+    hits = []
+    for key, rows in snap.unit_rows(unit_keys, as_of).items():
+        scores = rows.vectors @ q
+        hits += [Hit(key, rows.doc_ids[i], rows.parts[i], rows.starts[i], rows.ends[i], float(scores[i]))
+                 for i in range(len(scores)) if caller.may_read(rows.acls[i])]
+    return hits
 
 
 def maxp(hits: list[Hit]) -> dict[str, float]:
@@ -54,55 +64,55 @@ def maxp(hits: list[Hit]) -> dict[str, float]:
     return dict(sorted(best.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def longrag_retrieve(catalog: Catalog, index: SubchunkIndex, embed_query: Callable[[str], np.ndarray],
-                     counter: TokenCounter, caller: Caller, question: str, budget: int,
-                     config: LongRAGConfig = LongRAGConfig(), as_of: datetime | None = None) -> RetrievalResult:
+def longrag_retrieve(snap: Snapshot, embed_query: Callable[[str], np.ndarray], counter: TokenCounter,
+                     caller: Caller, question: str, budget: int, config: LongRAGConfig = LongRAGConfig(),
+                     as_of: datetime | None = None) -> RetrievalResult:
     """Context for the question within the budget; with `as_of`, what was current then (index and catalog)."""
     timings: dict[str, float] = {}
-    if as_of is not None:
-        index = index.as_of(catalog.publish_at(as_of)[1])
+    index = snap.index_at(as_of)
     t = time.perf_counter()
     query = embed_query(question)
     hits = search(index, query, caller, config.overfetch)
-    lexical = _lexical(catalog, caller, question, config) if as_of is None else {}
-    units = _rank_units(catalog, hits, lexical, config)
-    # Second pass: every sub-chunk of the candidate units, so each member has its own MaxP score.
+    lexical = _lexical(snap, caller, question, config) if as_of is None else {}
+    units = _rank_units(snap, hits, lexical, config)
     if units:
-        hits += search(index, query, caller, config.rescore_limit, list(units))
+        hits += rescore(snap, query, caller, list(units), as_of)
     timings["search_s"] = time.perf_counter() - t
     t = time.perf_counter()
     own = best_hit_per_member(hits)
-    items = _with_text(catalog, pack(_candidates(catalog, caller, own, hits, lexical, units, config, as_of), budget),
-                       own)
+    candidates = _candidates(snap, caller, own, hits, lexical, units, config, as_of)
+    if as_of is None:
+        candidates = _with_unindexed(snap, counter, candidates, hits, lexical, config)
+    items = _with_text(snap, pack(candidates, budget), own)
     timings["assemble_s"] = time.perf_counter() - t
     return RetrievalResult("longrag", budget, items, {"units_ranked": len(units), "subchunk_hits": len(hits),
                                                      **{k: round(v, 4) for k, v in timings.items()}})
 
 
-def _lexical(catalog: Catalog, caller: Caller, question: str, config: LongRAGConfig) -> dict[str, float]:
+def _lexical(snap: Snapshot, caller: Caller, question: str, config: LongRAGConfig) -> dict[str, float]:
     """BM25 scores of the documents the caller may read (the index covers all; ranking must not see the rest)."""
     if config.lexical_weight <= 0:
         return {}
-    scores = lexical_index(catalog).search(question, config.lexical_depth)
-    readable = catalog.readable_ids(list(scores), sorted(caller.groups))
+    scores = snap.lexical.search(question, config.lexical_depth)
+    readable = snap.readable_ids(list(scores), caller.groups)
     return {d: s for d, s in scores.items() if d in readable}
 
 
-def _rank_units(catalog: Catalog, hits: list[Hit], lexical: dict[str, float], config: LongRAGConfig) -> dict[str, float]:
+def _rank_units(snap: Snapshot, hits: list[Hit], lexical: dict[str, float], config: LongRAGConfig) -> dict[str, float]:
     """Units by their best member (MaxP), where a member's score adds the lexical channel to its dense score."""
     dense = {(h.unit_key, h.doc_id): h.score for h in sorted(hits, key=lambda h: h.score)}
     floor = min((h.score for h in hits), default=0.0)
     best: dict[str, float] = {}
     for (unit_key, doc_id), score in dense.items():
         best[unit_key] = max(best.get(unit_key, -1.0), score + config.lexical_weight * lexical.get(doc_id, 0.0))
-    for doc_id, unit_key in catalog.current_units_of(list(lexical)).items():
+    for doc_id, unit_key in snap.units_of(list(lexical)).items():
         score = dense.get((unit_key, doc_id), floor) + config.lexical_weight * lexical[doc_id]
         best[unit_key] = max(best.get(unit_key, -1.0), score)
     ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
     return dict(ranked[: config.max_units])
 
 
-def _candidates(catalog: Catalog, caller: Caller, own: dict[tuple[str, str, int], Hit], hits: list[Hit],
+def _candidates(snap: Snapshot, caller: Caller, own: dict[tuple[str, str, int], Hit], hits: list[Hit],
                 lexical: dict[str, float], units: dict[str, float], config: LongRAGConfig,
                 as_of: datetime | None) -> list[ContextItem]:
     """Whole member documents of the ranked units, readable ones only, ordered for packing (text not yet read).
@@ -114,13 +124,13 @@ def _candidates(catalog: Catalog, caller: Caller, own: dict[tuple[str, str, int]
     """
     floor = min((h.score for h in hits), default=0.0)
     members: dict[str, list[tuple]] = {}
-    for unit_key, position, doc_id, version, part, start, end, tokens, title, acl in \
-            catalog.current_members(list(units), as_of):
-        if caller.may_read(acl):  # a hit on one member never authorises the rest of its unit
-            hit = own.get((unit_key, doc_id, part))
-            score = (hit.score if hit else floor) + config.lexical_weight * lexical.get(doc_id, 0.0)
-            item = ContextItem(doc_id, version, title, "", tokens, ((start, end),), 0.0, unit_key, part=part)
-            members.setdefault(unit_key, []).append((score, position, item))
+    for m in snap.members(list(units), as_of):
+        if caller.may_read(m.acl):  # a hit on one member never authorises the rest of its unit
+            hit = own.get((m.unit_key, m.doc_id, m.part))
+            score = (hit.score if hit else floor) + config.lexical_weight * lexical.get(m.doc_id, 0.0)
+            item = ContextItem(m.doc_id, m.doc_version, m.title, "", m.tokens, ((m.start, m.end),), 0.0, m.unit_key,
+                               part=m.part)
+            members.setdefault(m.unit_key, []).append((score, m.position, item))
     scored = []
     for unit_key, entries in members.items():
         ranked = sorted((e[0] for e in entries), reverse=True)
@@ -129,6 +139,27 @@ def _candidates(catalog: Catalog, caller: Caller, own: dict[tuple[str, str, int]
             scored.append((-score, unit_key, position, replace(item, score=round(score, 6))))
     scored.sort(key=lambda s: s[:3])
     return [s[3] for s in scored]
+
+
+def _with_unindexed(snap: Snapshot, counter: TokenCounter, candidates: list[ContextItem], hits: list[Hit],
+                    lexical: dict[str, float], config: LongRAGConfig) -> list[ContextItem]:
+    """Add current versions the documents step recorded but no unit holds yet, found by the lexical channel.
+
+    Between the documents step and the index step (or after a run killed between them) the old version is
+    already hidden; this serves the new one instead of nothing, as ELITE does.
+    """
+    fresh = snap.unindexed(list(lexical))
+    if not fresh:
+        return candidates
+    floor = min((h.score for h in hits), default=0.0)
+    texts = snap.texts([(v.doc_id, v.version) for v in fresh])
+    extra = []
+    for v in fresh:
+        _, text = texts[(v.doc_id, v.version)]
+        rendered = render_member(v.title, v.doc_id, v.version, text)
+        extra.append(ContextItem(v.doc_id, v.version, v.title, rendered, counter.count_one(rendered),
+                                 ((0, len(text)),), round(floor + config.lexical_weight * lexical[v.doc_id], 6)))
+    return sorted(candidates + extra, key=lambda item: -item.score)
 
 
 def _best_other(own_score: float, ranked: list[float]) -> float:
@@ -147,11 +178,14 @@ def best_hit_per_member(hits: list[Hit]) -> dict[tuple[str, str, int], Hit]:
     return own
 
 
-def _with_text(catalog: Catalog, items: list[ContextItem], own: dict[tuple[str, str, int], Hit]) -> list[ContextItem]:
+def _with_text(snap: Snapshot, items: list[ContextItem], own: dict[tuple[str, str, int], Hit]) -> list[ContextItem]:
     """Render the packed members from the catalog: header, the member's range of the text, matched sub-chunk."""
-    texts = catalog.document_texts(sorted({(i.doc_id, i.doc_version) for i in items}))
+    texts = snap.texts([(i.doc_id, i.doc_version) for i in items])
     out = []
     for item in items:
+        if item.unit_id is None:  # an unindexed version, rendered whole already
+            out.append(item)
+            continue
         title, text = texts[(item.doc_id, item.doc_version)]
         (start, end), = item.ranges
         hit = own.get((item.unit_id, item.doc_id, item.part))
@@ -160,24 +194,24 @@ def _with_text(catalog: Catalog, items: list[ContextItem], own: dict[tuple[str, 
     return out
 
 
-def shortchunk_retrieve(catalog: Catalog, index: SubchunkIndex, embed_query: Callable[[str], np.ndarray],
-                        counter: TokenCounter, caller: Caller, question: str, budget: int,
-                        config: LongRAGConfig = LongRAGConfig(), as_of: datetime | None = None) -> RetrievalResult:
+def shortchunk_retrieve(snap: Snapshot, embed_query: Callable[[str], np.ndarray], counter: TokenCounter,
+                        caller: Caller, question: str, budget: int, config: LongRAGConfig = LongRAGConfig(),
+                        as_of: datetime | None = None) -> RetrievalResult:
     """The baseline: the top sub-chunks themselves, each with its document header, packed into the budget."""
-    if as_of is not None:
-        index = index.as_of(catalog.publish_at(as_of)[1])
+    index = snap.index_at(as_of)
     t = time.perf_counter()
     hits = search(index, embed_query(question), caller, config.overfetch)
-    members = {(r[0], r[2], r[4]): r for r in catalog.current_members(sorted({h.unit_key for h in hits}), as_of)}
+    members = {(m.unit_key, m.doc_id, m.part): m for m in snap.members([h.unit_key for h in hits], as_of)}
     visible = [(h, members[(h.unit_key, h.doc_id, h.part)]) for h in hits if (h.unit_key, h.doc_id, h.part) in members
-               and caller.may_read(members[(h.unit_key, h.doc_id, h.part)][9])]
-    texts = catalog.document_texts(sorted({(row[2], row[3]) for _, row in visible}))
+               and caller.may_read(members[(h.unit_key, h.doc_id, h.part)].acl)]
+    texts = snap.texts([m for _, m in visible])
     blocks = []
-    for h, (_, _, doc_id, version, part, *_rest) in visible:
-        title, text = texts[(doc_id, version)]
+    for h, m in visible:
+        title, text = texts[(m.doc_id, m.doc_version)]
         chunk = text[h.start:h.end]
-        blocks.append(ContextItem(doc_id, version, title, render_header(title, doc_id, version, part) + chunk + "\n",
-                                  0, ((h.start, h.end),), round(h.score, 6), h.unit_key.split("@")[0], chunk, part))
+        blocks.append(ContextItem(m.doc_id, m.doc_version, title,
+                                  render_header(title, m.doc_id, m.doc_version, m.part) + chunk + "\n", 0,
+                                  ((h.start, h.end),), round(h.score, 6), h.unit_key.split("@")[0], chunk, m.part))
     items = pack_lazily(blocks, budget, counter.count)
     return RetrievalResult("shortchunk", budget, items, {"subchunk_hits": len(hits),
                                                         "retrieve_s": round(time.perf_counter() - t, 4)})

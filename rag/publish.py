@@ -57,6 +57,8 @@ def publish_documents(catalog: Catalog, settings: IngestSettings) -> tuple[DocCh
         raise NothingToPublish(f"no readable documents in {', '.join(sources) or 'no sources'}"
                                f" ({len(loaded.rejected)} inputs rejected{first})", loaded.rejected)
     changes = catalog.sync_documents(publish_id, loaded.documents, loaded.rejected, sources)
+    if changes.new or changes.superseded or changes.deleted or changes.updated_in_place:
+        catalog.publish_snapshot(publish_id)  # readers hide deleted and superseded text from their next query
     return changes, loaded
 
 
@@ -94,6 +96,7 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     removed = index.remove_units(index.unit_keys() - current)
     index.ensure_indexes()
     catalog.set_lance_version(publish_id, index.version)
+    catalog.publish_snapshot(publish_id, index.version)
     return IndexReport(index.count(), len(first), len(rows) - len(first), len(missing), removed, index.version)
 
 

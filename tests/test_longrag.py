@@ -8,7 +8,10 @@ from rag.catalog import Catalog
 from rag.index import SubchunkIndex
 from rag.longrag import Hit, longrag_retrieve, maxp, shortchunk_retrieve
 from rag.publish import IngestSettings, publish_documents, publish_index, publish_units
+from rag.snapshot import Snapshot, TextCache
+from rag.snapshots import read_pointer
 from rag.tokens import default_counter
+from rag.workspace import Workspace
 
 GROUPS = ["field-engineering", "support", "partners", "security-team", "everyone"]
 
@@ -29,9 +32,14 @@ def sample(tmp_path_factory, embedder):
     return publish(tmp_path_factory.mktemp("sample"), [SAMPLES / "corpus"], embedder)
 
 
+def uncommitted(catalog: Catalog, index: SubchunkIndex) -> Snapshot:
+    """A snapshot over the writer's own connection: it sees changes of an open transaction, then rolls back."""
+    return Snapshot(read_pointer(catalog.path.rsplit("/", 1)[0]), catalog, index, TextCache())
+
+
 def retrieve(sample, embedder, question, groups, budget=2000, fn=longrag_retrieve):
-    catalog, index = sample
-    return fn(catalog, index, embedder.encode_query, default_counter(), Caller(frozenset(groups)), question, budget)
+    return fn(uncommitted(*sample), embedder.encode_query, default_counter(), Caller(frozenset(groups)), question,
+              budget)
 
 
 def test_unit_score_is_its_best_subchunk_and_ties_break_by_unit_key():
@@ -68,24 +76,24 @@ def test_superseded_version_text_never_returned(sample, embedder):
 
 def test_deletion_recorded_in_catalog_hides_document_before_any_republish(tmp_path, corpus, embedder):
     catalog, index = publish(tmp_path / "ws", [corpus], embedder)
-    question = "Which error code means the gateway cache is full?"
-    before = longrag_retrieve(catalog, index, embedder.encode_query, default_counter(), Caller(frozenset({"support"})),
-                              question, 2000)
+    reader = Workspace(tmp_path / "ws", embedder=embedder)
+    question, support = "Which error code means the gateway cache is full?", Caller(frozenset({"support"}))
+    before = reader.retrieve("longrag", support, question, 2000)
     assert "error-codes-reference" in {i.doc_id for i in before.items}
     (corpus / "operations" / "error-codes.md").unlink()
     publish_documents(catalog, IngestSettings(sources=[str(corpus)]))  # catalog only: index untouched
     assert index.table.count_rows("doc_id = 'error-codes-reference'") > 0
-    for fn in (longrag_retrieve, shortchunk_retrieve):
-        after = fn(catalog, index, embedder.encode_query, default_counter(), Caller(frozenset({"support"})),
-                   question, 2000)
-        assert "error-codes-reference" not in {i.doc_id for i in after.items}
+    for method in ("longrag", "shortchunk", "elite"):
+        after = reader.retrieve(method, support, question, 2000)
+        assert after.items and "error-codes-reference" not in {i.doc_id for i in after.items}
 
 
 def test_acl_revoked_in_catalog_hides_member_even_though_its_unit_is_still_indexed(tmp_path, corpus, embedder):
     catalog, index = publish(tmp_path / "ws", [corpus], embedder)
     catalog.con.execute("UPDATE documents SET acl = ['security-team'] WHERE doc_id = 'edge-offline-cache'")
-    result = longrag_retrieve(catalog, index, embedder.encode_query, default_counter(),
-                              Caller(frozenset({"support"})), "offline cache size and eviction", 8000)
+    catalog.publish_snapshot(catalog.latest_publish())
+    result = Workspace(tmp_path / "ws", embedder=embedder).retrieve(
+        "longrag", Caller(frozenset({"support"})), "offline cache size and eviction", 8000)
     assert "edge-offline-cache" not in {i.doc_id for i in result.items}
     assert result.items  # its unit's other members are still served
 

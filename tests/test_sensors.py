@@ -6,9 +6,7 @@ from pipelines.definitions import build_definitions
 from pipelines.workspace import workspace_resources
 from rag.access import Caller
 from rag.catalog import Catalog
-from rag.index import SubchunkIndex
-from rag.longrag import longrag_retrieve, shortchunk_retrieve
-from rag.tokens import default_counter
+from rag.workspace import Workspace
 
 
 @pytest.fixture
@@ -46,9 +44,8 @@ def baseline(defs, instance, workspace):
     return cursor, units
 
 
-def ask(workspace, embedder, question, fn=longrag_retrieve, groups=("field-engineering", "support", "partners")):
-    return fn(Catalog(workspace / "catalog.duckdb"), SubchunkIndex(workspace / "lancedb"), embedder.encode_query,
-              default_counter(), Caller(frozenset(groups)), question, 8000)
+def ask(workspace, embedder, question, method="longrag", groups=("field-engineering", "support", "partners")):
+    return Workspace(workspace, embedder=embedder).retrieve(method, Caller(frozenset(groups)), question, 8000)
 
 
 def test_quiet_source_requests_nothing_after_the_first_tick(setup):
@@ -72,8 +69,8 @@ def test_deleted_document_is_gone_for_both_methods_after_the_sensor_run(setup, e
     changed = {u for u, v in catalog.current_units().items() if units_before.get(u) != v}
     gone = set(units_before) - set(catalog.current_units())
     assert meta["long_units"]["published"] == len(changed) <= 2 and len(gone) <= 2
-    for fn in (longrag_retrieve, shortchunk_retrieve):
-        result = ask(workspace, embedder, "Which error code means the cache is full?", fn)
+    for method in ("longrag", "shortchunk", "elite"):
+        result = ask(workspace, embedder, "Which error code means the cache is full?", method)
         assert "error-codes-reference" not in {i.doc_id for i in result.items}
 
 
@@ -131,15 +128,14 @@ def test_as_of_read_returns_what_was_current_then_and_history_shows_both_version
         old.read_text().replace('version: "2026"', 'version: "2027"').replace("64 MB", "77 MB"))
     run(defs, instance)
 
-    catalog, index = Catalog(workspace / "catalog.duckdb"), SubchunkIndex(workspace / "lancedb")
+    reader = Workspace(workspace, embedder=embedder)
     question, caller = "At what size do gateway logs rotate?", Caller(frozenset({"support"}))
-    now = longrag_retrieve(catalog, index, embedder.encode_query, default_counter(), caller, question, 8000)
-    past = longrag_retrieve(catalog, index, embedder.encode_query, default_counter(), caller, question, 8000,
-                            as_of=then)
+    now = reader.retrieve("longrag", caller, question, 8000)
+    past = reader.retrieve("longrag", caller, question, 8000, as_of=then)
     version = {r.doc_id: r.doc_version for r in now.items}, {r.doc_id: r.doc_version for r in past.items}
     assert version[0]["edge-log-rotation"] == "2027" and version[1]["edge-log-rotation"] == "2026"
     assert "77 MB" not in past.context() and "64 MB" in past.context()
 
-    versions, units = catalog.history("edge-log-rotation")
+    versions, units = reader.snapshot().catalog.history("edge-log-rotation")
     assert [(v, s) for v, s, *_ in versions] == [("2025", "superseded"), ("2026", "superseded"), ("2027", "current")]
     assert {(dv, s) for dv, _, s, *_ in units} == {("2026", "retired"), ("2027", "current")}

@@ -148,14 +148,10 @@ class Retrievers:
     def run(self, method: str, question: str, budgets: tuple[int, ...]) -> list[tuple[RetrievalResult, float]]:
         if method == "elite":
             return self._elite(question, budgets)
-        from rag.longrag import longrag_retrieve, shortchunk_retrieve
-
-        fn = longrag_retrieve if method == "longrag" else shortchunk_retrieve
         out = []
         for budget in budgets:
             start = time.perf_counter()
-            result = fn(self.prepared.catalog, self.prepared.index, self.embedder.encode_query, self.counter,
-                        self.caller, question, budget)
+            result = self.prepared.reader.retrieve(method, self.caller, question, budget)
             out.append((result, time.perf_counter() - start))
         return out
 
@@ -164,7 +160,7 @@ class Retrievers:
         from rag.elite import elite_explore, pack_exploration
 
         start = time.perf_counter()
-        found = elite_explore(self.prepared.catalog, self.caller, question, model=self.policy_model,
+        found = elite_explore(self.prepared.reader.snapshot().catalog, self.caller, question, model=self.policy_model,
                               embedder=self.embedder, counter=self.counter)
         explored = time.perf_counter() - start
         out = []
@@ -178,15 +174,13 @@ class Retrievers:
         """Build the per-process structures a first query would otherwise pay for, and time them."""
         seconds = {}
         if "longrag" in methods:
-            from rag.lexical import lexical_index
-
             start = time.perf_counter()
-            lexical_index(self.prepared.catalog)
+            self.prepared.reader.snapshot().lexical  # noqa: B018 - built on first use
             seconds["longrag_lexical_index"] = time.perf_counter() - start
         if "elite" in methods:
             from rag.elite import STORES
 
-            store, _ = STORES.get(self.prepared.catalog)
+            store, _ = STORES.get(self.prepared.reader.snapshot().catalog)
             seconds["elite_sentence_store"] = store.build_seconds
         return seconds
 

@@ -4,16 +4,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
-
-import numpy as np
-
 from rag import consistency
 from rag.catalog import Catalog
 from rag.index import SubchunkIndex
 from rag.publish import IngestSettings, publish_documents, publish_index, publish_units
 from rag.summary import bytes_on_disk
 from rag.tokens import TokenCounter
+from rag.workspace import Workspace
 
 BENCH_ACL = "bench"  # the one default ACL every benchmark document gets
 
@@ -25,8 +22,7 @@ class Prepared:
     benchmark: str
     workspace: Path
     lance_uri: str
-    catalog: Catalog
-    index: SubchunkIndex
+    reader: Workspace             # the read side: published snapshots, as every query reads them
     ingest_seconds: float         # this run's ingest (near zero when the workspace was already up to date)
     index_build_seconds: float    # the publishes that embedded sub-chunks, from the catalog's publish log
     catalog_open_seconds: float   # all ELITE needs before its first query (its sentence store is built lazily)
@@ -43,7 +39,7 @@ class Prepared:
         return self.catalog_bytes + (0 if method == "elite" else self.index_bytes)
 
     def close(self) -> None:
-        self.catalog.close()
+        self.reader.close()
 
 
 def benchmark_settings(folder: Path) -> IngestSettings:
@@ -51,8 +47,8 @@ def benchmark_settings(folder: Path) -> IngestSettings:
     return IngestSettings(sources=[str(Path(folder) / "docs.jsonl")], default_acl=(BENCH_ACL,), derive_links=True)
 
 
-def prepare_workspace(folder: Path, workspace: Path, embed: Callable[[list[str]], np.ndarray],
-                      counter: TokenCounter, lance_uri: str | None = None) -> Prepared:
+def prepare_workspace(folder: Path, workspace: Path, embedder, counter: TokenCounter,
+                      lance_uri: str | None = None) -> Prepared:
     """Bring the workspace up to date with the folder's docs.jsonl (incremental), check it, open it for queries."""
     folder, workspace = Path(folder), Path(workspace)
     for name in ("docs.jsonl", "questions.jsonl"):
@@ -61,23 +57,24 @@ def prepare_workspace(folder: Path, workspace: Path, embed: Callable[[list[str]]
     uri = lance_uri or str(workspace / "lancedb")
     settings = benchmark_settings(folder)
     start = time.perf_counter()
-    catalog = Catalog(workspace / "catalog.duckdb")
+    catalog = Catalog(workspace / "catalog.duckdb", entry="rag eval")
     try:
         publish_documents(catalog, settings)
         publish_units(catalog, counter, settings)
-        report = publish_index(catalog, SubchunkIndex(uri), embed, counter, settings)
+        report = publish_index(catalog, SubchunkIndex(uri), embedder.encode, counter, settings)
         checks = _checks(catalog, SubchunkIndex(uri))
+        (units,), = catalog.rows("SELECT count(*) FROM units WHERE status = 'current'")
+        (documents,), = catalog.rows("SELECT count(*) FROM documents WHERE status = 'current'")
+        build_seconds, raw = index_build_seconds(catalog), catalog.raw_text_bytes()
     finally:
         catalog.close()
     ingest = time.perf_counter() - start
     start = time.perf_counter()
-    catalog = Catalog(workspace / "catalog.duckdb")
+    reader = Workspace(workspace, lance_uri=uri, embedder=embedder, counter=counter)
     opened = time.perf_counter() - start
-    (units,), = catalog.rows("SELECT count(*) FROM units WHERE status = 'current'")
-    (documents,), = catalog.rows("SELECT count(*) FROM documents WHERE status = 'current'")
-    return Prepared(folder.name, workspace, uri, catalog, SubchunkIndex(uri), ingest, index_build_seconds(catalog),
-                    opened, documents, units, report.subchunks, catalog.raw_text_bytes(),
-                    bytes_on_disk(catalog.path), bytes_on_disk(uri), checks)
+    return Prepared(folder.name, workspace, uri, reader, ingest, build_seconds, opened, documents, units,
+                    report.subchunks, raw, bytes_on_disk(str(workspace / "catalog.duckdb")), bytes_on_disk(uri),
+                    checks)
 
 
 def index_build_seconds(catalog: Catalog) -> float:

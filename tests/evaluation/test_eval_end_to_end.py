@@ -121,12 +121,12 @@ def test_a_method_over_its_budget_stops_the_evaluation(run, monkeypatch, embedde
     import rag.longrag
     from rag.tokens import default_counter
 
-    def greedy(catalog, index, embed_query, counter, caller, question, budget, *args, **kwargs):
+    def greedy(snap, embed_query, counter, caller, question, budget, **kwargs):
         text = "word " * (budget + 1)
         return RetrievalResult("longrag", budget, [ContextItem("d", "1", "t", text, 1, ((0, 1),), 1.0)])
 
     monkeypatch.setattr(rag.longrag, "longrag_retrieve", greedy)
-    prepared = prepare_workspace(run["bench"], run["workspace"], embedder.encode, default_counter())
+    prepared = prepare_workspace(run["bench"], run["workspace"], embedder, default_counter())
     try:
         with pytest.raises(BudgetExceeded):
             evaluate(prepared, load_questions(run["bench"], 1), EvalConfig(methods=("longrag",), budgets=(500,)),

@@ -1,0 +1,172 @@
+"""`rag serve` under load while an ingest re-publishes 10% of the documents: errors, leaks, latency, throughput.
+
+Builds (once, under .rag/bench/serve-load) a workspace from HotpotQA's docs.jsonl with every document given
+one of five groups, starts `rag serve` on 127.0.0.1, and runs N client threads for D seconds, each asking
+benchmark questions as a random user through real HTTP (LongRAG and short chunks alternating). Ten seconds
+in, a real `rag ingest` process re-publishes 10% of the documents as new versions with new text. Every
+response is checked: each item's document must be readable by the caller's groups and its version must be the
+old or the new one, with that version's text. Writes bench/results/serve-load.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from pipelines.cli import run_ingest  # noqa: E402
+from rag.benchmarks import load_questions  # noqa: E402
+
+BENCH = REPO.parent / "shared" / "benchmarks" / "hotpotqa"
+GROUPS = [f"team-{k}" for k in range(5)]
+
+
+def corpus(ws: Path, seed: int) -> tuple[Path, dict[str, list[str]]]:
+    """docs.jsonl with one group per document; returns the source and each document's ACL."""
+    rng, src = random.Random(seed), ws / "docs.jsonl"
+    docs = [json.loads(line) for line in BENCH.joinpath("docs.jsonl").open()]
+    acls = {d["doc_id"]: [rng.choice(GROUPS)] for d in docs}
+    if not src.exists():
+        ws.mkdir(parents=True, exist_ok=True)
+        src.write_text("".join(json.dumps(d | {"version": "1", "acl": acls[d["doc_id"]]}) + "\n" for d in docs))
+    return src, acls
+
+
+def republish_tenth(src: Path, seed: int) -> set[str]:
+    """Rewrite 10% of the lines as version 2 with one more sentence; return their ids."""
+    rng, lines = random.Random(seed + 1), src.read_text().splitlines()
+    chosen = set(rng.sample(range(len(lines)), len(lines) // 10))
+    out, ids = [], set()
+    for i, line in enumerate(lines):
+        doc = json.loads(line)
+        if i in chosen:
+            doc = doc | {"version": "2", "text": doc["text"] + " This paragraph was revised."}
+            ids.add(doc["doc_id"])
+        out.append(json.dumps(doc))
+    src.write_text("\n".join(out) + "\n")
+    return ids
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def check(body: dict, groups: set[str], acls: dict[str, list[str]], texts: dict[tuple[str, str], str]) -> int:
+    """Leaks in one response: items the caller may not read, or whose text is not that version's."""
+    bad = 0
+    for item in body["items"]:
+        text = texts.get((item["doc_id"], item["doc_version"]))
+        readable = not groups.isdisjoint(acls.get(item["doc_id"], []))
+        bad += not readable or text is None or any(text[a:b] not in item["text"] for a, b in item["ranges"])
+    return bad
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--clients", type=int, default=8)
+    p.add_argument("--seconds", type=float, default=120)
+    p.add_argument("--seed", type=int, default=1)
+    args = p.parse_args()
+    ws = REPO / ".rag" / "bench" / "serve-load"
+    src, acls = corpus(ws, args.seed)
+    run_ingest(str(ws / "workspace"), [str(src)], derive_links=True)
+    users = {f"user-{k}": sorted(random.Random(k).sample(GROUPS, 2)) for k in range(10)}
+    (ws / "users.yaml").write_text(yaml.safe_dump(users))
+    old_texts = {(json.loads(line)["doc_id"], json.loads(line)["version"]): json.loads(line)["text"]
+                 for line in src.read_text().splitlines()}
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "serve", "--workspace", str(ws / "workspace"),
+                               "--port", str(port), "--users-file", str(ws / "users.yaml")], cwd=REPO,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while True:
+        try:
+            if httpx.get(base + "/healthz").status_code == 200:
+                break
+        except httpx.TransportError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"rag serve did not start: {server.stderr.read()[-500:]}")
+            time.sleep(0.5)
+    questions = [q.question for q in load_questions(BENCH)]
+    results: list[tuple[float, float, int, str]] = []   # (start, seconds, status, method)
+    bodies: list[tuple[dict, set[str]]] = []
+    lock, stop = threading.Lock(), time.monotonic() + args.seconds
+
+    def client(k: int) -> None:
+        rng, http = random.Random(k), httpx.Client(base_url=base, timeout=60)
+        n = 0
+        while time.monotonic() < stop:
+            user = rng.choice(list(users))
+            method = ("longrag", "shortchunk")[n % 2]
+            t = time.perf_counter()
+            try:
+                r = http.post("/retrieve", json={"question": rng.choice(questions), "user": user, "method": method,
+                                                 "budget": 2000})
+                status, body = r.status_code, (r.json() if r.status_code == 200 else None)
+            except httpx.HTTPError:
+                status, body = 0, None
+            with lock:
+                results.append((t, time.perf_counter() - t, status, method))
+                if body is not None:
+                    bodies.append((body, set(users[user])))
+            n += 1
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(args.clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    time.sleep(min(10, args.seconds / 4))
+    changed = republish_tenth(src, args.seed)
+    t_ingest = time.perf_counter()
+    ingest = subprocess.run([sys.executable, "-m", "pipelines.cli", "ingest", "--source", str(src), "--workspace",
+                             str(ws / "workspace"), "--derive-links", "titles", "--json"], cwd=REPO,
+                            capture_output=True, text=True)
+    ingest_seconds = time.perf_counter() - t_ingest
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - start
+    snapshot_after = httpx.get(base + "/healthz").json()
+    server.terminate()
+    server.wait(timeout=60)
+
+    new_texts = {(json.loads(line)["doc_id"], json.loads(line)["version"]): json.loads(line)["text"]
+                 for line in src.read_text().splitlines()}
+    texts = old_texts | new_texts
+    leaks = sum(check(body, groups, acls, texts) for body, groups in bodies)
+    ok = [s for _, s, status, _ in results if status == 200]
+    ms = np.array(ok) * 1000
+    during = [s for t0, s, status, _ in results if status == 200 and t_ingest <= t0 <= t_ingest + ingest_seconds]
+    figures = {
+        "clients": args.clients, "seconds": round(wall, 1), "requests": len(results),
+        "errors": sum(status != 200 for *_, status, _ in results), "leaks": leaks,
+        "requests_per_s": round(len(results) / wall, 2),
+        "latency_ms": {p: round(float(np.percentile(ms, int(p[1:]))), 1) for p in ("p50", "p95", "p99")},
+        "latency_ms_during_ingest": {p: round(float(np.percentile(np.array(during) * 1000, int(p[1:]))), 1)
+                                     for p in ("p50", "p95", "p99")} if during else None,
+        "ingest": {"returncode": ingest.returncode, "seconds": round(ingest_seconds, 1), "republished": len(changed),
+                   "documents": len(acls), "result": json.loads(ingest.stdout) if ingest.returncode == 0
+                   else ingest.stderr.strip()[-300:]},
+        "snapshot_after": snapshot_after,
+        "command": "python bench/serve_load.py " + " ".join(sys.argv[1:]),
+    }
+    (REPO / "bench" / "results" / "serve-load.json").write_text(json.dumps(figures, indent=2) + "\n")
+    print(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""`rag serve`: a warm HTTP query service over one workspace (FastAPI; OpenAPI at /openapi.json, docs at /docs).
+
+Who is asking comes from the users file (the request names a `user`) or, behind an authenticating proxy, from
+a header the proxy sets; a request can never name its own groups. Every request reads the newest published
+snapshot, so the service follows publishes without a restart and never takes the writer's lock.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Optional
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from rag.access import Caller
+from rag.methods import MAX_QUESTION_CHARS, METHODS
+from rag.workspace import Workspace, WorkspaceError
+
+log = logging.getLogger("rag.serve")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """How callers are known: users file names → groups, optionally a proxy header (user or groups)."""
+
+    users: dict[str, Caller]
+    groups_header: str | None = None   # e.g. X-Forwarded-Groups: comma-separated, set by the proxy
+    user_header: str | None = None     # e.g. X-Forwarded-User: resolved through the users file
+
+    def caller(self, request: Request, user: str | None) -> Caller:
+        if self.groups_header:
+            if user is not None:
+                raise HTTPException(400, "user is set by the authenticating proxy, not by the request")
+            groups = [g.strip() for g in request.headers.get(self.groups_header, "").split(",") if g.strip()]
+            if not groups:
+                raise HTTPException(401, f"missing {self.groups_header} header (set by the authenticating proxy)")
+            return Caller(frozenset(groups))
+        if self.user_header:
+            if user is not None:
+                raise HTTPException(400, "user is set by the authenticating proxy, not by the request")
+            user = request.headers.get(self.user_header)
+            if not user:
+                raise HTTPException(401, f"missing {self.user_header} header (set by the authenticating proxy)")
+        if not user:
+            raise HTTPException(401, "name the asking user in the request's 'user' field")
+        caller = self.users.get(user)
+        if caller is None:
+            raise HTTPException(403, f"unknown user '{user}'")
+        return caller
+
+
+class RetrieveRequest(BaseModel):
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    method: str = Field("longrag", description=", ".join(METHODS))
+    budget: int = Field(2000, gt=0, le=1_000_000, description="reader context budget in MiniLM word pieces")
+    user: Optional[str] = Field(None, description="the asking user (users file); omit behind a proxy")
+    as_of: Optional[str] = Field(None, description="ISO timestamp (UTC unless it has an offset) or publish:N")
+
+
+def create_app(workspace: Workspace, identity: Identity, model=None, reader: str = "extractive") -> FastAPI:
+    """The service: POST /retrieve and /ask (the CLI's JSON shapes), GET /healthz."""
+    app = FastAPI(title="longunit-rag", summary="LongRAG, short-chunk and ELITE retrieval over a published workspace",
+                  version="0.1.0")
+
+    @app.exception_handler(RequestValidationError)
+    def _invalid(_, exc: RequestValidationError):
+        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        return JSONResponse({"error": f"{where}: {first['msg']}" if where else first["msg"]}, status_code=422)
+
+    @app.exception_handler(HTTPException)
+    def _http(_, exc: HTTPException):
+        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    def _unexpected(_, exc: Exception):
+        log.exception("request failed")
+        return JSONResponse({"error": f"internal error ({exc.__class__.__name__}); see the server log"},
+                            status_code=500)
+
+    def _retrieve(body: RetrieveRequest, request: Request, ask_model=None):
+        caller = identity.caller(request, body.user)
+        try:
+            as_of = workspace.resolve_as_of(body.as_of)
+            return workspace.retrieve(body.method, caller, body.question, body.budget, as_of=as_of, model=ask_model)
+        except WorkspaceError as err:
+            raise HTTPException(503, str(err)) from None
+        except (LookupError, ValueError) as err:
+            raise HTTPException(400, str(err).splitlines()[0]) from None
+
+    @app.post("/retrieve", summary="Context for a question as the caller, within a token budget")
+    def retrieve(body: RetrieveRequest, request: Request) -> dict:
+        return _retrieve(body, request).to_json()
+
+    @app.post("/ask", summary="Retrieve, then answer with the service's reader, citations checked")
+    def ask(body: RetrieveRequest, request: Request) -> dict:
+        from rag.llm import LLMError
+        from rag.reader import answer
+
+        result = _retrieve(body, request, model)
+        try:
+            reply = answer(body.question, result, model, workspace.embedder)
+        except LLMError as err:
+            raise HTTPException(502, str(err).splitlines()[0]) from None
+        return {"answer": reply.to_json(), "retrieval": result.to_json()}
+
+    @app.get("/healthz", summary="Liveness and the snapshot being served")
+    def healthz() -> dict:
+        try:
+            info = workspace.snapshot().info
+        except WorkspaceError as err:
+            raise HTTPException(503, str(err)) from None
+        return {"status": "ok", "reader": reader, "snapshot": info.seq, "publish_id": info.publish_id,
+                "lance_version": info.lance_version, "published_at": info.created_at}
+
+    return app

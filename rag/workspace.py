@@ -1,0 +1,131 @@
+"""The read side of a workspace: the newest published snapshot, the embedder and the counter, bound once.
+
+A `Workspace` never opens the writer's catalog file and never takes the writer's lock. Each call checks the
+snapshot pointer (one `stat`), so a long-lived process follows new publishes without a restart, and a
+query that started on a snapshot finishes on it.
+"""
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rag.access import Caller
+from rag.catalog import Catalog, CatalogError
+from rag.context import RetrievalResult
+from rag.index import SubchunkIndex
+from rag.llm import ChatModel
+from rag.methods import MAX_QUESTION_CHARS, METHODS, Request, Tools, method
+from rag.snapshot import Snapshot, TextCache
+from rag.snapshots import NoSnapshot, pointer_stamp, read_pointer
+from rag.tokens import TokenCounter, default_counter
+
+
+class WorkspaceError(LookupError):
+    """The folder is not a readable workspace; the message is one line."""
+
+
+class _Serialised:
+    """The embedder behind a lock: its tokenizer must not be used by two threads at once."""
+
+    def __init__(self, embedder):
+        self._embedder, self._lock = embedder, threading.Lock()
+
+    def encode(self, texts, *args, **kwargs):
+        with self._lock:
+            return self._embedder.encode(texts, *args, **kwargs)
+
+    def encode_query(self, text: str):
+        with self._lock:
+            return self._embedder.encode_query(text)
+
+
+class Workspace:
+    def __init__(self, root: str | Path, *, lance_uri: str | None = None, embedder=None,
+                 counter: TokenCounter | None = None):
+        self.root = Path(root)
+        if self.root.exists() and not self.root.is_dir():
+            raise WorkspaceError(f"{self.root}: is a file, not a workspace folder")
+        self.lance_uri = str(lance_uri or self.root / "lancedb")
+        self._embedder = _Serialised(embedder) if embedder is not None else None
+        self.counter = counter or default_counter()
+        self._texts = TextCache()
+        self._snapshot: Snapshot | None = None
+        self._stamp: tuple | None = None
+        self._lock = threading.Lock()
+        self.snapshot()  # fail now, with one line, if nothing was published here
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from rag.embedding import Embedder
+
+            self._embedder = _Serialised(Embedder(threads=1))  # one thread per query is fastest under load
+        return self._embedder
+
+    def snapshot(self) -> Snapshot:
+        """The newest published snapshot; reopened only when the pointer changed since the last call."""
+        stamp = pointer_stamp(self.root)
+        if self._snapshot is not None and stamp == self._stamp:
+            return self._snapshot
+        with self._lock:
+            if self._snapshot is None or stamp != self._stamp:
+                self._snapshot, self._stamp = self._open(), stamp
+            return self._snapshot
+
+    def _open(self) -> Snapshot:
+        for attempt in range(3):  # the snapshot named by a pointer we read may be pruned a moment later
+            try:
+                info = read_pointer(self.root)
+            except NoSnapshot as err:
+                raise WorkspaceError(str(err)) from None
+            if not info.path(self.root).exists() and attempt < 2:
+                continue
+            try:
+                catalog = Catalog.snapshot(self.root, info)
+            except CatalogError as err:
+                raise WorkspaceError(str(err)) from None
+            try:
+                index = SubchunkIndex.reader(self.lance_uri, info.lance_version)
+            except LookupError as err:
+                catalog.close()
+                raise WorkspaceError(str(err)) from None
+            return Snapshot(info, catalog, index, self._texts)
+        raise WorkspaceError(f"{self.root}: the published snapshot disappeared while opening it")
+
+    def retrieve(self, method_name: str, caller: Caller, question: str, budget: int, *,
+                 as_of: datetime | None = None, model: ChatModel | None = None) -> RetrievalResult:
+        """Context for the question as the caller, within `budget` tokens, from the newest snapshot."""
+        spec = method(method_name)
+        if len(question) > MAX_QUESTION_CHARS:
+            raise ValueError(f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}")
+        if not question.strip():
+            raise ValueError("the question is empty")
+        if budget <= 0:
+            raise ValueError("the budget must be a positive number of tokens")
+        if as_of is not None and not spec.as_of:
+            raise ValueError(f"as-of reads are not supported by {spec.name}; use "
+                             f"{', '.join(n for n, m in METHODS.items() if m.as_of)}")
+        return spec.run(self.snapshot(), Request(caller, question, budget, as_of, model),
+                        Tools(self.embedder, self.counter))
+
+    def resolve_as_of(self, value: str | None) -> datetime | None:
+        """`publish:N` or an ISO timestamp (UTC unless it carries an offset) as a naive UTC datetime."""
+        if not value:
+            return None
+        if value.startswith("publish:"):
+            try:
+                return self.snapshot().catalog.publish_finished(int(value.split(":", 1)[1]))
+            except ValueError:
+                raise ValueError(f"--as-of {value}: expected publish:N with a number N") from None
+        try:
+            when = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"--as-of {value}: expected an ISO timestamp or publish:N") from None
+        return when.astimezone(timezone.utc).replace(tzinfo=None) if when.tzinfo else when
+
+    def close(self) -> None:
+        if self._snapshot is not None:
+            self._snapshot.close()
+            self._snapshot = None
+
