@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from pipelines.errors import CliError
 from pipelines.eval_cli import add_eval_parser
 from pipelines.serve_cli import add_serve_parser
 from pipelines.workspace import SAMPLE_CORPUS, workspace_resources
@@ -53,10 +54,6 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
-class CliError(RuntimeError):
-    pass
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -5,6 +5,8 @@ import argparse
 import shlex
 from pathlib import Path
 
+from pipelines.errors import CliError
+
 READERS = ("extractive", "local", "endpoint")
 
 
@@ -67,7 +69,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
     """Run the evaluation and print the headline table; bad input becomes a one-line error (exit 2)."""
     import duckdb
 
-    from pipelines.cli import CliError  # imported here: pipelines.cli imports this module
     from rag.embedding import Embedder
     from rag.evaluation import BudgetExceeded, EvalConfig, MethodUnavailable, evaluate_benchmark
     from rag.llm import LLMError, chat_model

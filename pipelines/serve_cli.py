@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from pipelines.errors import CliError
+
 DEFAULT_PORT = 8765
 
 
@@ -36,7 +38,6 @@ def add_serve_parser(subparsers) -> argparse.ArgumentParser:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from pipelines.cli import CliError
     from pipelines.server import Identity, create_app
     from rag.access import load_users
     from rag.llm import LLMError, chat_model

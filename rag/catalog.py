@@ -11,7 +11,7 @@ import duckdb
 
 from rag.documents import Document, Rejected
 from rag.snapshots import SnapshotInfo, publish_snapshot
-from rag.units import Member, Unit, UnitPlan
+from rag.units import Member, Unit, UnitPlan, split_unit_key, unit_key
 from rag.writer import WriterLock
 
 SCHEMA = """
@@ -42,8 +42,8 @@ CREATE TABLE IF NOT EXISTS quarantine (
 
 def _split_keys(unit_keys: list[str]) -> tuple[list[str], list[int]]:
     """'unit_id@version' keys as two parallel lists, for a join instead of a per-row string build."""
-    ids, versions = zip(*(k.rsplit("@", 1) for k in unit_keys)) if unit_keys else ((), ())
-    return list(ids), [int(v) for v in versions]
+    ids, versions = zip(*map(split_unit_key, unit_keys)) if unit_keys else ((), ())
+    return list(ids), list(versions)
 
 
 def _now() -> datetime:
@@ -260,8 +260,8 @@ class Catalog:
                     changes.retired.append((unit.unit_id, cur[0]))
             changes.retired += [(u, v) for u, (v, _) in current.items() if u not in planned]
             self.con.execute("UPDATE publish_log SET units_published = ?, units_retired = ? WHERE publish_id = ?",
-                             [[f"{u}@{v}" for u, v in changes.published],
-                              [f"{u}@{v}" for u, v in changes.retired], publish_id])
+                             [[unit_key(u, v) for u, v in changes.published],
+                              [unit_key(u, v) for u, v in changes.retired], publish_id])
             self.con.execute("COMMIT")
         except Exception:
             self.con.execute("ROLLBACK")

@@ -13,7 +13,7 @@ from rag.context import ContextItem, RetrievalResult, pack, pack_lazily
 from rag.index import SubchunkIndex
 from rag.snapshot import Snapshot
 from rag.tokens import TokenCounter
-from rag.units import render_header, render_member
+from rag.units import render_header, render_member, split_unit_key
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def longrag_retrieve(snap: Snapshot, embed_query: Callable[[str], np.ndarray], c
     own = best_hit_per_member(hits)
     candidates = _candidates(snap, caller, own, hits, lexical, units, config, as_of)
     if as_of is None:
-        candidates = _with_unindexed(snap, counter, candidates, hits, lexical, config)
+        candidates = _with_unindexed(snap, caller, counter, candidates, hits, lexical, config)
     items = _with_text(snap, pack(candidates, budget), own)
     timings["assemble_s"] = time.perf_counter() - t
     return RetrievalResult("longrag", budget, items, {"units_ranked": len(units), "subchunk_hits": len(hits),
@@ -141,14 +141,19 @@ def _candidates(snap: Snapshot, caller: Caller, own: dict[tuple[str, str, int], 
     return [s[3] for s in scored]
 
 
-def _with_unindexed(snap: Snapshot, counter: TokenCounter, candidates: list[ContextItem], hits: list[Hit],
-                    lexical: dict[str, float], config: LongRAGConfig) -> list[ContextItem]:
-    """Add current versions the documents step recorded but no unit holds yet, found by the lexical channel.
+def _with_unindexed(snap: Snapshot, caller: Caller, counter: TokenCounter, candidates: list[ContextItem],
+                    hits: list[Hit], lexical: dict[str, float], config: LongRAGConfig) -> list[ContextItem]:
+    """Add current versions the documents step recorded but no unit holds yet, whole, in their place.
 
     Between the documents step and the index step (or after a run killed between them) the old version is
-    already hidden; this serves the new one instead of nothing, as ELITE does.
+    already hidden; this serves the new one instead of nothing. Its rank comes from its previous version's
+    sub-chunks, still in the index, and from the lexical channel, which reads the current text.
     """
-    fresh = snap.unindexed(list(lexical))
+    dense: dict[str, float] = {}
+    for h in hits:
+        dense[h.doc_id] = max(dense.get(h.doc_id, -1.0), h.score)
+    wanted = snap.readable_ids(sorted(set(dense) | set(lexical)), caller.groups)
+    fresh = snap.unindexed(sorted(wanted))
     if not fresh:
         return candidates
     floor = min((h.score for h in hits), default=0.0)
@@ -157,8 +162,9 @@ def _with_unindexed(snap: Snapshot, counter: TokenCounter, candidates: list[Cont
     for v in fresh:
         _, text = texts[(v.doc_id, v.version)]
         rendered = render_member(v.title, v.doc_id, v.version, text)
+        score = dense.get(v.doc_id, floor) + config.lexical_weight * lexical.get(v.doc_id, 0.0)
         extra.append(ContextItem(v.doc_id, v.version, v.title, rendered, counter.count_one(rendered),
-                                 ((0, len(text)),), round(floor + config.lexical_weight * lexical[v.doc_id], 6)))
+                                 ((0, len(text)),), round(score, 6)))
     return sorted(candidates + extra, key=lambda item: -item.score)
 
 
@@ -190,7 +196,7 @@ def _with_text(snap: Snapshot, items: list[ContextItem], own: dict[tuple[str, st
         (start, end), = item.ranges
         hit = own.get((item.unit_id, item.doc_id, item.part))
         out.append(replace(item, text=render_member(title, item.doc_id, item.doc_version, text[start:end], item.part),
-                           unit_id=item.unit_id.split("@")[0], matched=text[hit.start:hit.end] if hit else None))
+                           unit_id=split_unit_key(item.unit_id)[0], matched=text[hit.start:hit.end] if hit else None))
     return out
 
 
@@ -211,7 +217,7 @@ def shortchunk_retrieve(snap: Snapshot, embed_query: Callable[[str], np.ndarray]
         chunk = text[h.start:h.end]
         blocks.append(ContextItem(m.doc_id, m.doc_version, title,
                                   render_header(title, m.doc_id, m.doc_version, m.part) + chunk + "\n", 0,
-                                  ((h.start, h.end),), round(h.score, 6), h.unit_key.split("@")[0], chunk, m.part))
+                                  ((h.start, h.end),), round(h.score, 6), split_unit_key(h.unit_key)[0], chunk, m.part))
     items = pack_lazily(blocks, budget, counter.count)
     return RetrievalResult("shortchunk", budget, items, {"subchunk_hits": len(hits),
                                                         "retrieve_s": round(time.perf_counter() - t, 4)})

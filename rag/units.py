@@ -59,6 +59,16 @@ def render_member(title: str, doc_id: str, version: str, text: str, part: int = 
     return render_header(title, doc_id, version, part) + text + "\n"
 
 
+def unit_key(unit_id: str, version: int) -> str:
+    """How the index and the publish log name one unit version: `unit_id@version`."""
+    return f"{unit_id}@{version}"
+
+
+def split_unit_key(key: str) -> tuple[str, int]:
+    unit_id, version = key.rsplit("@", 1)
+    return unit_id, int(version)
+
+
 def unit_id_for(members: list[tuple[str, int]]) -> str:
     """Stable across re-versions: depends on which documents (and parts) a unit holds, not their versions."""
     key = "\n".join(f"{d}#{p}" for d, p in sorted(members))

@@ -35,13 +35,14 @@ def ingest(corpus, workspace, *extra) -> subprocess.Popen:
 
 
 def test_a_second_writer_gives_up_after_its_wait_with_one_line_naming_the_holder(corpus, workspace):
-    holder = hold(workspace, 60)
+    holder = hold(workspace, 3600)  # killed below; long enough for a slow start of the second writer
     try:
         start = time.monotonic()
         out, err = ingest(corpus, workspace, "--wait", "1").communicate(timeout=300)
         waited = time.monotonic() - start
     finally:
         holder.kill()
+    assert err.strip(), out
     [line] = err.strip().splitlines()
     assert line.startswith("rag ingest: error: ") and f"pid {holder.pid} (test holder), since 20" in line
     assert "gave up after 1 s" in line and out == "" and waited >= 1
@@ -87,7 +88,7 @@ except WriterBusy:
 
 
 def test_a_killed_holder_frees_the_workspace_at_once(tmp_path):
-    holder = hold(tmp_path, 60)
+    holder = hold(tmp_path, 3600)
     try:
         WriterLock(tmp_path, wait_s=0).acquire()
         raise AssertionError("acquired a lock another process holds")
