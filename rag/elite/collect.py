@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag.elite.sentences import SentenceStore
-from rag.elite.terms import STOP_WORDS, content_terms, stem
+from rag.text import content_terms, is_stop, term, words
 
 # A capitalised word not at the start of a sentence: a name, a place, an organisation.
 _ENTITY = re.compile(r"(?<![.!?:]\s)(?<![.!?:]\n)\b(?<!^)[A-Z][\w'-]*")
@@ -135,8 +135,8 @@ def expansion_candidates(store: SentenceStore, sent_mask: np.ndarray, chunks: li
     entities: dict[str, int] = {}
     for rank, c in enumerate(chunks):
         for h in c.hits:
-            for w in set(re.findall(r"[^\W_]+", store.sentence_text(h).lower())) - STOP_WORDS:
-                hit_counts[stem(w)] = hit_counts.get(stem(w), 0) + 1
+            for w in {w for w in words(store.sentence_text(h), search=True) if not is_stop(w)}:
+                hit_counts[term(w)] = hit_counts.get(term(w), 0) + 1
         text = store.texts[c.doc][store.starts[c.first]:store.ends[c.last]]
         for m in _ENTITY.finditer(text):
             for s in content_terms(m.group(0)):
