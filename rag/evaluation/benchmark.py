@@ -24,7 +24,7 @@ def evaluate_benchmark(folder: Path, workspace: Path, out: Path, config: EvalCon
                        counter: TokenCounter, model: ChatModel | None, command: str,
                        lance_uri: str | None = None) -> Outcome:
     """Bring the workspace up to date with the folder, run every question × method × budget, write the report."""
-    prepared = prepare_workspace(folder, workspace, embedder.encode, counter, lance_uri)
+    prepared = prepare_workspace(folder, workspace, embedder.encode, counter, lance_uri, embedder.name)
     try:
         evaluation = evaluate(prepared, load_questions(folder, config.limit), config, embedder, counter, model)
         summary = summarise(evaluation, prepared, command)

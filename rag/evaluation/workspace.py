@@ -10,6 +10,7 @@ import numpy as np
 
 from rag import consistency
 from rag.catalog import Catalog
+from rag.embedding import DEFAULT_EMBEDDER
 from rag.index import SubchunkIndex
 from rag.publish import IngestSettings, publish_documents, publish_index, publish_units
 from rag.summary import bytes_on_disk
@@ -52,8 +53,11 @@ def benchmark_settings(folder: Path) -> IngestSettings:
 
 
 def prepare_workspace(folder: Path, workspace: Path, embed: Callable[[list[str]], np.ndarray],
-                      counter: TokenCounter, lance_uri: str | None = None) -> Prepared:
-    """Bring the workspace up to date with the folder's docs.jsonl (incremental), check it, open it for queries."""
+                      counter: TokenCounter, lance_uri: str | None = None, embedder: str = DEFAULT_EMBEDDER) -> Prepared:
+    """Bring the workspace up to date with the folder's docs.jsonl (incremental), check it, open it for queries.
+
+    `embed` is `embedder`'s; a workspace built with another embedder is re-embedded (never mixed).
+    """
     folder, workspace = Path(folder), Path(workspace)
     for name in ("docs.jsonl", "questions.jsonl"):
         if not (folder / name).is_file():
@@ -65,7 +69,7 @@ def prepare_workspace(folder: Path, workspace: Path, embed: Callable[[list[str]]
     try:
         publish_documents(catalog, settings)
         publish_units(catalog, counter, settings)
-        report = publish_index(catalog, SubchunkIndex(uri), embed, counter, settings)
+        report = publish_index(catalog, SubchunkIndex(uri), embed, counter, settings, embedder)
         checks = _checks(catalog, SubchunkIndex(uri))
     finally:
         catalog.close()
