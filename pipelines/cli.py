@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from pipelines.eval_cli import add_eval_parser
-from pipelines.workspace import SAMPLE_CORPUS, workspace_resources
+from pipelines.workspace import SAMPLE_CORPUS, SAMPLE_CORPUS_ZH, workspace_resources
 
 DEFAULT_WORKSPACE = ".rag/workspace"
 
@@ -89,7 +89,9 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="ingest the bundled sample corpus and say where to look",
                           description="Ingest samples/corpus into a workspace (default .rag/demo) offline.")
-    demo.add_argument("--workspace", default=".rag/demo", help="workspace folder (default: .rag/demo)")
+    demo.add_argument("--workspace", help="workspace folder (default: .rag/demo, or .rag/demo-zh with --lang zh)")
+    demo.add_argument("--lang", choices=["en", "zh"], default="en",
+                      help="en: samples/corpus; zh: samples/corpus-zh with the multilingual embedder (USE v3)")
     demo.set_defaults(func=cmd_demo)
 
     add_eval_parser(sub)
@@ -280,21 +282,25 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    counts = run_ingest(args.workspace, [str(SAMPLE_CORPUS)])
-    _print_summary(counts, args.workspace)
+    zh = args.lang == "zh"
+    workspace = args.workspace or (".rag/demo-zh" if zh else ".rag/demo")
+    counts = run_ingest(workspace, [str(SAMPLE_CORPUS_ZH if zh else SAMPLE_CORPUS)],
+                        embedder="use-multilingual" if zh else None)
+    _print_summary(counts, workspace)
     print("\nNext: open the Dagster UI with `make ui` (http://127.0.0.1:3000) to see the asset graph, "
           "its metadata and the asset checks.")
     return 0
 
 
 def run_ingest(workspace: str, sources: list[str], default_acl: list[str] | None = None,
-               collection: str | None = None, derive_links: bool = False, lance_uri: str | None = None) -> dict:
+               collection: str | None = None, derive_links: bool = False, lance_uri: str | None = None,
+               embedder: str | None = None) -> dict:
     """Materialise the ingest assets and their checks; return the counts `rag ingest --json` prints."""
     import dagster as dg
 
     from assets.ingest import ingest_assets, ingest_checks
 
-    resources = workspace_resources(workspace, sources, default_acl, collection, derive_links, lance_uri)
+    resources = workspace_resources(workspace, sources, default_acl, collection, derive_links, lance_uri, embedder)
     instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
     result = dg.materialize([*ingest_assets, *ingest_checks], resources=resources, instance=instance,
                             raise_on_error=False, tags={"rag/workspace": str(Path(workspace).resolve())},
