@@ -48,6 +48,11 @@ def has_han(text: str) -> bool:
     return HAN.search(text) is not None
 
 
+def mostly_han(text: str) -> bool:
+    """Chinese text rather than English text quoting a Chinese name: Han characters are most of its letters."""
+    return 2 * len(HAN.findall(text)) > sum(ch.isalpha() for ch in text)
+
+
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """Non-blank sentences as [start, end) character offsets into `text`, in order."""
     if not text.strip():

@@ -91,3 +91,10 @@ def test_an_over_long_question_is_refused_with_one_line():
         check_question("缓存" * 50_000)
     assert "\n" not in str(err.value) and re.search(r"100,000 characters.*2,000", str(err.value))
     assert isinstance(err.value, ValueError)
+
+
+def test_chinese_text_is_told_from_english_text_quoting_a_chinese_name():
+    from rag.text import mostly_han
+
+    assert mostly_han("设备断网后，缓存最多保存 7 天（MQTT QoS 1）。")
+    assert not mostly_han("Dai Jitao (戴季陶) was a Chinese journalist and politician.")
