@@ -4,6 +4,7 @@ import dagster as dg
 from tqdm import tqdm
 
 from rag import consistency
+from rag.embedding import workspace_embedder_name
 from rag.publish import NothingToPublish, publish_documents, publish_index, publish_units
 from rag.summary import bytes_on_disk, histogram, markdown_table
 from resources import CatalogResource, EmbedderResource, SourceSettings, VectorStoreResource
@@ -61,20 +62,28 @@ def long_units(context: dg.AssetExecutionContext, catalog: CatalogResource, embe
           description="LanceDB sub-chunk index of the current units (ACL list column, MaxP over sub-chunks).")
 def subchunk_index(context: dg.AssetExecutionContext, catalog: CatalogResource, vector_store: VectorStoreResource,
                    embedder: EmbedderResource, source_settings: SourceSettings) -> dg.MaterializeResult:
-    model = embedder.embedder()
+    settings = source_settings.settings()
+    with catalog.open() as cat:
+        name = workspace_embedder_name(cat, settings.embedder)
+    model = embedder.embedder(name)   # loaded before the catalog is opened for the run, as before
 
     def embed(texts: list[str]):
-        with tqdm(total=len(texts), desc="embedding sub-chunks", unit="chunk", disable=None) as bar:
+        with tqdm(total=len(texts), desc=f"embedding sub-chunks ({name})", unit="chunk", disable=None) as bar:
             return model.encode(texts, progress=bar.update)
 
     with catalog.open() as cat:
-        report = publish_index(cat, vector_store.open(), embed, embedder.counter(), source_settings.settings())
+        report = publish_index(cat, vector_store.open(), embed, embedder.counter(), settings, name)
         raw = cat.raw_text_bytes()
         stored = bytes_on_disk(cat.path, vector_store.uri)
+    if report.replaced_embedder:
+        context.log.warning(f"embedder changed from {report.replaced_embedder} to {name}: the index was emptied "
+                            f"and all {report.embedded} sub-chunks were embedded again")
     context.log.info(f"embedded {report.embedded} sub-chunks, re-used {report.reused} cached vectors")
     return dg.MaterializeResult(metadata={
         "subchunks": report.subchunks,
         "embedded": report.embedded,
+        "embedder": name,
+        "embedder_replaced": report.replaced_embedder or "",
         "reused_vectors": report.reused,
         "units_indexed": report.units_indexed,
         "rows_removed": report.rows_removed,

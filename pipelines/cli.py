@@ -10,7 +10,7 @@ from pathlib import Path
 from pipelines.errors import CliError
 from pipelines.eval_cli import add_eval_parser
 from pipelines.serve_cli import add_serve_parser
-from pipelines.workspace import SAMPLE_CORPUS, workspace_resources
+from pipelines.workspace import SAMPLE_CORPUS, SAMPLE_CORPUS_ZH, workspace_resources
 from rag.methods import METHODS
 
 DEFAULT_WORKSPACE = ".rag/workspace"
@@ -74,6 +74,9 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("--collection", help="collection name for documents that do not name one")
     ingest.add_argument("--derive-links", choices=["titles"],
                         help="'titles': link a document to every document whose exact title it mentions")
+    ingest.add_argument("--embedder", choices=["minilm", "use-multilingual"],
+                        help="the workspace's embedder (default: the one it already has; minilm for a new one); "
+                             "changing it re-embeds every sub-chunk")
     ingest.add_argument("--json", action="store_true", help="print one JSON object with the run's counts")
     ingest.add_argument("--wait", type=float, metavar="SECONDS", default=None,
                         help="how long to wait for another writer of this workspace to finish before giving up "
@@ -114,7 +117,9 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="ingest the bundled sample corpus and say where to look",
                           description="Ingest samples/corpus into a workspace (default .rag/demo) offline.")
-    demo.add_argument("--workspace", default=".rag/demo", help="workspace folder (default: .rag/demo)")
+    demo.add_argument("--workspace", help="workspace folder (default: .rag/demo, or .rag/demo-zh with --lang zh)")
+    demo.add_argument("--lang", choices=["en", "zh"], default="en",
+                      help="en: samples/corpus; zh: samples/corpus-zh with the multilingual embedder (USE v3)")
     demo.set_defaults(func=cmd_demo)
 
     add_serve_parser(sub)
@@ -265,7 +270,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if not Path(s).exists():
             raise CliError(f"{s}: no such file or folder")
     counts = run_ingest(args.workspace, args.source, args.default_acl, args.collection,
-                        args.derive_links == "titles", args.lance_uri, args.wait)
+                        args.derive_links == "titles", args.lance_uri, args.wait, args.embedder)
     if args.json:
         print(json.dumps(counts))
     else:
@@ -274,8 +279,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    counts = run_ingest(args.workspace, [str(SAMPLE_CORPUS)])
-    _print_summary(counts, args.workspace)
+    zh = args.lang == "zh"
+    workspace = args.workspace or (".rag/demo-zh" if zh else ".rag/demo")
+    counts = run_ingest(workspace, [str(SAMPLE_CORPUS_ZH if zh else SAMPLE_CORPUS)],
+                        embedder="use-multilingual" if zh else None)
+    _print_summary(counts, workspace)
     print("\nNext: open the Dagster UI with `make ui` (http://127.0.0.1:3000) to see the asset graph, "
           "its metadata and the asset checks.")
     return 0
@@ -283,7 +291,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def run_ingest(workspace: str, sources: list[str], default_acl: list[str] | None = None,
                collection: str | None = None, derive_links: bool = False, lance_uri: str | None = None,
-               wait_s: float | None = None) -> dict:
+               wait_s: float | None = None, embedder: str | None = None) -> dict:
     """Materialise the ingest assets and their checks as the workspace's one writer; return the counts."""
     import dagster as dg
 
@@ -293,7 +301,8 @@ def run_ingest(workspace: str, sources: list[str], default_acl: list[str] | None
     ws = Path(workspace)
     if ws.exists() and not ws.is_dir():
         raise CliError(f"{ws}: is a file, not a workspace folder")
-    resources = workspace_resources(workspace, sources, default_acl, collection, derive_links, lance_uri, wait_s)
+    resources = workspace_resources(workspace, sources, default_acl, collection, derive_links, lance_uri, wait_s,
+                                    embedder)
     instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
     # Held across all steps (the catalog resource re-enters it), so no other writer interleaves between them.
     with WriterLock(ws, "rag ingest", wait_s):
@@ -308,6 +317,7 @@ def run_ingest(workspace: str, sources: list[str], default_acl: list[str] | None
     docs, units, index = meta["source_documents"], meta["long_units"], meta["subchunk_index"]
     return {"documents": docs["documents_current"], "units": units["units"], "subchunks": index["subchunks"],
             "embedded": index["embedded"], "quarantined": docs["quarantined"], "deleted": docs["deleted"],
+            "embedder": index["embedder"], "embedder_replaced": index["embedder_replaced"] or None,
             "checks_passed": bool(checks) and all(checks.values()),
             "workspace": str(Path(workspace).resolve())}
 
@@ -325,7 +335,9 @@ def _failure_message(result) -> str:
 def _print_summary(counts: dict, workspace: str) -> None:
     ws = Path(counts["workspace"])
     print(f"Published {counts['documents']} current documents as {counts['units']} long units "
-          f"({counts['subchunks']} sub-chunks, {counts['embedded']} embedded in this run).")
+          f"({counts['subchunks']} sub-chunks, {counts['embedded']} embedded in this run; embedder {counts['embedder']}).")
+    if counts["embedder_replaced"]:
+        print(f"The embedder changed from {counts['embedder_replaced']}: every sub-chunk was embedded again.")
     print(f"Quarantined inputs: {counts['quarantined']}; deleted documents: {counts['deleted']}; "
           f"asset checks {'passed' if counts['checks_passed'] else 'FAILED'}.")
     print(f"Catalog (DuckDB): {ws / 'catalog.duckdb'}  — tables documents, units, unit_members, publish_log, quarantine")

@@ -36,6 +36,8 @@ def add_eval_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--elite-policy", choices=("offline", "reader"), default="offline",
                    help="who drives ELITE's exploration: the deterministic offline policy (default) or the "
                         "reader's LLM")
+    p.add_argument("--embedder", choices=("minilm", "use-multilingual"), default="minilm",
+                   help="embedder of the benchmark's workspace (use-multilingual for Chinese; default: minilm)")
     p.add_argument("--limit", type=int, metavar="N", help="the first N questions only")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the report files")
     p.set_defaults(func=cmd_eval)
@@ -57,7 +59,8 @@ def command_line(args: argparse.Namespace) -> str:
     """The exact command, flags in a fixed order, for the report to repeat."""
     parts = ["rag", "eval", "--benchmark", args.benchmark, "--workspace", args.workspace,
              "--methods", ",".join(args.methods), "--budgets", ",".join(map(str, args.budgets)),
-             "--reader", args.reader, "--elite-policy", args.elite_policy, "--out", args.out]
+             "--reader", args.reader, "--elite-policy", args.elite_policy, "--embedder", args.embedder,
+             "--out", args.out]
     for flag, value in (("--limit", args.limit), ("--answer-sample", args.answer_sample),
                         ("--lance-uri", args.lance_uri)):
         if value is not None:
@@ -69,7 +72,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     """Run the evaluation and print the headline table; bad input becomes a one-line error (exit 2)."""
     import duckdb
 
-    from rag.embedding import Embedder
+    from rag.embedding import load_embedder
     from rag.evaluation import BudgetExceeded, EvalConfig, MethodUnavailable, evaluate_benchmark
     from rag.llm import LLMError, chat_model
     from rag.publish import NothingToPublish
@@ -81,7 +84,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         config = EvalConfig(args.methods, args.budgets, args.limit, args.answer_sample, args.elite_policy)
         model = chat_model(args.reader)
         outcome = evaluate_benchmark(Path(args.benchmark), Path(args.workspace), Path(args.out), config,
-                                     Embedder(threads=1), default_counter(), model, command_line(args),
+                                     load_embedder(args.embedder, threads=1), default_counter(), model, command_line(args),
                                      args.lance_uri)
     except (ValueError, FileNotFoundError, LLMError, NothingToPublish, MethodUnavailable, BudgetExceeded) as err:
         raise CliError(str(err)) from None

@@ -9,11 +9,13 @@ from resources.llm import LLMResource
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = REPO / "samples" / "corpus"
+SAMPLE_CORPUS_ZH = REPO / "samples" / "corpus-zh"
 
 
 def workspace_resources(workspace: str | Path, sources: list[str], default_acl: list[str] | None = None,
                         collection: str | None = None, derive_links: bool = False,
-                        lance_uri: str | None = None, wait_s: float | None = None) -> dict:
+                        lance_uri: str | None = None, wait_s: float | None = None,
+                        embedder: str | None = None) -> dict:
     """Resources for one workspace folder: `catalog.duckdb` and `lancedb/` inside it unless told otherwise."""
     ws = Path(workspace).resolve()
     ws.mkdir(parents=True, exist_ok=True)
@@ -23,7 +25,7 @@ def workspace_resources(workspace: str | Path, sources: list[str], default_acl: 
         "read_side": ReadSideResource(workspace=str(ws), lance_uri=lance_uri or str(ws / "lancedb")),
         "embedder": EmbedderResource(),
         "source_settings": SourceSettings(sources=sources, default_acl=default_acl or [], collection=collection,
-                                          derive_links=derive_links),
+                                          derive_links=derive_links, embedder=embedder),
         "llm": LLMResource(reader=os.environ.get("RAG_READER", "extractive")),
     }
 

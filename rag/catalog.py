@@ -38,6 +38,10 @@ CREATE TABLE IF NOT EXISTS publish_log (
 CREATE TABLE IF NOT EXISTS quarantine (
     publish_id BIGINT, severity VARCHAR, source_path VARCHAR, doc_id VARCHAR, reason VARCHAR, seen_at TIMESTAMP);
 """
+# Created by the first write of a setting, so opening an older catalog (or a read-only one) needs no migration.
+SETTINGS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS workspace_settings (key VARCHAR PRIMARY KEY, value VARCHAR, updated_at TIMESTAMP);
+"""
 
 
 def _split_keys(unit_keys: list[str]) -> tuple[list[str], list[int]]:
@@ -381,3 +385,17 @@ class Catalog:
         """Changes whenever the set of current document versions changes (a text never changes in place)."""
         return tuple(self.rows("SELECT count(*), count(*) FILTER (WHERE status = 'current'), max(valid_from), "
                                "max(valid_to), max(publish_id) FROM documents")[0])
+
+    # workspace settings ----------------------------------------------------------------------------
+
+    def setting(self, key: str) -> str | None:
+        """A workspace setting (such as the embedder its index was built with), or None if never set."""
+        (exists,), = self.rows("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'workspace_settings'")
+        if not exists:
+            return None
+        rows = self.rows("SELECT value FROM workspace_settings WHERE key = ?", [key])
+        return rows[0][0] if rows else None
+
+    def set_setting(self, key: str, value: str) -> None:
+        self.con.execute(SETTINGS_SCHEMA)
+        self.con.execute("INSERT OR REPLACE INTO workspace_settings VALUES (?, ?, ?)", [key, value, _now()])

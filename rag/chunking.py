@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import blingfire
-
+from rag.text import sentence_spans as text_sentences
 from rag.tokens import TokenCounter
 
 
@@ -21,8 +20,7 @@ def sentence_spans(text: str, counter: TokenCounter, max_tokens: int) -> list[Sp
     """Sentences with their token counts; a sentence longer than max_tokens is cut at token boundaries."""
     if not text.strip():
         return []
-    _, offsets = blingfire.text_to_sentences_and_offsets(text)
-    offsets = _cover(text, offsets)
+    offsets = text_sentences(text)
     counts = counter.count([text[s:e] for s, e in offsets])
     spans: list[Span] = []
     for (s, e), n in zip(offsets, counts):
@@ -53,12 +51,6 @@ def pack(spans: list[Span], max_tokens: int, target_tokens: int | None = None) -
 
 def subchunks(text: str, counter: TokenCounter, target_tokens: int = 112, max_tokens: int = 128) -> list[Span]:
     return pack(sentence_spans(text, counter, max_tokens), max_tokens, target_tokens)
-
-
-def _cover(text: str, offsets: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """blingfire may skip characters between sentences; keep spans aligned to the original text."""
-    out = [(s, e) for s, e in offsets if text[s:e].strip()]
-    return out or [(0, len(text))]
 
 
 def _cut_long(text: str, start: int, end: int, counter: TokenCounter, max_tokens: int) -> list[Span]:

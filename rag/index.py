@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from lancedb.index import BTree, IvfHnswSq, LabelList
 
-from rag.embedding import DIMENSION
+from rag.embedding import DEFAULT_EMBEDDER, DIMENSION, EMBEDDERS
 
 TABLE = "subchunks"
 CACHE_TABLE = "vector_cache"
@@ -22,15 +22,25 @@ VECTOR_INDEX_MIN_ROWS = 50_000  # below this a flat scan answers in a few ms (ST
 # Half precision halves the index (vectors dominate it) and changes cosine scores by ~1e-3.
 VECTOR_TYPE = pa.float16()
 
-SCHEMA = pa.schema([
-    ("chunk_id", pa.string()), ("unit_key", pa.string()), ("unit_id", pa.string()),
-    ("unit_version", pa.int32()), ("doc_id", pa.string()), ("doc_version", pa.string()),
-    ("part", pa.int32()), ("acl", pa.list_(pa.string())), ("collection", pa.string()),
-    ("char_start", pa.int32()), ("char_end", pa.int32()), ("tokens", pa.int32()),
-    ("text_hash", pa.string()), ("vector", pa.list_(VECTOR_TYPE, DIMENSION)),
-])
+
+def schema(dimension: int = DIMENSION, embedder: str = DEFAULT_EMBEDDER) -> pa.Schema:
+    """The sub-chunk table's schema; the vector width follows the embedder, whose name the table carries."""
+    return pa.schema([
+        ("chunk_id", pa.string()), ("unit_key", pa.string()), ("unit_id", pa.string()),
+        ("unit_version", pa.int32()), ("doc_id", pa.string()), ("doc_version", pa.string()),
+        ("part", pa.int32()), ("acl", pa.list_(pa.string())), ("collection", pa.string()),
+        ("char_start", pa.int32()), ("char_end", pa.int32()), ("tokens", pa.int32()),
+        ("text_hash", pa.string()), ("vector", pa.list_(VECTOR_TYPE, dimension)),
+    ], metadata={"embedder": embedder})
+
+
+def cache_schema(dimension: int = DIMENSION, embedder: str = DEFAULT_EMBEDDER) -> pa.Schema:
+    return pa.schema([("text_hash", pa.string()), ("vector", pa.list_(VECTOR_TYPE, dimension))],
+                     metadata={"embedder": embedder})
+
+
+SCHEMA = schema()
 SEARCH_COLUMNS = ["unit_key", "unit_id", "doc_id", "doc_version", "part", "char_start", "char_end"]
-CACHE_SCHEMA = pa.schema([("text_hash", pa.string()), ("vector", pa.list_(VECTOR_TYPE, DIMENSION))])
 
 
 @dataclass
@@ -56,13 +66,29 @@ class SubchunkIndex:
     def __init__(self, uri: str | Path):
         self.uri = str(uri)
         self.db = lancedb.connect(self.uri)
-        self.table = self._open(TABLE, SCHEMA)
-        self.cache = self._open(CACHE_TABLE, CACHE_SCHEMA)
+        self.table = self._open(TABLE, schema())
+        self.cache = self._open(CACHE_TABLE, cache_schema())
 
-    def _open(self, name: str, schema: pa.Schema):
-        if name in self.db.list_tables().tables:
+    def _open(self, name: str, schema: pa.Schema, replace: bool = False):
+        if name in self.db.list_tables().tables and not replace:
             return self.db.open_table(name)
-        return self.db.create_table(name, schema=schema)
+        return self.db.create_table(name, schema=schema, mode="overwrite" if replace else "create")
+
+    @property
+    def dimension(self) -> int:
+        return self.table.schema.field("vector").type.list_size
+
+    @property
+    def embedder(self) -> str:
+        """The embedder whose space the table's vectors are in (a table from before the choice existed: MiniLM)."""
+        meta = self.table.schema.metadata or {}
+        return meta.get(b"embedder", DEFAULT_EMBEDDER.encode()).decode()
+
+    def reset(self, embedder: str) -> None:
+        """Empty the table and the vector cache and re-create them for another embedder's vector space."""
+        dim = EMBEDDERS[embedder].dimension
+        self.table = self._open(TABLE, schema(dim, embedder), replace=True)
+        self.cache = self._open(CACHE_TABLE, cache_schema(dim, embedder), replace=True)
 
     @classmethod
     def reader(cls, uri: str | Path, version: int | None) -> "SubchunkIndex":
@@ -103,7 +129,7 @@ class SubchunkIndex:
                 continue
             data = tbl.to_lance().to_table(columns=["text_hash", "vector"],
                                            filter=pc.is_in(pc.field("text_hash"), wanted))
-            vecs = _matrix(data.column("vector"))
+            vecs = _matrix(data.column("vector"), self.dimension)
             for h, v in zip(data.column("text_hash").to_pylist(), vecs):
                 found.setdefault(h, v)
             wanted = pa.array([h for h in wanted.to_pylist() if h not in found], pa.string())
@@ -122,8 +148,8 @@ class SubchunkIndex:
         cols = {name: [getattr(r, name) for r in rows] for name in SCHEMA.names if name != "vector"}
         cols["acl"] = [list(a) for a in cols["acl"]]
         flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float16).ravel())
-        cols["vector"] = pa.FixedSizeListArray.from_arrays(flat, DIMENSION)
-        self.table.add(pa.table(cols, schema=SCHEMA))
+        cols["vector"] = pa.FixedSizeListArray.from_arrays(flat, self.dimension)
+        self.table.add(pa.table(cols, schema=self.table.schema))
 
     def remove_units(self, unit_keys: set[str]) -> int:
         """Delete the rows of these unit versions, keeping their vectors in the cache for re-use."""
@@ -141,6 +167,9 @@ class SubchunkIndex:
 
     def search(self, vector: np.ndarray, groups: list[str], limit: int) -> pa.Table:
         """Nearest sub-chunks among rows whose ACL admits one of the groups (the pre-filter of rule 1)."""
+        if len(vector) != self.dimension:
+            raise ValueError(f"{self.uri}: the query vector has {len(vector)} dimensions but the index holds "
+                             f"{self.dimension} ({self.embedder}); embed questions with the workspace's embedder")
         where = f"array_has_any(acl, [{_sql_list(groups)}])"
         return (self.table.search(np.asarray(vector, dtype=np.float32)).distance_type("cosine")
                 .where(where, prefilter=True).limit(limit).select(SEARCH_COLUMNS + ["_distance"]).to_arrow())
@@ -162,10 +191,10 @@ class SubchunkIndex:
         return sum(p.stat().st_size for p in Path(self.uri).rglob("*") if p.is_file())
 
 
-def _matrix(column: pa.ChunkedArray) -> np.ndarray:
+def _matrix(column: pa.ChunkedArray, dimension: int) -> np.ndarray:
     if column.num_chunks == 0:
-        return np.zeros((0, DIMENSION), dtype=np.float32)
-    return column.combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, DIMENSION).astype(np.float32)
+        return np.zeros((0, dimension), dtype=np.float32)
+    return column.combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, dimension).astype(np.float32)
 
 
 def _sql_list(values) -> str:

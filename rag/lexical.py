@@ -1,4 +1,5 @@
-"""Lexical channel: BM25 (bm25s) over the current documents' titles and text, built once per catalog state."""
+"""Lexical channel: BM25 (bm25s) over the current documents' titles and text (rag.text's tokens), built once per
+catalog state."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,6 +7,7 @@ from dataclasses import dataclass
 import bm25s
 
 from rag.catalog import Catalog
+from rag.text import check_question, lexical_tokens
 
 
 @dataclass
@@ -16,8 +18,8 @@ class LexicalIndex:
 
     def search(self, question: str, limit: int) -> dict[str, float]:
         """doc_id → BM25 score scaled to [0, 1] by the best score for this question."""
-        tokens = bm25s.tokenize([question], stopwords="en", show_progress=False)
-        if not self.doc_ids or not tokens.vocab:
+        tokens = [lexical_tokens(check_question(question))]
+        if not self.doc_ids or not tokens[0]:
             return {}
         ids, scores = self.retriever.retrieve(tokens, k=min(limit, len(self.doc_ids)), show_progress=False)
         top = float(scores[0][0]) if len(scores[0]) else 0.0
@@ -38,7 +40,7 @@ def lexical_index(catalog: Catalog) -> LexicalIndex:
     rows = catalog.rows("SELECT doc_id, title || '\n' || text FROM documents WHERE status = 'current' ORDER BY doc_id")
     retriever = bm25s.BM25()
     if rows:
-        retriever.index(bm25s.tokenize([t for _, t in rows], stopwords="en", show_progress=False), show_progress=False)
+        retriever.index([lexical_tokens(t) for _, t in rows], show_progress=False)
     _CACHE[catalog.path] = LexicalIndex(fingerprint, [d for d, _ in rows], retriever)
     return _CACHE[catalog.path]
 

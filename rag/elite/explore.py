@@ -17,6 +17,7 @@ from rag.elite.counting import count_occurrences, direct_answer
 from rag.elite.importance import Encoder, importance
 from rag.elite.policy import Evidence, Verdict
 from rag.elite.sentences import STORES, SentenceStore
+from rag.text import check_question
 from rag.tokens import TokenCounter
 from rag.units import render_header
 
@@ -45,6 +46,7 @@ class _Stages:
 def explore(catalog: Catalog, caller: Caller, question: str, *, policy, encoder: Encoder | None,
             counter: TokenCounter, config: EliteConfig) -> Exploration:
     """Everything but packing; `elite_retrieve` packs the candidates into the budget."""
+    check_question(question)
     stages = _Stages()
     with stages("scope"):
         store, built = STORES.get(catalog)

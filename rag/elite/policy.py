@@ -7,11 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import blingfire
-
 from rag.elite.counting import CountRequest, detect_count, forms_of
-from rag.elite.terms import content_terms
 from rag.llm import ChatModel, LLMError, parse_json
+from rag.text import content_terms, sentences
 
 UNKNOWN = "unknown"
 
@@ -58,7 +56,7 @@ class OfflinePolicy:
         """The passage's sentence sharing most question words ("unknown" when it shares none)."""
         wanted = set(content_terms(question))
         best, best_n = UNKNOWN, 0
-        for sentence in blingfire.text_to_sentences(passage).split("\n") if passage.strip() else []:
+        for sentence in sentences(passage):
             n = len(wanted.intersection(content_terms(sentence)))
             if n > best_n:
                 best, best_n = sentence, n

@@ -11,19 +11,18 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-import blingfire
 import numpy as np
 
 from rag.access import Caller
 from rag.catalog import Catalog
-from rag.elite.terms import STOP_WORDS, WORD, stem
+from rag.text import is_stop, sentence_spans, term, words
 
 _FINGERPRINT = ("SELECT count(*), coalesce(sum(hash(doc_id, version, content_hash, acl)), 0) "
                 "FROM documents WHERE status = 'current'")
 
 
 class Vocabulary:
-    """Stems ↔ ids; a surface word maps to its stem's id, or -1 for a stop word. Ids are never reused."""
+    """Terms ↔ ids; a surface word maps to its term's id, or -1 for a stop word. Ids are never reused."""
 
     def __init__(self):
         self.ids: dict[str, int] = {}
@@ -33,7 +32,7 @@ class Vocabulary:
     def surface_id(self, word: str) -> int:
         tid = self._surface.get(word)
         if tid is None:
-            tid = -1 if word in STOP_WORDS else self.add(stem(word))
+            tid = -1 if is_stop(word) else self.add(term(word))
             self._surface[word] = tid
         return tid
 
@@ -61,15 +60,14 @@ class ParsedDoc:
 
 
 def parse_document(title: str, text: str, vocab: Vocabulary) -> ParsedDoc:
-    """Split with blingfire (offsets kept) and map each content word to its stem id."""
-    offsets = [(s, e) for s, e in blingfire.text_to_sentences_and_offsets(text)[1] if text[s:e].strip()] \
-        if text.strip() else []
+    """Split into sentences (offsets kept) and map each content word to its term id (rag.text's analysis)."""
+    offsets = sentence_spans(text)
     sentence_of, term_ids = [], []
     for i, (s, e) in enumerate(offsets):
-        ids = [t for t in map(vocab.surface_id, WORD.findall(text[s:e].lower())) if t >= 0]
+        ids = [t for t in map(vocab.surface_id, words(text[s:e], search=True)) if t >= 0]
         term_ids += ids
         sentence_of += [i] * len(ids)
-    title_ids = sorted({t for t in map(vocab.surface_id, WORD.findall(title.lower())) if t >= 0})
+    title_ids = sorted({t for t in map(vocab.surface_id, words(title, search=True)) if t >= 0})
     arr = np.array(offsets, dtype=np.int64).reshape(-1, 2)
     return ParsedDoc(arr[:, 0].copy(), arr[:, 1].copy(), np.array(sentence_of, dtype=np.int64),
                      np.array(term_ids, dtype=np.int64), np.array(title_ids, dtype=np.int64))

@@ -7,9 +7,12 @@ from collections import Counter
 from collections.abc import Iterable
 
 from rag.context import ContextItem
+from rag.text import HAN, has_han
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = frozenset(string.punctuation)
+# Chinese answers are compared character by character (CMRC 2018's official rule), Latin words as words.
+_MIXED_TOKEN = re.compile(f"{HAN.pattern}|[^\\W_]+")
 
 
 def normalize_answer(text: str) -> str:
@@ -20,13 +23,18 @@ def normalize_answer(text: str) -> str:
 
 def exact_match(prediction: str, answers: Iterable[str]) -> float:
     """1.0 when the normalised prediction equals any normalised gold answer (answer or alias)."""
-    predicted = normalize_answer(prediction)
-    return float(any(predicted == normalize_answer(a) for a in answers))
+    predicted = _tokens(prediction)
+    return float(any(predicted == _tokens(a) for a in answers))
 
 
 def f1(prediction: str, answers: Iterable[str]) -> float:
     """SQuAD token F1 against the best-matching gold answer."""
-    return max((_f1(normalize_answer(prediction).split(), normalize_answer(a).split()) for a in answers), default=0.0)
+    return max((_f1(_tokens(prediction), _tokens(a)) for a in answers), default=0.0)
+
+
+def _tokens(text: str) -> list[str]:
+    normalised = normalize_answer(text)
+    return _MIXED_TOKEN.findall(normalised) if has_han(normalised) else normalised.split()
 
 
 def _f1(predicted: list[str], gold: list[str]) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
 from rag import consistency
 from rag.catalog import Catalog
 from rag.index import SubchunkIndex
@@ -49,7 +50,10 @@ def benchmark_settings(folder: Path) -> IngestSettings:
 
 def prepare_workspace(folder: Path, workspace: Path, embedder, counter: TokenCounter,
                       lance_uri: str | None = None) -> Prepared:
-    """Bring the workspace up to date with the folder's docs.jsonl (incremental), check it, open it for queries."""
+    """Bring the workspace up to date with the folder's docs.jsonl (incremental), check it, open it for queries.
+
+    A workspace built with another embedder than `embedder` is re-embedded (never mixed).
+    """
     folder, workspace = Path(folder), Path(workspace)
     for name in ("docs.jsonl", "questions.jsonl"):
         if not (folder / name).is_file():
@@ -61,7 +65,7 @@ def prepare_workspace(folder: Path, workspace: Path, embedder, counter: TokenCou
     try:
         publish_documents(catalog, settings)
         publish_units(catalog, counter, settings)
-        report = publish_index(catalog, SubchunkIndex(uri), embedder.encode, counter, settings)
+        report = publish_index(catalog, SubchunkIndex(uri), embedder.encode, counter, settings, embedder.name)
         checks = _checks(catalog, SubchunkIndex(uri))
         (units,), = catalog.rows("SELECT count(*) FROM units WHERE status = 'current'")
         (documents,), = catalog.rows("SELECT count(*) FROM documents WHERE status = 'current'")

@@ -1,4 +1,5 @@
-from rag.elite.terms import content_terms, inflections, stem
+from rag.elite.terms import inflections
+from rag.text import content_terms, stem
 
 
 def test_inflected_forms_fold_onto_one_stem():

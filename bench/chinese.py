@@ -1,0 +1,160 @@
+"""Chinese benchmarks (CMRC 2018, DRCD): source completeness at 1K/2K/4K for LongRAG (multilingual embedder),
+ELITE (offline policy) and the BM25-over-jieba anchor, side by side on the same questions, and the cost of
+segmentation at ingest and in ELITE's store build. Prints a table and writes bench/results/chinese-<name>.json.
+
+Questions: a fixed hash split of each dev part. One rule was tuned on the even half of CMRC 2018 (ELITE's offline
+expansion reads Latin script only: see rag/elite/collect.py); this bench reports the first N of the odd half
+(sha256(qid) odd; the files are stored in a fixed pseudo-random order, so the first N are a fair sample), where
+nothing was tuned. Budgets are MiniLM word pieces for every method. The anchor packs whole documents in BM25
+order (rag.lexical, jieba words), as the issue's anchors were measured.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import blingfire  # noqa: E402
+import jieba  # noqa: E402
+
+from rag import text  # noqa: E402
+from rag.access import Caller  # noqa: E402
+from rag.benchmarks import complete, load_questions  # noqa: E402
+from rag.elite import elite_explore, pack_exploration  # noqa: E402
+from rag.elite.sentences import STORES, StoreCache  # noqa: E402
+from rag.embedding import MultilingualEmbedder  # noqa: E402
+from rag.evaluation.workspace import BENCH_ACL, prepare_workspace  # noqa: E402
+from rag.lexical import lexical_index  # noqa: E402
+from rag.summary import markdown_table  # noqa: E402
+from rag.tokens import default_counter  # noqa: E402
+
+BENCHMARKS = REPO.parent / "shared" / "benchmarks"
+CALLER = Caller(frozenset({BENCH_ACL}))
+ANCHOR_DEPTH = 50
+
+
+def segmentation_cost(catalog) -> dict:
+    """Seconds to split and tokenise the current documents: rag.text (jieba) beside the English-only rules."""
+    texts = [t for (t,) in catalog.rows("SELECT text FROM documents WHERE status = 'current'")]
+    start = time.perf_counter()
+    jieba.initialize()   # its dictionary loads once per process; timed apart from segmentation itself
+    timings = {"jieba_dictionary_load": round(time.perf_counter() - start, 2)}
+    for label, fn in (("sentences_rag_text", text.sentence_spans),
+                      ("sentences_blingfire_only", lambda t: blingfire.text_to_sentences_and_offsets(t)[1]),
+                      ("words_rag_text_search_mode", lambda t: text.words(t, search=True)),
+                      ("words_unicode_pattern_only", lambda t: re.findall(r"[^\W_]+", t.lower())),
+                      ("bm25_tokens_rag_text", text.lexical_tokens)):
+        start = time.perf_counter()
+        for t in texts:
+            fn(t)
+        timings[label] = round(time.perf_counter() - start, 2)
+    start = time.perf_counter()
+    store, _ = StoreCache().get(catalog)
+    timings["elite_store_build"] = round(time.perf_counter() - start, 2)
+    return timings | {"documents": len(texts), "characters": sum(map(len, texts)), "sentences": store.n_sentences,
+                      "terms": len(store.vocab.stems)}
+
+
+def document_sizes(catalog, counter) -> dict[str, int]:
+    """MiniLM tokens of every current document as the anchor packs it (title and text)."""
+    rows = catalog.rows("SELECT doc_id, title || '\n' || text FROM documents WHERE status = 'current'")
+    return dict(zip([d for d, _ in rows], counter.count([t for _, t in rows]).tolist()))
+
+
+def anchor(catalog, sizes: dict[str, int], question: str, budgets: list[int]) -> dict[int, set[str]]:
+    """BM25 (jieba words) ranking, whole documents packed greedily into each budget."""
+    ranked = list(lexical_index(catalog).search(question, ANCHOR_DEPTH))
+    out = {}
+    for b in budgets:
+        used, kept = 0, set()
+        for d in ranked:
+            if used + sizes[d] <= b:
+                used += sizes[d]
+                kept.add(d)
+        out[b] = kept
+    return out
+
+
+def held_out_half(questions: list, limit: int) -> list:
+    """The first `limit` questions whose sha256(qid) is odd (the even half was the tuning half)."""
+    return [q for q in questions if int(hashlib.sha256(q.qid.encode()).hexdigest(), 16) % 2 == 1][:limit]
+
+
+def run(folder: Path, budgets: list[int], limit: int, workdir: Path) -> dict:
+    name = folder.name
+    counter = default_counter()
+    ingest_embedder = MultilingualEmbedder(threads=2)
+    start = time.perf_counter()
+    prepared = prepare_workspace(folder, workdir / name, ingest_embedder, counter)
+    prepare_seconds = time.perf_counter() - start
+    embedder = MultilingualEmbedder(threads=1)   # one thread per query (STACK.md)
+    prepared.reader.use_embedder(embedder)
+    catalog = prepared.reader.snapshot().catalog
+    segmentation = segmentation_cost(catalog)
+    sizes = document_sizes(catalog, counter)
+    questions = held_out_half(load_questions(folder), limit)
+    hits = {m: {b: [] for b in budgets} for m in ("longrag", "elite", "bm25_jieba_anchor")}
+    seconds = {m: [] for m in hits}
+    for q in questions:
+        gold = q.gold_doc_ids
+        t = time.perf_counter()
+        for b in budgets:
+            result = prepared.reader.retrieve("longrag", CALLER, q.question, b)
+            assert result.tokens <= b
+            hits["longrag"][b].append(complete({i.doc_id for i in result.items}, gold))
+        seconds["longrag"].append((time.perf_counter() - t) / len(budgets))
+        t = time.perf_counter()
+        found = elite_explore(catalog, CALLER, q.question, embedder=embedder, counter=counter)
+        for b in budgets:
+            result = pack_exploration(found, b)
+            assert result.tokens <= b
+            hits["elite"][b].append(complete({i.doc_id for i in result.items}, gold))
+        seconds["elite"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        for b, ids in anchor(catalog, sizes, q.question, budgets).items():
+            hits["bm25_jieba_anchor"][b].append(complete(ids, gold))
+        seconds["bm25_jieba_anchor"].append(time.perf_counter() - t)
+    STORES.clear()
+    prepared.close()
+    return {"benchmark": name, "questions": len(questions), "sample": f"first {len(questions)} of the dev part's odd sha256(qid) half (not tuned on)",
+            "embedder": embedder.name, "budgets": budgets,
+            "completeness": {m: {str(b): round(float(np.mean(v)), 3) for b, v in per.items()} for m, per in hits.items()},
+            "seconds_per_question_p50": {m: round(float(np.median(v)), 4) for m, v in seconds.items()},
+            "ingest": {"prepare_seconds": round(prepare_seconds, 1), "documents": prepared.documents,
+                       "units": prepared.units, "subchunks": prepared.subchunks},
+            "segmentation_seconds": segmentation}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--benchmark", action="append", help="cmrc2018, drcd (default: both)")
+    p.add_argument("--root", default=str(BENCHMARKS), help="folder holding the benchmark folders")
+    p.add_argument("--budgets", default="1000,2000,4000")
+    p.add_argument("--limit", type=int, default=400, help="first N questions of the held-out half (default 400)")
+    p.add_argument("--workdir", default=str(REPO / ".rag" / "bench-zh"), help="where the workspaces are kept")
+    args = p.parse_args()
+    budgets = [int(b) for b in args.budgets.split(",")]
+    for name in args.benchmark or ["cmrc2018", "drcd"]:
+        figures = run(Path(args.root) / name, budgets, args.limit, Path(args.workdir))
+        figures["command"] = "python bench/chinese.py " + " ".join(sys.argv[1:])
+        out = REPO / "bench" / "results" / f"chinese-{name}.json"
+        out.write_text(json.dumps(figures, indent=2, ensure_ascii=False) + "\n")
+        print(f"\n{name}: {figures['questions']} questions, embedder {figures['embedder']}, "
+              f"ingest {figures['ingest']}")
+        print(markdown_table(["method"] + [f"C@{b}" for b in budgets] + ["s/question p50"],
+                             [[m] + [c[str(b)] for b in budgets] + [figures["seconds_per_question_p50"][m]]
+                              for m, c in figures["completeness"].items()]))
+        print("segmentation seconds:", json.dumps(figures["segmentation_seconds"], ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""Text analysis for every method: sentences (character offsets kept), words, stop words and term folding.
+
+English goes through blingfire's sentence splitter and a Unicode word pattern, exactly as before Chinese
+support; Chinese (Simplified and Traditional, alone or mixed with English) is additionally cut after
+full-width terminators (。！？；) and its runs of Han characters are segmented into words by jieba.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from functools import lru_cache
+
+import blingfire
+import jieba
+from bm25s.stopwords import STOPWORDS_CHINESE, STOPWORDS_EN
+
+jieba.setLogLevel(logging.WARNING)  # its dictionary-loading notes would reach every user's terminal
+
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
+HAN = re.compile(f"[{_HAN}]")
+_HAN_RUN = re.compile(f"[{_HAN}]+")
+# Unicode letters and digits; "E-217" gives "e" and "217", "Jitao's" gives "jitao" and "s" (a stop word).
+WORD = re.compile(r"[^\W_]+")
+# A Chinese sentence ends after a run of full-width terminators and the closing quotes or brackets after it.
+_CJK_END = re.compile(r"[。！？；]+[”’」』）》〉】〕\"')]*")
+_CJK_TAIL = re.compile(r"[。！？；”’」』）》〉】〕]+")  # what blingfire may leave alone after a Chinese sentence
+_LEXICAL = re.compile(r"\w+")
+
+STOP_WORDS = frozenset("""
+a about above after again against all also am an and any are as at be because been before being below
+between both but by can could did do does doing done down during each either else ever few for from
+further had has have having he her here hers herself him himself his how however i if in into is it its
+itself just least less many may me might more most much must my myself neither no nor not now of off on
+once one only or other our ours ourselves out over own per same shall she should so some such than that
+the their theirs them themselves then there these they this those though through thus to too under
+until up upon us very via was we were what when where whether which while who whom whose why will with
+within without would yet you your yours yourself yourselves s t d ll m re ve
+named name called known located find tell give given
+""".split())
+# The last line: question scaffolding ("the city named X", "what is the name of") that matches everywhere.
+# Chinese: bm25s's list (Simplified) plus the Traditional forms of the question words it lacks.
+CHINESE_STOP_WORDS = frozenset(STOPWORDS_CHINESE) | frozenset("什麼 甚麼 哪個 哪裡 哪裏 誰 為什麼 幾 個 們 這 這個 那個 "
+                                                              "與 為 於 嗎 呢 請問 是".split())
+_LEXICAL_STOP = frozenset(STOPWORDS_EN) | CHINESE_STOP_WORDS
+
+
+def has_han(text: str) -> bool:
+    return HAN.search(text) is not None
+
+
+def mostly_han(text: str) -> bool:
+    """Chinese text rather than English text quoting a Chinese name: Han characters are most of its letters."""
+    return 2 * len(HAN.findall(text)) > sum(ch.isalpha() for ch in text)
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Non-blank sentences as [start, end) character offsets into `text`, in order."""
+    if not text.strip():
+        return []
+    out: list[tuple[int, int]] = []
+    start = 0
+    for end in [m.end() for m in _CJK_END.finditer(text)] + [len(text)]:
+        if end > start and text[start:end].strip():
+            piece = text[start:end]
+            for s, e in blingfire.text_to_sentences_and_offsets(piece)[1]:
+                if out and out[-1][1] > start and _CJK_TAIL.fullmatch(piece[s:e].strip()):
+                    out[-1] = (out[-1][0], start + e)
+                elif piece[s:e].strip():
+                    out.append((start + s, start + e))
+        start = end
+    return out or [(0, len(text))]
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences' text, line breaks inside a sentence turned into spaces (as blingfire prints them)."""
+    return [text[s:e].replace("\n", " ") for s, e in sentence_spans(text)]
+
+
+def words(text: str, search: bool = False) -> list[str]:
+    """Lower-cased words in order, stop words included; Han runs are segmented by jieba.
+
+    `search=True` uses jieba's search mode, which adds the shorter words inside a long one
+    (中华人民共和国 → 中华, 人民, 共和国, …) so that a question and a document meet on either.
+    """
+    out: list[str] = []
+    for w in WORD.findall(text.lower()):
+        if not has_han(w):
+            out.append(w)
+            continue
+        pos = 0
+        for run in _HAN_RUN.finditer(w):
+            if run.start() > pos:
+                out.append(w[pos:run.start()])
+            out += segment(run.group(), search)
+            pos = run.end()
+        if pos < len(w):
+            out.append(w[pos:])
+    return out
+
+
+def segment(han: str, search: bool = False) -> list[str]:
+    """jieba's words for a run of Han characters (precise mode, or search mode)."""
+    return jieba.lcut_for_search(han) if search else jieba.lcut(han)
+
+
+def is_stop(word: str) -> bool:
+    return word in STOP_WORDS or word in CHINESE_STOP_WORDS
+
+
+def term(word: str) -> str:
+    """The key a lower-cased word is matched by: its stem in English, itself in Chinese (no inflection)."""
+    return word if has_han(word) else stem(word)
+
+
+def content_terms(text: str) -> list[str]:
+    """Distinct terms of a text's content words, in first-seen order (search-mode segmentation)."""
+    return list(dict.fromkeys(term(w) for w in words(text, search=True) if not is_stop(w)))
+
+
+def lexical_tokens(text: str) -> list[str]:
+    """BM25 tokens: bm25s's English rule (words of two or more characters, its stop words), jieba for Han."""
+    out: list[str] = []
+    for w in _LEXICAL.findall(text.lower()):
+        if not has_han(w):
+            if len(w) >= 2 and w not in _LEXICAL_STOP:
+                out.append(w)
+            continue
+        for part in words(w, search=True):
+            if (has_han(part) or len(part) >= 2) and part not in _LEXICAL_STOP:
+                out.append(part)
+    return out
+
+
+def word_bounds(text: str) -> set[int]:
+    """Character offsets where a word starts or ends (jieba's precise mode over Han, WORD elsewhere)."""
+    bounds = {0, len(text)}
+    for m in WORD.finditer(text):
+        bounds |= {m.start(), m.end()}
+        for run in _HAN_RUN.finditer(m.group()):
+            at = m.start() + run.start()
+            for _, s, e in jieba.tokenize(run.group()):
+                bounds |= {at + s, at + e}
+    return bounds
+
+
+@lru_cache(maxsize=1 << 18)
+def stem(word: str) -> str:
+    """Fold plural, -ed and -ing forms of a lower-cased word onto one key ("carried", "carries" → "carry").
+
+    No stemmer library is installed; inflection matching is part of the product, so this rule is ours:
+    it only ever removes a suffix, and both the text and the terms go through it, so they meet.
+    """
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    for suffix, repl in (("ies", "y"), ("ied", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"),
+                         ("shes", "sh"), ("zes", "z")):
+        if word.endswith(suffix):
+            return word[: -len(suffix)] + repl
+    if word.endswith("ing") and len(word) > 5:
+        return _tidy(word[:-3])
+    if word.endswith("ed") and len(word) > 4:
+        return _tidy(word[:-2])
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return _tidy(word[:-1])
+    return _tidy(word)
+
+
+def _tidy(base: str) -> str:
+    """Undouble a final consonant ("stopp" → "stop") and drop a final e ("rotate", "rotat-ed" → "rotat")."""
+    if len(base) > 3 and base[-1] == base[-2] and base[-1] not in "aeiouls":
+        return base[:-1]
+    if len(base) > 3 and base.endswith("e"):
+        return base[:-1]
+    return base
+
+
+MAX_QUESTION_CHARS = 2_000
+
+
+class QuestionTooLong(ValueError):
+    """A question longer than any real one; refused before any per-question work starts."""
+
+
+def check_question(question: str) -> str:
+    """Bound every per-question cost: refuse questions over MAX_QUESTION_CHARS with a one-line error."""
+    if len(question) > MAX_QUESTION_CHARS:
+        raise QuestionTooLong(f"the question is {len(question):,} characters long; the limit is "
+                              f"{MAX_QUESTION_CHARS:,}")
+    return question
