@@ -140,7 +140,7 @@ class SubchunkIndex:
         data = self.table.to_lance().to_table(
             columns=[*SEARCH_COLUMNS, "acl", "vector"],
             filter=pc.is_in(pc.field("unit_key"), pa.array(sorted(set(unit_keys)), pa.string())))
-        return data.drop_columns(["vector"]), _matrix(data.column("vector"))
+        return data.drop_columns(["vector"]), _matrix(data.column("vector"), self.dimension)
 
     def add(self, rows: list[SubchunkRow], vectors: np.ndarray) -> None:
         if not rows:
