@@ -138,11 +138,20 @@ def test_nested_readme_and_dot_files_are_skipped(tmp_path):
     assert result.rejected == []
 
 
-def test_default_acl_applies_when_front_matter_has_no_acl(tmp_path):
+def test_default_acl_applies_to_a_file_without_front_matter(tmp_path):
     path = tmp_path / "plain.md"
-    path.write_text("---\ntitle: Plain\n---\nBody text.\n")
+    path.write_text("# Plain\n\nBody text.\n")
     [doc] = load_sources([path], default_acl=("support", "partners")).documents
     assert doc.acl == ("partners", "support")
+
+
+def test_default_acl_never_fills_in_front_matter_without_an_acl(tmp_path):
+    path = tmp_path / "plain.md"
+    path.write_text("---\ntitle: Plain\n---\nBody text.\n")
+    result = load_sources([path], default_acl=("support", "partners"))
+    assert result.documents == []
+    [rejection] = result.rejected
+    assert "no 'acl' key" in rejection.reason
 
 
 def test_front_matter_acl_wins_over_the_default_acl(tmp_path):
@@ -157,7 +166,7 @@ def test_missing_id_title_and_version_fall_back_to_path_heading_and_one(tmp_path
     path = tmp_path / "ops" / "runbook.2026.md"
     path.write_text("---\nacl: [support]\n---\n# Runbook heading\n\nSteps.\n")
     [doc] = load_sources([tmp_path], collection="operations").documents
-    assert (doc.doc_id, doc.title, doc.version, doc.collection) == ("ops/runbook", "Runbook heading", "1",
+    assert (doc.doc_id, doc.title, doc.version, doc.collection) == ("ops/runbook.2026", "Runbook heading", "1",
                                                                     "operations")
 
 
