@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 # An orderable label: numbers joined by '.', '-' or '_', optionally after a 'v' (2026, 2026.1, 2026-02-01, v3).
-_LABEL = re.compile(r"[vV]?(\d{1,18}(?:[._-]\d{1,18})*)")
+_LABEL = re.compile(r"[vV]?([0-9]{1,18}(?:[._-][0-9]{1,18})*)")
 _SEPARATOR = re.compile(r"[._-]")
 _JSONL_LINE = re.compile(r"^(.*\.jsonl):\d+$")
 
