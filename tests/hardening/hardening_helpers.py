@@ -36,3 +36,28 @@ def publish_all(workspace: Path, sources, embed, **settings):
 def current(catalog: Catalog) -> dict[str, tuple[str, tuple[str, ...]]]:
     """doc_id → (current version, ACL)."""
     return {d.doc_id: (d.version, d.acl) for d in catalog.current_documents()}
+
+
+MARKER = "zq-hostile-marker"  # in every input that must never be served; in no sample document
+
+HOSTILE_FILES = {
+    "list-front-matter.md": f"---\n- acl: [everyone]\n---\n{MARKER} list\n",
+    "unclosed.md": f"---\nacl: [support]\n{MARKER} unclosed\n",
+    "bare-line.md": f"---\nacl everyone\n---\n{MARKER} bare line\n",
+    "duplicate-acl.md": f"---\nacl: [security-team]\nacl: [everyone]\n---\n{MARKER} duplicate\n",
+    "null-acl.md": f"---\nacl:\n---\n{MARKER} null\n",
+    "upper-acl.md": f"---\nACL: [security-team]\n---\n{MARKER} upper\n",
+    "acl-in-body.md": f"# Title\n\nacl: [security-team]\n\n{MARKER} body\n",
+    "json-front-matter.md": f'{{\n"acl": ["x"], "acl": ["everyone"]\n}}\n{MARKER} json\n',
+    "dash-line.md": f"--- acl: [security-team]\n{MARKER} dash\n",
+}
+
+
+def hostile_corpus(dest: Path, outside: Path) -> None:
+    """Hostile front matter and links, all of which must be quarantined, added to a corpus folder."""
+    for name, content in HOSTILE_FILES.items():
+        write(dest / "hostile", name, content)
+    secret = write(outside, "secret.md", f"---\nid: outside-secret\nacl: [everyone]\n---\n{MARKER} outside\n")
+    (dest / "hostile" / "escape.md").symlink_to(secret)
+    (dest / "hostile" / "escape-dir").symlink_to(outside, target_is_directory=True)
+    (dest / "hostile" / "dangling.md").symlink_to(dest / "nowhere.md")
