@@ -66,23 +66,25 @@ def load_folder(folder: Path, default_acl: tuple[str, ...] = (), collection: str
     for path, problem in walk(folder):
         if problem is None:
             files.append(path)
-        elif problem.startswith("skipped: "):
-            result.skipped.append(Rejected(str(path), problem.removeprefix("skipped: ")))
         else:
-            result.rejected.append(Rejected(str(path), problem, holds=None))
+            skipped, reason = problem
+            (result.skipped if skipped else result.rejected).append(Rejected(str(path), reason))
     for p in (p for p in files if p.suffix == ".jsonl"):
         result.extend(load_jsonl(p, default_acl, collection))
     result.extend(_load_files([p for p in files if p.suffix != ".jsonl"], folder, default_acl, collection))
     return result
 
 
-def walk(folder: Path) -> Iterable[tuple[Path, str | None]]:
-    """(path, None) for each regular file to read, (path, reason) for everything passed over, sorted."""
+Passed = tuple[bool, str] | None  # (skipped on purpose rather than refused, reason); None: read it
+
+
+def walk(folder: Path) -> Iterable[tuple[Path, Passed]]:
+    """(path, None) for each regular file to read, (path, why) for everything passed over, sorted."""
     root = folder.resolve()
-    entries: list[tuple[Path, str | None]] = []
+    entries: list[tuple[Path, Passed]] = []
 
     def unreadable(err: OSError) -> None:
-        entries.append((Path(err.filename), f"cannot read folder: {err.strerror}"))
+        entries.append((Path(err.filename), (False, f"cannot read folder: {err.strerror}")))
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable, followlinks=False):
         here = Path(dirpath)
@@ -96,36 +98,36 @@ def walk(folder: Path) -> Iterable[tuple[Path, str | None]]:
     return sorted(entries)
 
 
-def _passed_over(path: Path, root: Path) -> str | None:
+def _passed_over(path: Path, root: Path) -> Passed:
     """Why a folder entry is not read as a document (None: it is a regular file to read)."""
     try:
         mode = path.lstat().st_mode
     except OSError as err:
-        return f"cannot read file: {err.strerror}"
+        return False, f"cannot read file: {err.strerror}"
     if stat.S_ISLNK(mode):
         return _link_reason(path, root)
     if path.name.startswith("."):
-        return "skipped: hidden (dot) file or folder"
+        return True, "hidden (dot) file or folder"
     if path.name == "README.md":
-        return "skipped: a README.md describes its folder, it is not a document"
+        return True, "a README.md describes its folder, it is not a document"
     if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
-        return f"not a regular file ({_kind(mode)})"
+        return False, f"not a regular file ({_kind(mode)})"
     return None
 
 
-def _link_reason(path: Path, root: Path) -> str:
+def _link_reason(path: Path, root: Path) -> Passed:
     """Links are never followed: one leaving the source folder is refused, one inside is skipped (its target is read)."""
     try:
         target = path.resolve(strict=True)
     except RuntimeError:
-        return "symbolic link loop (links are never followed)"
+        return False, "symbolic link loop (links are never followed)"
     except FileNotFoundError:
-        return "dangling symbolic link (links are never followed)"
+        return False, "dangling symbolic link (links are never followed)"
     except OSError as err:
-        return f"symbolic link that cannot be resolved: {err.strerror}"
+        return False, f"symbolic link that cannot be resolved: {err.strerror}"
     if not target.is_relative_to(root):
-        return "symbolic link to a path outside the source folder (refused: links are never followed)"
-    return f"skipped: symbolic link inside the source folder (not followed; {target.relative_to(root)} is read itself)"
+        return False, "symbolic link to a path outside the source folder (refused: links are never followed)"
+    return True, f"symbolic link inside the source folder (not followed; {target.relative_to(root)} is read itself)"
 
 
 def _load_files(files: list[Path], root: Path, default_acl: tuple[str, ...], collection: str | None) -> LoadResult:
@@ -179,7 +181,7 @@ def parse_markdown(
     if not body:
         raise InputError("empty body (front matter only)")
     return document(meta or {}, body, id_key="id", default_id=default_id(path, root), may_default=meta is None,
-                    default_acl=default_acl, collection=collection, source_path=str(path))
+                    default_acl=default_acl, collection=collection, source_path=str(path), text_sets_acl=meta is None)
 
 
 def load_jsonl(path: Path, default_acl: tuple[str, ...] = (), collection: str | None = None) -> LoadResult:

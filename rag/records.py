@@ -20,8 +20,13 @@ _RECOVER_ID = re.compile(r"""^\s*(?:id|"doc_id")\s*:\s*["']?([^"'\n#,}]+?)["']?\
 
 
 def document(fields: dict[str, Any], text: str, *, id_key: str, default_id: str | None, may_default: bool,
-             default_acl: tuple[str, ...], collection: str | None, source_path: str) -> Document:
-    """Validate the fields and build the document; `may_default`: no ACL could have been written (see the README)."""
+             default_acl: tuple[str, ...], collection: str | None, source_path: str, text_sets_acl: bool = False
+             ) -> Document:
+    """Validate the fields and build the document.
+
+    `may_default`: no ACL could have been written (see the README's rules); `text_sets_acl`: refuse a text
+    with a line that sets an ACL (a Markdown file without front matter).
+    """
     _check_keys(fields)
     _check_text(text)
     doc_id = _string(fields, id_key) or default_id
@@ -37,7 +42,7 @@ def document(fields: dict[str, Any], text: str, *, id_key: str, default_id: str 
         title=_string(fields, "title") or _first_heading(text) or Path(doc_id).name,
         text=text,
         version=version,
-        acl=_acl(fields, may_default, default_acl, text if id_key == "id" else ""),
+        acl=_acl(fields, may_default, default_acl, text if text_sets_acl else ""),
         links=_str_list(fields.get("links"), "links"),
         collection=_string(fields, "collection") or collection or "default",
         source_path=source_path,

@@ -37,6 +37,11 @@ def rejections_for(result, source_path):
         ("no-body.md", "empty body"),
         ("bad-acl-type.md", "'acl' must be a list of strings"),
         ("bad-version.md", "'version' must be a single value"),
+        ("list-front-matter.md", "front matter is a list, not a mapping"),
+        ("unclosed-front-matter.md", "unclosed front matter"),
+        ("duplicate-acl.md", "duplicate key 'acl'"),
+        ("unorderable-version.md", "cannot be ordered"),
+        ("empty.jsonl", "empty file (no JSON records)"),
     ],
 )
 def test_each_bad_file_is_rejected_once_with_a_one_line_reason_naming_the_file(name, expected):

@@ -53,7 +53,7 @@ def test_bad_inputs_are_quarantined_and_everything_else_published(instance, corp
     from conftest import SAMPLES
 
     meta, checks = materialize(instance, workspace, [corpus, SAMPLES / "bad"], default_acl=["support"])
-    assert meta["source_documents"]["quarantined"] == 16
+    assert meta["source_documents"]["quarantined"] == 21
     assert "binary file" in meta["source_documents"]["quarantine"]
     catalog = Catalog(workspace / "catalog.duckdb")
     ids = {d.doc_id for d in catalog.current_documents()}
