@@ -5,6 +5,7 @@ and named, so it never stops the run.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -152,13 +153,15 @@ def _load_files(files: list[Path], root: Path, default_acl: tuple[str, ...], col
 def read_text(path: Path) -> str:
     """Read a regular file as UTF-8 text, refusing binary, empty, oversized and wrongly encoded files."""
     try:
-        with path.open("rb") as handle:
+        with _open_no_follow(path) as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 raise InputError("not a regular file")
             data = handle.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise InputError("file disappeared while the run was reading it") from None
     except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise InputError("became a symbolic link while the run was reading it (links are never followed)") from None
         raise InputError(f"cannot read file: {err.strerror}") from None
     if len(data) > MAX_FILE_BYTES:
         raise InputError(f"file is larger than {MAX_FILE_BYTES // 2**20} MB")
@@ -271,10 +274,15 @@ def _parses(line: bytes) -> bool:
 def _id_in(path: Path) -> str | None:
     """The id a file that cannot be read as text still declares (latin-1, binary junk around front matter)."""
     try:
-        with path.open("rb") as handle:
+        with _open_no_follow(path) as handle:
             return recover_id(handle.read(20000).decode("utf-8", "replace"))
     except OSError:
         return None
+
+
+def _open_no_follow(path: Path):
+    """Never follow a link swapped in after the listing, never block on a pipe."""
+    return os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb")
 
 
 def _skip_rest_of_line(handle) -> None:

@@ -107,3 +107,14 @@ def test_unreadable_subfolder_gets_a_row(tree):
         assert "cannot read folder" in rows(load_sources([src]))["locked"]
     finally:
         locked.chmod(0o755)
+
+
+def test_a_file_swapped_for_a_link_after_the_listing_is_not_followed(tree):
+    from rag.loaders import _load_files
+
+    src, outside = tree
+    swapped = src / "swapped.md"
+    swapped.symlink_to(outside / "secret.md")  # as if replaced between listing and reading
+    result = _load_files([swapped], src, (), None)
+    assert result.documents == []
+    assert "symbolic link" in result.rejected[0].reason
