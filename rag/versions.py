@@ -81,6 +81,7 @@ def reconcile_versions(existing: Existing, loaded: list[Document], rejected: lis
     for doc in _deduplicate(loaded, plan.rejected):
         by_id[doc.doc_id][doc.version] = doc
     protect = _Protection.of(plan.rejected, allow_empty)
+    scanned = set(scanned_sources)
 
     for doc_id, versions in sorted(by_id.items()):
         cur = current.get(doc_id)
@@ -106,7 +107,8 @@ def reconcile_versions(existing: Existing, loaded: list[Document], rejected: lis
         elif version_key(top) > version_key(cur):
             plan.make_current.append((doc_id, top))
             plan.supersede.append((doc_id, cur))
-        elif top != cur and cur not in versions and not protect.covers(doc_id, existing[(doc_id, cur)]):
+        elif (top != cur and cur not in versions and existing[(doc_id, cur)].source in scanned
+              and not protect.covers(doc_id, existing[(doc_id, cur)])):
             # The current version's input is gone and an older version the catalog holds is still in the
             # sources: that older version is current again.
             plan.make_current.append((doc_id, top))

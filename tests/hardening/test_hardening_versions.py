@@ -126,6 +126,13 @@ def test_two_spellings_of_one_label_in_one_load_keep_one_and_refuse_the_other():
     assert "orders the same" in plan.rejected[0].reason
 
 
+def test_an_older_version_is_not_reinstated_while_the_current_versions_source_was_not_read():
+    old = doc("2025", "Old.")
+    cur = Document(**{**vars(doc("2026", "New.")), "source": "/data/unmounted", "source_path": "/data/unmounted/a.md"})
+    plan = reconcile_versions(published((old, "superseded"), (cur, "current")), [old], [], [SRC])
+    assert plan.make_current == [] and plan.delete == []
+
+
 def test_published_history_records_supersession_through_the_real_catalog(tmp_path, embedder):
     src = tmp_path / "src"
     path = write(src, "doc.md", good("a", "First.", version="2026"))
