@@ -19,8 +19,8 @@ def source_documents(context: dg.AssetExecutionContext, catalog: CatalogResource
             changes, loaded = publish_documents(cat, source_settings.settings())
         except NothingToPublish as err:
             raise dg.Failure(str(err), metadata={"quarantine": dg.MetadataValue.md(_quarantine_md(err.rejected))})
-        for r in changes.rejected:
-            context.log.warning(f"quarantined {r.source_path}: {r.reason}")
+        for r in changes.rejected + changes.warnings:
+            context.log.warning(f"{r.source_path}: {r.reason}")
         return dg.MaterializeResult(metadata={
             "documents_current": changes.current,
             "documents_read": len(loaded.documents),
@@ -29,7 +29,9 @@ def source_documents(context: dg.AssetExecutionContext, catalog: CatalogResource
             "deleted": len(changes.deleted),
             "updated_in_place": len(changes.updated_in_place),
             "quarantined": len(changes.rejected),
-            "quarantine": dg.MetadataValue.md(_quarantine_md(changes.rejected)),
+            "warnings": len(changes.warnings),
+            "skipped": len(loaded.skipped),
+            "quarantine": dg.MetadataValue.md(_quarantine_md(changes.rejected + changes.warnings + loaded.skipped)),
             "catalog": dg.MetadataValue.path(cat.path),
         })
 
@@ -87,6 +89,7 @@ def subchunk_index(context: dg.AssetExecutionContext, catalog: CatalogResource, 
         "reused_vectors": report.reused,
         "units_indexed": report.units_indexed,
         "rows_removed": report.rows_removed,
+        "foreign_rows_removed": report.foreign_rows_removed,
         "lance_version": report.lance_version,
         "bytes_on_disk": dg.MetadataValue.int(stored),
         "storage_ratio_to_raw_text": round(stored / max(raw, 1), 2),
@@ -117,6 +120,13 @@ def no_stale_versions_in_index(catalog: CatalogResource, vector_store: VectorSto
         return _finding(consistency.no_stale_rows(cat, vector_store.open()))
 
 
+@dg.asset_check(asset=subchunk_index,
+                description="Each index row carries its document's ACL, offsets inside its member and its text's hash.")
+def index_rows_match_catalog(catalog: CatalogResource, vector_store: VectorStoreResource) -> dg.AssetCheckResult:
+    with catalog.open() as cat:
+        return _finding(consistency.index_rows_match_catalog(cat, vector_store.open()))
+
+
 def _quarantine_md(rejected) -> str:
     if not rejected:
         return "Nothing quarantined."
@@ -126,4 +136,5 @@ def _quarantine_md(rejected) -> str:
 
 
 ingest_assets = [source_documents, long_units, subchunk_index]
-ingest_checks = [every_document_in_one_unit, index_matches_current_units, no_stale_versions_in_index]
+ingest_checks = [every_document_in_one_unit, index_matches_current_units, no_stale_versions_in_index,
+                 index_rows_match_catalog]

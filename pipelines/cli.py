@@ -77,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("--embedder", choices=["minilm", "use-multilingual"],
                         help="the workspace's embedder (default: the one it already has; minilm for a new one); "
                              "changing it re-embeds every sub-chunk")
+    ingest.add_argument("--allow-empty", action="store_true",
+                        help="a source that now holds no documents deletes everything it published (without "
+                             "this flag an emptied source keeps its documents and the run warns)")
     ingest.add_argument("--json", action="store_true", help="print one JSON object with the run's counts")
     ingest.add_argument("--wait", type=float, metavar="SECONDS", default=None,
                         help="how long to wait for another writer of this workspace to finish before giving up "
@@ -270,7 +273,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if not Path(s).exists():
             raise CliError(f"{s}: no such file or folder")
     counts = run_ingest(args.workspace, args.source, args.default_acl, args.collection,
-                        args.derive_links == "titles", args.lance_uri, args.wait, args.embedder)
+                        args.derive_links == "titles", args.lance_uri, args.wait, args.embedder, args.allow_empty)
     if args.json:
         print(json.dumps(counts))
     else:
@@ -291,7 +294,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def run_ingest(workspace: str, sources: list[str], default_acl: list[str] | None = None,
                collection: str | None = None, derive_links: bool = False, lance_uri: str | None = None,
-               wait_s: float | None = None, embedder: str | None = None) -> dict:
+               wait_s: float | None = None, embedder: str | None = None, allow_empty: bool = False) -> dict:
     """Materialise the ingest assets and their checks as the workspace's one writer; return the counts."""
     import dagster as dg
 
@@ -302,7 +305,7 @@ def run_ingest(workspace: str, sources: list[str], default_acl: list[str] | None
     if ws.exists() and not ws.is_dir():
         raise CliError(f"{ws}: is a file, not a workspace folder")
     resources = workspace_resources(workspace, sources, default_acl, collection, derive_links, lance_uri, wait_s,
-                                    embedder)
+                                    embedder, allow_empty)
     instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
     # Held across all steps (the catalog resource re-enters it), so no other writer interleaves between them.
     with WriterLock(ws, "rag ingest", wait_s):

@@ -1,6 +1,7 @@
 """The catalog: a DuckDB file holding every document version, units, membership, publish log, quarantine."""
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,6 +38,7 @@ CREATE TABLE IF NOT EXISTS publish_log (
     units_published VARCHAR[], units_retired VARCHAR[], subchunks_embedded INTEGER, lance_version BIGINT);
 CREATE TABLE IF NOT EXISTS quarantine (
     publish_id BIGINT, severity VARCHAR, source_path VARCHAR, doc_id VARCHAR, reason VARCHAR, seen_at TIMESTAMP);
+CREATE TABLE IF NOT EXISTS store_identity (store_id VARCHAR NOT NULL);
 """
 # Created by the first write of a setting, so opening an older catalog (or a read-only one) needs no migration.
 SETTINGS_SCHEMA = """
@@ -88,6 +90,7 @@ class DocChanges:
     updated_in_place: list[tuple[str, str]] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
     current: int = 0
+    warnings: list[Rejected] = field(default_factory=list)
 
 
 @dataclass
@@ -181,13 +184,13 @@ class Catalog:
     # documents -------------------------------------------------------------------------------------
 
     def sync_documents(self, publish_id: int, loaded: list[Document], rejected: list[Rejected],
-                       scanned_sources: list[str]) -> DocChanges:
+                       scanned_sources: list[str], allow_empty: bool = False) -> DocChanges:
         """Record what the sources hold now: new versions, supersessions and deletions, in one transaction."""
         from rag.versions import reconcile_versions
 
         existing = {(d, v): (h, m, s, src, path) for d, v, h, m, s, src, path in self.rows(
             "SELECT doc_id, version, content_hash, meta_hash, status, source, source_path FROM documents")}
-        plan = reconcile_versions(existing, loaded, rejected, scanned_sources)
+        plan = reconcile_versions(existing, loaded, rejected, scanned_sources, allow_empty)
         now = _now()
         self.con.execute("BEGIN")
         try:
@@ -208,6 +211,7 @@ class Catalog:
                 "UPDATE documents SET status = 'current', valid_from = ?, valid_to = NULL, publish_id = ? "
                 "WHERE doc_id = ? AND version = ?", [[now, publish_id, d, v] for d, v in plan.make_current])
             self.record_problems(publish_id, "rejected", plan.rejected)
+            self.record_problems(publish_id, "warning", plan.warnings)
             self.con.execute("UPDATE publish_log SET documents_new = ?, documents_superseded = ?, "
                              "documents_deleted = ? WHERE publish_id = ?",
                              [len(plan.insert), len(plan.supersede), len(plan.delete), publish_id])
@@ -218,7 +222,7 @@ class Catalog:
         (current,), = self.rows("SELECT count(*) FROM documents WHERE status = 'current'")
         return DocChanges(new=[(d.doc_id, d.version) for d in plan.insert], superseded=plan.supersede,
                           deleted=plan.delete, updated_in_place=[(d.doc_id, d.version) for d in plan.update_meta],
-                          rejected=plan.rejected, current=current)
+                          rejected=plan.rejected, current=current, warnings=plan.warnings)
 
     def current_documents(self) -> list[Document]:
         """Every current document version, by doc id."""
@@ -399,3 +403,20 @@ class Catalog:
     def set_setting(self, key: str, value: str) -> None:
         self.con.execute(SETTINGS_SCHEMA)
         self.con.execute("INSERT OR REPLACE INTO workspace_settings VALUES (?, ?, ?)", [key, value, _now()])
+
+    def store_id(self) -> str:
+        """This catalog's identity, made once: an index carrying another identity was built for another catalog."""
+        rows = self.rows("SELECT store_id FROM store_identity")
+        if not rows:
+            self.con.execute("INSERT INTO store_identity VALUES (?)", [uuid.uuid4().hex])
+            rows = self.rows("SELECT store_id FROM store_identity")
+        return rows[0][0]
+
+    def index_row_truth(self) -> dict[tuple[str, str, str, int], tuple[tuple[str, ...], int, int, str, str]]:
+        """(unit key, doc id, doc version, part) of each current unit's member → (document ACL, member range,
+        title, text): what every index row of that member must agree with."""
+        rows = self.rows(
+            "SELECT u.unit_id || '@' || u.unit_version, m.doc_id, m.doc_version, m.part, d.acl, m.char_start, "
+            "m.char_end, d.title, d.text FROM units u JOIN unit_members m USING (unit_id, unit_version) "
+            "JOIN documents d ON d.doc_id = m.doc_id AND d.version = m.doc_version WHERE u.status = 'current'")
+        return {(k, d, v, p): (tuple(acl), s, e, t, x) for k, d, v, p, acl, s, e, t, x in rows}

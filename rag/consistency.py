@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rag.catalog import Catalog
+from rag.documents import content_hash
 from rag.index import SubchunkIndex
 
 
@@ -49,3 +50,26 @@ def no_stale_rows(catalog: Catalog, index: SubchunkIndex) -> Finding:
     pairs = set(zip(table.column("doc_id").to_pylist(), table.column("doc_version").to_pylist()))
     stale = sorted(f"{d} v{v}" for d, v in pairs - current)
     return Finding(not stale, f"{len(stale)} document versions in the index are not current", stale[:20])
+
+
+def index_rows_match_catalog(catalog: Catalog, index: SubchunkIndex) -> Finding:
+    """Every row of a current unit carries its document's ACL, offsets inside its member and the text it embeds."""
+    truth = catalog.index_row_truth()
+    facts = index.row_facts().to_pylist()
+    current = {k[0] for k in truth}
+    bad: list[str] = []
+    for row in facts:
+        key = (row["unit_key"], row["doc_id"], row["doc_version"], row["part"])
+        if key not in truth:
+            if row["unit_key"] in current:  # rows of other units are index_matches_current_units' business
+                bad.append(f"{row['doc_id']} v{row['doc_version']} in {row['unit_key']}: not a member")
+            continue
+        acl, start, end, title, text = truth[key]
+        s, e = row["char_start"], row["char_end"]
+        if tuple(sorted(row["acl"])) != tuple(sorted(acl)):
+            bad.append(f"{row['doc_id']} v{row['doc_version']}: row ACL {row['acl']} but the catalog says {list(acl)}")
+        elif not (start <= s < e <= end <= len(text)):
+            bad.append(f"{row['doc_id']} v{row['doc_version']}: offsets {s}-{e} outside {start}-{min(end, len(text))}")
+        elif row["text_hash"] != content_hash(f"{title}\n{text[s:e]}"):
+            bad.append(f"{row['doc_id']} v{row['doc_version']}: row {s}-{e} was embedded from another text")
+    return Finding(not bad, f"{len(bad)} of {len(facts)} index rows disagree with the catalog", bad[:20])

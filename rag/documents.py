@@ -1,11 +1,18 @@
-"""Source documents, rejected inputs and version ordering."""
+"""Source documents, rejected inputs and the order of version labels."""
 from __future__ import annotations
 
 import hashlib
 import re
 from dataclasses import dataclass, field
 
-_VERSION_PART = re.compile(r"\d+|[A-Za-z]+")
+# An orderable label: numbers joined by '.', '-' or '_', optionally after a 'v' (2026, 2026.1, 2026-02-01, v3).
+_LABEL = re.compile(r"[vV]?([0-9]{1,18}(?:[._-][0-9]{1,18})*)")
+_SEPARATOR = re.compile(r"[._-]")
+_JSONL_LINE = re.compile(r"^(.*\.jsonl):\d+$")
+
+
+class UnorderableVersion(ValueError):
+    """A version label that the order of labels cannot place."""
 
 
 @dataclass(frozen=True)
@@ -35,11 +42,18 @@ class Document:
 
 @dataclass(frozen=True)
 class Rejected:
-    """An input that could not be published, with a one-line reason."""
+    """An input that could not be published, with a one-line reason.
+
+    `doc_id` is the id the input claims (read or recovered), so its published document is kept; `holds` names
+    a file whose published documents it may carry when no id can be read, so none of them is deleted.
+    `empty` marks an input that holds nothing at all (an empty file).
+    """
 
     source_path: str
     reason: str
     doc_id: str | None = None
+    holds: str | None = None
+    empty: bool = False
 
 
 @dataclass
@@ -47,11 +61,15 @@ class LoadResult:
     documents: list[Document] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
     warnings: list[Rejected] = field(default_factory=list)
+    skipped: list[Rejected] = field(default_factory=list)   # inputs passed over on purpose (README, dot-files)
+    scanned: list[str] = field(default_factory=list)         # sources that were read, so may delete
 
     def extend(self, other: "LoadResult") -> None:
         self.documents += other.documents
         self.rejected += other.rejected
         self.warnings += other.warnings
+        self.skipped += other.skipped
+        self.scanned += other.scanned
 
 
 def content_hash(*parts: str) -> str:
@@ -62,7 +80,31 @@ def content_hash(*parts: str) -> str:
     return h.hexdigest()[:32]
 
 
-def version_key(version: str) -> tuple:
-    """Natural ordering of version labels: '2025' < '2026', 'v2' < 'v10', '2026-01' < '2026-02'."""
-    parts = _VERSION_PART.findall(version)
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.lower()) for p in parts) + ((2, 0, version),)
+def source_file(source_path: str) -> str:
+    """The file an input came from: a JSONL record's path without its ':line'."""
+    m = _JSONL_LINE.match(source_path)
+    return m.group(1) if m else source_path
+
+
+def version_order(label: str) -> tuple[int, ...]:
+    """A label's place in the order: its numbers, compared left to right; a prefix comes first.
+
+    2026 < 2026.0 < 2026.1 < 2026-02 < 2026.10 < 2027, v9 < v10. Anything else is refused.
+    """
+    m = _LABEL.fullmatch(label)
+    if not m:
+        raise UnorderableVersion(f"version label '{label[:40]}' cannot be ordered: use numbers joined by '.', '-' "
+                                 "or '_', optionally after 'v' (2026, 2026.1, 2026-02-01, v3)")
+    return tuple(int(p) for p in _SEPARATOR.split(m.group(1)))
+
+
+def version_key(label: str) -> tuple:
+    """A total sort key: orderable labels by version_order, after any unorderable label an old catalog holds."""
+    try:
+        return (1, version_order(label), label)
+    except UnorderableVersion:
+        return (0, (), label)
+
+
+class InputError(ValueError):
+    """An input that cannot be published; the message is the one-line reason."""

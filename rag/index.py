@@ -41,6 +41,8 @@ def cache_schema(dimension: int = DIMENSION, embedder: str = DEFAULT_EMBEDDER) -
 
 SCHEMA = schema()
 SEARCH_COLUMNS = ["unit_key", "unit_id", "doc_id", "doc_version", "part", "char_start", "char_end"]
+IDENTITY_TABLE = "store_identity"
+IDENTITY_SCHEMA = pa.schema([("store_id", pa.string())])
 
 
 @dataclass
@@ -189,6 +191,23 @@ class SubchunkIndex:
 
     def bytes_on_disk(self) -> int:
         return sum(p.stat().st_size for p in Path(self.uri).rglob("*") if p.is_file())
+
+    def store_id(self) -> str | None:
+        """The catalog identity this index was built for (None: never claimed)."""
+        if IDENTITY_TABLE not in self.db.list_tables().tables:
+            return None
+        ids = self.db.open_table(IDENTITY_TABLE).to_arrow().column("store_id").to_pylist()
+        return ids[0] if ids else None
+
+    def claim(self, store_id: str) -> None:
+        """Record which catalog this index now belongs to (after its foreign rows were removed)."""
+        self.db.create_table(IDENTITY_TABLE, pa.table({"store_id": [store_id]}, schema=IDENTITY_SCHEMA),
+                             mode="overwrite")
+
+    def row_facts(self) -> pa.Table:
+        """What the consistency checks compare with the catalog, for every row."""
+        return self.table.to_lance().to_table(columns=["unit_key", "doc_id", "doc_version", "part", "acl",
+                                                       "char_start", "char_end", "text_hash"])
 
 
 def _matrix(column: pa.ChunkedArray, dimension: int) -> np.ndarray:

@@ -27,6 +27,7 @@ class IngestSettings:
     chunk_target: int = 112
     chunk_max: int = 128
     embedder: str | None = None   # None keeps the workspace's embedder (MiniLM for a new workspace)
+    allow_empty: bool = False  # a source that holds no document deletes what it published (an explicit choice)
 
 
 @dataclass
@@ -39,6 +40,7 @@ class IndexReport:
     lance_version: int
     embedder: str = DEFAULT_EMBEDDER
     replaced_embedder: str | None = None   # set when this run emptied another embedder's index and re-embedded all
+    foreign_rows_removed: int = 0  # rows of an index built for another catalog (a lost or replaced store)
 
 
 class NothingToPublish(RuntimeError):
@@ -50,17 +52,24 @@ class NothingToPublish(RuntimeError):
 
 
 def publish_documents(catalog: Catalog, settings: IngestSettings) -> tuple[DocChanges, LoadResult]:
-    """Load the sources and record new versions, supersessions and deletions in the catalog."""
+    """Load the sources and record new versions, supersessions and deletions in the catalog.
+
+    With no readable document at all the run stops (nothing is deleted), unless empty sources are allowed
+    and at least one source was read: then its documents are deleted, which is how a source is emptied.
+    """
     sources = [str(Path(s).resolve()) for s in settings.sources]
     publish_id = catalog.begin_publish(sources)
     loaded = load_sources(sources, settings.default_acl, settings.collection)
-    if not loaded.documents:
+    catalog.record_problems(publish_id, "skipped", loaded.skipped)
+    if not loaded.documents and not (settings.allow_empty and loaded.scanned):
         catalog.record_problems(publish_id, "rejected", loaded.rejected)
         catalog.finish_failed(publish_id)
         first = f"; first problem: {loaded.rejected[0].source_path}: {loaded.rejected[0].reason}" if loaded.rejected else ""
+        hint = "; to delete every document of an empty source, allow empty sources" if loaded.scanned else ""
         raise NothingToPublish(f"no readable documents in {', '.join(sources) or 'no sources'}"
-                               f" ({len(loaded.rejected)} inputs rejected{first})", loaded.rejected)
-    changes = catalog.sync_documents(publish_id, loaded.documents, loaded.rejected, sources)
+                               f" ({len(loaded.rejected)} inputs rejected{first}){hint}", loaded.rejected)
+    changes = catalog.sync_documents(publish_id, loaded.documents, loaded.rejected, loaded.scanned,
+                                     settings.allow_empty)
     if changes.new or changes.superseded or changes.deleted or changes.updated_in_place:
         catalog.publish_snapshot(publish_id)  # readers hide deleted and superseded text from their next query
     return changes, loaded
@@ -84,6 +93,7 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     """
     publish_id = catalog.running_publish()
     replaced = switch_vector_space(catalog, index, embedder)
+    foreign = adopt_index(catalog, index)
     live = catalog.live_units()
     have = index.unit_keys()
     missing = sorted(set(live) - have)
@@ -107,7 +117,7 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     catalog.set_lance_version(publish_id, index.version)
     catalog.publish_snapshot(publish_id, index.version)
     return IndexReport(index.count(), len(first), len(rows) - len(first), len(missing), removed, index.version,
-                       embedder, replaced)
+                       embedder, replaced, foreign)
 
 
 def switch_vector_space(catalog: Catalog, index: SubchunkIndex, embedder: str) -> str | None:
@@ -123,6 +133,20 @@ def switch_vector_space(catalog: Catalog, index: SubchunkIndex, embedder: str) -
     if catalog.setting(EMBEDDER_SETTING) != spec.name:
         catalog.set_setting(EMBEDDER_SETTING, spec.name)
     return previous if previous != spec.name else None
+
+
+def adopt_index(catalog: Catalog, index: SubchunkIndex) -> int:
+    """Empty an index that was built for another catalog (or none), so every unit is indexed afresh.
+
+    Unit keys restart with a new catalog, so a foreign row could pass for a current unit with another ACL
+    and other offsets. Its vectors stay in the cache: texts that did not change are not embedded again.
+    """
+    store = catalog.store_id()
+    if index.store_id() == store:
+        return 0
+    removed = index.remove_units(index.unit_keys())
+    index.claim(store)
+    return removed
 
 
 def subchunk_rows(units: dict[str, list[tuple]], catalog: Catalog, counter: TokenCounter,

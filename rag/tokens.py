@@ -1,4 +1,4 @@
-"""Token counting with the embedder's own WordPiece tokenizer, offline."""
+"""Token counting with the embedder's own WordPiece tokenizer, offline, bounded by characters."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -8,6 +8,11 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from rag.model_files import model_dir
+
+# WordPiece turns a word over 100 characters into one [UNK] and drops invisible characters, so a 2 MB
+# "word" would count as one token. Every count is therefore at least one token per CHARS_PER_TOKEN
+# characters (prose runs 4-7.5 characters per token, Chinese 1-2.5, so real text is unaffected).
+CHARS_PER_TOKEN = 10
 
 
 class TokenCounter:
@@ -19,18 +24,35 @@ class TokenCounter:
         self._tok.no_padding()
 
     def count(self, texts: list[str]) -> np.ndarray:
+        """Word pieces of each text, never fewer than len(text) / CHARS_PER_TOKEN: a budget bounds characters."""
         if not texts:
             return np.zeros(0, dtype=np.int64)
-        return np.fromiter((len(e.ids) for e in self._tok.encode_batch(texts, add_special_tokens=False)),
-                           dtype=np.int64, count=len(texts))
+        pieces = np.fromiter((len(e.ids) for e in self._tok.encode_batch(texts, add_special_tokens=False)),
+                             dtype=np.int64, count=len(texts))
+        floor = np.fromiter((-(-len(t) // CHARS_PER_TOKEN) for t in texts), dtype=np.int64, count=len(texts))
+        return np.maximum(pieces, floor)
 
     def count_one(self, text: str) -> int:
-        return len(self._tok.encode(text, add_special_tokens=False).ids)
+        return int(self.count([text])[0])
 
     def pieces(self, text: str) -> tuple[list[tuple[int, int]], list[int]]:
-        """Character span and word index of every token, for cutting text that has no sentence boundary."""
+        """Character span and word index of every token, for cutting text that has no sentence boundary.
+
+        Tokens and gaps longer than CHARS_PER_TOKEN are split into pieces of that many characters, so that
+        a cut after k pieces never holds more than k * CHARS_PER_TOKEN characters.
+        """
         enc = self._tok.encode(text, add_special_tokens=False)
-        return enc.offsets, [w if w is not None else -1 for w in enc.word_ids]
+        offsets: list[tuple[int, int]] = []
+        words: list[int] = []
+        nexts = [s for s, _ in enc.offsets[1:]] + [len(text)]
+        for gap, ((start, end), word, next_start) in enumerate(zip(enc.offsets, enc.word_ids, nexts)):
+            for s in range(start, max(end, start + 1), CHARS_PER_TOKEN):
+                offsets.append((s, min(s + CHARS_PER_TOKEN, end)))
+                words.append(-1 if word is None else word)
+            for s in range(offsets[-1][0] + CHARS_PER_TOKEN, next_start, CHARS_PER_TOKEN):
+                offsets.append((s, s))  # an empty piece inside a long gap (spaces, invisible characters)
+                words.append(-2 - gap)
+        return offsets, words
 
 
 @lru_cache(maxsize=1)

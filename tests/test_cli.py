@@ -30,7 +30,7 @@ def test_quarantined_inputs_do_not_fail_the_run(workspace):
     result = rag("ingest", "--source", str(SAMPLES / "bad"), "--workspace", str(workspace), "--json")
     assert result.returncode == 0, result.stderr
     counts = json.loads(result.stdout)
-    assert counts["quarantined"] == 18 and counts["documents"] == 5
+    assert counts["quarantined"] == 23 and counts["documents"] == 5
 
 
 def test_nothing_readable_exits_nonzero_with_one_line_naming_the_file(workspace):

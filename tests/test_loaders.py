@@ -37,6 +37,11 @@ def rejections_for(result, source_path):
         ("no-body.md", "empty body"),
         ("bad-acl-type.md", "'acl' must be a list of strings"),
         ("bad-version.md", "'version' must be a single value"),
+        ("list-front-matter.md", "front matter is a list, not a mapping"),
+        ("unclosed-front-matter.md", "unclosed front matter"),
+        ("duplicate-acl.md", "duplicate key 'acl'"),
+        ("unorderable-version.md", "cannot be ordered"),
+        ("empty.jsonl", "empty file (no JSON records)"),
     ],
 )
 def test_each_bad_file_is_rejected_once_with_a_one_line_reason_naming_the_file(name, expected):
@@ -138,11 +143,20 @@ def test_nested_readme_and_dot_files_are_skipped(tmp_path):
     assert result.rejected == []
 
 
-def test_default_acl_applies_when_front_matter_has_no_acl(tmp_path):
+def test_default_acl_applies_to_a_file_without_front_matter(tmp_path):
     path = tmp_path / "plain.md"
-    path.write_text("---\ntitle: Plain\n---\nBody text.\n")
+    path.write_text("# Plain\n\nBody text.\n")
     [doc] = load_sources([path], default_acl=("support", "partners")).documents
     assert doc.acl == ("partners", "support")
+
+
+def test_default_acl_never_fills_in_front_matter_without_an_acl(tmp_path):
+    path = tmp_path / "plain.md"
+    path.write_text("---\ntitle: Plain\n---\nBody text.\n")
+    result = load_sources([path], default_acl=("support", "partners"))
+    assert result.documents == []
+    [rejection] = result.rejected
+    assert "no 'acl' key" in rejection.reason
 
 
 def test_front_matter_acl_wins_over_the_default_acl(tmp_path):
@@ -157,7 +171,7 @@ def test_missing_id_title_and_version_fall_back_to_path_heading_and_one(tmp_path
     path = tmp_path / "ops" / "runbook.2026.md"
     path.write_text("---\nacl: [support]\n---\n# Runbook heading\n\nSteps.\n")
     [doc] = load_sources([tmp_path], collection="operations").documents
-    assert (doc.doc_id, doc.title, doc.version, doc.collection) == ("ops/runbook", "Runbook heading", "1",
+    assert (doc.doc_id, doc.title, doc.version, doc.collection) == ("ops/runbook.2026", "Runbook heading", "1",
                                                                     "operations")
 
 

@@ -8,6 +8,7 @@ from rag.catalog import Catalog
 from rag.index import SubchunkIndex
 from rag.longrag import Hit, longrag_retrieve, maxp, shortchunk_retrieve
 from rag.publish import IngestSettings, publish_documents, publish_index, publish_units
+from rag.methods import Request, Tools, method as registered
 from rag.snapshot import Snapshot, TextCache
 from rag.snapshots import read_pointer
 from rag.tokens import default_counter
@@ -102,6 +103,33 @@ WORDS = ["cache", "firmware", "certificate", "rotation", "log", "reconnect", "an
          "modbus", "error", "ssh", "boot", "commissioning", "partition", "eviction", "batch", "alarm"]
 
 
+def assert_only_readable_bytes(sample, embedder, groups, words, budget, revoked, method):
+    """Run one retrieval with some ACLs revoked in the catalog after indexing; every byte must be readable."""
+    catalog, index = sample
+    catalog.con.execute("BEGIN")
+    try:
+        if revoked:
+            catalog.con.execute("UPDATE documents SET acl = ['revoked'] WHERE list_contains(?, doc_id)", [sorted(revoked)])
+        readable = {d.doc_id: d.text for d in catalog.current_documents() if not set(d.acl).isdisjoint(groups)}
+        result = method(sample, groups, " ".join(words), budget)
+    finally:
+        catalog.con.execute("ROLLBACK")
+    assert result.tokens <= budget
+    for item in result.items:
+        assert item.doc_id in readable
+        assert all(readable[item.doc_id][start:end] in item.text for start, end in item.ranges)
+        if item.unit_id is not None:  # LongRAG and short chunks: one range, rendered after its header
+            (start, end), = item.ranges
+            assert item.text.endswith(readable[item.doc_id][start:end] + "\n")
+        assert item.tokens == default_counter().count_one(item.text)
+    return result
+
+
+def _via(fn):
+    return lambda embedder: lambda sample, groups, question, budget: retrieve(sample, embedder, question, groups,
+                                                                             budget, fn=fn)
+
+
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(groups=st.sets(st.sampled_from(GROUPS + ["nobody-else"]), min_size=1, max_size=3),
        words=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
@@ -112,18 +140,40 @@ WORDS = ["cache", "firmware", "certificate", "rotation", "log", "reconnect", "an
 def test_no_returned_byte_comes_from_a_document_the_caller_may_not_read(sample, embedder, groups, words, budget,
                                                                         revoked, method):
     """Property (rule 1): also when the catalog revoked a member's ACL after its unit was indexed."""
-    catalog, index = sample
-    catalog.con.execute("BEGIN")
-    try:
-        if revoked:
-            catalog.con.execute("UPDATE documents SET acl = ['revoked'] WHERE list_contains(?, doc_id)", [sorted(revoked)])
-        readable = {d.doc_id: d.text for d in catalog.current_documents() if not set(d.acl).isdisjoint(groups)}
-        result = retrieve(sample, embedder, " ".join(words), groups, budget, fn=method)
-    finally:
-        catalog.con.execute("ROLLBACK")
-    assert result.tokens <= budget
-    for item in result.items:
-        assert item.doc_id in readable
-        (start, end), = item.ranges
-        assert item.text.endswith(readable[item.doc_id][start:end] + "\n")
-        assert item.tokens == default_counter().count_one(item.text)
+    assert_only_readable_bytes(sample, embedder, groups, words, budget, revoked, _via(method)(embedder))
+
+
+@pytest.fixture(scope="module")
+def hostile_sample(tmp_path_factory, embedder):
+    """The sample corpus plus hostile front matter and links out of the folder, ingested with a default ACL."""
+    import shutil
+
+    from conftest import SAMPLES
+    from hardening.hardening_helpers import HOSTILE_FILES, hostile_corpus
+
+    tmp = tmp_path_factory.mktemp("hostile")
+    shutil.copytree(SAMPLES / "corpus", tmp / "corpus")
+    hostile_corpus(tmp / "corpus", tmp / "outside")
+    catalog, index = publish(tmp / "ws", [tmp / "corpus"], embedder, default_acl=("everyone",))
+    quarantined = {p for _, p, _, _ in catalog.quarantine()}
+    assert {str(tmp / "corpus" / "hostile" / n) for n in [*HOSTILE_FILES, "escape.md", "escape-dir"]} <= quarantined
+    return catalog, index
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(groups=st.sets(st.sampled_from(GROUPS + ["nobody-else", "x"]), min_size=1, max_size=3),
+       words=st.lists(st.sampled_from(WORDS + ["hostile", "marker", "outside", "secret"]), min_size=1, max_size=4),
+       budget=st.integers(min_value=50, max_value=9000),
+       revoked=st.sets(st.sampled_from(["edge-offline-cache", "error-codes-reference", "ssh-hardening"]), max_size=2),
+       method=st.sampled_from(["longrag", "shortchunk", "elite"]))
+def test_hostile_front_matter_and_links_never_widen_what_a_caller_reads(hostile_sample, embedder, groups, words,
+                                                                        budget, revoked, method):
+    """Property (rule 1 with issue 10's corpora): nothing quarantined or outside the folder is ever served."""
+    from hardening.hardening_helpers import MARKER
+
+    def run(sample, groups_, question, budget_):
+        return registered(method).run(uncommitted(*sample), Request(Caller(frozenset(groups_)), question, budget_),
+                                      Tools(embedder, default_counter()))
+
+    result = assert_only_readable_bytes(hostile_sample, embedder, groups, words, budget, revoked, run)
+    assert MARKER not in result.context()

@@ -35,7 +35,8 @@ def test_sample_corpus_publishes_with_every_asset_check_passing(instance, corpus
     assert meta["source_documents"]["quarantined"] == 0
     assert meta["long_units"]["max_unit_tokens"] <= 4000
     assert meta["subchunk_index"]["embedded"] == meta["subchunk_index"]["subchunks"] > 0
-    assert set(checks) == {"every_document_in_one_unit", "index_matches_current_units", "no_stale_versions_in_index"}
+    assert set(checks) == {"every_document_in_one_unit", "index_matches_current_units", "no_stale_versions_in_index",
+                           "index_rows_match_catalog"}
     assert all(checks.values())
 
 
@@ -52,12 +53,12 @@ def test_bad_inputs_are_quarantined_and_everything_else_published(instance, corp
     from conftest import SAMPLES
 
     meta, checks = materialize(instance, workspace, [corpus, SAMPLES / "bad"], default_acl=["support"])
-    assert meta["source_documents"]["quarantined"] == 15
+    assert meta["source_documents"]["quarantined"] == 21
     assert "binary file" in meta["source_documents"]["quarantine"]
     catalog = Catalog(workspace / "catalog.duckdb")
     ids = {d.doc_id for d in catalog.current_documents()}
-    assert {"missing-link", "cycle-a", "cycle-b", "field-notes-txt", "dup-doc", "edge-offline-cache", "no-acl"} <= ids
-    assert "empty-acl" not in ids
+    assert {"missing-link", "cycle-a", "cycle-b", "field-notes-txt", "dup-doc", "edge-offline-cache"} <= ids
+    assert not {"empty-acl", "no-acl"} & ids  # the default ACL never fills in front matter without an acl key
     reasons = " ".join(r[3] for r in catalog.quarantine())
     assert "link to missing document 'no-such-document'" in reasons
     assert all(checks.values())
