@@ -157,8 +157,8 @@ def evaluation_definitions(benchmarks: Path = BENCHMARKS, cron: str = "0 4 * * *
         stamps = {n: str((benchmarks / n / "docs.jsonl").stat().st_mtime_ns) for n in names}
         seen = dict(item.split("=", 1) for item in (context.cursor or "").split(";") if "=" in item)
         changed = [n for n in names if seen.get(n) != stamps[n]]
-        context.update_cursor(";".join(f"{n}={stamps[n]}" for n in names))
         return dg.SensorResult(
+            cursor=";".join(f"{n}={stamps[n]}" for n in names),
             run_requests=[dg.RunRequest(run_key=f"{n}:{stamps[n]}", partition_key=n) for n in changed],
             dynamic_partitions_requests=[BENCHMARK_PARTITIONS.build_add_request([n for n in names if n not in known])]
             if set(names) - known else [])

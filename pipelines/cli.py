@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from pipelines.eval_cli import add_eval_parser
+from pipelines.questions_cli import add_questions_parser
 from pipelines.serve_cli import add_serve_parser
 from pipelines.workspace import SAMPLE_CORPUS, workspace_resources
 from rag.methods import METHODS
@@ -122,6 +123,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_serve_parser(sub)
     add_eval_parser(sub)
+    add_questions_parser(sub)
     return p
 
 

@@ -87,6 +87,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     from pipelines.cli import CliError  # imported here: pipelines.cli imports this module
     from rag.access import Caller, UsersFileError, load_users
+    from rag.catalog import CatalogError
     from rag.embedding import Embedder
     from rag.evaluation import (BudgetExceeded, EvalConfig, MethodUnavailable, QuestionsError, evaluate_benchmark,
                                 evaluate_workspace)
@@ -112,7 +113,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                                          Path(args.out), config, embedder, counter, model, command_line(args),
                                          args.lance_uri, users, caller)
     except (ValueError, FileNotFoundError, LLMError, NothingToPublish, MethodUnavailable, BudgetExceeded,
-            QuestionsError, UsersFileError, WorkspaceError) as err:
+            QuestionsError, UsersFileError, WorkspaceError, CatalogError) as err:
         raise CliError(str(err)) from None
     except duckdb.IOException as err:  # typically another process holds the workspace's catalog open
         raise CliError(f"{args.workspace}: {str(err).splitlines()[0]}") from None

@@ -136,8 +136,10 @@ def answer_sample(questions: list[EvalQuestion], n: int | None, seed: int = 0) -
 class Retrievers:
     """Each method's contexts for one question at every budget, with the retrieval seconds of each."""
 
-    def __init__(self, prepared: Prepared, embedder, counter: TokenCounter, policy_model: ChatModel | None):
+    def __init__(self, prepared: Prepared, embedder, counter: TokenCounter, policy_model: ChatModel | None,
+                 elite_config=None):
         self.prepared, self.embedder, self.counter, self.policy_model = prepared, embedder, counter, policy_model
+        self.elite_config = elite_config  # None: ELITE's defaults
 
     def run(self, method: str, caller: Caller, question: str,
             budgets: tuple[int, ...]) -> list[tuple[RetrievalResult, float]]:
@@ -155,8 +157,9 @@ class Retrievers:
         from rag.elite import elite_explore, pack_exploration
 
         start = time.perf_counter()
+        extra = {"config": self.elite_config} if self.elite_config is not None else {}
         found = elite_explore(self.prepared.reader.snapshot().catalog, caller, question, model=self.policy_model,
-                              embedder=self.embedder, counter=self.counter)
+                              embedder=self.embedder, counter=self.counter, **extra)
         explored = time.perf_counter() - start
         out = []
         for budget in budgets:
@@ -192,12 +195,16 @@ def ensure_available(methods: tuple[str, ...]) -> None:
 
 def evaluate(prepared: Prepared, questions: list[EvalQuestion], config: EvalConfig, embedder, counter: TokenCounter,
              model: ChatModel | None, users: dict[str, Caller] | None = None,
-             default_caller: Caller | None = None) -> Evaluation:
-    """Run every question through every method at every budget; with `model=None` nothing is answered."""
+             default_caller: Caller | None = None, elite_config=None) -> Evaluation:
+    """Run every question through every method at every budget; with `model=None` nothing is answered.
+
+    `elite_config` (an EliteConfig) overrides ELITE's settings, for the benches that look for affordable ones.
+    """
     ensure_available(config.methods)
     default_caller = default_caller or Caller(frozenset({BENCH_ACL}))
     callers = {q.qid: caller_for(q, default_caller, users or {}) for q in questions}  # a bad asker fails first
-    retrievers = Retrievers(prepared, embedder, counter, model if config.elite_policy == "reader" else None)
+    retrievers = Retrievers(prepared, embedder, counter, model if config.elite_policy == "reader" else None,
+                            elite_config)
     prepare = retrievers.prepare(config.methods)
     start = time.perf_counter()
     sample = answer_sample(questions, config.answer_sample, config.sample_seed) if model is not None else set()

