@@ -1,4 +1,8 @@
-"""The nightly evaluation: one partition per benchmark folder, LongRAG vs ELITE under matched token budgets."""
+"""The nightly evaluation: the production workspace on its own question set, and one partition per benchmark folder.
+
+Lineage is true: `workspace_evaluation` reads the catalog and index that `subchunk_index` publishes, and each
+`retrieval_evaluation` partition reads the workspace its `benchmark_workspace` partition ingested.
+"""
 import base64
 import os
 from dataclasses import dataclass
@@ -8,34 +12,44 @@ from typing import Optional
 import dagster as dg
 
 from assets.ingest import subchunk_index
-from rag.evaluation import EvalConfig, Outcome, evaluate_benchmark
+from rag.evaluation import EvalConfig, Outcome, evaluate_workspace, ingest_benchmark, open_prepared
 from rag.evaluation.report import render_markdown
-from resources import EmbedderResource
+from rag.evaluation.summary import trend
+from resources import EmbedderResource, ReadSideResource, SourceSettings
 from resources.llm import LLMResource
 
 REPO = Path(__file__).resolve().parent.parent
 BENCHMARKS = Path(os.environ.get("RAG_BENCHMARKS", REPO.parent / "shared" / "benchmarks"))
+BENCHMARK_PARTITIONS = dg.DynamicPartitionsDefinition(name="benchmarks")
 
 
 class EvaluationConfig(dg.Config):
-    """What the nightly run evaluates; the schedule uses these defaults, the launchpad can change them."""
+    """What a nightly evaluation runs; the schedules use these defaults, the launchpad can change them."""
 
-    methods: list[str] = ["longrag", "elite", "shortchunk"]
+    methods: list[str] = ["longrag", "longrag-units", "elite", "shortchunk"]
     budgets: list[int] = [1000, 2000, 4000, 8000]
     limit: Optional[int] = None          # first N questions
-    answer_sample: Optional[int] = None  # questions the reader answers (all when unset)
+    answers: bool = False                # the LLM resource answers (else retrieval only)
+    answer_sample: Optional[int] = None  # questions the reader answers, stratified by type and hops (all when unset)
+    answer_budgets: Optional[list[int]] = None
     elite_policy: str = "offline"        # "reader": the LLM resource also drives ELITE's exploration
-    workspace_root: str = str(REPO / ".rag" / "bench")   # <root>/<benchmark>: catalog.duckdb and lancedb/
-    out_root: str = str(REPO / ".rag" / "eval")          # <root>/<benchmark>: the report files
+    questions: Optional[str] = None      # the workspace's questions.jsonl (default: beside the first source)
+    default_groups: Optional[list[str]] = None  # the caller of questions without asked_as
+    out_root: str = str(REPO / ".rag" / "eval")  # <root>/<name>: the report files
+
+    def eval_config(self) -> EvalConfig:
+        return EvalConfig(tuple(self.methods), tuple(self.budgets), self.limit, self.answer_sample, self.elite_policy,
+                          tuple(self.answer_budgets) if self.answer_budgets else None)
 
 
 @dataclass(frozen=True)
 class EvaluationDefinitions:
-    """What pipelines/definitions.py adds: the asset, its job and the nightly schedule."""
+    """What pipelines/definitions.py adds: the assets, their jobs, the nightly schedules and the folder sensor."""
 
     assets: list[dg.AssetsDefinition]
     jobs: list  # define_asset_job results (resolved when Definitions loads)
     schedules: list[dg.ScheduleDefinition]
+    sensors: list[dg.SensorDefinition]
 
 
 def benchmark_names(root: Path) -> list[str]:
@@ -45,48 +59,117 @@ def benchmark_names(root: Path) -> list[str]:
     return sorted(d.name for d in root.iterdir() if (d / "docs.jsonl").is_file() and (d / "questions.jsonl").is_file())
 
 
-def evaluation_definitions(benchmarks: Path = BENCHMARKS, cron: str = "0 4 * * *") -> EvaluationDefinitions:
-    """The evaluation asset partitioned by the benchmark folders found under `benchmarks`, scheduled nightly."""
-    names = benchmark_names(Path(benchmarks))
-    if not names:  # nothing to evaluate in this deployment: the code location still loads
-        return EvaluationDefinitions([], [], [])
-    partitions = dg.StaticPartitionsDefinition(names)
+def questions_beside(sources: list[str]) -> Path | None:
+    """The workspace's question set: `questions.jsonl` next to (not inside: the loader would read it) a source."""
+    for source in sources:
+        candidate = Path(source).resolve().parent / "questions.jsonl"
+        if candidate.is_file():
+            return candidate
+    return None
 
-    # Lineage: the report is computed by the same publishing steps that build `subchunk_index`, run over the
-    # benchmark's own workspace, so the graph shows index → evaluation.
-    @dg.asset(partitions_def=partitions, deps=[subchunk_index], group_name="evaluation", kinds={"duckdb", "python"},
-              description="LongRAG vs ELITE (and the short-chunk baseline) on one benchmark under matched token "
-                          "budgets: answer quality, evidence recall, completeness, latency, storage, with "
-                          "bootstrap 95% intervals.")
+
+def evaluation_definitions(benchmarks: Path = BENCHMARKS, cron: str = "0 4 * * *",
+                           workspace_root: Path = REPO / ".rag" / "bench") -> EvaluationDefinitions:
+    """The workspace evaluation, the benchmark workspaces and their evaluations, the nightly schedules, the sensor.
+
+    `workspace_root/<benchmark>` holds each benchmark's catalog.duckdb and lancedb/: the one place both the
+    ingesting and the evaluating asset use, so the lineage edge between them is the data itself.
+    """
+    benchmarks, default_root = Path(benchmarks), Path(workspace_root)
+
+    @dg.asset(partitions_def=BENCHMARK_PARTITIONS, group_name="evaluation", kinds={"duckdb", "lancedb"},
+              description="A benchmark folder ingested into a workspace of its own (incremental), the one writer.")
+    def benchmark_workspace(context: dg.AssetExecutionContext, embedder: EmbedderResource) -> dg.MaterializeResult:
+        name = context.partition_key
+        report = ingest_benchmark(benchmarks / name, default_root / name, embedder.embedder(), embedder.counter())
+        return dg.MaterializeResult(metadata={"workspace": dg.MetadataValue.path(str(default_root / name)),
+                                              "subchunks": report.subchunks})
+
+    @dg.asset(partitions_def=BENCHMARK_PARTITIONS, deps=[benchmark_workspace], group_name="evaluation",
+              kinds={"duckdb", "python"},
+              description="Every method on one benchmark's published workspace under matched token budgets: "
+                          "evidence recall, completeness, (answers), latency, storage, with bootstrap 95% intervals.")
     def retrieval_evaluation(context: dg.AssetExecutionContext, config: EvaluationConfig,
                              embedder: EmbedderResource, llm: LLMResource) -> dg.MaterializeResult:
         name = context.partition_key
-        outcome = evaluate_benchmark(
-            Path(benchmarks) / name, Path(config.workspace_root) / name, Path(config.out_root) / name,
-            EvalConfig(tuple(config.methods), tuple(config.budgets), config.limit, config.answer_sample,
-                       config.elite_policy),
-            embedder.embedder(), embedder.counter(), llm.chat_model(),
+        from rag.evaluation.benchmark import evaluate_prepared
+
+        prepared = open_prepared(name, default_root / name, embedder.embedder(), embedder.counter())
+        outcome = evaluate_prepared(
+            prepared, benchmarks / name / "questions.jsonl", Path(config.out_root) / name, config.eval_config(),
+            embedder.embedder(), embedder.counter(), llm.chat_model() if config.answers else None,
             f"dagster asset materialize -m pipelines.definitions --select retrieval_evaluation --partition {name}")
         context.log.info(f"{name}: {outcome.summary['questions']} questions in "
                          f"{outcome.summary['evaluation_seconds']:.0f} s; report in {outcome.files.report_md}")
         return dg.MaterializeResult(metadata=report_metadata(outcome))
 
-    job = dg.define_asset_job("evaluation", selection=[retrieval_evaluation],
+    @dg.asset(deps=[subchunk_index], group_name="evaluation", kinds={"duckdb", "python"},
+              description="Every method on the production workspace's own questions.jsonl (kept beside its "
+                          "sources), each asked as its user: permissions, versions and answers on the real index.")
+    def workspace_evaluation(context: dg.AssetExecutionContext, config: EvaluationConfig, read_side: ReadSideResource,
+                             source_settings: SourceSettings, embedder: EmbedderResource,
+                             llm: LLMResource) -> dg.MaterializeResult:
+        from rag.access import Caller, load_users
+
+        questions = Path(config.questions) if config.questions else questions_beside(source_settings.sources)
+        if questions is None:
+            raise dg.Failure(f"no questions.jsonl beside the sources ({', '.join(source_settings.sources)}); "
+                             "write one or set the questions config")
+        users_file = questions.parent / "users.yaml"
+        outcome = evaluate_workspace(
+            "workspace", Path(read_side.workspace), questions, Path(config.out_root) / "workspace",
+            config.eval_config(), embedder.embedder(), embedder.counter(),
+            llm.chat_model() if config.answers else None,
+            "dagster asset materialize -m pipelines.definitions --select workspace_evaluation", read_side.lance_uri,
+            load_users(users_file) if users_file.is_file() else {},
+            Caller(frozenset(config.default_groups)) if config.default_groups else None)
+        context.log.info(f"{questions}: {outcome.summary['questions']} questions, "
+                         f"{len(outcome.summary['expectations'])} expectation failures")
+        return dg.MaterializeResult(metadata=report_metadata(outcome))
+
+    job = dg.define_asset_job("evaluation", selection=[retrieval_evaluation], partitions_def=BENCHMARK_PARTITIONS,
                               description="Evaluate the retrieval methods on one benchmark (a partition).")
+    prepare_job = dg.define_asset_job("benchmark_workspaces", selection=[benchmark_workspace],
+                                      partitions_def=BENCHMARK_PARTITIONS,
+                                      description="Ingest one benchmark folder into its workspace (a partition).")
+    workspace_job = dg.define_asset_job("evaluate_workspace", selection=[workspace_evaluation],
+                                        description="Evaluate the production workspace on its own question set.")
 
     @dg.schedule(job=job, cron_schedule=cron, name="nightly_evaluation",
-                 description="Every benchmark, every night, after the 02:00 re-index.")
+                 description="Every known benchmark partition, every night, after the 02:00 re-index.")
     def nightly_evaluation(context: dg.ScheduleEvaluationContext):
         day = context.scheduled_execution_time.strftime("%Y-%m-%d")
+        names = context.instance.get_dynamic_partitions(BENCHMARK_PARTITIONS.name)
         # The workspace tag shares dagster.yaml's limit of one run per workspace with the ingest runs.
         return [dg.RunRequest(run_key=f"{name}@{day}", partition_key=name,
-                              tags={"rag/workspace": str(REPO / ".rag" / "bench" / name)}) for name in names]
+                              tags={"rag/workspace": str(default_root / name)}) for name in names]
 
-    return EvaluationDefinitions([retrieval_evaluation], [job], [nightly_evaluation])
+    nightly_workspace = dg.ScheduleDefinition(
+        name="nightly_workspace_evaluation", job=workspace_job, cron_schedule=cron,
+        description="The production workspace's own question set, every night, after the 02:00 re-index.")
+
+    @dg.sensor(job=prepare_job, name="benchmark_folders", minimum_interval_seconds=60,
+               default_status=dg.DefaultSensorStatus.RUNNING,
+               description=f"Discovers benchmark folders under {benchmarks} and ingests each new or changed one.")
+    def benchmark_folders(context: dg.SensorEvaluationContext):
+        names = benchmark_names(benchmarks)
+        known = set(context.instance.get_dynamic_partitions(BENCHMARK_PARTITIONS.name))
+        stamps = {n: str((benchmarks / n / "docs.jsonl").stat().st_mtime_ns) for n in names}
+        seen = dict(item.split("=", 1) for item in (context.cursor or "").split(";") if "=" in item)
+        changed = [n for n in names if seen.get(n) != stamps[n]]
+        return dg.SensorResult(
+            cursor=";".join(f"{n}={stamps[n]}" for n in names),
+            run_requests=[dg.RunRequest(run_key=f"{n}:{stamps[n]}", partition_key=n) for n in changed],
+            dynamic_partitions_requests=[BENCHMARK_PARTITIONS.build_add_request([n for n in names if n not in known])]
+            if set(names) - known else [])
+
+    return EvaluationDefinitions([benchmark_workspace, retrieval_evaluation, workspace_evaluation],
+                                 [job, prepare_job, workspace_job], [nightly_evaluation, nightly_workspace],
+                                 [benchmark_folders])
 
 
 def report_metadata(outcome: Outcome) -> dict:
-    """The report (plots inline, so the UI shows them), headline numbers to chart across nights, file paths."""
+    """The report (plots inline, so the UI shows them), headline numbers, the trend floats, file paths."""
     summary, files = outcome.summary, outcome.files
     images = {name: _data_uri(path) for name, path in files.plots.items()}
     metadata = {
@@ -98,14 +181,13 @@ def report_metadata(outcome: Outcome) -> dict:
         "answered": summary["answered"],
         "documents": summary["corpus"]["documents"],
         "evaluation_seconds": summary["evaluation_seconds"],
+        "expectation_failures": len(summary["expectations"]),
         "workspace_checks_passed": all(summary["workspace_checks"].values()),
         "summary": dg.MetadataValue.json(summary["methods"]),
         "report_dir": dg.MetadataValue.path(str(files.report_md.parent)),
     }
-    for cell in summary["results"]:  # one float per method × budget, so the UI plots each over time
-        for metric in ("evidence_recall", "completeness", "f1"):
-            if cell[metric]:
-                metadata[f"{metric}/{cell['method']}@{cell['budget']}"] = dg.MetadataValue.float(cell[metric]["mean"])
+    # One float per metric × method × budget under stable keys, so the UI plots each across nights.
+    metadata.update({key: dg.MetadataValue.float(value) for key, value in trend(summary).items()})
     return metadata
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pipelines.errors import CliError
 from pipelines.eval_cli import add_eval_parser
+from pipelines.questions_cli import add_questions_parser
 from pipelines.serve_cli import add_serve_parser
 from pipelines.workspace import SAMPLE_CORPUS, SAMPLE_CORPUS_ZH, workspace_resources
 from rag.methods import METHODS
@@ -127,6 +128,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_serve_parser(sub)
     add_eval_parser(sub)
+    add_questions_parser(sub)
     return p
 
 

@@ -29,7 +29,7 @@ def build_definitions(resources: dict) -> dg.Definitions:
         asset_checks=ingest_checks,
         jobs=[ingest_job, ask, *evaluation.jobs],
         schedules=[nightly_reindex, *evaluation.schedules],
-        sensors=[source_sensor(s, ingest_job) for s in sources],
+        sensors=[*(source_sensor(s, ingest_job) for s in sources), *evaluation.sensors],
         resources=resources,
     )
 

@@ -1,4 +1,5 @@
-"""`rag eval`: LongRAG, ELITE and the short-chunk baseline side by side on a benchmark folder, under matched budgets."""
+"""`rag eval`: the retrieval methods side by side under matched budgets, on a benchmark folder or a workspace's own
+question set."""
 from __future__ import annotations
 
 import argparse
@@ -7,32 +8,46 @@ from pathlib import Path
 
 from pipelines.errors import CliError
 
-READERS = ("extractive", "local", "endpoint")
+READERS = ("none", "local", "endpoint")
 
 
 def add_eval_parser(subparsers) -> argparse.ArgumentParser:
     """Register `rag eval` and its handler on the `rag` sub-command parsers."""
+    from rag.methods import METHODS
+
     p = subparsers.add_parser(
-        "eval", help="evaluate retrieval methods on a benchmark folder under matched token budgets",
-        description="Ingest a benchmark folder (docs.jsonl + questions.jsonl; links derived from titles, one "
-                    "default ACL), run every question through every method at every budget, and write "
-                    "results.jsonl, results.duckdb, summary.json, report.md and PNG plots to --out.")
-    p.add_argument("--benchmark", required=True, metavar="DIR",
-                   help="a folder in the benchmark format: docs.jsonl and questions.jsonl with gold document ids")
+        "eval", help="evaluate retrieval methods on a benchmark folder or a workspace's questions",
+        description="With --benchmark: ingest a benchmark folder (docs.jsonl + questions.jsonl; links derived from "
+                    "titles, one default ACL) into --workspace and evaluate it. With --questions: evaluate the "
+                    "published workspace as it is (its real catalog and index; nothing is ingested) on that "
+                    "question set, each question asked as its `asked_as`. Writes results.jsonl, results.duckdb, "
+                    "summary.json, report.md and PNG plots to --out.")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--benchmark", metavar="DIR",
+                        help="a folder in the benchmark format: docs.jsonl and questions.jsonl with gold document ids")
+    source.add_argument("--questions", metavar="FILE",
+                        help="a workspace's questions.jsonl (benchmark format, optionally with asked_as and expect)")
     p.add_argument("--workspace", required=True, metavar="DIR",
-                   help="workspace for the benchmark's catalog and index; re-runs are incremental")
+                   help="the workspace: with --benchmark, re-runs are incremental; with --questions, only read")
     p.add_argument("--lance-uri", help="LanceDB location if not <workspace>/lancedb")
-    p.add_argument("--methods", default="longrag,elite", type=_names,
-                   help="comma-separated: longrag, elite, shortchunk (the top sub-chunks; the baseline) "
-                        "(default: longrag,elite)")
+    p.add_argument("--users-file", metavar="FILE", help="users → groups, for questions asked as a user name")
+    p.add_argument("--groups", type=_names, metavar="G1,G2",
+                   help="the caller of questions without asked_as (default: the benchmark group 'bench')")
+    p.add_argument("--methods", default="longrag,longrag-units,elite,shortchunk", type=_names,
+                   help="comma-separated, from: " + "; ".join(f"{m.name} ({m.summary})" for m in METHODS.values())
+                        + " (default: all four)")
     p.add_argument("--budgets", default="1000,2000,4000,8000", type=_numbers,
                    help="comma-separated context budgets in MiniLM tokens; every method gets at most each "
                         "(default: 1000,2000,4000,8000)")
-    p.add_argument("--reader", choices=READERS, default="extractive",
-                   help="extractive (no LLM; default), local (embedded llama.cpp: use --answer-sample) or "
-                        "endpoint (OPENAI_BASE_URL)")
+    p.add_argument("--reader", choices=READERS, default="none",
+                   help="none (retrieval only: evidence, completeness, tokens, latency; default), local (embedded "
+                        "llama.cpp: use --answer-sample) or endpoint (OPENAI_BASE_URL)")
     p.add_argument("--answer-sample", type=int, metavar="N",
-                   help="the reader answers only N questions (a fixed sample); retrieval metrics cover all")
+                   help="the reader answers N questions, drawn per question type and hop count in proportion "
+                        "(seeded); retrieval metrics cover all")
+    p.add_argument("--answer-budgets", type=_numbers, metavar="B1,B2",
+                   help="budgets the reader answers at (default: all budgets)")
+    p.add_argument("--sample-seed", type=int, default=0, help="seed of the answer sample (default 0)")
     p.add_argument("--elite-policy", choices=("offline", "reader"), default="offline",
                    help="who drives ELITE's exploration: the deterministic offline policy (default) or the "
                         "reader's LLM")
@@ -57,12 +72,15 @@ def _numbers(value: str) -> tuple[int, ...]:
 
 def command_line(args: argparse.Namespace) -> str:
     """The exact command, flags in a fixed order, for the report to repeat."""
-    parts = ["rag", "eval", "--benchmark", args.benchmark, "--workspace", args.workspace,
+    source = ["--benchmark", args.benchmark] if args.benchmark else ["--questions", args.questions]
+    parts = ["rag", "eval", *source, "--workspace", args.workspace,
              "--methods", ",".join(args.methods), "--budgets", ",".join(map(str, args.budgets)),
              "--reader", args.reader, "--elite-policy", args.elite_policy, "--embedder", args.embedder,
              "--out", args.out]
     for flag, value in (("--limit", args.limit), ("--answer-sample", args.answer_sample),
-                        ("--lance-uri", args.lance_uri)):
+                        ("--answer-budgets", ",".join(map(str, args.answer_budgets or ())) or None),
+                        ("--sample-seed", args.sample_seed or None), ("--lance-uri", args.lance_uri),
+                        ("--users-file", args.users_file), ("--groups", ",".join(args.groups or ()) or None)):
         if value is not None:
             parts += [flag, str(value)]
     return shlex.join(parts)
@@ -72,21 +90,34 @@ def cmd_eval(args: argparse.Namespace) -> int:
     """Run the evaluation and print the headline table; bad input becomes a one-line error (exit 2)."""
     import duckdb
 
+    from rag.access import Caller, UsersFileError, load_users
+    from rag.catalog import CatalogError
     from rag.embedding import load_embedder
-    from rag.evaluation import BudgetExceeded, EvalConfig, MethodUnavailable, evaluate_benchmark
+    from rag.evaluation import (BudgetExceeded, EvalConfig, MethodUnavailable, QuestionsError, evaluate_benchmark,
+                                evaluate_workspace)
     from rag.llm import LLMError, chat_model
     from rag.publish import NothingToPublish
     from rag.tokens import default_counter
+    from rag.workspace import WorkspaceError
 
-    if not Path(args.benchmark).is_dir():
+    if args.benchmark and not Path(args.benchmark).is_dir():
         raise CliError(f"{args.benchmark}: no such folder")
     try:
-        config = EvalConfig(args.methods, args.budgets, args.limit, args.answer_sample, args.elite_policy)
-        model = chat_model(args.reader)
-        outcome = evaluate_benchmark(Path(args.benchmark), Path(args.workspace), Path(args.out), config,
-                                     load_embedder(args.embedder, threads=1), default_counter(), model, command_line(args),
-                                     args.lance_uri)
-    except (ValueError, FileNotFoundError, LLMError, NothingToPublish, MethodUnavailable, BudgetExceeded) as err:
+        config = EvalConfig(args.methods, args.budgets, args.limit, args.answer_sample, args.elite_policy,
+                            args.answer_budgets, args.sample_seed)
+        model = None if args.reader == "none" else chat_model(args.reader)
+        embedder, counter = load_embedder(args.embedder, threads=1), default_counter()
+        if args.benchmark:
+            outcome = evaluate_benchmark(Path(args.benchmark), Path(args.workspace), Path(args.out), config,
+                                         embedder, counter, model, command_line(args), args.lance_uri)
+        else:
+            users = load_users(args.users_file) if args.users_file else {}
+            caller = Caller(frozenset(args.groups)) if args.groups else None
+            outcome = evaluate_workspace(Path(args.workspace).name, Path(args.workspace), Path(args.questions),
+                                         Path(args.out), config, embedder, counter, model, command_line(args),
+                                         args.lance_uri, users, caller)
+    except (ValueError, FileNotFoundError, LLMError, NothingToPublish, MethodUnavailable, BudgetExceeded,
+            QuestionsError, UsersFileError, WorkspaceError, CatalogError) as err:
         raise CliError(str(err)) from None
     except duckdb.IOException as err:  # typically another process holds the workspace's catalog open
         raise CliError(f"{args.workspace}: {str(err).splitlines()[0]}") from None
@@ -102,9 +133,11 @@ def _print_headline(summary: dict, report: Path) -> None:
 
     print(f"{summary['benchmark']}: {summary['questions']} questions, reader {summary['reader']} "
           f"({summary['answered']} answered), {summary['evaluation_seconds']:.0f} s")
-    print(markdown_table(["method", "budget", "tokens mean/max", "evidence recall", "completeness", "F1",
-                          "AvgQueryTime s"],
+    print(markdown_table(["method", "budget", "tokens mean/max", "evidence recall", "completeness", "expectations",
+                          "F1", "AvgQueryTime s"],
                          [[c["method"], c["budget"], f"{c['tokens_mean']:.0f}/{c['tokens_max']}",
-                           mean(c["evidence_recall"]), mean(c["completeness"]), mean(c["f1"]),
-                           c["avg_query_seconds"]] for c in summary["results"]]))
+                           mean(c["evidence_recall"]), mean(c["completeness"]), mean(c["expectation_met"]),
+                           mean(c["f1"]), c["avg_query_seconds"]] for c in summary["results"]]))
+    if summary["expectations"]:
+        print(f"{len(summary['expectations'])} expectation failures (see the report)")
     print(f"Report: {report}")

@@ -50,6 +50,13 @@ def _longrag(snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
                             as_of=req.as_of)
 
 
+def _longrag_units(snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
+    from rag.longrag_units import longrag_units_retrieve
+
+    return longrag_units_retrieve(snap, tools.embedder.encode_query, tools.counter, req.caller, req.question,
+                                  req.budget, as_of=req.as_of)
+
+
 def _shortchunk(snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
     from rag.longrag import shortchunk_retrieve
 
@@ -66,6 +73,8 @@ def _elite(snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("longrag", "long units, MaxP over sub-chunks, member documents packed by score", _longrag, True, True),
+    Method("longrag-units", "the paper's LongRAG: whole long units in MaxP rank order, skipped when they do not fit",
+           _longrag_units, True, True),
     Method("shortchunk", "the top sub-chunks themselves (the baseline)", _shortchunk, True, True),
     Method("elite", "embedding-less iterative exploration of the catalog", _elite, False, False),
 )}

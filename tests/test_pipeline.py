@@ -105,8 +105,10 @@ def test_definitions_load_for_dagster_dev():
     from pipelines.definitions import defs
 
     dg.Definitions.validate_loadable(defs)
-    assert {s.name for s in defs.schedules} == {"nightly_reindex", "nightly_evaluation"}
+    assert {s.name for s in defs.schedules} == {"nightly_reindex", "nightly_evaluation",
+                                                "nightly_workspace_evaluation"}
     assert defs.resolve_assets_def("retrieval_evaluation").partitions_def is not None
+    assert "benchmark_folders" in {s.name for s in defs.sensors}
 
 
 def test_ask_job_answers_a_configured_question_from_the_ui(instance, corpus, workspace):

@@ -19,7 +19,7 @@ def setup(tmp_path, corpus, workspace):
 
 
 def tick(defs, instance, cursor=None):
-    [sensor] = defs.sensors
+    sensor = next(s for s in defs.sensors if s.name.startswith("source_changes_"))  # not benchmark_folders
     with dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs) as ctx:
         result = sensor.evaluate_tick(ctx)
     return result.run_requests, result.cursor

@@ -1,13 +1,16 @@
 """Side-by-side evaluation of retrieval methods under matched token budgets (plain Python, no Dagster).
 
-`evaluate_benchmark` does it all for one benchmark folder: `prepare_workspace` ingests it, `evaluate` runs
-questions × methods × budgets, `summarise` adds bootstrap intervals, `write_report` writes the files.
+`evaluate_benchmark` ingests a benchmark folder (`prepare_workspace`) and evaluates it; `evaluate_workspace`
+evaluates a published workspace as it is, on its own question set; `evaluate` runs questions × methods ×
+budgets, `summarise` adds bootstrap intervals, `write_report` writes the files.
 """
-from rag.evaluation.benchmark import Outcome, evaluate_benchmark
+from rag.evaluation.benchmark import Outcome, evaluate_benchmark, evaluate_workspace
+from rag.evaluation.questions import EvalQuestion, QuestionsError, load_questions
 from rag.evaluation.report import ReportFiles, write_report
 from rag.evaluation.run import METHODS, BudgetExceeded, EvalConfig, Evaluation, MethodUnavailable, Row, evaluate
 from rag.evaluation.summary import summarise
-from rag.evaluation.workspace import Prepared, prepare_workspace
+from rag.evaluation.workspace import Prepared, ingest_benchmark, open_prepared, prepare_workspace
 
-__all__ = ["METHODS", "BudgetExceeded", "EvalConfig", "Evaluation", "MethodUnavailable", "Outcome", "Prepared",
-           "ReportFiles", "Row", "evaluate", "evaluate_benchmark", "prepare_workspace", "summarise", "write_report"]
+__all__ = ["METHODS", "BudgetExceeded", "EvalConfig", "EvalQuestion", "Evaluation", "MethodUnavailable", "Outcome",
+           "Prepared", "QuestionsError", "ReportFiles", "Row", "evaluate", "evaluate_benchmark", "evaluate_workspace",
+           "ingest_benchmark", "load_questions", "open_prepared", "prepare_workspace", "summarise", "write_report"]

@@ -12,6 +12,7 @@ from rag.evaluation.run import Evaluation
 from rag.summary import markdown_table
 
 PLOTS = {"quality": "Evidence recall, completeness and F1 by budget",
+         "by_type": "Completeness by question type",
          "latency": "Retrieval time and AvgQueryTime by budget",
          "storage": "Storage on disk by method"}
 
@@ -86,11 +87,22 @@ def render_markdown(summary: dict, plots: dict[str, str]) -> str:
         "## Evidence and answers by budget",
         "",
         markdown_table(["method", "budget", "tokens mean / max", "evidence recall", "sentence recall", "completeness",
-                        "EM", "F1", "citations valid", "locatable"],
+                        "expectations met", "EM", "F1", "citations valid", "locatable"],
                        [[c["method"], c["budget"], f"{c['tokens_mean']:.0f} / {c['tokens_max']}",
                          _ci(c["evidence_recall"]), _ci(c["sentence_recall"]), _ci(c["completeness"]),
-                         _ci(c["exact_match"]), _ci(c["f1"]), _ci(c["citations_valid"]),
+                         _ci(c["expectation_met"]), _ci(c["exact_match"]), _ci(c["f1"]), _ci(c["citations_valid"]),
                          _ci(c["citation_locatable"])] for c in summary["results"]]),
+        "",
+        "Expectations: for `not_found` questions no byte of the gold documents (the asker may not read them) may "
+        "appear; for `absent_version` questions no text of the named version. Failures are listed below.",
+        "",
+        *_expectations(summary["expectations"]),
+        *_localisation(summary["results"]),
+        "## By question type",
+        "",
+        markdown_table(["type", "hops", "method", "budget", "n", "evidence recall", "completeness", "F1"],
+                       [[c["type"], c["hops"], c["method"], c["budget"], c["n"], _ci(c["evidence_recall"]),
+                         _ci(c["completeness"]), _ci(c["f1"])] for c in summary["by_type"]]),
         "",
         "## Cost per query",
         "",
@@ -100,20 +112,21 @@ def render_markdown(summary: dict, plots: dict[str, str]) -> str:
                          c["llm_calls_mean"], c["input_tokens_mean"], c["output_tokens_mean"],
                          c["avg_query_seconds"]] for c in summary["results"]]),
         "",
-        "AvgQueryTime = (T_prepare + N·(T_retrieve + T_gen)) / N over the N questions evaluated. ELITE explores "
-        "once per question; each budget's retrieval time is that exploration plus its own packing. The extractive "
-        "reader's generation time is the embedding of the context's sentences; a sentence embedded once for a "
-        "question is charged again at every budget and method that shows it, as if nothing were shared.",
+        "AvgQueryTime = (T_prepare + N·(T_retrieve + T_gen)) / N over the N questions evaluated, the same for every "
+        "method. ELITE explores once per question; each budget's retrieval time is that exploration plus its own "
+        "packing.",
         "",
         "## Preparation and storage",
         "",
-        markdown_table(["method", "prepare s", "storage bytes", "ratio to raw text", "sentence store build s"],
-                       [[m, c["prepare_seconds"], f"{c['storage_bytes']:,}", c["storage_ratio_to_raw_text"],
-                         c.get("sentence_store_build_seconds", "–")] for m, c in summary["methods"].items()]),
+        markdown_table(["method", "prepare s", "of which", "storage bytes", "ratio to raw text"],
+                       [[m, c["prepare_seconds"], ", ".join(f"{k} {v}" for k, v in c["prepare_parts"].items()),
+                         f"{c['storage_bytes']:,}", c["storage_ratio_to_raw_text"]]
+                        for m, c in summary["methods"].items()]),
         "",
-        "Preparation: LongRAG and the short-chunk baseline pay the index build (the publishes that embedded "
-        "sub-chunks, from the publish log; LongRAG also its in-memory BM25 channel); ELITE only opens the catalog. "
-        "ELITE's in-memory sentence store is built on its first query and shown separately.",
+        "Preparation is one clean build per method, counted the same way for all: opening the published catalog, "
+        "plus one clean build of the sub-chunk index for the index-based methods (its sub-chunks at the embedding "
+        "rate the publish log measured, so earlier re-embeds are not charged), LongRAG's BM25 channel, and ELITE's "
+        "sentence store (both built from scratch and timed by this run).",
         "",
     ]
     lines += _differences(summary["differences"])
@@ -129,8 +142,27 @@ def _differences(diffs: list[dict]) -> list[str]:
     if not diffs:
         return []
     rows = [[d["budget"], f"{d['a']} − {d['b']}", d["metric"], f"{d['mean']:+.3f}",
-             f"[{d['low']:+.3f}, {d['high']:+.3f}]", d["n"],
+             f"[{d['low']:+.3f}, {d['high']:+.3f}]", d["n"], f"{d['a_wins']} / {d['b_wins']} / {d['ties']}",
              "yes" if d["low"] > 0 or d["high"] < 0 else "no"] for d in diffs]
     return ["## Paired differences (same questions)", "",
-            markdown_table(["budget", "methods", "metric", "difference", "95% interval", "n", "interval excludes 0"],
-                           rows), ""]
+            markdown_table(["budget", "methods", "metric", "difference", "95% interval", "n", "wins a / b / ties",
+                            "interval excludes 0"], rows), ""]
+
+
+def _expectations(failures: list[dict]) -> list[str]:
+    if not failures:
+        return ["No expectation failed.", ""]
+    return [markdown_table(["qid", "method", "budget", "asked as", "expect", "retrieved"],
+                           [[f["qid"], f["method"], f["budget"], f["asked_as"], f["expect"],
+                             ", ".join(f["retrieved_doc_ids"][:6])] for f in failures]), ""]
+
+
+def _localisation(cells: list[dict]) -> list[str]:
+    """The seed's diagnostic, where a reader answered: did it cite a gold document, is its answer inside one?"""
+    answered = [c for c in cells if c["cited_gold"]]
+    if not answered:
+        return []
+    return ["## Evidence localisation (answered questions)", "",
+            markdown_table(["method", "budget", "cited a gold document", "answer span inside a gold document"],
+                           [[c["method"], c["budget"], _ci(c["cited_gold"]), _ci(c["answer_in_gold"])]
+                            for c in answered]), ""]

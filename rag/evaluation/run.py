@@ -1,23 +1,26 @@
 """The evaluation loop: every question × method × budget, each context recounted against its budget."""
 from __future__ import annotations
 
-import hashlib
+import random
 import time
+from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
 from tqdm import tqdm
 
 from rag.access import Caller
-from rag.benchmarks import Question, complete, evidence_recall
+from rag.benchmarks import complete, evidence_recall
 from rag.context import RetrievalResult
-from rag.evaluation.metrics import exact_match, f1, sentence_recall
+from rag.evaluation.expect import expectation_met, forbidden_texts
+from rag.evaluation.metrics import exact_match, f1, normalize_answer, sentence_recall
+from rag.evaluation.questions import EvalQuestion, asker_label, caller_for
 from rag.evaluation.workspace import BENCH_ACL, Prepared
 from rag.llm import ChatModel
-from rag.reader import answer
+from rag.methods import METHODS as REGISTRY
+from rag.reader import Answer, answer
 from rag.tokens import TokenCounter
 
-METHODS = ("longrag", "elite", "shortchunk")
+METHODS = tuple(REGISTRY)
 ELITE_POLICIES = ("offline", "reader")
 
 
@@ -33,11 +36,13 @@ class MethodUnavailable(RuntimeError):
 class EvalConfig:
     """What to run; validated on creation so a bad flag fails before any work."""
 
-    methods: tuple[str, ...] = ("longrag", "elite")
+    methods: tuple[str, ...] = ("longrag", "longrag-units", "elite", "shortchunk")
     budgets: tuple[int, ...] = (1000, 2000, 4000, 8000)
-    limit: int | None = None            # first N questions of the benchmark
-    answer_sample: int | None = None    # questions the reader answers (a fixed hash-ordered sample); all when None
+    limit: int | None = None            # first N questions of the set
+    answer_sample: int | None = None    # questions the reader answers (stratified by type and hops, seeded); all if None
     elite_policy: str = "offline"       # "reader": the reader's LLM also drives ELITE's exploration
+    answer_budgets: tuple[int, ...] | None = None  # budgets the reader answers at (all when None)
+    sample_seed: int = 0
 
     def __post_init__(self):
         unknown = set(self.methods) - set(METHODS)
@@ -45,6 +50,8 @@ class EvalConfig:
             raise ValueError(f"methods must be among {', '.join(METHODS)}; got {', '.join(self.methods) or 'none'}")
         if not self.budgets or min(self.budgets) <= 0:
             raise ValueError("budgets must be positive token counts")
+        if self.answer_budgets and not set(self.answer_budgets) <= set(self.budgets):
+            raise ValueError("answer budgets must be among the budgets")
         if self.elite_policy not in ELITE_POLICIES:
             raise ValueError(f"elite_policy must be one of {', '.join(ELITE_POLICIES)}")
 
@@ -56,17 +63,24 @@ class Row:
     qid: str
     method: str
     budget: int
+    kind: str                        # question type (bridge, comparison, counting, …)
+    hops: int
+    asked_as: str
+    expect: str
     tokens: int                      # handed to the reader, recounted with the budget tokenizer
     retrieved_doc_ids: list[str]
-    evidence_recall: float           # share of gold documents with text in the context
+    evidence_recall: float | None    # share of gold documents with text in the context (None: not_found)
     sentence_recall: float | None    # share of supporting-fact sentences in the context (None: no such facts)
-    complete: bool                   # every gold document present
-    answered: bool                   # in the reader's sample
+    complete: bool | None            # every gold document present (None: not_found)
+    expectation_met: bool | None     # not_found / absent_version: nothing forbidden shown (None: plain question)
+    answered: bool                   # in the reader's sample at this budget
     short_answer: str | None
     exact_match: float | None
     f1: float | None
     citations_valid: bool | None
     citation_locatable: float | None
+    cited_gold: bool | None          # the reader cited a gold document
+    answer_in_gold: bool | None      # the short answer occurs in a gold document's context text
     retrieve_s: float
     generate_s: float | None
     llm_calls: int                   # retrieval (ELITE's policy) + reader
@@ -79,7 +93,7 @@ class Row:
 
 @dataclass
 class Evaluation:
-    """Every row of one benchmark's run, and what the summary needs to say how they were produced."""
+    """Every row of one run, and what the summary needs to say how they were produced."""
 
     benchmark: str
     config: EvalConfig
@@ -88,7 +102,7 @@ class Evaluation:
     questions: int
     answered: int
     rows: list[Row]
-    warmup_seconds: dict[str, float] = field(default_factory=dict)  # in-memory structures built before query 1
+    prepare_seconds: dict[str, float] = field(default_factory=dict)  # per-process structures, built and timed
     seconds: float = 0.0
 
 
@@ -101,67 +115,51 @@ def check_budget(result: RetrievalResult, budget: int, counter: TokenCounter) ->
     return counted
 
 
-def answer_sample(questions: list[Question], n: int | None) -> set[str]:
-    """qids the reader answers: all, or n chosen by a hash of the qid (stable, and not biased by file order)."""
-    if n is None:
+def answer_sample(questions: list[EvalQuestion], n: int | None, seed: int = 0) -> set[str]:
+    """qids the reader answers: all, or n drawn per stratum (type × hops) in proportion, with a seeded shuffle."""
+    if n is None or n >= len(questions):
         return {q.qid for q in questions}
-    ordered = sorted(questions, key=lambda q: hashlib.sha256(q.qid.encode()).hexdigest())
-    return {q.qid for q in ordered[:n]}
-
-
-class SentenceVectors:
-    """The extractive reader embeds the same context sentences at every budget and method: embed each once per
-    question, but charge every use its share of the embedding time, so generation times do not depend on order."""
-
-    def __init__(self, embedder):
-        self._embedder = embedder
-        self._vectors: dict[str, tuple[np.ndarray, float]] = {}
-        self._saved = 0.0
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
-        self._saved += sum(self._vectors[t][1] for t in set(texts) - set(missing))
-        if missing:
-            start = time.perf_counter()
-            vectors = self._embedder.encode(missing)
-            share = (time.perf_counter() - start) / len(missing)
-            self._vectors.update((t, (v, share)) for t, v in zip(missing, vectors))
-        return np.stack([self._vectors[t][0] for t in texts])
-
-    def saved_seconds(self) -> float:
-        """Embedding time the cache saved since the last call: what an uncached reader would have spent more."""
-        saved, self._saved = self._saved, 0.0
-        return saved
-
-    def clear(self) -> None:
-        self._vectors.clear()
-        self._saved = 0.0
+    strata: dict[tuple, list[str]] = defaultdict(list)
+    for q in sorted(questions, key=lambda q: q.qid):
+        strata[q.stratum].append(q.qid)
+    rng = random.Random(seed)
+    for qids in strata.values():
+        rng.shuffle(qids)
+    # Largest remainder: each stratum gets its share of n, the leftovers go to the largest fractions.
+    shares = {s: n * len(v) / len(questions) for s, v in strata.items()}
+    taken = {s: int(share) for s, share in shares.items()}
+    for s in sorted(shares, key=lambda s: (-(shares[s] - taken[s]), s))[: n - sum(taken.values())]:
+        taken[s] += 1
+    return {qid for s, qids in strata.items() for qid in qids[: taken[s]]}
 
 
 class Retrievers:
     """Each method's contexts for one question at every budget, with the retrieval seconds of each."""
 
-    def __init__(self, prepared: Prepared, embedder, counter: TokenCounter, policy_model: ChatModel | None):
+    def __init__(self, prepared: Prepared, embedder, counter: TokenCounter, policy_model: ChatModel | None,
+                 elite_config=None):
         self.prepared, self.embedder, self.counter, self.policy_model = prepared, embedder, counter, policy_model
-        self.caller = Caller(frozenset({BENCH_ACL}))
+        self.elite_config = elite_config  # None: ELITE's defaults
 
-    def run(self, method: str, question: str, budgets: tuple[int, ...]) -> list[tuple[RetrievalResult, float]]:
+    def run(self, method: str, caller: Caller, question: str,
+            budgets: tuple[int, ...]) -> list[tuple[RetrievalResult, float]]:
         if method == "elite":
-            return self._elite(question, budgets)
+            return self._elite(caller, question, budgets)
         out = []
         for budget in budgets:
             start = time.perf_counter()
-            result = self.prepared.reader.retrieve(method, self.caller, question, budget)
+            result = self.prepared.reader.retrieve(method, caller, question, budget)
             out.append((result, time.perf_counter() - start))
         return out
 
-    def _elite(self, question: str, budgets: tuple[int, ...]) -> list[tuple[RetrievalResult, float]]:
+    def _elite(self, caller: Caller, question: str, budgets: tuple[int, ...]) -> list[tuple[RetrievalResult, float]]:
         """Explore once (budget-independent), pack per budget; each budget's time is exploration plus its packing."""
         from rag.elite import elite_explore, pack_exploration
 
         start = time.perf_counter()
-        found = elite_explore(self.prepared.reader.snapshot().catalog, self.caller, question, model=self.policy_model,
-                              embedder=self.embedder, counter=self.counter)
+        extra = {"config": self.elite_config} if self.elite_config is not None else {}
+        found = elite_explore(self.prepared.reader.snapshot().catalog, caller, question, model=self.policy_model,
+                              embedder=self.embedder, counter=self.counter, **extra)
         explored = time.perf_counter() - start
         out = []
         for budget in budgets:
@@ -170,18 +168,19 @@ class Retrievers:
             out.append((result, explored + time.perf_counter() - start))
         return out
 
-    def warm_up(self, methods: tuple[str, ...]) -> dict[str, float]:
-        """Build the per-process structures a first query would otherwise pay for, and time them."""
+    def prepare(self, methods: tuple[str, ...]) -> dict[str, float]:
+        """Build, from scratch and timed, the in-memory structures each method needs before its first query."""
         seconds = {}
-        if "longrag" in methods:
+        if "longrag" in methods:  # the BM25 channel; the other index methods use the dense index alone
             start = time.perf_counter()
             self.prepared.reader.snapshot().lexical  # noqa: B018 - built on first use
-            seconds["longrag_lexical_index"] = time.perf_counter() - start
+            seconds["lexical_index"] = time.perf_counter() - start
         if "elite" in methods:
             from rag.elite import STORES
 
+            STORES.clear()  # a store another evaluation built in this process would make ELITE's build look free
             store, _ = STORES.get(self.prepared.reader.snapshot().catalog)
-            seconds["elite_sentence_store"] = store.build_seconds
+            seconds["sentence_store"] = store.build_seconds
         return seconds
 
 
@@ -194,52 +193,78 @@ def ensure_available(methods: tuple[str, ...]) -> None:
             raise MethodUnavailable(f"method elite is unavailable: rag.elite cannot be imported ({err})") from err
 
 
-def evaluate(prepared: Prepared, questions: list[Question], config: EvalConfig, embedder, counter: TokenCounter,
-             model: ChatModel | None) -> Evaluation:
-    """Run every question through every method at every budget; `model=None` is the extractive reader."""
+def evaluate(prepared: Prepared, questions: list[EvalQuestion], config: EvalConfig, embedder, counter: TokenCounter,
+             model: ChatModel | None, users: dict[str, Caller] | None = None,
+             default_caller: Caller | None = None, elite_config=None) -> Evaluation:
+    """Run every question through every method at every budget; with `model=None` nothing is answered.
+
+    `elite_config` (an EliteConfig) overrides ELITE's settings, for the benches that look for affordable ones.
+    """
     ensure_available(config.methods)
+    default_caller = default_caller or Caller(frozenset({BENCH_ACL}))
+    callers = {q.qid: caller_for(q, default_caller, users or {}) for q in questions}  # a bad asker fails first
+    retrievers = Retrievers(prepared, embedder, counter, model if config.elite_policy == "reader" else None,
+                            elite_config)
+    prepare = retrievers.prepare(config.methods)
     start = time.perf_counter()
-    policy_model = model if config.elite_policy == "reader" else None
-    retrievers = Retrievers(prepared, embedder, counter, policy_model)
-    warmup = retrievers.warm_up(config.methods)
-    sample = answer_sample(questions, config.answer_sample)
-    vectors = SentenceVectors(embedder)
+    sample = answer_sample(questions, config.answer_sample, config.sample_seed) if model is not None else set()
+    answer_budgets = set(config.answer_budgets or config.budgets)
     rows: list[Row] = []
     policy = None
+    snap = prepared.reader.snapshot()
     for q in tqdm(questions, desc=f"evaluating {prepared.benchmark}", unit="question", disable=None):
-        vectors.clear()
+        forbidden = forbidden_texts(snap, q)
         for method in config.methods:
-            for result, seconds in retrievers.run(method, q.question, config.budgets):
+            for result, seconds in retrievers.run(method, callers[q.qid], q.question, config.budgets):
                 tokens = check_budget(result, result.budget, counter)  # before the reader sees a token
                 policy = result.trace.get("policy", policy)
-                reply = answer(q.question, result, model, vectors) if q.qid in sample else None
-                generate = reply.seconds + vectors.saved_seconds() if reply else None
-                rows.append(_row(q, result, tokens, seconds, reply, generate))
-    return Evaluation(prepared.benchmark, config, _reader_label(model), policy if "elite" in config.methods else None,
-                      len(questions), len(sample), rows, warmup, time.perf_counter() - start)
+                met = expectation_met(q, result, forbidden, _shown_texts(snap, result)) \
+                    if q.expect != "answer" else None
+                asked = q.qid in sample and result.budget in answer_budgets
+                reply = answer(q.question, result, model) if asked else None
+                rows.append(_row(q, result, tokens, seconds, reply, met))
+    return Evaluation(prepared.benchmark, config, reader_label(model), policy if "elite" in config.methods else None,
+                      len(questions), len(sample), rows, prepare, time.perf_counter() - start)
 
 
-def _reader_label(model: ChatModel | None) -> str:
+def reader_label(model: ChatModel | None) -> str:
     if model is None:
-        return "extractive"
+        return "none"
     return f"{getattr(model, 'kind', 'endpoint')}:{model.name}"
 
 
-def _row(q: Question, result: RetrievalResult, tokens: int, seconds: float, reply, generate_s: float | None) -> Row:
+def _shown_texts(snap, result: RetrievalResult) -> dict[tuple[str, str], str]:
+    texts = snap.texts([(i.doc_id, i.doc_version) for i in result.items])
+    return {k: v[1] for k, v in texts.items()}
+
+
+def _row(q: EvalQuestion, result: RetrievalResult, tokens: int, seconds: float, reply: Answer | None,
+         met: bool | None) -> Row:
     ids = list(dict.fromkeys(i.doc_id for i in result.items))
     llm = result.trace.get("llm_totals", {})
     answers = (q.answer, *q.aliases)
+    scored = q.expect != "not_found" and bool(q.gold_doc_ids)
     return Row(
-        qid=q.qid, method=result.method, budget=result.budget, tokens=tokens, retrieved_doc_ids=ids,
-        evidence_recall=evidence_recall(set(ids), q.gold_doc_ids),
+        qid=q.qid, method=result.method, budget=result.budget, kind=q.kind, hops=q.hops, asked_as=asker_label(q),
+        expect=q.expect, tokens=tokens, retrieved_doc_ids=ids,
+        evidence_recall=evidence_recall(set(ids), q.gold_doc_ids) if scored else None,
         sentence_recall=sentence_recall(result.items, q.supporting_sentences),
-        complete=complete(set(ids), q.gold_doc_ids), answered=reply is not None,
-        short_answer=reply.short_answer if reply else None,
+        complete=complete(set(ids), q.gold_doc_ids) if scored else None, expectation_met=met,
+        answered=reply is not None, short_answer=reply.short_answer if reply else None,
         exact_match=exact_match(reply.short_answer, answers) if reply else None,
         f1=f1(reply.short_answer, answers) if reply else None,
         citations_valid=reply.citations_valid if reply else None,
         citation_locatable=reply.citation_locatable if reply else None,
-        retrieve_s=round(seconds, 6), generate_s=round(generate_s, 6) if reply else None,
+        cited_gold=bool(set(reply.citations) & set(q.gold_doc_ids)) if reply else None,
+        answer_in_gold=_answer_in_gold(reply, result, q) if reply else None,
+        retrieve_s=round(seconds, 6), generate_s=round(reply.seconds, 6) if reply else None,
         llm_calls=llm.get("calls", 0) + (reply.llm_calls if reply else 0),
         input_tokens=llm.get("input_tokens", 0) + (reply.input_tokens if reply else 0),
         output_tokens=llm.get("output_tokens", 0) + (reply.output_tokens if reply else 0))
+
+
+def _answer_in_gold(reply: Answer, result: RetrievalResult, q: EvalQuestion) -> bool:
+    """Evidence localisation: the reader's short answer is a span of a gold document as the context shows it."""
+    span = normalize_answer(reply.short_answer)
+    gold = normalize_answer(" ".join(i.text for i in result.items if i.doc_id in q.gold_doc_ids))
+    return bool(span) and f" {span} " in f" {gold} "

@@ -1,0 +1,80 @@
+"""Retrieval-only nightly run: every dev question of the English benchmarks × every method × every budget.
+
+Each benchmark is first brought up to date in its workspace (incremental; timed apart), then evaluated with
+`--reader none` through the same code as `rag eval`. Prints per-benchmark and total evaluation wall time and the
+headline figures; writes bench/results/eval-dev-retrieval.json and each benchmark's report under
+bench/results/eval/dev-retrieval/<name>/.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from rag.embedding import Embedder  # noqa: E402
+from rag.evaluation import EvalConfig, prepare_workspace  # noqa: E402
+from rag.evaluation.benchmark import evaluate_prepared  # noqa: E402
+from rag.summary import markdown_table  # noqa: E402
+from rag.tokens import default_counter  # noqa: E402
+
+BENCHMARKS = REPO.parent / "shared" / "benchmarks"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--benchmarks", default="hotpotqa,musique,2wikimultihopqa")
+    parser.add_argument("--methods", default="longrag,longrag-units,elite,shortchunk")
+    parser.add_argument("--budgets", default="1000,2000,4000,8000")
+    parser.add_argument("--limit", type=int, help="first N questions (default: every dev question)")
+    parser.add_argument("--workspace-root", default=str(REPO / ".rag" / "bench"))
+    parser.add_argument("--out", default=str(REPO / "bench" / "results" / "eval-dev-retrieval.json"))
+    args = parser.parse_args()
+    config = EvalConfig(tuple(args.methods.split(",")), tuple(int(b) for b in args.budgets.split(",")), args.limit)
+    embedder, counter = Embedder(threads=1), default_counter()
+    figures = {"command": "python bench/eval_dev.py " + " ".join(sys.argv[1:]), "cpus": os.cpu_count(),
+               "load_average_at_start": os.getloadavg(), "methods": list(config.methods),
+               "budgets": list(config.budgets), "benchmarks": {}}
+    total = 0.0
+    for name in args.benchmarks.split(","):
+        start = time.perf_counter()
+        prepared = prepare_workspace(BENCHMARKS / name, Path(args.workspace_root) / name, embedder, counter)
+        ingest = time.perf_counter() - start
+        start = time.perf_counter()
+        out = REPO / "bench" / "results" / "eval" / "dev-retrieval" / name
+        outcome = evaluate_prepared(prepared, BENCHMARKS / name / "questions.jsonl", out, config, embedder, counter,
+                                    None, figures["command"])
+        wall = time.perf_counter() - start
+        total += wall
+        s = outcome.summary
+        figures["benchmarks"][name] = {
+            "questions": s["questions"], "ingest_wall_s": round(ingest, 1), "evaluation_wall_s": round(wall, 1),
+            "retrieval_rows": len(outcome.evaluation.rows),
+            "cells": [{k: c[k] for k in ("method", "budget", "tokens_mean", "evidence_recall", "completeness",
+                                         "retrieve_s", "avg_query_seconds")} for c in s["results"]],
+            "prepare": {m: v["prepare_parts"] for m, v in s["methods"].items()},
+            "differences": [d for d in s["differences"] if d["metric"] == "completeness"]}
+        print(f"{name}: {s['questions']} questions, evaluation {wall:.0f} s (ingest {ingest:.0f} s)", flush=True)
+        print(markdown_table(["method", "budget", "completeness", "evidence recall", "retrieve s"],
+                             [[c["method"], c["budget"], _ci(c["completeness"]), _ci(c["evidence_recall"]),
+                               f"{c['retrieve_s']['mean']:.3f}"] for c in s["results"]]), flush=True)
+        Path(args.out).write_text(json.dumps(figures | {"evaluation_wall_s_total": round(total, 1)}, indent=1))
+    figures["evaluation_wall_s_total"] = round(total, 1)
+    figures["load_average_at_end"] = os.getloadavg()
+    Path(args.out).write_text(json.dumps(figures, indent=1) + "\n")
+    print(f"total evaluation wall time: {total:.0f} s ({total / 60:.1f} min) for "
+          f"{sum(b['questions'] for b in figures['benchmarks'].values())} questions; load average "
+          f"{figures['load_average_at_start']} at start")
+
+
+def _ci(v: dict | None) -> str:
+    return f"{v['mean']:.3f} [{v['low']:.3f}, {v['high']:.3f}]" if v else "–"
+
+
+if __name__ == "__main__":
+    main()

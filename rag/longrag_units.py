@@ -1,0 +1,68 @@
+"""The paper's LongRAG reader input: whole long units in MaxP rank order, each taken whole or not at all.
+
+`longrag` (rag/longrag.py) packs member documents by their own scores; this is the method of Jiang et al. 2024
+as published, so the evaluation can compare the two. A unit is assembled from the members the caller may read
+only, and a unit that does not fit the remaining budget is skipped and the next one tried.
+"""
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Callable
+
+import numpy as np
+
+from rag.access import Caller
+from rag.context import ContextItem, RetrievalResult
+from rag.longrag import LongRAGConfig, best_hit_per_member, maxp, rescore, search
+from rag.snapshot import Snapshot
+from rag.tokens import TokenCounter
+from rag.units import render_member
+
+
+def longrag_units_retrieve(snap: Snapshot, embed_query: Callable[[str], np.ndarray], counter: TokenCounter,
+                           caller: Caller, question: str, budget: int, config: LongRAGConfig = LongRAGConfig(),
+                           as_of: datetime | None = None) -> RetrievalResult:
+    """Whole readable units by dense MaxP (exact over each candidate unit's readable sub-chunks) within the budget."""
+    start = time.perf_counter()
+    query = embed_query(question)
+    hits = search(snap.index_at(as_of), query, caller, config.overfetch)
+    candidates = list(maxp(hits))[: config.max_units]
+    hits += rescore(snap, query, caller, candidates, as_of)
+    ranked = maxp([h for h in hits if h.unit_key in set(candidates)])
+    units = _readable_units(snap, caller, list(ranked), as_of)
+    taken, used = [], 0
+    for key in ranked:
+        members = units.get(key, [])
+        tokens = sum(m.tokens for m in members)
+        if members and used + tokens <= budget:
+            taken.append((key, members))
+            used += tokens
+    items = _render(snap, taken, best_hit_per_member(hits), ranked)
+    return RetrievalResult("longrag-units", budget, items, {
+        "units_ranked": len(ranked), "units_packed": len(taken), "subchunk_hits": len(hits),
+        "retrieve_s": round(time.perf_counter() - start, 4)})
+
+
+def _readable_units(snap: Snapshot, caller: Caller, unit_keys: list[str], as_of: datetime | None) -> dict[str, list]:
+    """unit key → its members the caller may read, in unit order (a hit on one never authorises the rest)."""
+    units: dict[str, list] = {}
+    for m in snap.members(unit_keys, as_of):
+        if caller.may_read(m.acl):
+            units.setdefault(m.unit_key, []).append(m)
+    return {k: sorted(v, key=lambda m: m.position) for k, v in units.items()}
+
+
+def _render(snap: Snapshot, taken: list[tuple[str, list]], own: dict, ranked: dict[str, float]) -> list[ContextItem]:
+    """One item per member, units kept together in rank order, members in unit order, headers visible."""
+    texts = snap.texts([m for _, members in taken for m in members])
+    items = []
+    for key, members in taken:
+        for m in members:
+            title, text = texts[(m.doc_id, m.doc_version)]
+            hit = own.get((key, m.doc_id, m.part))
+            items.append(ContextItem(m.doc_id, m.doc_version, title,
+                                     render_member(title, m.doc_id, m.doc_version, text[m.start:m.end], m.part),
+                                     m.tokens, ((m.start, m.end),), round(ranked[key], 6), key.split("@")[0],
+                                     text[hit.start:hit.end] if hit else None, m.part))
+    return items
