@@ -1,5 +1,6 @@
 """Class 8: an index that does not belong to the catalog is detected and rebuilt; checks compare every row."""
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -7,8 +8,7 @@ from hardening_helpers import good, publish_all, write
 from rag import consistency
 from rag.access import Caller
 from rag.index import IDENTITY_TABLE
-from rag.longrag import longrag_retrieve, shortchunk_retrieve
-from rag.tokens import default_counter
+from rag.workspace import Workspace
 
 LONG = " ".join(f"Sentence {i} explains how the turbine gearbox is serviced." for i in range(60))
 
@@ -27,10 +27,10 @@ def checks(catalog, index):
 
 
 def served(catalog, index, embedder, groups):
-    caller = Caller(frozenset(groups))
-    return {i.doc_id: i.text for fn in (longrag_retrieve, shortchunk_retrieve)
-            for i in fn(catalog, index, embedder.encode_query, default_counter(), caller, "turbine gearbox service",
-                        4000).items}
+    """What the read side serves from the workspace's newest published snapshot."""
+    reader, caller = Workspace(Path(catalog.path).parent, lance_uri=index.uri, embedder=embedder), Caller(frozenset(groups))
+    return {i.doc_id: i.text for method in ("longrag", "shortchunk")
+            for i in reader.retrieve(method, caller, "turbine gearbox service", 4000).items}
 
 
 def test_a_lost_catalog_with_the_index_kept_and_a_source_changed_in_place_is_rebuilt(tmp_path, source, embedder):
