@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from rag.catalog import Catalog
 from rag.documents import content_hash
 from rag.index import SubchunkIndex
+from rag.units import unit_key
 
 
 @dataclass
@@ -35,7 +36,7 @@ def documents_in_exactly_one_unit(catalog: Catalog) -> Finding:
 
 def index_matches_current_units(catalog: Catalog, index: SubchunkIndex) -> Finding:
     """The index holds sub-chunks of exactly the current units."""
-    current = {f"{u}@{v}" for u, (v, _) in catalog.current_units().items()}
+    current = {unit_key(u, v) for u, (v, _) in catalog.current_units().items()}
     indexed = index.unit_keys()
     missing, extra = sorted(current - indexed), sorted(indexed - current)
     return Finding(not missing and not extra,

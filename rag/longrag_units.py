@@ -17,7 +17,7 @@ from rag.context import ContextItem, RetrievalResult
 from rag.longrag import LongRAGConfig, best_hit_per_member, maxp, rescore, search
 from rag.snapshot import Snapshot
 from rag.tokens import TokenCounter
-from rag.units import render_member
+from rag.units import render_member, split_unit_key
 
 
 def longrag_units_retrieve(snap: Snapshot, embed_query: Callable[[str], np.ndarray], counter: TokenCounter,
@@ -63,6 +63,6 @@ def _render(snap: Snapshot, taken: list[tuple[str, list]], own: dict, ranked: di
             hit = own.get((key, m.doc_id, m.part))
             items.append(ContextItem(m.doc_id, m.doc_version, title,
                                      render_member(title, m.doc_id, m.doc_version, text[m.start:m.end], m.part),
-                                     m.tokens, ((m.start, m.end),), round(ranked[key], 6), key.split("@")[0],
+                                     m.tokens, ((m.start, m.end),), round(ranked[key], 6), split_unit_key(key)[0],
                                      text[hit.start:hit.end] if hit else None, m.part))
     return items

@@ -14,7 +14,7 @@ from rag.embedding import DEFAULT_EMBEDDER, EMBEDDER_SETTING, embedder_spec
 from rag.index import SubchunkIndex, SubchunkRow
 from rag.loaders import load_sources
 from rag.tokens import TokenCounter
-from rag.units import DEFAULT_CAP, Member, UnitPlan, plan_units
+from rag.units import DEFAULT_CAP, Member, UnitPlan, plan_units, split_unit_key, unit_key
 
 
 @dataclass
@@ -111,7 +111,7 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
         vectors[i] = cached[h]
     index.add(rows, vectors)
     catalog.commit_units(publish_id, index.version, len(first))
-    current = {f"{u}@{v}" for u, (v, _) in catalog.current_units().items()}
+    current = {unit_key(u, v) for u, (v, _) in catalog.current_units().items()}
     removed = index.remove_units(index.unit_keys() - current)
     index.ensure_indexes()
     catalog.set_lance_version(publish_id, index.version)
@@ -161,11 +161,11 @@ def subchunk_rows(units: dict[str, list[tuple]], catalog: Catalog, counter: Toke
     texts: list[str] = []
     for key, acl, collection, pos, m in members:
         title, text = texts_by_key[(m.doc_id, m.doc_version)]
-        unit_id, version = key.rsplit("@", 1)
+        unit_id, version = split_unit_key(key)
         for k, span in enumerate(subchunks(text[m.start:m.end], counter, settings.chunk_target, settings.chunk_max)):
             start, end = m.start + span.start, m.start + span.end
             embedded = f"{title}\n{text[start:end]}"
-            rows.append(SubchunkRow(f"{key}:{pos}:{k}", key, unit_id, int(version), m.doc_id, m.doc_version,
+            rows.append(SubchunkRow(f"{key}:{pos}:{k}", key, unit_id, version, m.doc_id, m.doc_version,
                                     m.part, acl, collection, start, end, span.tokens, content_hash(embedded)))
             texts.append(embedded)
     return rows, texts
