@@ -26,7 +26,7 @@ from rag.embedding import Embedder  # noqa: E402
 from rag.index import SubchunkIndex  # noqa: E402
 from rag.methods import Request, Tools, method  # noqa: E402
 from rag.publish import IngestSettings, publish_documents, publish_index, publish_units  # noqa: E402
-from rag.snapshot import Snapshot, TextCache  # noqa: E402
+from rag.snapshot import SharedCache, Snapshot  # noqa: E402
 from rag.snapshots import read_pointer  # noqa: E402
 from rag.tokens import default_counter  # noqa: E402
 
@@ -72,7 +72,7 @@ def main() -> None:
                 catalog.con.execute("UPDATE documents SET acl = ['revoked'] WHERE list_contains(?, doc_id)", [revoked])
                 readable = {d.doc_id: d.text for d in catalog.current_documents() if not groups.isdisjoint(d.acl)}
                 # A snapshot over the writer's connection sees the revocation of the open transaction.
-                snap = Snapshot(read_pointer(tmp), catalog, index, TextCache())
+                snap = Snapshot(read_pointer(tmp), catalog, index, SharedCache())
                 if name == "elite":
                     result = elite_retrieve(catalog, Caller(groups), question, budget, embedder=embedder,
                                             counter=counter, config=FAST_ELITE)

@@ -20,7 +20,7 @@ from rag.snapshots import SnapshotInfo
 
 
 @dataclass
-class TextCache:
+class SharedCache:
     """What one workspace's snapshots may share: texts by content hash, sub-chunk rows by unit version.
 
     Both are immutable for their key: a version's text never changes, and a unit version's rows are written
@@ -58,8 +58,8 @@ class CurrentState:
 
 
 class Snapshot:
-    def __init__(self, info: SnapshotInfo, catalog: Catalog, index: SubchunkIndex, texts: TextCache):
-        self.info, self.catalog, self.index, self._texts = info, catalog, index, texts
+    def __init__(self, info: SnapshotInfo, catalog: Catalog, index: SubchunkIndex, shared: SharedCache):
+        self.info, self.catalog, self.index, self._shared = info, catalog, index, shared
 
     @cached_property
     def current(self) -> CurrentState:
@@ -98,7 +98,7 @@ class Snapshot:
         """(doc_id, version) → (title, text), from memory where already read by this process."""
         keys = {(r.doc_id, r.doc_version) if isinstance(r, MemberRow) else r for r in rows}
         hashes = self.current.hashes
-        cache = self._texts.texts
+        cache = self._shared.texts
         out, missing = {}, []
         for key in keys:
             hit = cache.get((*key, hashes.get(key, "")))
@@ -121,7 +121,7 @@ class Snapshot:
 
     def unit_rows(self, unit_keys: list[str], as_of: datetime | None = None) -> dict[str, UnitRows]:
         """Sub-chunk rows of these unit versions, read from the index once per process and then kept."""
-        cache = self._texts.units
+        cache = self._shared.units
         missing = [k for k in set(unit_keys) if k not in cache]
         if missing:
             table, vectors = self.index_at(as_of).rows_of_units(missing)

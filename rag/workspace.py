@@ -16,7 +16,7 @@ from rag.context import RetrievalResult
 from rag.index import SubchunkIndex
 from rag.llm import ChatModel
 from rag.methods import MAX_QUESTION_CHARS, METHODS, Request, Tools, method
-from rag.snapshot import Snapshot, TextCache
+from rag.snapshot import SharedCache, Snapshot
 from rag.snapshots import NoSnapshot, pointer_stamp, read_pointer
 from rag.tokens import TokenCounter, default_counter
 
@@ -53,7 +53,7 @@ class Workspace:
         self.lance_uri = str(lance_uri or self.root / "lancedb")
         self._embedder = _Serialised(embedder) if embedder is not None else None
         self.counter = counter or default_counter()
-        self._texts = TextCache()
+        self._shared = SharedCache()
         self._snapshot: Snapshot | None = None
         self._stamp: tuple | None = None
         self._lock = threading.Lock()
@@ -99,7 +99,7 @@ class Workspace:
             except LookupError as err:
                 catalog.close()
                 raise WorkspaceError(str(err)) from None
-            return Snapshot(info, catalog, index, self._texts)
+            return Snapshot(info, catalog, index, self._shared)
         raise WorkspaceError(f"{self.root}: the published snapshot disappeared while opening it")
 
     def retrieve(self, method_name: str, caller: Caller, question: str, budget: int, *,

@@ -9,7 +9,7 @@ from rag.index import SubchunkIndex
 from rag.longrag import Hit, longrag_retrieve, maxp, shortchunk_retrieve
 from rag.publish import IngestSettings, publish_documents, publish_index, publish_units
 from rag.methods import Request, Tools, method as registered
-from rag.snapshot import Snapshot, TextCache
+from rag.snapshot import SharedCache, Snapshot
 from rag.snapshots import read_pointer
 from rag.tokens import default_counter
 from rag.workspace import Workspace
@@ -35,7 +35,7 @@ def sample(tmp_path_factory, embedder):
 
 def uncommitted(catalog: Catalog, index: SubchunkIndex) -> Snapshot:
     """A snapshot over the writer's own connection: it sees changes of an open transaction, then rolls back."""
-    return Snapshot(read_pointer(catalog.path.rsplit("/", 1)[0]), catalog, index, TextCache())
+    return Snapshot(read_pointer(catalog.path.rsplit("/", 1)[0]), catalog, index, SharedCache())
 
 
 def retrieve(sample, embedder, question, groups, budget=2000, fn=longrag_retrieve):
