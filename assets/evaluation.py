@@ -11,12 +11,13 @@ from typing import Optional
 
 import dagster as dg
 
-from assets.ingest import subchunk_index
 from rag.evaluation import EvalConfig, Outcome, evaluate_workspace, ingest_benchmark, open_prepared
 from rag.evaluation.report import render_markdown
 from rag.evaluation.summary import trend
 from resources import EmbedderResource, ReadSideResource, SourceSettings
 from resources.llm import LLMResource
+
+SUBCHUNK_INDEX = dg.AssetKey("subchunk_index")   # by key: the ingest assets are built per partitioning
 
 REPO = Path(__file__).resolve().parent.parent
 BENCHMARKS = Path(os.environ.get("RAG_BENCHMARKS", REPO.parent / "shared" / "benchmarks"))
@@ -103,7 +104,7 @@ def evaluation_definitions(benchmarks: Path = BENCHMARKS, cron: str = "0 4 * * *
                          f"{outcome.summary['evaluation_seconds']:.0f} s; report in {outcome.files.report_md}")
         return dg.MaterializeResult(metadata=report_metadata(outcome))
 
-    @dg.asset(deps=[subchunk_index], group_name="evaluation", kinds={"duckdb", "python"},
+    @dg.asset(deps=[SUBCHUNK_INDEX], group_name="evaluation", kinds={"duckdb", "python"},
               description="Every method on the production workspace's own questions.jsonl (kept beside its "
                           "sources), each asked as its user: permissions, versions and answers on the real index.")
     def workspace_evaluation(context: dg.AssetExecutionContext, config: EvaluationConfig, read_side: ReadSideResource,

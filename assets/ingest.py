@@ -10,121 +10,139 @@ from rag.summary import bytes_on_disk, histogram, markdown_table
 from resources import CatalogResource, EmbedderResource, SourceSettings, VectorStoreResource
 
 
-@dg.asset(group_name="sources", kinds={"duckdb"},
-          description="Every version of every source document in the catalog; bad inputs quarantined.")
-def source_documents(context: dg.AssetExecutionContext, catalog: CatalogResource,
-                     source_settings: SourceSettings) -> dg.MaterializeResult:
-    with catalog.open() as cat:
-        try:
-            changes, loaded = publish_documents(cat, source_settings.settings())
-        except NothingToPublish as err:
-            raise dg.Failure(str(err), metadata={"quarantine": dg.MetadataValue.md(_quarantine_md(err.rejected))})
-        for r in changes.rejected + changes.warnings:
-            context.log.warning(f"{r.source_path}: {r.reason}")
+def build_ingest(partitions: dg.PartitionsDefinition | None = None) -> tuple[list, list]:
+    """The ingest assets and their checks, for the whole workspace or per partition (one store each)."""
+
+    @dg.asset(group_name="sources", kinds={"duckdb"}, partitions_def=partitions,
+              description="Every version of every source document in the catalog; bad inputs quarantined.")
+    def source_documents(context: dg.AssetExecutionContext, catalog: CatalogResource,
+                         source_settings: SourceSettings) -> dg.MaterializeResult:
+        part = _partition(context)
+        with catalog.open(part) as cat:
+            try:
+                changes, loaded = publish_documents(cat, source_settings.settings(part))
+            except NothingToPublish as err:
+                raise dg.Failure(str(err), metadata={"quarantine": dg.MetadataValue.md(_quarantine_md(err.rejected))})
+            for r in changes.rejected + changes.warnings:
+                context.log.warning(f"{r.source_path}: {r.reason}")
+            return dg.MaterializeResult(metadata={
+                "documents_current": changes.current,
+                "documents_read": len(loaded.documents),
+                "new_versions": len(changes.new),
+                "superseded": len(changes.superseded),
+                "deleted": len(changes.deleted),
+                "updated_in_place": len(changes.updated_in_place),
+                "quarantined": len(changes.rejected),
+                "warnings": len(changes.warnings),
+                "skipped": len(loaded.skipped),
+                "quarantine": dg.MetadataValue.md(_quarantine_md(changes.rejected + changes.warnings + loaded.skipped)),
+                "catalog": dg.MetadataValue.path(cat.path),
+            })
+
+    @dg.asset(group_name="units", deps=[source_documents], kinds={"duckdb"}, partitions_def=partitions,
+              description="LongRAG long units: linked documents grouped under the token cap, same ACL and collection.")
+    def long_units(context: dg.AssetExecutionContext, catalog: CatalogResource, embedder: EmbedderResource,
+                   source_settings: SourceSettings) -> dg.MaterializeResult:
+        part = _partition(context)
+        settings = source_settings.settings(part)
+        with catalog.open(part) as cat:
+            plan, changes = publish_units(cat, embedder.counter(), settings)
+        sizes = [u.tokens for u in plan.units]
+        for doc_id, link in plan.missing_links:
+            context.log.warning(f"{doc_id}: link to missing document '{link}'")
         return dg.MaterializeResult(metadata={
-            "documents_current": changes.current,
-            "documents_read": len(loaded.documents),
-            "new_versions": len(changes.new),
-            "superseded": len(changes.superseded),
-            "deleted": len(changes.deleted),
-            "updated_in_place": len(changes.updated_in_place),
-            "quarantined": len(changes.rejected),
-            "warnings": len(changes.warnings),
-            "skipped": len(loaded.skipped),
-            "quarantine": dg.MetadataValue.md(_quarantine_md(changes.rejected + changes.warnings + loaded.skipped)),
-            "catalog": dg.MetadataValue.path(cat.path),
+            "units": len(plan.units),
+            "published": len(changes.published),
+            "retired": len(changes.retired),
+            "unchanged": changes.unchanged,
+            "unit_cap_tokens": settings.unit_cap,
+            "mean_members_per_unit": round(sum(len(u.members) for u in plan.units) / max(len(plan.units), 1), 2),
+            "max_unit_tokens": max(sizes, default=0),
+            "missing_links": len(plan.missing_links),
+            "unit_size_histogram": dg.MetadataValue.md(
+                markdown_table(["tokens", "units"], [[k, v] for k, v in histogram(sizes).items()])),
         })
 
+    @dg.asset(group_name="index", deps=[long_units], kinds={"lancedb"}, partitions_def=partitions,
+              description="LanceDB sub-chunk index of the current units (ACL list column, MaxP over sub-chunks).")
+    def subchunk_index(context: dg.AssetExecutionContext, catalog: CatalogResource, vector_store: VectorStoreResource,
+                       embedder: EmbedderResource, source_settings: SourceSettings) -> dg.MaterializeResult:
+        part = _partition(context)
+        settings = source_settings.settings(part)
+        with catalog.open(part) as cat:
+            name = workspace_embedder_name(cat, settings.embedder)
+        model = embedder.embedder(name)   # loaded before the catalog is opened for the run, as before
 
-@dg.asset(group_name="units", deps=[source_documents], kinds={"duckdb"},
-          description="LongRAG long units: linked documents grouped under the token cap, same ACL and collection.")
-def long_units(context: dg.AssetExecutionContext, catalog: CatalogResource, embedder: EmbedderResource,
-               source_settings: SourceSettings) -> dg.MaterializeResult:
-    settings = source_settings.settings()
-    with catalog.open() as cat:
-        plan, changes = publish_units(cat, embedder.counter(), settings)
-    sizes = [u.tokens for u in plan.units]
-    for doc_id, link in plan.missing_links:
-        context.log.warning(f"{doc_id}: link to missing document '{link}'")
-    return dg.MaterializeResult(metadata={
-        "units": len(plan.units),
-        "published": len(changes.published),
-        "retired": len(changes.retired),
-        "unchanged": changes.unchanged,
-        "unit_cap_tokens": settings.unit_cap,
-        "mean_members_per_unit": round(sum(len(u.members) for u in plan.units) / max(len(plan.units), 1), 2),
-        "max_unit_tokens": max(sizes, default=0),
-        "missing_links": len(plan.missing_links),
-        "unit_size_histogram": dg.MetadataValue.md(
-            markdown_table(["tokens", "units"], [[k, v] for k, v in histogram(sizes).items()])),
-    })
+        def embed(texts: list[str]):
+            with tqdm(total=len(texts), desc=f"embedding sub-chunks ({name})", unit="chunk", disable=None) as bar:
+                return model.encode(texts, progress=bar.update)
+
+        with catalog.open(part) as cat:
+            report = publish_index(cat, vector_store.open(part), embed, embedder.counter(), settings, name)
+            raw = cat.raw_text_bytes()
+            stored = bytes_on_disk(cat.path, vector_store.uri_of(part))
+        if report.replaced_embedder:
+            context.log.warning(f"embedder changed from {report.replaced_embedder} to {name}: the index was emptied "
+                                f"and all {report.embedded} sub-chunks were embedded again")
+        context.log.info(f"embedded {report.embedded} sub-chunks, re-used {report.reused} cached vectors")
+        return dg.MaterializeResult(metadata={
+            "subchunks": report.subchunks,
+            "embedded": report.embedded,
+            "embedder": name,
+            "embedder_replaced": report.replaced_embedder or "",
+            "reused_vectors": report.reused,
+            "units_indexed": report.units_indexed,
+            "rows_removed": report.rows_removed,
+            "foreign_rows_removed": report.foreign_rows_removed,
+            "lance_version": report.lance_version,
+            "bytes_on_disk": dg.MetadataValue.int(stored),
+            "storage_ratio_to_raw_text": round(stored / max(raw, 1), 2),
+            "table_uri": dg.MetadataValue.path(vector_store.uri_of(part)),
+        })
+
+    @dg.asset_check(asset=subchunk_index, partitions_def=partitions,
+                    description="Every current document version is in exactly one current unit.")
+    def every_document_in_one_unit(context: dg.AssetCheckExecutionContext,
+                                   catalog: CatalogResource) -> dg.AssetCheckResult:
+        with catalog.open(_partition(context)) as cat:
+            return _finding(consistency.documents_in_exactly_one_unit(cat))
+
+    @dg.asset_check(asset=subchunk_index, partitions_def=partitions,
+                    description="The index holds exactly the current units' sub-chunks.")
+    def index_matches_current_units(context: dg.AssetCheckExecutionContext, catalog: CatalogResource,
+                                    vector_store: VectorStoreResource) -> dg.AssetCheckResult:
+        part = _partition(context)
+        with catalog.open(part) as cat:
+            return _finding(consistency.index_matches_current_units(cat, vector_store.open(part)))
+
+    @dg.asset_check(asset=subchunk_index, partitions_def=partitions,
+                    description="No index row carries a superseded or deleted document version.")
+    def no_stale_versions_in_index(context: dg.AssetCheckExecutionContext, catalog: CatalogResource,
+                                   vector_store: VectorStoreResource) -> dg.AssetCheckResult:
+        part = _partition(context)
+        with catalog.open(part) as cat:
+            return _finding(consistency.no_stale_rows(cat, vector_store.open(part)))
+
+    @dg.asset_check(asset=subchunk_index, partitions_def=partitions,
+                    description="Each index row carries its document's ACL, offsets inside its member and its text's hash.")
+    def index_rows_match_catalog(context: dg.AssetCheckExecutionContext, catalog: CatalogResource,
+                                 vector_store: VectorStoreResource) -> dg.AssetCheckResult:
+        part = _partition(context)
+        with catalog.open(part) as cat:
+            return _finding(consistency.index_rows_match_catalog(cat, vector_store.open(part)))
+
+    return ([source_documents, long_units, subchunk_index],
+            [every_document_in_one_unit, index_matches_current_units, no_stale_versions_in_index,
+             index_rows_match_catalog])
 
 
-@dg.asset(group_name="index", deps=[long_units], kinds={"lancedb"},
-          description="LanceDB sub-chunk index of the current units (ACL list column, MaxP over sub-chunks).")
-def subchunk_index(context: dg.AssetExecutionContext, catalog: CatalogResource, vector_store: VectorStoreResource,
-                   embedder: EmbedderResource, source_settings: SourceSettings) -> dg.MaterializeResult:
-    settings = source_settings.settings()
-    with catalog.open() as cat:
-        name = workspace_embedder_name(cat, settings.embedder)
-    model = embedder.embedder(name)   # loaded before the catalog is opened for the run, as before
-
-    def embed(texts: list[str]):
-        with tqdm(total=len(texts), desc=f"embedding sub-chunks ({name})", unit="chunk", disable=None) as bar:
-            return model.encode(texts, progress=bar.update)
-
-    with catalog.open() as cat:
-        report = publish_index(cat, vector_store.open(), embed, embedder.counter(), settings, name)
-        raw = cat.raw_text_bytes()
-        stored = bytes_on_disk(cat.path, vector_store.uri)
-    if report.replaced_embedder:
-        context.log.warning(f"embedder changed from {report.replaced_embedder} to {name}: the index was emptied "
-                            f"and all {report.embedded} sub-chunks were embedded again")
-    context.log.info(f"embedded {report.embedded} sub-chunks, re-used {report.reused} cached vectors")
-    return dg.MaterializeResult(metadata={
-        "subchunks": report.subchunks,
-        "embedded": report.embedded,
-        "embedder": name,
-        "embedder_replaced": report.replaced_embedder or "",
-        "reused_vectors": report.reused,
-        "units_indexed": report.units_indexed,
-        "rows_removed": report.rows_removed,
-        "foreign_rows_removed": report.foreign_rows_removed,
-        "lance_version": report.lance_version,
-        "bytes_on_disk": dg.MetadataValue.int(stored),
-        "storage_ratio_to_raw_text": round(stored / max(raw, 1), 2),
-        "table_uri": dg.MetadataValue.path(vector_store.uri),
-    })
+def _partition(context) -> str | None:
+    return context.partition_key if context.has_partition_key else None
 
 
 def _finding(finding: consistency.Finding) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(passed=finding.passed, description=finding.summary,
                                metadata={"examples": dg.MetadataValue.json(finding.examples)})
-
-
-@dg.asset_check(asset=subchunk_index, description="Every current document version is in exactly one current unit.")
-def every_document_in_one_unit(catalog: CatalogResource) -> dg.AssetCheckResult:
-    with catalog.open() as cat:
-        return _finding(consistency.documents_in_exactly_one_unit(cat))
-
-
-@dg.asset_check(asset=subchunk_index, description="The index holds exactly the current units' sub-chunks.")
-def index_matches_current_units(catalog: CatalogResource, vector_store: VectorStoreResource) -> dg.AssetCheckResult:
-    with catalog.open() as cat:
-        return _finding(consistency.index_matches_current_units(cat, vector_store.open()))
-
-
-@dg.asset_check(asset=subchunk_index, description="No index row carries a superseded or deleted document version.")
-def no_stale_versions_in_index(catalog: CatalogResource, vector_store: VectorStoreResource) -> dg.AssetCheckResult:
-    with catalog.open() as cat:
-        return _finding(consistency.no_stale_rows(cat, vector_store.open()))
-
-
-@dg.asset_check(asset=subchunk_index,
-                description="Each index row carries its document's ACL, offsets inside its member and its text's hash.")
-def index_rows_match_catalog(catalog: CatalogResource, vector_store: VectorStoreResource) -> dg.AssetCheckResult:
-    with catalog.open() as cat:
-        return _finding(consistency.index_rows_match_catalog(cat, vector_store.open()))
 
 
 def _quarantine_md(rejected) -> str:
@@ -135,6 +153,4 @@ def _quarantine_md(rejected) -> str:
     return markdown_table(["input", "doc id", "reason"], rows) + more
 
 
-ingest_assets = [source_documents, long_units, subchunk_index]
-ingest_checks = [every_document_in_one_unit, index_matches_current_units, no_stale_versions_in_index,
-                 index_rows_match_catalog]
+ingest_assets, ingest_checks = build_ingest()

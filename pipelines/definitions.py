@@ -4,34 +4,57 @@ from __future__ import annotations
 import dagster as dg
 
 from assets.evaluation import evaluation_definitions
-from assets.ingest import ingest_assets, ingest_checks
+from assets.ingest import build_ingest
 from pipelines.ask_job import ask
-from pipelines.sensors import source_sensor
+from pipelines.sensors import collection_sensor, source_sensor
 from pipelines.workspace import resources_from_env
 
 evaluation = evaluation_definitions()
+# Each collection of the sources (or hash shard of a large one) is a partition with a store of its own.
+COLLECTIONS = dg.DynamicPartitionsDefinition(name="collections")
 
 
 def build_definitions(resources: dict) -> dg.Definitions:
-    sources = resources["source_settings"].sources
+    settings = resources["source_settings"]
     workspace = resources["read_side"].workspace
+    ingest = _partitioned_ingest(settings, workspace) if settings.partitioned else _whole_ingest(settings, workspace)
+    return dg.Definitions.merge(ingest, dg.Definitions(
+        assets=evaluation.assets, jobs=[ask, *evaluation.jobs], schedules=evaluation.schedules,
+        sensors=evaluation.sensors, resources=resources))
+
+
+def _whole_ingest(settings, workspace: str) -> dg.Definitions:
+    assets, checks = build_ingest()
     # In-process: the run's resources (and so the writer lock) are set up once and held across its steps.
     # The tag carries the workspace, so dagster.yaml's per-value limit queues a second run of the same one.
-    ingest_job = dg.define_asset_job(
+    job = dg.define_asset_job(
         "ingest", selection=dg.AssetSelection.groups("sources", "units", "index"),
         executor_def=dg.in_process_executor, tags={"rag/workspace": workspace},
         description="Load sources, re-group affected units and bring the sub-chunk index up to date.")
-    nightly_reindex = dg.ScheduleDefinition(
-        name="nightly_reindex", job=ingest_job, cron_schedule="0 2 * * *",
+    nightly = dg.ScheduleDefinition(
+        name="nightly_reindex", job=job, cron_schedule="0 2 * * *",
         description="Sweep every source and repair drift; the asset checks run after it.")
-    return dg.Definitions(
-        assets=[*ingest_assets, *evaluation.assets],
-        asset_checks=ingest_checks,
-        jobs=[ingest_job, ask, *evaluation.jobs],
-        schedules=[nightly_reindex, *evaluation.schedules],
-        sensors=[*(source_sensor(s, ingest_job) for s in sources), *evaluation.sensors],
-        resources=resources,
-    )
+    return dg.Definitions(assets=assets, asset_checks=checks, jobs=[job], schedules=[nightly],
+                          sensors=[source_sensor(s, job) for s in settings.sources])
+
+
+def _partitioned_ingest(settings, workspace: str) -> dg.Definitions:
+    assets, checks = build_ingest(COLLECTIONS)
+    # One run per partition, each in its own process (or pod): partitions write separate stores, so runs of
+    # different partitions proceed in parallel; dagster.yaml queues a second run of the same partition.
+    job = dg.define_asset_job(
+        "ingest", selection=dg.AssetSelection.groups("sources", "units", "index"), partitions_def=COLLECTIONS,
+        executor_def=dg.in_process_executor,
+        description="Load one collection's sources, re-group its affected units and bring its index up to date.")
+
+    @dg.schedule(job=job, cron_schedule="0 2 * * *", name="nightly_reindex",
+                 description="Sweep every collection and repair drift; the asset checks run after each.")
+    def nightly(context: dg.ScheduleEvaluationContext):
+        return [dg.RunRequest(partition_key=k, run_key=f"{k}:{context.scheduled_execution_time:%Y%m%d}")
+                for k in context.instance.get_dynamic_partitions(COLLECTIONS.name)]
+
+    sensor = collection_sensor(list(settings.sources), workspace, job, COLLECTIONS, settings.shard_files)
+    return dg.Definitions(assets=assets, asset_checks=checks, jobs=[job], schedules=[nightly], sensors=[sensor])
 
 
 defs = build_definitions(resources_from_env())

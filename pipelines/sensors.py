@@ -1,10 +1,12 @@
-"""One sensor per source: a changed fingerprint requests an ingest run, which re-publishes only what changed."""
+"""Sensors that request ingest runs: one per source, or one for all collections of a partitioned workspace."""
 from __future__ import annotations
 
 import hashlib
+import json
 
 import dagster as dg
 
+from rag.partitions import discover
 from rag.watch import fingerprint, snapshot
 
 
@@ -23,5 +25,30 @@ def source_sensor(source: str, job: dg.UnresolvedAssetJobDefinition, interval_s:
         context.update_cursor(fp)
         return dg.RunRequest(run_key=f"{slug}:{fp}",
                              tags={"rag/source": source, "rag/fingerprint": fp, "rag/files": str(len(snap))})
+
+    return _sensor
+
+
+def collection_sensor(sources: list[str], workspace: str, job: dg.UnresolvedAssetJobDefinition,
+                      partitions: dg.DynamicPartitionsDefinition, shard_files: int,
+                      interval_s: int = 30) -> dg.SensorDefinition:
+    """Adds a partition for each new collection (or shard) and runs exactly the partitions whose files changed.
+
+    Cursor = each partition's fingerprint; run_key = partition + fingerprint, so an edit is run once.
+    """
+
+    @dg.sensor(name="collection_changes", job=job, minimum_interval_seconds=interval_s,
+               default_status=dg.DefaultSensorStatus.RUNNING,
+               description="Discovers the sources' collections as partitions and re-indexes the changed ones.")
+    def _sensor(context: dg.SensorEvaluationContext):
+        specs = discover(sources, workspace, shard_files)
+        seen = json.loads(context.cursor) if context.cursor else {}
+        prints = {s.key: fingerprint(snapshot(s.folder, s.selection)) for s in specs}
+        known = set(context.instance.get_dynamic_partitions(partitions.name))
+        new = sorted(set(prints) - known)
+        runs = [dg.RunRequest(partition_key=key, run_key=f"{key}:{fp}", tags={"rag/fingerprint": fp})
+                for key, fp in sorted(prints.items()) if seen.get(key) != fp]
+        return dg.SensorResult(run_requests=runs, cursor=json.dumps(prints, sort_keys=True),
+                               dynamic_partitions_requests=[partitions.build_add_request(new)] if new else [])
 
     return _sensor

@@ -57,7 +57,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError(str(err)) from None
     workspace.embedder.encode_query("warm up")  # load the model before the first request, not during it
     print(f"rag serve: http://{args.host}:{args.port} (docs at /docs) over {workspace.root}, "
-          f"snapshot {workspace.snapshot().info.seq}", flush=True)
+          f"{workspace.snapshot().label}", flush=True)
     uvicorn.run(create_app(workspace, identity, model, args.reader), host=args.host, port=args.port,
                 log_level="warning")
     return 0

@@ -110,10 +110,11 @@ def create_app(workspace: Workspace, identity: Identity, model=None, reader: str
     @app.get("/healthz", summary="Liveness and the snapshot being served")
     def healthz() -> dict:
         try:
-            info = workspace.snapshot().info
+            parts = workspace.snapshot().parts
         except WorkspaceError as err:
             raise HTTPException(503, str(err)) from None
-        return {"status": "ok", "reader": reader, "snapshot": info.seq, "publish_id": info.publish_id,
-                "lance_version": info.lance_version, "published_at": info.created_at}
+        served = {key or "workspace": {"snapshot": i.seq, "publish_id": i.publish_id, "lance_version": i.lance_version,
+                                       "published_at": i.created_at} for key, i in parts.items()}
+        return {"status": "ok", "reader": reader, **(served["workspace"] if "" in parts else {"partitions": served})}
 
     return app

@@ -394,7 +394,8 @@ class Catalog:
 
     def setting(self, key: str) -> str | None:
         """A workspace setting (such as the embedder its index was built with), or None if never set."""
-        (exists,), = self.rows("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'workspace_settings'")
+        (exists,), = self.rows("SELECT count(*) FROM (SELECT table_name AS name FROM duckdb_tables() UNION ALL "
+                               "SELECT view_name FROM duckdb_views()) WHERE name = 'workspace_settings'")
         if not exists:
             return None
         rows = self.rows("SELECT value FROM workspace_settings WHERE key = ?", [key])

@@ -47,7 +47,7 @@ def index_matches_current_units(catalog: Catalog, index: SubchunkIndex) -> Findi
 def no_stale_rows(catalog: Catalog, index: SubchunkIndex) -> Finding:
     """No index row carries a superseded or deleted document version."""
     current = {(d, v) for d, v in catalog.rows("SELECT doc_id, version FROM documents WHERE status = 'current'")}
-    table = index.table.to_lance().to_table(columns=["doc_id", "doc_version"])
+    table = index.row_facts()
     pairs = set(zip(table.column("doc_id").to_pylist(), table.column("doc_version").to_pylist()))
     stale = sorted(f"{d} v{v}" for d, v in pairs - current)
     return Finding(not stale, f"{len(stale)} document versions in the index are not current", stale[:20])

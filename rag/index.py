@@ -201,8 +201,9 @@ class SubchunkIndex:
 
     def claim(self, store_id: str) -> None:
         """Record which catalog this index now belongs to (after its foreign rows were removed)."""
+        exists = IDENTITY_TABLE in self.db.list_tables().tables
         self.db.create_table(IDENTITY_TABLE, pa.table({"store_id": [store_id]}, schema=IDENTITY_SCHEMA),
-                             mode="overwrite")
+                             mode="overwrite" if exists else "create")  # "overwrite" of nothing prints a WARN
 
     def row_facts(self) -> pa.Table:
         """What the consistency checks compare with the catalog, for every row."""

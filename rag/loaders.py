@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from rag.documents import Document, InputError, LoadResult, Rejected
+from rag.partitions import Selection
 from rag.front_matter import split_front_matter, unique_pairs
 from rag.records import default_id, document, recover_id
 
@@ -28,16 +29,18 @@ def load_sources(
     sources: Iterable[str | Path],
     default_acl: tuple[str, ...] = (),
     collection: str | None = None,
+    select: Selection | None = None,
 ) -> LoadResult:
     """Load every source (folder, Markdown/text file or JSONL file) into one result.
 
     A source named here is resolved once (it may itself be a link); nothing found inside it is followed.
+    `select` narrows a folder to one partition's files.
     """
     result = LoadResult()
     for source in sources:
         path = Path(source).resolve()
         try:
-            one = _load_source(path, default_acl, collection)
+            one = _load_source(path, default_acl, collection, select)
         except Exception as err:  # noqa: BLE001 - one source's failure must not stop the others
             one = LoadResult(rejected=[Rejected(str(path), f"cannot read source: {_one_line(err)}")])
         one.documents = [replace(d, source=str(path)) for d in one.documents]
@@ -45,11 +48,12 @@ def load_sources(
     return result
 
 
-def _load_source(path: Path, default_acl: tuple[str, ...], collection: str | None) -> LoadResult:
+def _load_source(path: Path, default_acl: tuple[str, ...], collection: str | None,
+                 select: Selection | None = None) -> LoadResult:
     if not path.exists():
         return LoadResult(rejected=[Rejected(str(path), "source does not exist")])
     if path.is_dir():
-        result = load_folder(path, default_acl, collection)
+        result = load_folder(path, default_acl, collection, select)
     elif not path.is_file():
         return LoadResult(rejected=[Rejected(str(path), f"not a regular file ({_kind(path.stat().st_mode)})")])
     elif path.suffix == ".jsonl":
@@ -60,11 +64,12 @@ def _load_source(path: Path, default_acl: tuple[str, ...], collection: str | Non
     return result
 
 
-def load_folder(folder: Path, default_acl: tuple[str, ...] = (), collection: str | None = None) -> LoadResult:
+def load_folder(folder: Path, default_acl: tuple[str, ...] = (), collection: str | None = None,
+                select: Selection | None = None) -> LoadResult:
     """Every regular file below the folder; links are never followed and each gets a row."""
     result = LoadResult()
     files: list[Path] = []
-    for path, problem in walk(folder):
+    for path, problem in walk(folder, select):
         if problem is None:
             files.append(path)
         else:
@@ -79,9 +84,14 @@ def load_folder(folder: Path, default_acl: tuple[str, ...] = (), collection: str
 Passed = tuple[bool, str] | None  # (skipped on purpose rather than refused, reason); None: read it
 
 
-def walk(folder: Path) -> Iterable[tuple[Path, Passed]]:
-    """(path, None) for each regular file to read, (path, why) for everything passed over, sorted."""
+def walk(folder: Path, select: Selection | None = None) -> Iterable[tuple[Path, Passed]]:
+    """(path, None) for each regular file to read, (path, why) for everything passed over, sorted.
+
+    With a selection, only the entries it admits (by path inside the folder) are listed at all.
+    """
     root = folder.resolve()
+    if select is not None:
+        return [(p, why) for p, why in walk(folder) if select.admits(p.relative_to(root).as_posix())]
     entries: list[tuple[Path, Passed]] = []
 
     def unreadable(err: OSError) -> None:

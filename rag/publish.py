@@ -13,6 +13,7 @@ from rag.documents import LoadResult, Rejected, content_hash
 from rag.embedding import DEFAULT_EMBEDDER, EMBEDDER_SETTING, embedder_spec
 from rag.index import SubchunkIndex, SubchunkRow
 from rag.loaders import load_sources
+from rag.partitions import Selection
 from rag.tokens import TokenCounter
 from rag.units import DEFAULT_CAP, Member, UnitPlan, plan_units, split_unit_key, unit_key
 
@@ -28,6 +29,7 @@ class IngestSettings:
     chunk_max: int = 128
     embedder: str | None = None   # None keeps the workspace's embedder (MiniLM for a new workspace)
     allow_empty: bool = False  # a source that holds no document deletes what it published (an explicit choice)
+    select: Selection | None = None  # a partition's files of its source folder (rag.partitions)
 
 
 @dataclass
@@ -59,7 +61,7 @@ def publish_documents(catalog: Catalog, settings: IngestSettings) -> tuple[DocCh
     """
     sources = [str(Path(s).resolve()) for s in settings.sources]
     publish_id = catalog.begin_publish(sources)
-    loaded = load_sources(sources, settings.default_acl, settings.collection)
+    loaded = load_sources(sources, settings.default_acl, settings.collection, settings.select)
     catalog.record_problems(publish_id, "skipped", loaded.skipped)
     if not loaded.documents and not (settings.allow_empty and loaded.scanned):
         catalog.record_problems(publish_id, "rejected", loaded.rejected)

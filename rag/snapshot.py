@@ -15,8 +15,10 @@ import numpy as np
 
 from rag.catalog import Catalog, CurrentVersion, MemberRow
 from rag.index import SubchunkIndex
+from rag.index_union import IndexUnion
 from rag.lexical import LexicalIndex, lexical_index
 from rag.snapshots import SnapshotInfo
+from rag.union_catalog import UnionCatalog
 
 
 @dataclass
@@ -58,8 +60,24 @@ class CurrentState:
 
 
 class Snapshot:
-    def __init__(self, info: SnapshotInfo, catalog: Catalog, index: SubchunkIndex, shared: SharedCache):
-        self.info, self.catalog, self.index, self._shared = info, catalog, index, shared
+    """`parts` maps each partition key to its published snapshot ("" alone for an unpartitioned workspace)."""
+
+    def __init__(self, parts: dict[str, SnapshotInfo], catalog: Catalog, index: SubchunkIndex | IndexUnion,
+                 shared: SharedCache):
+        self.parts, self.catalog, self.index, self._shared = parts, catalog, index, shared
+
+    @property
+    def info(self) -> SnapshotInfo:
+        """The one snapshot of an unpartitioned workspace."""
+        if list(self.parts) != [""]:
+            raise LookupError("a partitioned workspace has one snapshot per partition: see `parts`")
+        return self.parts[""]
+
+    @property
+    def label(self) -> str:
+        if list(self.parts) == [""]:
+            return f"snapshot {self.parts[''].seq}"
+        return f"{len(self.parts)} partitions (" + ", ".join(f"{k}: {i.seq}" for k, i in self.parts.items()) + ")"
 
     @cached_property
     def current(self) -> CurrentState:
@@ -141,6 +159,8 @@ class Snapshot:
         """The index as this snapshot pinned it, or as the last publish before `as_of` left it."""
         if as_of is None:
             return self.index
+        if isinstance(self.catalog, UnionCatalog):
+            return self.index.at(self.catalog.versions_at(as_of))
         return self.index.as_of(self.catalog.publish_at(as_of)[1])
 
     def close(self) -> None:

@@ -5,10 +5,11 @@ import hashlib
 from pathlib import Path
 
 from rag.loaders import TEXT_SUFFIXES
+from rag.partitions import Selection
 
 
-def snapshot(source: str | Path) -> dict[str, tuple[int, int]]:
-    """relative path → (mtime_ns, size) of every file a load of this source would read."""
+def snapshot(source: str | Path, select: Selection | None = None) -> dict[str, tuple[int, int]]:
+    """relative path → (mtime_ns, size) of every file a load of this source (or of one partition) would read."""
     root = Path(source)
     if root.is_file():
         st = root.stat()
@@ -16,8 +17,10 @@ def snapshot(source: str | Path) -> dict[str, tuple[int, int]]:
     if not root.is_dir():
         return {}
     out = {}
-    for p in sorted(root.rglob("*")):
+    for p in sorted(root.iterdir() if select and select.top_level_only else root.rglob("*")):
         rel = p.relative_to(root)
+        if select and not select.admits(rel.as_posix()):
+            continue
         if p.is_file() and not any(part.startswith(".") for part in rel.parts) and \
                 (p.suffix.lower() in TEXT_SUFFIXES or p.suffix == ".jsonl"):
             st = p.stat()

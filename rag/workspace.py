@@ -16,8 +16,11 @@ from rag.context import RetrievalResult
 from rag.index import SubchunkIndex
 from rag.llm import ChatModel
 from rag.methods import MAX_QUESTION_CHARS, METHODS, Request, Tools, method
+from rag.index_union import IndexUnion
+from rag.partitions import PARTITIONS_DIR, is_partitioned, published_stores
 from rag.snapshot import SharedCache, Snapshot
 from rag.snapshots import NoSnapshot, pointer_stamp, read_pointer
+from rag.union_catalog import UnionCatalog
 from rag.tokens import TokenCounter, default_counter
 
 
@@ -74,7 +77,7 @@ class Workspace:
 
     def snapshot(self) -> Snapshot:
         """The newest published snapshot; reopened only when the pointer changed since the last call."""
-        stamp = pointer_stamp(self.root)
+        stamp = self._stamp_now()
         if self._snapshot is not None and stamp == self._stamp:
             return self._snapshot
         with self._lock:
@@ -82,7 +85,14 @@ class Workspace:
                 self._snapshot, self._stamp = self._open(), stamp
             return self._snapshot
 
+    def _stamp_now(self) -> tuple | None:
+        if not is_partitioned(self.root):
+            return pointer_stamp(self.root)
+        return tuple((s.key, pointer_stamp(s.folder)) for s in published_stores(self.root))
+
     def _open(self) -> Snapshot:
+        if is_partitioned(self.root):
+            return self._open_partitions()
         for attempt in range(3):  # the snapshot named by a pointer we read may be pruned a moment later
             try:
                 info = read_pointer(self.root)
@@ -99,8 +109,34 @@ class Workspace:
             except LookupError as err:
                 catalog.close()
                 raise WorkspaceError(str(err)) from None
-            return Snapshot(info, catalog, index, self._shared)
+            return Snapshot({"": info}, catalog, index, self._shared)
         raise WorkspaceError(f"{self.root}: the published snapshot disappeared while opening it")
+
+    def _open_partitions(self) -> Snapshot:
+        """Every partition's newest snapshot, as one read-only state (each pointer is read once)."""
+        for attempt in range(3):
+            stores = published_stores(self.root)
+            if not stores:
+                raise WorkspaceError(f"{self.root}: no partition has published yet; materialise a partition first")
+            try:
+                infos = {s.key: read_pointer(s.folder) for s in stores}
+            except NoSnapshot as err:
+                raise WorkspaceError(str(err)) from None
+            if not all(i.path(s.folder).exists() for s, i in zip(stores, infos.values())) and attempt < 2:
+                continue
+            try:
+                catalog = UnionCatalog(self.root / PARTITIONS_DIR,
+                                       {s.key: infos[s.key].path(s.folder) for s in stores})
+            except CatalogError as err:
+                raise WorkspaceError(str(err)) from None
+            try:
+                index = IndexUnion.readers({s.key: s.lance_uri for s in stores},
+                                           {k: i.lance_version for k, i in infos.items()})
+            except LookupError as err:
+                catalog.close()
+                raise WorkspaceError(str(err)) from None
+            return Snapshot(infos, catalog, index, self._shared)
+        raise WorkspaceError(f"{self.root}: a partition's snapshot disappeared while opening it")
 
     def retrieve(self, method_name: str, caller: Caller, question: str, budget: int, *,
                  as_of: datetime | None = None, model: ChatModel | None = None) -> RetrievalResult:

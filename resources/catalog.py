@@ -8,6 +8,7 @@ from dagster import ConfigurableResource, InitResourceContext
 from pydantic import PrivateAttr
 
 from rag.catalog import Catalog
+from rag.partitions import claim_store, store
 from rag.writer import WriterLock
 
 
@@ -15,25 +16,35 @@ class CatalogResource(ConfigurableResource):
     """The DuckDB catalog file: documents, units, publish log, quarantine. Its run holds the writer lock.
 
     The lock is taken when the run's resources are set up and released at teardown, so with the in-process
-    executor one run holds the workspace from its first step to its last and no other writer interleaves.
+    executor one run holds the workspace (or, in a partitioned run, its partition) from its first step to its
+    last and no other writer interleaves. Each partition has a catalog, lock and snapshots of its own.
     """
 
     path: str
     wait_s: Optional[float] = None   # how long a second writer waits; default $RAG_WRITER_WAIT_S or 60 s
+    lance_uri: Optional[str] = None  # the workspace's LanceDB URI, recorded in each partition's store
     _lock: Optional[WriterLock] = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         run = context.run.run_id[:8] if context.run else "no run"
-        self._lock = WriterLock(Path(self.path).parent, f"dagster run {run}", self.wait_s)
+        partition = context.run.tags.get("dagster/partition") if context.run else None
+        self._lock = WriterLock(self.catalog_path(partition).parent, f"dagster run {run}", self.wait_s)
         self._lock.acquire()
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         if self._lock:
             self._lock.release()
 
+    def catalog_path(self, partition: str | None = None) -> Path:
+        if not partition:
+            return Path(self.path)
+        return store(Path(self.path).parent, partition, self.lance_uri).catalog_path
+
     @contextmanager
-    def open(self) -> Iterator[Catalog]:
-        catalog = Catalog(self.path, entry="dagster", wait_s=self.wait_s)
+    def open(self, partition: str | None = None) -> Iterator[Catalog]:
+        if partition:
+            claim_store(store(Path(self.path).parent, partition, self.lance_uri))
+        catalog = Catalog(self.catalog_path(partition), entry="dagster", wait_s=self.wait_s)
         try:
             yield catalog
         finally:

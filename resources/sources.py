@@ -4,6 +4,7 @@ from typing import Optional
 
 from dagster import ConfigurableResource
 
+from rag.partitions import DEFAULT_SHARD_FILES, resolve
 from rag.publish import IngestSettings
 from rag.units import DEFAULT_CAP
 
@@ -20,9 +21,14 @@ class SourceSettings(ConfigurableResource):
     chunk_max: int = 128
     embedder: Optional[str] = None  # minilm | use-multilingual; None keeps the workspace's choice
     allow_empty: bool = False
+    partitioned: bool = False   # each collection (a source's sub-folder or its top-level files) is a partition
+    shard_files: int = DEFAULT_SHARD_FILES  # a collection with more files when first seen is hash-sharded
 
-    def settings(self) -> IngestSettings:
-        return IngestSettings(sources=list(self.sources), default_acl=tuple(self.default_acl),
+    def settings(self, partition: str | None = None) -> IngestSettings:
+        """The whole workspace's settings, or one partition's: its folder and which of its files."""
+        spec = resolve(list(self.sources), partition) if partition else None
+        return IngestSettings(sources=[str(spec.folder)] if spec else list(self.sources),
+                              select=spec.selection if spec else None, default_acl=tuple(self.default_acl),
                               collection=self.collection, derive_links=self.derive_links,
                               unit_cap=self.unit_cap, chunk_target=self.chunk_target, chunk_max=self.chunk_max,
                               embedder=self.embedder, allow_empty=self.allow_empty)
