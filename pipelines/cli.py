@@ -9,9 +9,10 @@ from pathlib import Path
 
 from pipelines.errors import CliError
 from pipelines.eval_cli import add_eval_parser
+from pipelines.ingest_run import run_ingest, run_partitions
 from pipelines.questions_cli import add_questions_parser
 from pipelines.serve_cli import add_serve_parser
-from pipelines.workspace import SAMPLE_CORPUS, SAMPLE_CORPUS_ZH, workspace_resources
+from pipelines.workspace import SAMPLE_CORPUS, SAMPLE_CORPUS_ZH
 from rag.methods import METHODS
 
 DEFAULT_WORKSPACE = ".rag/workspace"
@@ -81,6 +82,12 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("--allow-empty", action="store_true",
                         help="a source that now holds no documents deletes everything it published (without "
                              "this flag an emptied source keeps its documents and the run warns)")
+    ingest.add_argument("--partitioned", action="store_true",
+                        help="treat each collection (a source's sub-folder, or its top-level files) as a partition "
+                             "with a store of its own, and run every partition in turn")
+    ingest.add_argument("--partition", action="append", default=[], metavar="KEY",
+                        help="run only this partition (repeatable), e.g. corpus/security; other partitions may "
+                             "run at the same time in other processes")
     ingest.add_argument("--json", action="store_true", help="print one JSON object with the run's counts")
     ingest.add_argument("--wait", type=float, metavar="SECONDS", default=None,
                         help="how long to wait for another writer of this workspace to finish before giving up "
@@ -274,8 +281,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     for s in args.source:
         if not Path(s).exists():
             raise CliError(f"{s}: no such file or folder")
-    counts = run_ingest(args.workspace, args.source, args.default_acl, args.collection,
-                        args.derive_links == "titles", args.lance_uri, args.wait, args.embedder, args.allow_empty)
+    common = dict(default_acl=args.default_acl, collection=args.collection,
+                  derive_links=args.derive_links == "titles", lance_uri=args.lance_uri, wait_s=args.wait,
+                  embedder=args.embedder, allow_empty=args.allow_empty)
+    if args.partition or args.partitioned:
+        counts = run_partitions(args.workspace, args.source, args.partition or None, **common)
+    else:
+        counts = run_ingest(args.workspace, args.source, **common)
     if args.json:
         print(json.dumps(counts))
     else:
@@ -294,49 +306,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_ingest(workspace: str, sources: list[str], default_acl: list[str] | None = None,
-               collection: str | None = None, derive_links: bool = False, lance_uri: str | None = None,
-               wait_s: float | None = None, embedder: str | None = None, allow_empty: bool = False) -> dict:
-    """Materialise the ingest assets and their checks as the workspace's one writer; return the counts."""
-    import dagster as dg
-
-    from assets.ingest import ingest_assets, ingest_checks
-    from rag.writer import WriterLock
-
-    ws = Path(workspace)
-    if ws.exists() and not ws.is_dir():
-        raise CliError(f"{ws}: is a file, not a workspace folder")
-    resources = workspace_resources(workspace, sources, default_acl, collection, derive_links, lance_uri, wait_s,
-                                    embedder, allow_empty)
-    instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
-    # Held across all steps (the catalog resource re-enters it), so no other writer interleaves between them.
-    with WriterLock(ws, "rag ingest", wait_s):
-        result = dg.materialize([*ingest_assets, *ingest_checks], resources=resources, instance=instance,
-                                raise_on_error=False, tags={"rag/workspace": str(ws.resolve())},
-                                run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}})
-    if not result.success:
-        raise CliError(_failure_message(result))
-    meta = {str(e.asset_key.path[-1]): {k: v.value for k, v in e.materialization.metadata.items()}
-            for e in result.get_asset_materialization_events()}
-    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-    docs, units, index = meta["source_documents"], meta["long_units"], meta["subchunk_index"]
-    return {"documents": docs["documents_current"], "units": units["units"], "subchunks": index["subchunks"],
-            "embedded": index["embedded"], "quarantined": docs["quarantined"], "deleted": docs["deleted"],
-            "embedder": index["embedder"], "embedder_replaced": index["embedder_replaced"] or None,
-            "checks_passed": bool(checks) and all(checks.values()),
-            "workspace": str(Path(workspace).resolve())}
-
-
-def _failure_message(result) -> str:
-    for event in result.all_events:
-        if event.is_step_failure:
-            error = event.step_failure_data.error
-            while error.cause and error.cls_name == "DagsterExecutionStepExecutionError":
-                error = error.cause
-            return error.message.strip().splitlines()[0].split(": ", 1)[-1]
-    return "the ingest run failed"
-
-
 def _print_summary(counts: dict, workspace: str) -> None:
     ws = Path(counts["workspace"])
     print(f"Published {counts['documents']} current documents as {counts['units']} long units "
@@ -345,6 +314,10 @@ def _print_summary(counts: dict, workspace: str) -> None:
         print(f"The embedder changed from {counts['embedder_replaced']}: every sub-chunk was embedded again.")
     print(f"Quarantined inputs: {counts['quarantined']}; deleted documents: {counts['deleted']}; "
           f"asset checks {'passed' if counts['checks_passed'] else 'FAILED'}.")
+    if "partitions" in counts:
+        print(f"Partitions: {', '.join(counts['partitions'])} — each with its own catalog and index under "
+              f"{ws / 'partitions'}")
+        return
     print(f"Catalog (DuckDB): {ws / 'catalog.duckdb'}  — tables documents, units, unit_members, publish_log, quarantine")
     print(f"Index (LanceDB):  {ws / 'lancedb'}  — table subchunks")
 

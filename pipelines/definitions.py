@@ -4,14 +4,12 @@ from __future__ import annotations
 import dagster as dg
 
 from assets.evaluation import evaluation_definitions
-from assets.ingest import build_ingest
+from assets.ingest import COLLECTIONS, build_ingest
 from pipelines.ask_job import ask
 from pipelines.sensors import collection_sensor, source_sensor
 from pipelines.workspace import resources_from_env
 
 evaluation = evaluation_definitions()
-# Each collection of the sources (or hash shard of a large one) is a partition with a store of its own.
-COLLECTIONS = dg.DynamicPartitionsDefinition(name="collections")
 
 
 def build_definitions(resources: dict) -> dg.Definitions:

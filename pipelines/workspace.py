@@ -21,7 +21,7 @@ def workspace_resources(workspace: str | Path, sources: list[str], default_acl: 
     ws.mkdir(parents=True, exist_ok=True)
     return {
         "catalog": CatalogResource(path=str(ws / "catalog.duckdb"), wait_s=wait_s, lance_uri=lance_uri),
-        "vector_store": VectorStoreResource(uri=lance_uri or str(ws / "lancedb")),
+        "vector_store": VectorStoreResource(uri=lance_uri or str(ws / "lancedb"), workspace=str(ws)),
         "read_side": ReadSideResource(workspace=str(ws), lance_uri=lance_uri or str(ws / "lancedb")),
         "embedder": EmbedderResource(),
         "source_settings": SourceSettings(sources=sources, default_acl=default_acl or [], collection=collection,

@@ -122,11 +122,13 @@ class SubchunkIndex:
         col = self.table.to_lance().to_table(columns=["unit_key"]).column("unit_key")
         return set(pc.unique(col).to_pylist())
 
-    def cached_vectors(self, hashes: list[str]) -> dict[str, np.ndarray]:
-        """Vectors already computed for these texts, from the live rows or from the cache of removed rows."""
+    def cached_vectors(self, hashes: list[str], elsewhere: list["SubchunkIndex"] = ()) -> dict[str, np.ndarray]:
+        """Vectors already computed for these texts: live rows, the cache of removed rows, then other indexes'
+        rows in the same vector space (another partition's, read-only)."""
         wanted = pa.array(sorted(set(hashes)), pa.string())
         found: dict[str, np.ndarray] = {}
-        for tbl in (self.table, self.cache):
+        others = [o.table for o in elsewhere if (o.embedder, o.dimension) == (self.embedder, self.dimension)]
+        for tbl in (self.table, self.cache, *others):
             if not len(wanted) or tbl.count_rows() == 0:
                 continue
             data = tbl.to_lance().to_table(columns=["text_hash", "vector"],

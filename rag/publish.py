@@ -87,11 +87,13 @@ def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSetti
 
 
 def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[str]], np.ndarray],
-                  counter: TokenCounter, settings: IngestSettings, embedder: str = DEFAULT_EMBEDDER) -> IndexReport:
+                  counter: TokenCounter, settings: IngestSettings, embedder: str = DEFAULT_EMBEDDER,
+                  siblings: Callable[[], list[SubchunkIndex]] = list) -> IndexReport:
     """Bring the index to the catalog's live units, embedding only texts never embedded before, then commit.
 
     `embed` must be `embedder`'s; an index in another embedder's space is emptied first, so every unit is
-    re-embedded and no vector space is ever mixed with another.
+    re-embedded and no vector space is ever mixed with another. `siblings` gives other partitions' indexes,
+    whose vectors are re-used (a document moved between collections or copied into several is embedded once).
     """
     publish_id = catalog.running_publish()
     replaced = switch_vector_space(catalog, index, embedder)
@@ -103,6 +105,8 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     hashes = [r.text_hash for r in rows]
     vectors = np.zeros((len(rows), index.dimension), dtype=np.float32)
     cached = index.cached_vectors(hashes)
+    if len(cached) < len(set(hashes)):
+        cached.update(index.cached_vectors([h for h in hashes if h not in cached], siblings()))
     first: dict[str, int] = {}  # identical texts (boilerplate, copies) are embedded once per run
     for i, h in enumerate(hashes):
         if h not in cached:

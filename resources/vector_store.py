@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+from typing import Optional
+
 from dagster import ConfigurableResource
 
 from rag.index import SubchunkIndex
-from rag.partitions import partition_lance_uri
+from rag.partitions import partition_lance_uri, published_stores
 
 
 class VectorStoreResource(ConfigurableResource):
@@ -13,9 +15,24 @@ class VectorStoreResource(ConfigurableResource):
     """
 
     uri: str
+    workspace: Optional[str] = None  # where the partitions' stores are listed (for re-using their vectors)
 
     def uri_of(self, partition: str | None = None) -> str:
         return partition_lance_uri(self.uri, partition) if partition else self.uri
 
     def open(self, partition: str | None = None) -> SubchunkIndex:
         return SubchunkIndex(self.uri_of(partition))
+
+    def siblings(self, partition: str | None) -> list[SubchunkIndex]:
+        """Read-only views of the other partitions' published indexes (none for a whole workspace)."""
+        if not partition or not self.workspace:
+            return []
+        found = []
+        for s in published_stores(self.workspace):
+            if s.key == partition:
+                continue
+            try:
+                found.append(SubchunkIndex.reader(s.lance_uri, None))
+            except LookupError:
+                continue   # a partition that has not indexed yet
+        return found

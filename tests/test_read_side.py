@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from pipelines.cli import run_ingest
+from pipelines.ingest_run import run_ingest
 from rag.access import Caller
 from rag.catalog import Catalog
 from rag.publish import IngestSettings, publish_documents
