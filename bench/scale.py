@@ -1,7 +1,7 @@
 """Cost of each ingest operation against corpus size, with collections as partitions (issue 11).
 
 The three English benchmark corpora (15,934 documents) are replicated under new ids into collections of
-`--collection-size` documents (`scale/c00`, `scale/c01`, …; JSONL files of 500 lines), and grown in stages to
+`--collection-size` documents (every collection holds the same texts, the first ones of the pool) (`scale/c00`, `scale/c01`, …; JSONL files of 500 lines), and grown in stages to
 each of `--sizes`. At each size, on collection c00:
 - build: the new collections' partitions materialised one after the other (cumulative: a partition is built
   once, from scratch, whatever the stage; vectors of texts another partition already embedded are re-used);
@@ -58,8 +58,9 @@ def write_collection(folder: Path, docs: list[dict], prefix: str) -> None:
         (folder / f"part-{f:03d}.jsonl").write_text("\n".join(lines) + "\n")
 
 
-def collection_docs(all_docs: list[dict], j: int, size: int) -> list[dict]:
-    return [all_docs[(j * size + i) % len(all_docs)] for i in range(size)]
+def collection_docs(all_docs: list[dict], size: int) -> list[dict]:
+    """The same documents in every collection (under the collection's ids): each text is embedded once."""
+    return [all_docs[i % len(all_docs)] for i in range(size)]
 
 
 def ingest(ws: Path, src: Path, keys: list[str]) -> tuple[float, dict]:
@@ -175,7 +176,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000])
     p.add_argument("--collection-size", type=int, default=10_000)
-    p.add_argument("--backfill-docs", type=int, default=2_000)
+    p.add_argument("--backfill-docs", type=int, default=1_000)
     p.add_argument("--root", type=Path, default=REPO / ".rag" / "bench" / "scale",
                    help="where the corpus and workspaces live; an existing one is grown, not rebuilt")
     args = p.parse_args()
@@ -188,7 +189,7 @@ def main() -> None:
         for j in range(size // args.collection_size):
             key = f"scale/c{j:02d}"
             if key not in have:
-                write_collection(src / f"c{j:02d}", collection_docs(all_docs, j, args.collection_size), f"c{j:02d}")
+                write_collection(src / f"c{j:02d}", collection_docs(all_docs, args.collection_size), f"c{j:02d}")
                 new.append(key)
         build_s, counts = ingest(ws, src, new) if new else (0.0, {"embedded": 0})
         build_total += build_s

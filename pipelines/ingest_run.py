@@ -9,7 +9,7 @@ import dagster as dg
 from assets.ingest import COLLECTIONS, build_ingest, ingest_assets, ingest_checks
 from pipelines.errors import CliError
 from pipelines.workspace import workspace_resources
-from rag.partitions import DEFAULT_SHARD_FILES, PartitionError, discover, resolve, store
+from rag.partitions import DEFAULT_SHARD_FILES, PartitionError, check_layout, discover, resolve, store
 from rag.writer import WriterLock
 
 _QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -20,6 +20,10 @@ def run_ingest(workspace: str, sources: list[str], default_acl: list[str] | None
                wait_s: float | None = None, embedder: str | None = None, allow_empty: bool = False) -> dict:
     """Materialise the ingest assets and their checks as the workspace's one writer; return the counts."""
     ws = _folder(workspace)
+    try:
+        check_layout(ws, partitioned=False)
+    except PartitionError as err:
+        raise CliError(str(err)) from None
     resources = workspace_resources(workspace, sources, default_acl, collection, derive_links, lance_uri, wait_s,
                                     embedder, allow_empty)
     # Held across all steps (the catalog resource re-enters it), so no other writer interleaves between them.
@@ -39,6 +43,7 @@ def run_partitions(workspace: str, sources: list[str], partitions: list[str] | N
     """
     ws = _folder(workspace)
     try:
+        check_layout(ws, partitioned=True)
         keys = partitions or [s.key for s in discover(sources, ws, shard_files)]
         for key in keys:
             resolve(sources, key)

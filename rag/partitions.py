@@ -114,6 +114,15 @@ def is_partitioned(workspace: str | Path) -> bool:
     return (Path(workspace) / PARTITIONS_DIR).is_dir()
 
 
+def check_layout(workspace: str | Path, partitioned: bool) -> None:
+    """Refuse to write a workspace in the other layout: readers would see its documents twice."""
+    ws = Path(workspace)
+    if partitioned and (ws / "catalog.duckdb").exists():
+        raise PartitionError(f"{ws}: holds a whole (unpartitioned) catalog; ingest partitions into a new workspace")
+    if not partitioned and is_partitioned(ws):
+        raise PartitionError(f"{ws}: is partitioned by collection; ingest with --partitioned or --partition")
+
+
 def discover(sources: list[str], workspace: str | Path, shard_files: int = DEFAULT_SHARD_FILES) -> list[PartitionSpec]:
     """The partitions the sources hold now; new large collections are sharded and the layout recorded."""
     layout = _read_layout(workspace)

@@ -8,7 +8,7 @@ from dagster import ConfigurableResource, InitResourceContext
 from pydantic import PrivateAttr
 
 from rag.catalog import Catalog
-from rag.partitions import claim_store, store
+from rag.partitions import check_layout, claim_store, store
 from rag.writer import WriterLock
 
 
@@ -42,6 +42,7 @@ class CatalogResource(ConfigurableResource):
 
     @contextmanager
     def open(self, partition: str | None = None) -> Iterator[Catalog]:
+        check_layout(Path(self.path).parent, bool(partition))
         if partition:
             claim_store(store(Path(self.path).parent, partition, self.lance_uri))
         catalog = Catalog(self.catalog_path(partition), entry="dagster", wait_s=self.wait_s)

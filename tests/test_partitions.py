@@ -157,3 +157,15 @@ def test_a_workspace_with_no_published_partition_says_so_in_one_line(tmp_path):
 
     with pytest.raises(WorkspaceError, match="no partition has published yet"):
         Workspace(tmp_path / "ws")
+
+
+def test_a_workspace_is_never_written_in_both_layouts(tmp_path, corpus):
+    from pipelines.errors import CliError
+
+    (tmp_path / "whole").mkdir()
+    (tmp_path / "whole" / "catalog.duckdb").write_bytes(b"")
+    with pytest.raises(CliError, match="holds a whole \\(unpartitioned\\) catalog"):
+        run_partitions(str(tmp_path / "whole"), [str(corpus)])
+    (tmp_path / "parts" / "partitions").mkdir(parents=True)
+    with pytest.raises(CliError, match="is partitioned by collection"):
+        run_ingest(str(tmp_path / "parts"), [str(corpus)])
