@@ -385,10 +385,18 @@ class Catalog:
             "AND u.status IN ('current', 'retired') ORDER BY u.valid_from, 2", [doc_id])
         return versions, units
 
-    def documents_fingerprint(self) -> tuple:
-        """Changes whenever the set of current document versions changes (a text never changes in place)."""
-        return tuple(self.rows("SELECT count(*), count(*) FILTER (WHERE status = 'current'), max(valid_from), "
-                               "max(valid_to), max(publish_id) FROM documents")[0])
+    def current_hashes(self) -> dict[str, list[tuple[str, str]]]:
+        """Partition ("" in a whole workspace) → (doc_id, content hash) of its current documents, by doc id."""
+        return {"": [tuple(r) for r in self.rows(
+            "SELECT doc_id, content_hash FROM documents WHERE status = 'current' ORDER BY doc_id")]}
+
+    def texts_by_hash(self, hashes: list[str]) -> dict[str, str]:
+        """Content hash → the title and text it is the hash of (what BM25 indexes)."""
+        if not hashes:
+            return {}
+        return dict(self.rows("SELECT content_hash, any_value(title || '\n' || text) FROM documents "
+                              "JOIN (SELECT unnest(?) AS content_hash) USING (content_hash) GROUP BY content_hash",
+                              [hashes]))
 
     # workspace settings ----------------------------------------------------------------------------
 

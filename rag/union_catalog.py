@@ -28,9 +28,9 @@ class UnionCatalog(Catalog):
         self.parts = dict(sorted(parts.items()))
         self.con = duckdb.connect()
         try:
-            aliases = self._attach()
-            self._shared_ids(aliases)
-            self._views(aliases)
+            self._aliases = self._attach()
+            self._shared_ids(self._aliases)
+            self._views(self._aliases)
         except duckdb.Error as err:
             self.con.close()
             raise CatalogError(f"{path}: cannot open a partition snapshot ({str(err).splitlines()[0]})") from None
@@ -62,6 +62,11 @@ class UnionCatalog(Catalog):
                 selects.append(f"SELECT *{extra} FROM {a}.{table}{hide}")
             if selects:
                 self.con.execute(f"CREATE TEMP VIEW {table} AS " + " UNION ALL BY NAME ".join(selects))
+
+    def current_hashes(self) -> dict[str, list[tuple[str, str]]]:
+        return {key: [tuple(r) for r in self.rows(
+            f"SELECT doc_id, content_hash FROM {alias}.documents WHERE status = 'current' "
+            "AND doc_id NOT IN (SELECT doc_id FROM shared_ids) ORDER BY doc_id")] for key, alias in self._aliases.items()}
 
     def hidden_ids(self) -> list[str]:
         """Document ids current in more than one partition, hidden from readers until one partition drops them."""
