@@ -23,14 +23,16 @@ from rag.union_catalog import UnionCatalog
 
 @dataclass
 class SharedCache:
-    """What one workspace's snapshots may share: texts by content hash, sub-chunk rows by unit version.
+    """What one workspace's snapshots may share: texts by content hash, sub-chunk rows by unit version, and
+    each partition's current state by its snapshot.
 
-    Both are immutable for their key: a version's text never changes, and a unit version's rows are written
-    once and deleted, never rewritten.
+    All are immutable for their key: a version's text never changes, a unit version's rows are written once
+    and deleted, never rewritten, and a partition's snapshot file is never rewritten.
     """
 
     texts: dict[tuple[str, str, str], tuple[str, str]] = field(default_factory=dict)
     units: dict[str, "UnitRows"] = field(default_factory=dict)
+    states: dict[str, tuple[int, "CurrentState"]] = field(default_factory=dict)  # partition → (snapshot seq, state)
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,35 @@ class CurrentState:
         return {d: v.acl for d, v in self.versions.items()}
 
 
+def current_state(catalog: Catalog) -> CurrentState:
+    members: dict[str, list[MemberRow]] = {}
+    unit_of: dict[str, str] = {}
+    for row in catalog.current_members():
+        members.setdefault(row.unit_key, []).append(row)
+        if row.doc_id not in unit_of or row.unit_key < unit_of[row.doc_id]:
+            unit_of[row.doc_id] = row.unit_key
+    versions = catalog.current_versions()
+    hashes = {(v.doc_id, v.version): v.content_hash for v in versions.values()}
+    return CurrentState(members, unit_of, versions, hashes)
+
+
+def merged_state(states: list[CurrentState], hidden: set[str]) -> CurrentState:
+    """The partitions' states as one, without the documents two partitions claim (see rag.union_catalog)."""
+    members: dict[str, list[MemberRow]] = {}
+    unit_of: dict[str, str] = {}
+    versions: dict[str, CurrentVersion] = {}
+    hashes: dict[tuple[str, str], str] = {}
+    for state in states:
+        for key, rows in state.members.items():
+            kept = [r for r in rows if r.doc_id not in hidden]
+            if kept:
+                members[key] = kept
+        unit_of.update((d, u) for d, u in state.unit_of.items() if d not in hidden)
+        versions.update((d, v) for d, v in state.versions.items() if d not in hidden)
+        hashes.update((k, h) for k, h in state.hashes.items() if k[0] not in hidden)
+    return CurrentState(members, unit_of, versions, hashes)
+
+
 class Snapshot:
     """`parts` maps each partition key to its published snapshot ("" alone for an unpartitioned workspace)."""
 
@@ -81,15 +112,21 @@ class Snapshot:
 
     @cached_property
     def current(self) -> CurrentState:
-        members: dict[str, list[MemberRow]] = {}
-        unit_of: dict[str, str] = {}
-        for row in self.catalog.current_members():
-            members.setdefault(row.unit_key, []).append(row)
-            if row.doc_id not in unit_of or row.unit_key < unit_of[row.doc_id]:
-                unit_of[row.doc_id] = row.unit_key
-        versions = self.catalog.current_versions()
-        hashes = {(v.doc_id, v.version): v.content_hash for v in versions.values()}
-        return CurrentState(members, unit_of, versions, hashes)
+        if not isinstance(self.catalog, UnionCatalog):
+            return current_state(self.catalog)
+        # A partition's snapshot never changes, so its state is read once per process; only changed ones are.
+        states = []
+        for key, info in self.parts.items():
+            seq, state = self._shared.states.get(key, (None, None))
+            if seq != info.seq:
+                part = Catalog(self.catalog.path, snapshot=self.catalog.parts[key])
+                try:
+                    state = current_state(part)
+                finally:
+                    part.close()
+                self._shared.states[key] = (info.seq, state)
+            states.append(state)
+        return merged_state(states, set(self.catalog.hidden_ids()))
 
     def members(self, unit_keys: list[str], as_of: datetime | None = None) -> list[MemberRow]:
         """Members of these unit versions that are current (or were at `as_of`), in unit and position order."""
