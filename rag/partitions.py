@@ -126,6 +126,7 @@ def check_layout(workspace: str | Path, partitioned: bool) -> None:
 def discover(sources: list[str], workspace: str | Path, shard_files: int = DEFAULT_SHARD_FILES) -> list[PartitionSpec]:
     """The partitions the sources hold now; new large collections are sharded and the layout recorded."""
     layout = _read_layout(workspace)
+    before = dict(layout)
     specs: list[PartitionSpec] = []
     for source in _named_sources(sources):
         root = Path(source)
@@ -140,7 +141,8 @@ def discover(sources: list[str], workspace: str | Path, shard_files: int = DEFAU
         for name, files in sorted(groups.items()):
             n = layout.setdefault(name, shards_for(files, shard_files))
             specs += [_spec(name, root, k, n) for k in range(n)]
-    _write_layout(workspace, layout)
+    if layout != before or not (Path(workspace) / PARTITIONS_DIR / LAYOUT).exists():
+        _write_layout(workspace, layout)
     return specs
 
 

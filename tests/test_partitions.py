@@ -169,3 +169,23 @@ def test_a_workspace_is_never_written_in_both_layouts(tmp_path, corpus):
     (tmp_path / "parts" / "partitions").mkdir(parents=True)
     with pytest.raises(CliError, match="is partitioned by collection"):
         run_ingest(str(tmp_path / "parts"), [str(corpus)])
+
+
+@pytest.mark.slow
+def test_an_as_of_read_sees_each_partition_as_it_was_then(tmp_path):
+    src = tmp_path / "docs"
+    doc(src / "hr" / "leave.md", "leave", "staff", "Annual leave is 30 days for every employee.")
+    doc(src / "it" / "vpn.md", "vpn", "staff", "The VPN needs a hardware key.")
+    run_partitions(str(tmp_path / "ws"), [str(src)])
+    ws = Workspace(tmp_path / "ws")
+    before = ws.resolve_as_of(max(i.created_at for i in ws.snapshot().parts.values()))
+    (src / "hr" / "leave.md").write_text("---\nid: leave\ntitle: leave\nversion: '2'\nacl: [staff]\n---\n"
+                                         "Annual leave is 32 days for every employee.\n")
+    run_partitions(str(tmp_path / "ws"), [str(src)], ["docs/hr"])
+    staff = Caller(frozenset({"staff"}))
+
+    for method in ("longrag", "shortchunk"):
+        now = ws.retrieve(method, staff, "How many days of annual leave?", 500)
+        then = ws.retrieve(method, staff, "How many days of annual leave?", 500, as_of=before)
+        assert "32 days" in now.context() and "30 days" not in now.context()
+        assert "30 days" in then.context() and "32 days" not in then.context()
