@@ -1,0 +1,68 @@
+"""The figures table of docs/quality.md, printed from the JSON the quality benches wrote (nothing is re-measured).
+
+Reads bench/results/multihop-<grouping>[-tag].json (one file per argument, default the final run) and
+anchor64-<name>.json when present; prints completeness and evidence recall with their intervals per benchmark,
+method, half and budget, plus the mean over the benchmarks.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from rag.summary import markdown_table  # noqa: E402
+
+RESULTS = REPO / "bench" / "results"
+
+
+def rows_of(path: Path, halves: list[str]) -> list[list[str]]:
+    figures = json.loads(path.read_text())
+    rows = []
+    for name, bench in figures["benchmarks"].items():
+        for variant, by_half in bench["variants"].items():
+            for half in halves:
+                if half not in by_half:
+                    continue
+                cells = by_half[half]
+                rows.append([name, f"{variant} ({figures['grouping']})", half, str(bench["questions"][half])]
+                            + [_ci(cells[str(b)]["completeness"]) for b in figures["budgets"]]
+                            + [_ci(cells[str(b)]["evidence_recall"]) for b in figures["budgets"]])
+    return rows
+
+
+def anchor_rows(halves: list[str]) -> list[list[str]]:
+    rows = []
+    for path in sorted(RESULTS.glob("anchor64-*.json")):
+        figures = json.loads(path.read_text())
+        for kind, by_half in figures["results"].items():
+            for half in halves:
+                cells = by_half[half]
+                budgets = sorted(cells, key=int)
+                rows.append([figures["benchmark"], f"64-token chunks, {kind}", half, str(cells[budgets[0]]
+                             ["completeness"]["n"])] + [_ci(cells[b]["completeness"]) for b in budgets]
+                            + [_ci(cells[b]["evidence_recall"]) for b in budgets])
+    return rows
+
+
+def _ci(c: dict) -> str:
+    return f"{c['mean']:.3f} [{c['low']:.3f}, {c['high']:.3f}]"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("files", nargs="*", default=["multihop-title-links-report.json"])
+    p.add_argument("--halves", default="report,tune")
+    args = p.parse_args()
+    halves = args.halves.split(",")
+    rows = [r for f in args.files for r in rows_of(RESULTS / f, halves)] + anchor_rows(halves)
+    rows.sort(key=lambda r: (r[0], r[2] != "report"))
+    print(markdown_table(["benchmark", "method (units)", "half", "n", "C@1K", "C@2K", "C@4K", "R@1K", "R@2K", "R@4K"],
+                         rows))
+
+
+if __name__ == "__main__":
+    main()
