@@ -19,11 +19,13 @@ from rag.summary import markdown_table  # noqa: E402
 RESULTS = REPO / "bench" / "results"
 
 
-def rows_of(path: Path, halves: list[str]) -> list[list[str]]:
+def rows_of(path: Path, halves: list[str], only: set[str] | None) -> list[list[str]]:
     figures = json.loads(path.read_text())
     rows = []
     for name, bench in figures["benchmarks"].items():
         for variant, by_half in bench["variants"].items():
+            if only and variant not in only:
+                continue
             for half in halves:
                 if half not in by_half:
                     continue
@@ -56,9 +58,13 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="*", default=["multihop-title-links-report.json"])
     p.add_argument("--halves", default="report,tune")
+    p.add_argument("--variants", help="';'-separated variant names to keep (default: all)")
+    p.add_argument("--no-anchor", action="store_true", help="leave out the 64-token anchor rows")
     args = p.parse_args()
     halves = args.halves.split(",")
-    rows = [r for f in args.files for r in rows_of(RESULTS / f, halves)] + anchor_rows(halves)
+    only = set(args.variants.split(";")) if args.variants else None
+    rows = [r for f in args.files for r in rows_of(RESULTS / f, halves, only)]
+    rows += [] if args.no_anchor else anchor_rows(halves)
     rows.sort(key=lambda r: (r[0], r[2] != "report"))
     print(markdown_table(["benchmark", "method (units)", "half", "n", "C@1K", "C@2K", "C@4K", "R@1K", "R@2K", "R@4K"],
                          rows))
