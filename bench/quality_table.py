@@ -50,6 +50,13 @@ def anchor_rows(halves: list[str]) -> list[list[str]]:
     return rows
 
 
+def macro_rows(path: Path, halves: list[str], only: set[str] | None) -> list[list[str]]:
+    figures = json.loads(path.read_text())
+    return [[f"{v} ({figures['grouping']})", h] + [f"{x:.3f}" for x in by_half[h]]
+            for v, by_half in figures["macro_completeness"].items() if not only or v in only
+            for h in halves if h in by_half]
+
+
 def _ci(c: dict) -> str:
     return f"{c['mean']:.3f} [{c['low']:.3f}, {c['high']:.3f}]"
 
@@ -60,9 +67,14 @@ def main() -> None:
     p.add_argument("--halves", default="report,tune")
     p.add_argument("--variants", help="';'-separated variant names to keep (default: all)")
     p.add_argument("--no-anchor", action="store_true", help="leave out the 64-token anchor rows")
+    p.add_argument("--macro", action="store_true", help="the mean over the benchmarks (completeness) instead")
     args = p.parse_args()
     halves = args.halves.split(",")
     only = set(args.variants.split(";")) if args.variants else None
+    if args.macro:
+        print(markdown_table(["method (units)", "half", "C@1K", "C@2K", "C@4K"], [
+            row for f in args.files for row in macro_rows(RESULTS / f, halves, only)]))
+        return
     rows = [r for f in args.files for r in rows_of(RESULTS / f, halves, only)]
     rows += [] if args.no_anchor else anchor_rows(halves)
     rows.sort(key=lambda r: (r[0], r[2] != "report"))
