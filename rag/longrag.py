@@ -26,7 +26,7 @@ class LongRAGConfig:
     lexical_depth: int = 100      # documents taken from the BM25 channel
     hops: int = 1                 # retrieval hops; each further hop queries with the question + the best new document
     hop_query: str = "novel"      # what of that document: "novel" words, best "sentence" or matched "subchunk"
-    hop_merge: str = "interleave" # the hops' lists: rank-by-rank "interleave" or by their best score ("max")
+    hop_merge: str = "interleave"  # the hops' lists: rank-by-rank "interleave" or by their best score ("max")
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def longrag_retrieve(snap: Snapshot, embed_query: Callable[[str], np.ndarray], c
     return result
 
 
-def pack_ranked(snap: Snapshot, ranked: "Ranked", budget: int) -> RetrievalResult:
+def pack_ranked(snap: Snapshot, ranked: Ranked, budget: int) -> RetrievalResult:
     """Pack the ranked members into the budget and render them: one ranking serves every budget."""
     return RetrievalResult("longrag", budget, _with_text(snap, pack(ranked.items, budget), ranked.own),
                            dict(ranked.trace))
@@ -99,7 +99,7 @@ class Ranked:
 def longrag_candidates(snap: Snapshot, embed_query: Callable[[str], np.ndarray], counter: TokenCounter,
                        caller: Caller, question: str, config: LongRAGConfig = LongRAGConfig(),
                        as_of: datetime | None = None) -> Ranked:
-    """Every hop's ranked members, interleaved; budget-independent, so hybrid methods can build on it."""
+    """Every hop's ranked members, merged by `hop_merge`; budget-independent, so hybrid methods can build on it."""
     ranked, own, units, hits = _hop(snap, embed_query(question), counter, caller, question, config, as_of)
     lists, seeds = [ranked], []
     for _ in range(1, config.hops):
