@@ -1,7 +1,7 @@
 """The figures table of docs/quality.md, printed from the JSON the quality benches wrote (nothing is re-measured).
 
-Reads bench/results/multihop-<grouping>[-tag].json (one file per argument, default the final run) and
-anchor64-<name>.json when present; prints completeness and evidence recall with their intervals per benchmark,
+Reads bench/results/multihop-<grouping>[-tag].json (one file per argument, default the final run), and
+anchor64-<name>.json and elite-<name>-<half>.json when present; prints completeness and evidence recall with their intervals per benchmark,
 method, half and budget, plus the mean over the benchmarks.
 """
 from __future__ import annotations
@@ -57,6 +57,20 @@ def macro_rows(path: Path, halves: list[str], only: set[str] | None) -> list[lis
             for h in halves if h in by_half]
 
 
+def elite_rows(halves: list[str]) -> list[list[str]]:
+    """ELITE (offline policy) from bench/elite.py's per-half files, when they were written."""
+    rows = []
+    for half in halves:
+        for path in sorted(RESULTS.glob(f"elite-*-{half}.json")):
+            figures = json.loads(path.read_text())
+            cells = figures["policies"]["offline"]["budgets"]
+            budgets = sorted(cells, key=int)
+            rows.append([figures["benchmark"], "elite (offline policy)", half, str(figures["questions"])]
+                        + [_ci(cells[b]["source_completeness_ci"]) for b in budgets]
+                        + [_ci(cells[b]["evidence_recall_ci"]) for b in budgets])
+    return rows
+
+
 def _ci(c: dict) -> str:
     return f"{c['mean']:.3f} [{c['low']:.3f}, {c['high']:.3f}]"
 
@@ -66,7 +80,7 @@ def main() -> None:
     p.add_argument("files", nargs="*", default=["multihop-title-links-report.json"])
     p.add_argument("--halves", default="report,tune")
     p.add_argument("--variants", help="';'-separated variant names to keep (default: all)")
-    p.add_argument("--no-anchor", action="store_true", help="leave out the 64-token anchor rows")
+    p.add_argument("--no-anchor", action="store_true", help="leave out the 64-token anchor and ELITE rows")
     p.add_argument("--macro", action="store_true", help="the mean over the benchmarks (completeness) instead")
     args = p.parse_args()
     halves = args.halves.split(",")
@@ -76,7 +90,7 @@ def main() -> None:
             row for f in args.files for row in macro_rows(RESULTS / f, halves, only)]))
         return
     rows = [r for f in args.files for r in rows_of(RESULTS / f, halves, only)]
-    rows += [] if args.no_anchor else anchor_rows(halves)
+    rows += [] if args.no_anchor else anchor_rows(halves) + elite_rows(halves)
     rows.sort(key=lambda r: (r[0], r[2] != "report"))
     print(markdown_table(["benchmark", "method (units)", "half", "n", "C@1K", "C@2K", "C@4K", "R@1K", "R@2K", "R@4K"],
                          rows))
