@@ -3,7 +3,8 @@
 Prints the figures and writes bench/results/elite-<name>.json:
 - `collect`: the three benchmark corpora in one catalog; sentence-store build time, then p50/p95 of one
   collect round (score, top K, expand) for every dev question (question words as terms).
-- one file per benchmark: gold-document recall and all-gold share at budgets 1K/2K/4K for the offline
+- one file per benchmark and half of the fixed tune/report split (report by default; rag.benchmarks.half_of):
+  gold-document recall and all-gold share, with bootstrap intervals, at budgets 1K/2K/4K for the offline
   policy and for the baseline (question words only, one round, plain overlap count: the reference's
   collect + expand), LLM calls and tokens per question, time per stage.
 """
@@ -21,10 +22,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from rag.access import Caller  # noqa: E402
+from rag.benchmarks import HALVES, half_of  # noqa: E402
 from rag.catalog import Catalog  # noqa: E402
 from rag.elite import EliteConfig, elite_explore, pack_exploration  # noqa: E402
 from rag.elite.collect import expand, score_sentences, term_weights, terms_from, top_k  # noqa: E402
 from rag.elite.sentences import STORES, StoreCache  # noqa: E402
+from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
 from rag.publish import IngestSettings, publish_documents  # noqa: E402
 from rag.tokens import default_counter  # noqa: E402
 
@@ -92,14 +95,14 @@ def recall(items, gold: list[str]) -> tuple[float, bool]:
     return found / len(gold), found == len(gold)
 
 
-def evaluate(workdir: Path, name: str, budgets: list[int], limit: int | None, embedder) -> dict:
+def evaluate(workdir: Path, name: str, budgets: list[int], limit: int | None, embedder, half: str) -> dict:
     catalog = catalog_for(workdir, (name,))
-    out = {"benchmark": name, "questions": 0, "budgets": budgets, "policies": {}}
+    out = {"benchmark": name, "half": half, "questions": 0, "budgets": budgets, "policies": {}}
     for label, config in (("baseline", BASELINE), ("offline", EliteConfig())):
         per_budget = {b: {"recall": [], "all_gold": [], "tokens": []} for b in budgets}
         seconds: dict[str, float] = {}
         calls, llm_tokens, rounds = [], [], []
-        qs = questions(name, limit)
+        qs = [q for q in questions(name, None) if half_of(name, q["qid"]) == half][:limit]
         for q in qs:
             found = elite_explore(catalog, CALLER, q["question"], embedder=embedder, config=config)
             rounds.append(len(found.trace["rounds"]))
@@ -117,6 +120,8 @@ def evaluate(workdir: Path, name: str, budgets: list[int], limit: int | None, em
         out["policies"][label] = {
             "budgets": {str(b): {"evidence_recall": round(float(np.mean(v["recall"])), 3),
                                  "source_completeness": round(float(np.mean(v["all_gold"])), 3),
+                                 "evidence_recall_ci": bootstrap_ci(v["recall"]).to_json(),
+                                 "source_completeness_ci": bootstrap_ci(v["all_gold"]).to_json(),
                                  "mean_tokens": round(float(np.mean(v["tokens"])), 1)} for b, v in per_budget.items()},
             "rounds_mean": round(float(np.mean(rounds)), 2), "llm_calls_per_question": float(np.mean(calls)),
             "llm_tokens_per_question": float(np.mean(llm_tokens)),
@@ -129,6 +134,8 @@ def main() -> None:
     parser.add_argument("--benchmark", action="append", choices=NAMES, help="default: all three")
     parser.add_argument("--budgets", type=int, nargs="+", default=[1000, 2000, 4000])
     parser.add_argument("--limit", type=int, help="first N questions per benchmark (default: all)")
+    parser.add_argument("--half", choices=HALVES, default="report",
+                        help="tune only to choose settings; report to quote")
     parser.add_argument("--workdir", default=str(REPO / ".rag" / "bench-elite"), help="where catalogs are kept")
     parser.add_argument("--skip-collect", action="store_true", help="skip the collect-latency benchmark")
     parser.add_argument("--collect-only", action="store_true", help="only the collect-latency benchmark")
@@ -148,10 +155,10 @@ def main() -> None:
 
     embedder = Embedder(threads=1)
     for name in args.benchmark or NAMES:
-        figures = evaluate(workdir, name, args.budgets, args.limit, embedder)
+        figures = evaluate(workdir, name, args.budgets, args.limit, embedder, args.half)
         STORES.clear()   # one benchmark's store at a time keeps memory flat
         print(json.dumps(figures, indent=1))
-        (results / f"elite-{name}.json").write_text(json.dumps(figures, indent=1) + "\n")
+        (results / f"elite-{name}-{args.half}.json").write_text(json.dumps(figures, indent=1) + "\n")
 
 
 if __name__ == "__main__":

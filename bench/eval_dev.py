@@ -1,5 +1,6 @@
 """Retrieval-only nightly run: every dev question of the English benchmarks × every method × every budget.
 
+Only one half of the fixed tune/report split is evaluated (`--half`, report by default; rag.benchmarks.half_of).
 Each benchmark is first brought up to date in its workspace (incremental; timed apart), then evaluated with
 `--reader none` through the same code as `rag eval`. Prints per-benchmark and total evaluation wall time and the
 headline figures; writes bench/results/eval-dev-retrieval.json and each benchmark's report under
@@ -17,6 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from rag.benchmarks import HALVES, half_of  # noqa: E402
 from rag.embedding import Embedder  # noqa: E402
 from rag.evaluation import EvalConfig, prepare_workspace  # noqa: E402
 from rag.evaluation.benchmark import evaluate_prepared  # noqa: E402
@@ -29,9 +31,10 @@ BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--benchmarks", default="hotpotqa,musique,2wikimultihopqa")
-    parser.add_argument("--methods", default="longrag,longrag-units,elite,shortchunk")
+    parser.add_argument("--methods", default="longrag,longrag-units,elite,hybrid,shortchunk")
     parser.add_argument("--budgets", default="1000,2000,4000,8000")
-    parser.add_argument("--limit", type=int, help="first N questions (default: every dev question)")
+    parser.add_argument("--limit", type=int, help="first N questions of the half (default: all of it)")
+    parser.add_argument("--half", choices=HALVES, default="report", help="tune only to choose settings; report to quote")
     parser.add_argument("--workspace-root", default=str(REPO / ".rag" / "bench"))
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "eval-dev-retrieval.json"))
     args = parser.parse_args()
@@ -39,7 +42,7 @@ def main() -> None:
     embedder, counter = Embedder(threads=1), default_counter()
     figures = {"command": "python bench/eval_dev.py " + " ".join(sys.argv[1:]), "cpus": os.cpu_count(),
                "load_average_at_start": os.getloadavg(), "methods": list(config.methods),
-               "budgets": list(config.budgets), "benchmarks": {}}
+               "budgets": list(config.budgets), "half": args.half, "benchmarks": {}}
     total = 0.0
     for name in args.benchmarks.split(","):
         start = time.perf_counter()
@@ -47,7 +50,8 @@ def main() -> None:
         ingest = time.perf_counter() - start
         start = time.perf_counter()
         out = REPO / "bench" / "results" / "eval" / "dev-retrieval" / name
-        outcome = evaluate_prepared(prepared, BENCHMARKS / name / "questions.jsonl", out, config, embedder, counter,
+        questions = half_questions(name, args.half, Path(args.workspace_root))
+        outcome = evaluate_prepared(prepared, questions, out, config, embedder, counter,
                                     None, figures["command"])
         wall = time.perf_counter() - start
         total += wall
@@ -70,6 +74,15 @@ def main() -> None:
     print(f"total evaluation wall time: {total:.0f} s ({total / 60:.1f} min) for "
           f"{sum(b['questions'] for b in figures['benchmarks'].values())} questions; load average "
           f"{figures['load_average_at_start']} at start")
+
+
+def half_questions(name: str, half: str, root: Path) -> Path:
+    """The benchmark's questions of one half, as a questions.jsonl the evaluation reads (file order kept)."""
+    lines = (BENCHMARKS / name / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    path = root / f"{name}-{half}-questions.jsonl"
+    kept = [line for line in lines if line.strip() and half_of(name, json.loads(line)["qid"]) == half]
+    path.write_text("".join(line + "\n" for line in kept))
+    return path
 
 
 def _ci(v: dict | None) -> str:

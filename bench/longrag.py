@@ -1,5 +1,6 @@
 """LongRAG retrieval benchmark: evidence recall and source completeness at several budgets, side by side with
-the short-chunk baseline, plus query latency. Prints a table and writes bench/results/longrag-<name>.json.
+the short-chunk baseline, plus query latency, on one half of the fixed tune/report split (rag.benchmarks.half_of;
+report by default), with bootstrap intervals. Prints a table and writes bench/results/longrag-<name>-<half>.json.
 
 Each benchmark's whole docs.jsonl is the corpus (links derived from titles, one default ACL); the workspace
 is kept under .rag/bench/<name> so a re-run only ingests what changed.
@@ -19,7 +20,8 @@ sys.path.insert(0, str(REPO))
 
 from pipelines.cli import run_ingest  # noqa: E402
 from rag.access import Caller  # noqa: E402
-from rag.benchmarks import complete, evidence_recall, load_questions  # noqa: E402
+from rag.benchmarks import HALVES, complete, evidence_recall, load_questions, split_halves  # noqa: E402
+from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
 from rag.embedding import Embedder  # noqa: E402
 from rag.longrag import LongRAGConfig, longrag_retrieve, shortchunk_retrieve  # noqa: E402
 from rag.summary import markdown_table  # noqa: E402
@@ -29,13 +31,13 @@ BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 METHODS = {"longrag": longrag_retrieve, "shortchunk": shortchunk_retrieve}  # called directly: the config varies
 
 
-def run(name: str, budgets: list[int], limit: int | None, config: LongRAGConfig) -> dict:
+def run(name: str, budgets: list[int], limit: int | None, config: LongRAGConfig, half: str) -> dict:
     folder = BENCHMARKS / name
     ws = REPO / ".rag" / "bench" / name
     run_ingest(str(ws), [str(folder / "docs.jsonl")], default_acl=["bench"], derive_links=True)
     reader = Workspace(ws, embedder=Embedder(threads=1))
     snap, embedder, counter, caller = reader.snapshot(), reader.embedder, reader.counter, Caller(frozenset({"bench"}))
-    questions = load_questions(folder, limit)
+    questions = split_halves(name, load_questions(folder))[half][:limit]
     rows, latency = [], {m: [] for m in METHODS}
     for method, fn in METHODS.items():
         for budget in budgets:
@@ -49,10 +51,10 @@ def run(name: str, budgets: list[int], limit: int | None, config: LongRAGConfig)
                 recall.append(evidence_recall(ids, q.gold_doc_ids))
                 full.append(complete(ids, q.gold_doc_ids))
                 used.append(result.tokens)
-            rows.append({"method": method, "budget": budget, "evidence_recall": round(float(np.mean(recall)), 3),
-                         "completeness": round(float(np.mean(full)), 3), "mean_tokens": round(float(np.mean(used)))})
+            rows.append({"method": method, "budget": budget, "evidence_recall": str(bootstrap_ci(recall)),
+                         "completeness": str(bootstrap_ci(full)), "mean_tokens": round(float(np.mean(used)))})
     ms = {m: np.array(v) * 1000 for m, v in latency.items()}
-    return {"benchmark": name, "questions": len(questions), "config": vars(config), "results": rows,
+    return {"benchmark": name, "half": half, "questions": len(questions), "config": vars(config), "results": rows,
             "latency_ms": {m: {"p50": round(float(np.percentile(v, 50)), 1), "p95": round(float(np.percentile(v, 95)), 1)}
                            for m, v in ms.items()}}
 
@@ -61,18 +63,19 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--benchmark", action="append", help="hotpotqa, musique, 2wikimultihopqa (default: all three)")
     p.add_argument("--budgets", default="1000,2000,4000")
-    p.add_argument("--limit", type=int, help="first N questions only")
+    p.add_argument("--limit", type=int, help="first N questions of the half only")
+    p.add_argument("--half", choices=HALVES, default="report", help="tune only to choose weights; report to quote")
     p.add_argument("--link-boost", type=float, default=LongRAGConfig.link_boost)
     p.add_argument("--lexical-weight", type=float, default=LongRAGConfig.lexical_weight)
     args = p.parse_args()
     config = LongRAGConfig(link_boost=args.link_boost, lexical_weight=args.lexical_weight)
     budgets = [int(b) for b in args.budgets.split(",")]
     for name in args.benchmark or ["hotpotqa", "musique", "2wikimultihopqa"]:
-        figures = run(name, budgets, args.limit, config)
+        figures = run(name, budgets, args.limit, config, args.half)
         figures["command"] = "python bench/longrag.py " + " ".join(sys.argv[1:])
-        out = REPO / "bench" / "results" / f"longrag-{name}.json"
+        out = REPO / "bench" / "results" / f"longrag-{name}-{args.half}.json"
         out.write_text(json.dumps(figures, indent=2) + "\n")
-        print(f"\n{name} ({figures['questions']} questions), latency ms {figures['latency_ms']}")
+        print(f"\n{name} ({args.half} half, {figures['questions']} questions), latency ms {figures['latency_ms']}")
         print(markdown_table(["method", "budget", "evidence recall", "completeness", "mean tokens"],
                              [list(r.values()) for r in figures["results"]]))
 

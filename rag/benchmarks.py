@@ -7,6 +7,7 @@ the default; "not_found", the gold documents are ones the asker may not read and
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,3 +110,23 @@ def evidence_recall(retrieved_doc_ids: set[str], gold: tuple[str, ...]) -> float
 def complete(retrieved_doc_ids: set[str], gold: tuple[str, ...]) -> bool:
     """Source completeness: every gold document is in the context."""
     return set(gold) <= retrieved_doc_ids
+
+
+HALVES = ("tune", "report")
+
+
+def half_of(benchmark: str, qid: str) -> str:
+    """The fixed tuning split of a dev question: sha256 of `benchmark|qid` even → tune, odd → report.
+
+    Salted with its own prefix so it is independent of the dev/held-out split (which hashes `bench|qid`).
+    """
+    digest = hashlib.sha256(f"tune-report|{benchmark}|{qid}".encode()).digest()
+    return HALVES[digest[-1] & 1]
+
+
+def split_halves(benchmark: str, questions: list[Question]) -> dict[str, list[Question]]:
+    """The benchmark's questions as {"tune": [...], "report": [...]}, file order kept in each half."""
+    halves: dict[str, list[Question]] = {h: [] for h in HALVES}
+    for q in questions:
+        halves[half_of(benchmark, q.qid)].append(q)
+    return halves

@@ -12,6 +12,7 @@ from rag.access import Caller
 from rag.context import ContextItem, RetrievalResult, pack, pack_lazily
 from rag.index import SubchunkIndex
 from rag.snapshot import Snapshot
+from rag.text import MAX_QUESTION_CHARS, content_terms, is_stop, sentences, term, words
 from rag.tokens import TokenCounter
 from rag.units import render_header, render_member, split_unit_key
 
@@ -23,6 +24,9 @@ class LongRAGConfig:
     link_boost: float = 0.45      # share of the best linked member's score a document inherits (multi-hop)
     lexical_weight: float = 0.45  # weight of the BM25 channel (scaled to [0, 1]) added to a document's dense score
     lexical_depth: int = 100      # documents taken from the BM25 channel
+    hops: int = 1                 # retrieval hops; each further hop queries with the question + the best new document
+    hop_query: str = "novel"      # what of that document: "novel" words, best "sentence" or matched "subchunk"
+    hop_merge: str = "interleave"  # the hops' lists: rank-by-rank "interleave" or by their best score ("max")
 
 
 @dataclass(frozen=True)
@@ -68,25 +72,110 @@ def longrag_retrieve(snap: Snapshot, embed_query: Callable[[str], np.ndarray], c
                      caller: Caller, question: str, budget: int, config: LongRAGConfig = LongRAGConfig(),
                      as_of: datetime | None = None) -> RetrievalResult:
     """Context for the question within the budget; with `as_of`, what was current then (index and catalog)."""
-    timings: dict[str, float] = {}
-    index = snap.index_at(as_of)
     t = time.perf_counter()
-    query = embed_query(question)
-    hits = search(index, query, caller, config.overfetch)
-    lexical = _lexical(snap, caller, question, config) if as_of is None else {}
+    ranked = longrag_candidates(snap, embed_query, counter, caller, question, config, as_of)
+    search_s = time.perf_counter() - t
+    t = time.perf_counter()
+    result = pack_ranked(snap, ranked, budget)
+    result.trace |= {"search_s": round(search_s, 4), "assemble_s": round(time.perf_counter() - t, 4)}
+    return result
+
+
+def pack_ranked(snap: Snapshot, ranked: Ranked, budget: int) -> RetrievalResult:
+    """Pack the ranked members into the budget and render them: one ranking serves every budget."""
+    return RetrievalResult("longrag", budget, _with_text(snap, pack(ranked.items, budget), ranked.own),
+                           dict(ranked.trace))
+
+
+@dataclass
+class Ranked:
+    """LongRAG's readable member documents in packing order (text not yet read), with each member's best hit."""
+
+    items: list[ContextItem]
+    own: dict[tuple[str, str, int], Hit]
+    trace: dict
+
+
+def longrag_candidates(snap: Snapshot, embed_query: Callable[[str], np.ndarray], counter: TokenCounter,
+                       caller: Caller, question: str, config: LongRAGConfig = LongRAGConfig(),
+                       as_of: datetime | None = None) -> Ranked:
+    """Every hop's ranked members, merged by `hop_merge`; budget-independent, so hybrid methods can build on it."""
+    ranked, own, units, hits = _hop(snap, embed_query(question), counter, caller, question, config, as_of)
+    lists, seeds = [ranked], []
+    for _ in range(1, config.hops):
+        query = _next_query(snap, question, lists, seeds, own, config.hop_query)
+        if query is None:
+            break
+        more, more_own, _, _ = _hop(snap, embed_query(query), counter, caller, query, config, as_of)
+        lists.append([i for i in more if i.doc_id not in seeds])  # the seed is placed already; find what it names
+        for key, hit in more_own.items():  # a member's matched sub-chunk: its best match under any hop's query
+            if key not in own or hit.score > own[key].score:
+                own[key] = hit
+    merged = interleave(lists) if config.hop_merge == "interleave" else by_best_score(lists)
+    return Ranked(merged, own, {"units_ranked": len(units), "subchunk_hits": len(hits), "hops": len(lists)})
+
+
+def _hop(snap: Snapshot, query: np.ndarray, counter: TokenCounter, caller: Caller, text: str,
+         config: LongRAGConfig, as_of: datetime | None):
+    """One retrieval hop: dense and lexical channels, units by MaxP, member documents in packing order."""
+    hits = search(snap.index_at(as_of), query, caller, config.overfetch)
+    lexical = _lexical(snap, caller, text, config) if as_of is None else {}
     units = _rank_units(snap, hits, lexical, config)
     if units:
         hits += rescore(snap, query, caller, list(units), as_of)
-    timings["search_s"] = time.perf_counter() - t
-    t = time.perf_counter()
     own = best_hit_per_member(hits)
     candidates = _candidates(snap, caller, own, hits, lexical, units, config, as_of)
     if as_of is None:
         candidates = _with_unindexed(snap, caller, counter, candidates, hits, lexical, config)
-    items = _with_text(snap, pack(candidates, budget), own)
-    timings["assemble_s"] = time.perf_counter() - t
-    return RetrievalResult("longrag", budget, items, {"units_ranked": len(units), "subchunk_hits": len(hits),
-                                                     **{k: round(v, 4) for k, v in timings.items()}})
+    return candidates, own, units, hits
+
+
+def _next_query(snap: Snapshot, question: str, lists: list[list[ContextItem]], seeds: list[str],
+                own: dict[tuple[str, str, int], Hit], mode: str) -> str | None:
+    """The question plus the previous hop's strongest document not yet a seed: its title and its evidence.
+
+    Multi-hop dense retrieval's idea: the bridge entity is named in the first hop's evidence, not in the
+    question, so the next query carries that evidence into the same dense space. The evidence is the matched
+    sub-chunk, its sentence sharing most of the question's terms, or ("novel") the sub-chunk's content words
+    the question lacks, which is where a bridge entity's name is (ELITE's depth terms, in the dense space).
+    """
+    seed = next((i for i in lists[-1] if i.unit_id is not None and i.doc_id not in seeds), None)
+    if seed is None:
+        return None
+    seeds.append(seed.doc_id)
+    hit = own.get((seed.unit_id, seed.doc_id, seed.part))
+    _, text = snap.texts([(seed.doc_id, seed.doc_version)])[(seed.doc_id, seed.doc_version)]
+    evidence = text[hit.start:hit.end] if hit else text[seed.ranges[0][0]:seed.ranges[0][1]]
+    asked = set(content_terms(question))
+    if mode == "sentence":
+        evidence = max(sentences(evidence), key=lambda s: len(asked & set(content_terms(s))))
+    elif mode == "novel":
+        evidence = " ".join(w for w in dict.fromkeys(words(evidence)) if not is_stop(w) and term(w) not in asked)
+    return f"{question}\n{seed.title}\n{evidence}"[:MAX_QUESTION_CHARS]  # a long question keeps its own words
+
+
+def by_best_score(lists: list[list[ContextItem]]) -> list[ContextItem]:
+    """Every hop's members by their best score under any hop (scores of one scale: cosine plus shares of BM25)."""
+    best: dict[tuple, ContextItem] = {}
+    for ranked in lists:
+        for item in ranked:
+            key = (item.doc_id, item.doc_version, item.ranges)
+            if key not in best or item.score > best[key].score:
+                best[key] = item
+    return sorted(best.values(), key=lambda i: -i.score)
+
+
+def interleave(lists: list[list[ContextItem]]) -> list[ContextItem]:
+    """Rank-by-rank round robin over the hops' lists, first occurrence kept: no weight between hops to tune."""
+    out, seen = [], set()
+    for rank in range(max((len(x) for x in lists), default=0)):
+        for ranked in lists:
+            if rank < len(ranked):
+                key = (ranked[rank].doc_id, ranked[rank].doc_version, ranked[rank].ranges)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(ranked[rank])
+    return out
 
 
 def _lexical(snap: Snapshot, caller: Caller, question: str, config: LongRAGConfig) -> dict[str, float]:

@@ -64,6 +64,12 @@ def _shortchunk(snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
                                req.budget, as_of=req.as_of)
 
 
+def _hybrid(snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
+    from rag.hybrid import hybrid_retrieve
+
+    return hybrid_retrieve(snap, tools.embedder, tools.counter, req.caller, req.question, req.budget)
+
+
 def _elite(snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
     from rag.elite import elite_retrieve
 
@@ -77,6 +83,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            _longrag_units, True, True),
     Method("shortchunk", "the top sub-chunks themselves (the baseline)", _shortchunk, True, True),
     Method("elite", "embedding-less iterative exploration of the catalog", _elite, False, False),
+    Method("hybrid", "ELITE's lexical exploration inside the documents of LongRAG's top units", _hybrid, False, True),
 )}
 
 

@@ -1,4 +1,6 @@
 """LongRAG retrieval: MaxP, read-time assembly from the catalog, permissions, versions and budgets."""
+from functools import partial
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -6,7 +8,7 @@ from hypothesis import strategies as st
 from rag.access import Caller
 from rag.catalog import Catalog
 from rag.index import SubchunkIndex
-from rag.longrag import Hit, longrag_retrieve, maxp, shortchunk_retrieve
+from rag.longrag import Hit, LongRAGConfig, longrag_retrieve, maxp, shortchunk_retrieve
 from rag.publish import IngestSettings, publish_documents, publish_index, publish_units
 from rag.methods import Request, Tools, method as registered
 from rag.snapshot import SharedCache, Snapshot
@@ -136,7 +138,8 @@ def _via(fn):
        budget=st.integers(min_value=50, max_value=9000),
        revoked=st.sets(st.sampled_from(["edge-offline-cache", "error-codes-reference", "install-grounding",
                                         "ssh-hardening", "quick-start-guide", "edge-log-rotation"]), max_size=3),
-       method=st.sampled_from([longrag_retrieve, shortchunk_retrieve]))
+       method=st.sampled_from([longrag_retrieve, shortchunk_retrieve,
+                               partial(longrag_retrieve, config=LongRAGConfig(hops=2))]))
 def test_no_returned_byte_comes_from_a_document_the_caller_may_not_read(sample, embedder, groups, words, budget,
                                                                         revoked, method):
     """Property (rule 1): also when the catalog revoked a member's ACL after its unit was indexed."""
@@ -177,3 +180,42 @@ def test_hostile_front_matter_and_links_never_widen_what_a_caller_reads(hostile_
 
     result = assert_only_readable_bytes(hostile_sample, embedder, groups, words, budget, revoked, run)
     assert MARKER not in result.context()
+
+
+def test_interleave_takes_the_hops_rank_by_rank_and_keeps_the_first_occurrence():
+    from rag.context import ContextItem
+    from rag.longrag import interleave
+
+    def item(doc_id):
+        return ContextItem(doc_id, "1", doc_id, "", 1, ((0, 1),), 0.0, "u@1")
+
+    first, second = [item("a"), item("b"), item("c")], [item("x"), item("a"), item("y"), item("z")]
+    assert [i.doc_id for i in interleave([first, second])] == ["a", "x", "b", "c", "y", "z"]
+    assert [i.doc_id for i in interleave([first])] == ["a", "b", "c"]
+
+
+BRIDGE = [
+    ("dai", "Dai Jitao", "Dai Jitao was a journalist and an early member of the Kuomintang. He was born in "
+                         "Guanghan, in Sichuan, and worked in Shanghai for most of his life."),
+    ("sichuan", "Sichuan Province", "Sichuan lies in southwest China. Its food is known for bold flavours, garlic, "
+                                    "chili and the Sichuan pepper."),
+] + [(f"d{i}", name, f"{name} was a journalist famous for his books on the cuisine of the province where he was "
+                     f"born, {place}.")
+     for i, (name, place) in enumerate([("Arne Olsen", "Telemark"), ("Pedro Ruiz", "Cusco"), ("Jan Novak", "Moravia"),
+                                        ("Tom Price", "Gwynedd"), ("Luca Bruni", "Tuscany")])]
+
+
+def test_the_second_hop_brings_in_the_document_the_first_hop_names(tmp_path, embedder):
+    """The bridge (Sichuan) is in Dai Jitao's document, not in the question: only a second query can find it."""
+    import json
+
+    (tmp_path / "docs.jsonl").write_text("\n".join(json.dumps({"doc_id": d, "title": t, "text": x})
+                                                   for d, t, x in BRIDGE) + "\n")
+    sample = publish(tmp_path / "ws", [tmp_path / "docs.jsonl"], embedder, default_acl=("bench",))
+    question = "What is the cuisine of the province where the journalist Dai Jitao was born famous for?"
+    budget = 2 * max(default_counter().count([f"## {t}\n[{d} · version 1]\n{x}\n" for d, t, x in BRIDGE])) + 10
+    one = retrieve(sample, embedder, question, ["bench"], budget, fn=longrag_retrieve)
+    two = retrieve(sample, embedder, question, ["bench"], budget,
+                   fn=partial(longrag_retrieve, config=LongRAGConfig(hops=2)))
+    assert [i.doc_id for i in one.items][0] == "dai" and "sichuan" not in {i.doc_id for i in one.items}
+    assert {i.doc_id for i in two.items} == {"dai", "sichuan"} and two.trace["hops"] == 2

@@ -33,11 +33,11 @@ def elite_retrieve(catalog: Catalog, caller: Caller, question: str, budget: int,
 
 def elite_explore(catalog: Catalog, caller: Caller, question: str, *, model: ChatModel | None = None,
                   embedder: Encoder | None = None, counter: TokenCounter | None = None,
-                  config: EliteConfig = EliteConfig()) -> Exploration:
+                  config: EliteConfig = EliteConfig(), within: frozenset[str] | None = None) -> Exploration:
     """Every step but packing: budget-independent, so one exploration can be packed at several budgets."""
     policy = LLMPolicy(model) if model is not None else OfflinePolicy()
     return explore(catalog, caller, question, policy=policy, encoder=embedder or _default_embedder(),
-                   counter=counter or default_counter(), config=config)
+                   counter=counter or default_counter(), config=config, within=within)
 
 
 def pack_exploration(found: Exploration, budget: int) -> RetrievalResult:

@@ -44,13 +44,18 @@ class _Stages:
 
 
 def explore(catalog: Catalog, caller: Caller, question: str, *, policy, encoder: Encoder | None,
-            counter: TokenCounter, config: EliteConfig) -> Exploration:
-    """Everything but packing; `elite_retrieve` packs the candidates into the budget."""
+            counter: TokenCounter, config: EliteConfig, within: frozenset[str] | None = None) -> Exploration:
+    """Everything but packing; `elite_retrieve` packs the candidates into the budget.
+
+    `within` narrows the scope to those document ids (the hybrid's LongRAG units); it never widens the ACL's.
+    """
     check_question(question)
     stages = _Stages()
     with stages("scope"):
         store, built = STORES.get(catalog)
         doc_mask = store.readable(caller)
+        if within is not None:
+            doc_mask &= np.fromiter((k[0] in within for k in store.keys), dtype=bool, count=len(store.keys))
         sent_mask = doc_mask[store.sent_doc]
     trace = {"method": "elite", "policy": policy.name, "question": question,
              "scope": {"documents": int(doc_mask.sum()), "sentences": int(sent_mask.sum()),

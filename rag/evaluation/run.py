@@ -145,6 +145,8 @@ class Retrievers:
             budgets: tuple[int, ...]) -> list[tuple[RetrievalResult, float]]:
         if method == "elite":
             return self._elite(caller, question, budgets)
+        if method == "hybrid":
+            return self._hybrid(caller, question, budgets)
         out = []
         for budget in budgets:
             start = time.perf_counter()
@@ -153,29 +155,27 @@ class Retrievers:
         return out
 
     def _elite(self, caller: Caller, question: str, budgets: tuple[int, ...]) -> list[tuple[RetrievalResult, float]]:
-        """Explore once (budget-independent), pack per budget; each budget's time is exploration plus its packing."""
         from rag.elite import elite_explore, pack_exploration
 
-        start = time.perf_counter()
         extra = {"config": self.elite_config} if self.elite_config is not None else {}
-        found = elite_explore(self.prepared.reader.snapshot().catalog, caller, question, model=self.policy_model,
-                              embedder=self.embedder, counter=self.counter, **extra)
-        explored = time.perf_counter() - start
-        out = []
-        for budget in budgets:
-            start = time.perf_counter()
-            result = pack_exploration(found, budget)
-            out.append((result, explored + time.perf_counter() - start))
-        return out
+        return explore_once(lambda: elite_explore(
+            self.prepared.reader.snapshot().catalog, caller, question, model=self.policy_model,
+            embedder=self.embedder, counter=self.counter, **extra), pack_exploration, budgets)
+
+    def _hybrid(self, caller: Caller, question: str, budgets: tuple[int, ...]) -> list[tuple[RetrievalResult, float]]:
+        from rag.hybrid import hybrid_explore, pack_hybrid
+
+        return explore_once(lambda: hybrid_explore(self.prepared.reader.snapshot(), self.embedder, self.counter,
+                                                   caller, question), pack_hybrid, budgets)
 
     def prepare(self, methods: tuple[str, ...]) -> dict[str, float]:
         """Build, from scratch and timed, the in-memory structures each method needs before its first query."""
         seconds = {}
-        if "longrag" in methods:  # the BM25 channel; the other index methods use the dense index alone
+        if {"longrag", "hybrid"} & set(methods):  # the BM25 channel; the other index methods use the dense index alone
             start = time.perf_counter()
             self.prepared.reader.snapshot().lexical  # noqa: B018 - built on first use
             seconds["lexical_index"] = time.perf_counter() - start
-        if "elite" in methods:
+        if {"elite", "hybrid"} & set(methods):
             from rag.elite import STORES
 
             STORES.clear()  # a store another evaluation built in this process would make ELITE's build look free
@@ -184,13 +184,27 @@ class Retrievers:
         return seconds
 
 
+def explore_once(explore, pack, budgets: tuple[int, ...]) -> list[tuple[RetrievalResult, float]]:
+    """Explore once (budget-independent), pack per budget; each budget's time is exploration plus its packing."""
+    start = time.perf_counter()
+    found = explore()
+    explored = time.perf_counter() - start
+    out = []
+    for budget in budgets:
+        start = time.perf_counter()
+        result = pack(found, budget)
+        out.append((result, explored + time.perf_counter() - start))
+    return out
+
+
 def ensure_available(methods: tuple[str, ...]) -> None:
     """ELITE lives in its own package; say so plainly if it cannot be imported."""
-    if "elite" in methods:
+    if {"elite", "hybrid"} & set(methods):
         try:
             import rag.elite  # noqa: F401
         except ImportError as err:
-            raise MethodUnavailable(f"method elite is unavailable: rag.elite cannot be imported ({err})") from err
+            raise MethodUnavailable(f"methods elite and hybrid are unavailable: rag.elite cannot be imported ({err})"
+                                    ) from err
 
 
 def evaluate(prepared: Prepared, questions: list[EvalQuestion], config: EvalConfig, embedder, counter: TokenCounter,

@@ -11,7 +11,7 @@ from rag.evaluation.questions import EvalQuestion, load_questions
 from test_eval_end_to_end import rag_eval
 from test_longrag import publish
 
-METHODS = ("longrag", "longrag-units", "elite", "shortchunk")
+METHODS = ("longrag", "longrag-units", "elite", "hybrid", "shortchunk")
 QUESTIONS, USERS = SAMPLES / "questions.jsonl", SAMPLES / "users.yaml"
 
 

@@ -1,0 +1,63 @@
+"""Benchmark workspaces whose units come from one of three groupings, for the grouping comparison of issue 14.
+
+- `title-links`: the product today (`derive_links=True`): a document is linked to the documents whose exact
+  title its text mentions, and to the documents sharing its title.
+- `shared-titles`: only documents sharing a title are linked (one article's paragraphs become one unit).
+- `none`: no derived links (`derive_links=False`): every document is a unit of its own.
+
+Each variant is a copy of the product's workspace re-planned with its own links; the unit cap, the ACL
+partitions and the oversize split stay the product's (rag.units.plan_units), and no vector is re-embedded (the
+index's cache is keyed by the sub-chunk text, which does not depend on the unit).
+"""
+from __future__ import annotations
+
+import shutil
+from collections import defaultdict
+from pathlib import Path
+from unittest import mock
+
+from rag.catalog import Catalog
+from rag.evaluation.workspace import BENCH_ACL, Prepared, open_prepared, prepare_workspace
+from rag.index import SubchunkIndex
+from rag.linking import LinkGraph, build_links
+from rag.publish import IngestSettings, publish_documents, publish_index, publish_units
+from rag.tokens import default_counter
+
+GROUPINGS = ("title-links", "shared-titles", "none")
+
+
+def shared_title_links(docs, derive_from_titles: bool = False) -> LinkGraph:
+    """Explicit links plus one link between documents that share a title; no title mentions."""
+    graph = build_links(docs, derive_from_titles=False)
+    by_title: dict[str, list[str]] = defaultdict(list)
+    for d in docs:
+        by_title[d.title].append(d.doc_id)
+    for ids in by_title.values():
+        for other in ids[1:]:
+            graph.add(ids[0], other)
+    return graph
+
+
+def prepare(folder: Path, root: Path, grouping: str, embedder) -> Prepared:
+    """The benchmark's workspace with `grouping`'s units, brought up to date and open for queries."""
+    counter = default_counter()
+    base = root / folder.name
+    prepared = prepare_workspace(folder, base, embedder, counter)
+    if grouping == "title-links":
+        return prepared
+    prepared.close()
+    workspace = root / f"{folder.name}@{grouping}"
+    if not workspace.exists():
+        shutil.copytree(base, workspace, ignore=shutil.ignore_patterns("*.lock", "writer*"))
+    settings = IngestSettings(sources=[str(folder / "docs.jsonl")], default_acl=(BENCH_ACL,),
+                              derive_links=grouping != "none")
+    catalog = Catalog(workspace / "catalog.duckdb", entry="bench/groupings.py")
+    try:
+        with mock.patch("rag.units.build_links", shared_title_links if grouping == "shared-titles" else build_links):
+            publish_documents(catalog, settings)
+            publish_units(catalog, counter, settings)
+            publish_index(catalog, SubchunkIndex(str(workspace / "lancedb")), embedder.encode, counter, settings,
+                          embedder.name)
+    finally:
+        catalog.close()
+    return open_prepared(folder.name, workspace, embedder, counter)

@@ -1,0 +1,206 @@
+"""Multi-hop retrieval quality on the fixed tune/report halves of the English dev sets, with bootstrap intervals.
+
+Every variant runs on both halves of every benchmark at every budget. Choose on the tune half; the report half
+is what the README may quote. Metrics: source completeness (all gold documents present) and evidence recall.
+A variant is `method[:key=value,...]` with LongRAGConfig fields, e.g. `longrag:hops=2`, `hybrid:hops=2`;
+`--sensitivity` adds each free weight at -50% and +50% of its default. `--grouping` picks the workspace's units
+(bench/groupings.py). Prints a table per benchmark and writes bench/results/multihop-<grouping>[-<tag>].json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.groupings import GROUPINGS, prepare  # noqa: E402
+from rag.access import Caller  # noqa: E402
+from rag.benchmarks import HALVES, Question, complete, evidence_recall, load_questions, split_halves  # noqa: E402
+from rag.evaluation.bootstrap import bootstrap_ci, paired_difference_ci  # noqa: E402
+from rag.evaluation.run import explore_once  # noqa: E402
+from rag.hybrid import hybrid_explore, pack_hybrid  # noqa: E402
+from rag.longrag import (LongRAGConfig, longrag_candidates, longrag_retrieve, pack_ranked,  # noqa: E402
+                         shortchunk_retrieve)
+from rag.longrag_units import longrag_units_retrieve  # noqa: E402
+from rag.summary import markdown_table  # noqa: E402
+
+BENCHMARKS = REPO.parent / "shared" / "benchmarks"
+NAMES = ("hotpotqa", "musique", "2wikimultihopqa")
+CALLER = Caller(frozenset({"bench"}))
+FREE_WEIGHTS = ("link_boost", "lexical_weight")
+DIRECT = {"longrag": longrag_retrieve, "shortchunk": shortchunk_retrieve, "longrag-units": longrag_units_retrieve}
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    method: str
+    config: LongRAGConfig
+
+    def run(self, snap, embedder, counter, question: str, budgets: list[int]):
+        """(result, seconds) per budget; LongRAG and the hybrid rank once and pack per budget (what their
+        retrieve functions do for one budget), so each budget's seconds are the ranking's plus its packing."""
+        if self.method == "hybrid":
+            return explore_once(lambda: hybrid_explore(snap, embedder, counter, CALLER, question, self.config),
+                                pack_hybrid, budgets)
+        if self.method == "longrag":
+            return explore_once(lambda: longrag_candidates(snap, embedder.encode_query, counter, CALLER, question,
+                                                           self.config), lambda r, b: pack_ranked(snap, r, b), budgets)
+        out = []
+        for b in budgets:
+            start = time.perf_counter()
+            result = DIRECT[self.method](snap, embedder.encode_query, counter, CALLER, question, b, self.config)
+            out.append((result, time.perf_counter() - start))
+        return out
+
+
+def parse_variant(spec: str) -> Variant:
+    """`method[:key=value,...]` → a Variant, or a one-line error naming the problem."""
+    method, _, settings = spec.partition(":")
+    if method not in (*DIRECT, "hybrid"):
+        raise SystemExit(f"variant {spec!r}: unknown method {method!r}")
+    # Field types are strings under `from __future__ import annotations`.
+    kinds = {f.name: {"int": int, "float": float, "str": str}[str(f.type)] for f in fields(LongRAGConfig)}
+    changes = {}
+    for pair in filter(None, settings.split(",")):
+        key, _, value = pair.partition("=")
+        if key not in kinds:
+            raise SystemExit(f"variant {spec!r}: LongRAGConfig has no field {key!r}")
+        changes[key] = kinds[key](value)
+    return Variant(spec, method, replace(LongRAGConfig(), **changes))
+
+
+def sensitivity_variants(base: Variant) -> list[Variant]:
+    """Each free weight of the base variant at -50% and +50% of its value, the others unchanged."""
+    out = []
+    for name in FREE_WEIGHTS:
+        value = getattr(base.config, name)
+        for factor in (0.5, 1.5):
+            changed = round(value * factor, 4)
+            prefix = base.name + ("," if ":" in base.name else ":")
+            out.append(Variant(f"{prefix}{name}={changed}", base.method, replace(base.config, **{name: changed})))
+    return out
+
+
+def measure(snap, embedder, counter, variant: Variant, questions: list[Question], budgets: list[int]) -> dict:
+    """Per budget, per-question completeness and evidence recall lists, tokens and seconds."""
+    per = {b: {"complete": [], "recall": [], "tokens": []} for b in budgets}
+    seconds = []
+    for q in questions:
+        for (result, s), b in zip(variant.run(snap, embedder, counter, q.question, budgets), budgets):
+            assert result.tokens <= b, f"{variant.name} over budget {b}"
+            ids = {i.doc_id for i in result.items}
+            per[b]["complete"].append(float(complete(ids, q.gold_doc_ids)))
+            per[b]["recall"].append(evidence_recall(ids, q.gold_doc_ids))
+            per[b]["tokens"].append(result.tokens)
+            seconds.append(s)
+    return {"per_budget": per, "seconds": seconds}
+
+
+def summarise(raw: dict, reference: dict | None) -> dict:
+    """Intervals per budget, and the paired completeness difference to the reference variant on the same half."""
+    out = {}
+    for b, v in raw["per_budget"].items():
+        cell = {"completeness": bootstrap_ci(v["complete"]).to_json(),
+                "evidence_recall": bootstrap_ci(v["recall"]).to_json(),
+                "tokens_mean": round(float(np.mean(v["tokens"])), 1)}
+        if reference is not None:
+            diff = paired_difference_ci(v["complete"], reference["per_budget"][b]["complete"])
+            cell["completeness_minus_reference"] = diff.to_json()
+        out[str(b)] = cell
+    ms = np.array(raw["seconds"]) * 1000
+    out["latency_ms"] = {"p50": round(float(np.percentile(ms, 50)), 1), "p95": round(float(np.percentile(ms, 95)), 1)}
+    return out
+
+
+def run_benchmark(name: str, grouping: str, variants: list[Variant], budgets: list[int], embedder,
+                  halves_run: tuple[str, ...] = HALVES) -> dict:
+    prepared = prepare(BENCHMARKS / name, REPO / ".rag" / "bench", grouping, embedder)
+    snap, counter = prepared.reader.snapshot(), prepared.reader.counter
+    halves = split_halves(name, load_questions(BENCHMARKS / name))
+    snap.lexical  # noqa: B018 - built before the first timed query, as a warm service has it
+    figures = {"units": prepared.units, "documents": prepared.documents,
+               "questions": {h: len(qs) for h, qs in halves.items()}, "variants": {}}
+    for half in halves_run:
+        raws = {}
+        for v in variants:
+            raws[v.name] = measure(snap, embedder, counter, v, halves[half], budgets)
+            reference = raws[variants[0].name] if v is not variants[0] else None
+            figures["variants"].setdefault(v.name, {})[half] = summarise(raws[v.name], reference)
+            print(f"  {name} {half} {v.name}: " + " ".join(
+                f"{b}:{figures['variants'][v.name][half][str(b)]['completeness']['mean']:.3f}" for b in budgets),
+                flush=True)
+    prepared.close()
+    return figures
+
+
+def table(name: str, figures: dict, budgets: list[int]) -> str:
+    rows = []
+    for v, by_half in figures["variants"].items():
+        for half in by_half:
+            cells = by_half[half]
+            rows.append([v, half] + [_ci(cells[str(b)]["completeness"]) for b in budgets]
+                        + [_ci(cells[str(b)]["evidence_recall"]) for b in budgets[:1]]
+                        + [f"{cells['latency_ms']['p50']}/{cells['latency_ms']['p95']}"])
+    head = ["variant", "half"] + [f"complete@{b}" for b in budgets] + [f"recall@{budgets[0]}", "ms p50/p95"]
+    return f"\n{name} (questions {figures['questions']}, units {figures['units']})\n" + markdown_table(head, rows)
+
+
+def _ci(c: dict) -> str:
+    return f"{c['mean']:.3f} [{c['low']:.3f}, {c['high']:.3f}]"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--benchmark", action="append", choices=NAMES, help="default: all three")
+    p.add_argument("--variants", default="longrag,shortchunk",
+                   help="variants separated by ';' (the first is the reference of the paired differences)")
+    p.add_argument("--sensitivity", action="store_true", help="add the ±50%% curves of the first variant's weights")
+    p.add_argument("--grouping", choices=GROUPINGS, default="title-links")
+    p.add_argument("--budgets", default="1000,2000,4000")
+    p.add_argument("--tag", default="", help="suffix of the results file")
+    p.add_argument("--half", choices=HALVES, help="one half only (default: both)")
+    args = p.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from rag.embedding import Embedder
+
+    variants = [parse_variant(s) for s in args.variants.split(";")]
+    if args.sensitivity:
+        variants += sensitivity_variants(variants[0])
+    budgets = [int(b) for b in args.budgets.split(",")]
+    embedder = Embedder(threads=1)
+    out = REPO / "bench" / "results" / f"multihop-{args.grouping}{'-' + args.tag if args.tag else ''}.json"
+    figures = {"command": "python bench/multihop.py " + " ".join(sys.argv[1:]), "grouping": args.grouping,
+               "split": "rag.benchmarks.half_of: sha256('tune-report|<benchmark>|<qid>') last bit, 0 tune, 1 report",
+               "reference": variants[0].name, "budgets": budgets, "benchmarks": {}}
+    for name in args.benchmark or NAMES:
+        figures["benchmarks"][name] = run_benchmark(name, args.grouping, variants, budgets, embedder,
+                                                    (args.half,) if args.half else HALVES)
+        out.write_text(json.dumps(figures, indent=1) + "\n")
+        print(table(name, figures["benchmarks"][name], budgets), flush=True)
+    figures["macro_completeness"] = macro(figures, budgets)
+    out.write_text(json.dumps(figures, indent=1) + "\n")
+    print("\nmean over the benchmarks (completeness):")
+    print(markdown_table(["variant", "half"] + [str(b) for b in budgets],
+                         [[v, h] + [f"{x:.3f}" for x in xs] for v, by_half in figures["macro_completeness"].items()
+                          for h, xs in by_half.items()]))
+
+
+def macro(figures: dict, budgets: list[int]) -> dict:
+    """Each variant's completeness averaged over the benchmarks (each weighs the same), per half and budget."""
+    names = list(figures["benchmarks"])
+    variants = figures["benchmarks"][names[0]]["variants"]
+    return {v: {h: [float(np.mean([figures["benchmarks"][n]["variants"][v][h][str(b)]["completeness"]["mean"]
+                                   for n in names])) for b in budgets] for h in variants[v]} for v in variants}
+
+
+if __name__ == "__main__":
+    main()
