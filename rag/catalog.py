@@ -9,6 +9,7 @@ from pathlib import Path
 import threading
 
 import duckdb
+import pyarrow as pa
 
 from rag.documents import Document, Rejected
 from rag.snapshots import SnapshotInfo, publish_snapshot
@@ -39,6 +40,16 @@ CREATE TABLE IF NOT EXISTS publish_log (
 CREATE TABLE IF NOT EXISTS quarantine (
     publish_id BIGINT, severity VARCHAR, source_path VARCHAR, doc_id VARCHAR, reason VARCHAR, seen_at TIMESTAMP);
 CREATE TABLE IF NOT EXISTS store_identity (store_id VARCHAR NOT NULL);
+-- Planning facts per document version and component groups by signature (see rag.facts).
+CREATE TABLE IF NOT EXISTS doc_facts (
+    fact_id BIGINT NOT NULL, doc_id VARCHAR NOT NULL, version VARCHAR NOT NULL,
+    block_tokens INTEGER NOT NULL, text_chars INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS doc_parts (
+    doc_id VARCHAR, version VARCHAR, cap INTEGER, part INTEGER, char_start INTEGER, char_end INTEGER, tokens INTEGER);
+CREATE TABLE IF NOT EXISTS mention_index (token VARCHAR, fact_id BIGINT);
+CREATE TABLE IF NOT EXISTS doc_mentions (fact_id BIGINT, title VARCHAR);
+CREATE TABLE IF NOT EXISTS mention_titles (title VARCHAR);
+CREATE TABLE IF NOT EXISTS component_groups (signature VARCHAR, grp INTEGER, position INTEGER, doc_id VARCHAR);
 """
 # Created by the first write of a setting, so opening an older catalog (or a read-only one) needs no migration.
 SETTINGS_SCHEMA = """
@@ -147,6 +158,15 @@ class Catalog:
     def _many(self, sql: str, params: list[list]) -> None:
         if params:
             self.con.executemany(sql, params)
+
+    def bulk_insert(self, table: str, columns: dict[str, list]) -> None:
+        """Insert many rows at once through Arrow (executemany costs a statement per row)."""
+        if columns and len(next(iter(columns.values()))):
+            self.con.register("_bulk_rows", pa.table(columns))
+            try:
+                self.con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM _bulk_rows")
+            finally:
+                self.con.unregister("_bulk_rows")
 
     def rows(self, sql: str, params: list | None = None) -> list[tuple]:
         with self._lock:

@@ -10,6 +10,7 @@ import numpy as np
 from rag.catalog import Catalog, DocChanges, UnitChanges
 from rag.chunking import subchunks
 from rag.documents import LoadResult, Rejected, content_hash
+from rag.facts import plan_from_facts
 from rag.embedding import DEFAULT_EMBEDDER, EMBEDDER_SETTING, embedder_spec
 from rag.index import SubchunkIndex, SubchunkRow
 from rag.loaders import load_sources
@@ -28,6 +29,7 @@ class IngestSettings:
     chunk_max: int = 128
     embedder: str | None = None   # None keeps the workspace's embedder (MiniLM for a new workspace)
     allow_empty: bool = False  # a source that holds no document deletes what it published (an explicit choice)
+    rescan: bool = False  # re-read every file and re-plan every unit from the texts, ignoring what is stored
 
 
 @dataclass
@@ -78,7 +80,10 @@ def publish_documents(catalog: Catalog, settings: IngestSettings) -> tuple[DocCh
 def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSettings) -> tuple[UnitPlan, UnitChanges]:
     """Group the current documents and stage the units that are new or changed."""
     publish_id = catalog.running_publish()
-    plan = plan_units(catalog.current_documents(), counter, settings.unit_cap, settings.derive_links)
+    if settings.rescan:
+        plan = plan_units(catalog.current_documents(), counter, settings.unit_cap, settings.derive_links)
+    else:
+        plan = plan_from_facts(catalog, counter, settings.unit_cap, settings.derive_links)
     catalog.record_problems(publish_id, "warning", [
         Rejected(doc_id, f"link to missing document '{link}'", doc_id) for doc_id, link in plan.missing_links])
     return plan, catalog.stage_units(publish_id, plan)
