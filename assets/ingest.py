@@ -31,6 +31,7 @@ def source_documents(context: dg.AssetExecutionContext, catalog: CatalogResource
             "quarantined": len(changes.rejected),
             "warnings": len(changes.warnings),
             "skipped": len(loaded.skipped),
+            **changes.reading,
             "quarantine": dg.MetadataValue.md(_quarantine_md(changes.rejected + changes.warnings + loaded.skipped)),
             "catalog": dg.MetadataValue.path(cat.path),
         })
@@ -55,6 +56,9 @@ def long_units(context: dg.AssetExecutionContext, catalog: CatalogResource, embe
         "mean_members_per_unit": round(sum(len(u.members) for u in plan.units) / max(len(plan.units), 1), 2),
         "max_unit_tokens": max(sizes, default=0),
         "missing_links": len(plan.missing_links),
+        "components": plan.components,
+        "components_replanned": plan.replanned,
+        "documents_tokenised": plan.facts_computed,
         "unit_size_histogram": dg.MetadataValue.md(
             markdown_table(["tokens", "units"], [[k, v] for k, v in histogram(sizes).items()])),
     })

@@ -13,7 +13,7 @@ from rag.documents import LoadResult, Rejected, content_hash
 from rag.facts import plan_from_facts
 from rag.embedding import DEFAULT_EMBEDDER, EMBEDDER_SETTING, embedder_spec
 from rag.index import SubchunkIndex, SubchunkRow
-from rag.loaders import load_sources
+from rag.source_sync import read_sources, sync_sources
 from rag.tokens import TokenCounter
 from rag.units import DEFAULT_CAP, Member, UnitPlan, plan_units, split_unit_key, unit_key
 
@@ -54,24 +54,25 @@ class NothingToPublish(RuntimeError):
 
 
 def publish_documents(catalog: Catalog, settings: IngestSettings) -> tuple[DocChanges, LoadResult]:
-    """Load the sources and record new versions, supersessions and deletions in the catalog.
+    """Read the sources (only files changed since the last run) and record new versions, supersessions and
+    deletions in the catalog.
 
     With no readable document at all the run stops (nothing is deleted), unless empty sources are allowed
     and at least one source was read: then its documents are deleted, which is how a source is emptied.
     """
     sources = [str(Path(s).resolve()) for s in settings.sources]
     publish_id = catalog.begin_publish(sources)
-    loaded = load_sources(sources, settings.default_acl, settings.collection)
+    view = read_sources(catalog, sources, settings.default_acl, settings.collection, settings.rescan)
+    loaded = view.loaded()
     catalog.record_problems(publish_id, "skipped", loaded.skipped)
-    if not loaded.documents and not (settings.allow_empty and loaded.scanned):
+    if not view.holding and not (settings.allow_empty and loaded.scanned):
         catalog.record_problems(publish_id, "rejected", loaded.rejected)
         catalog.finish_failed(publish_id)
         first = f"; first problem: {loaded.rejected[0].source_path}: {loaded.rejected[0].reason}" if loaded.rejected else ""
         hint = "; to delete every document of an empty source, allow empty sources" if loaded.scanned else ""
         raise NothingToPublish(f"no readable documents in {', '.join(sources) or 'no sources'}"
                                f" ({len(loaded.rejected)} inputs rejected{first}){hint}", loaded.rejected)
-    changes = catalog.sync_documents(publish_id, loaded.documents, loaded.rejected, loaded.scanned,
-                                     settings.allow_empty)
+    changes = sync_sources(catalog, publish_id, view, settings.allow_empty, settings.rescan)
     if changes.new or changes.superseded or changes.deleted or changes.updated_in_place:
         catalog.publish_snapshot(publish_id)  # readers hide deleted and superseded text from their next query
     return changes, loaded
