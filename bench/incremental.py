@@ -29,6 +29,8 @@ from rag.tokens import default_counter  # noqa: E402
 BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 NAMES = ["hotpotqa", "musique", "2wikimultihopqa"]
 SIZES = [4_000, None]   # None: every document of the three corpora (15,934)
+STORED = ("doc_facts", "doc_parts", "mention_index", "doc_mentions", "mention_titles", "component_groups",
+          "source_files", "source_records")
 
 
 def copy_sources(dest: Path, size: int | None) -> int:
@@ -73,6 +75,25 @@ def edit_one(src: Path) -> str:
     return f"{record['doc_id']} v2"
 
 
+def _catalog_mb(workspace: Path, without: tuple[str, ...] = ()) -> float:
+    """Size of the catalog file, optionally of a copy without the given tables (what the stored state costs)."""
+    path = workspace / "catalog.duckdb"
+    if without:
+        copy = workspace.parent / "size-probe" / "catalog.duckdb"
+        copy.parent.mkdir(exist_ok=True)
+        catalog = Catalog(path)
+        try:
+            catalog.con.execute(f"ATTACH '{copy}' AS probe")
+            for (table,) in catalog.rows("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"):
+                if table not in without:
+                    catalog.con.execute(f"CREATE TABLE probe.{table} AS SELECT * FROM {table}")
+            catalog.con.execute("DETACH probe")
+        finally:
+            catalog.close()
+        path = copy
+    return round(path.stat().st_size / 2**20, 1)
+
+
 def measure(size: int | None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "sources"
@@ -83,7 +104,8 @@ def measure(size: int | None) -> dict:
         for mode in ("full", "incremental"):
             shutil.copytree(Path(tmp) / "build", Path(tmp) / mode)
         modes = {"full": IngestSettings(**base, rescan=True), "incremental": IngestSettings(**base)}
-        out = {"documents": documents, "build": build}
+        out = {"documents": documents, "build": build, "catalog_mb": _catalog_mb(Path(tmp) / "build"),
+               "catalog_mb_without_stored_facts": _catalog_mb(Path(tmp) / "build", without=STORED)}
         out["no_change"] = {m: step(Path(tmp) / m, s) for m, s in modes.items()}
         out["edited"] = edit_one(src)
         out["one_edit"] = {m: step(Path(tmp) / m, s) for m, s in modes.items()}
@@ -109,7 +131,8 @@ def main() -> None:
     print(markdown_table(["documents", "run", "mode", "documents s", "units s", "total s", "lines parsed",
                           "tokenised", "components re-planned", "units published"], rows))
     for r in results:
-        print(f"{r['documents']} documents: build {r['build']['total_s']} s; incremental/full "
+        print(f"{r['documents']} documents: build {r['build']['total_s']} s, catalog {r['catalog_mb']} MB "
+              f"({r['catalog_mb_without_stored_facts']} MB without the stored facts and file records); incremental/full "
               f"no change {r['no_change']['ratio_total']}, one edit {r['one_edit']['ratio_total']}")
 
 

@@ -94,6 +94,7 @@ class Scan:
 
     states: dict[str, FileState] = field(default_factory=dict)       # every file listed, as it is now
     changed: dict[str, list[Record]] = field(default_factory=dict)   # file → its records, for files read anew
+    before: dict[str, list[Record]] = field(default_factory=dict)    # what those files yielded at the last run
     parsed: dict[tuple[str, int], Document] = field(default_factory=dict)  # (file, position) → parsed this run
     restated: list[str] = field(default_factory=list)   # files whose stat changed but not their content
     passed_over: LoadResult = field(default_factory=LoadResult)  # rejections and skips met while listing
@@ -126,9 +127,9 @@ def scan_sources(sources: list[str], default_acl: tuple[str, ...], collection: s
                 scan.states[now.path] = old
             else:
                 todo.append((now, old))
-    before = stored([now.path for now, old in todo if old is not None])
+    scan.before = stored([now.path for now, old in todo if old is not None])
     for now, old in todo:
-        _read(now, old, before.get(now.path, []), default_acl, collection, scan)
+        _read(now, old, scan.before.get(now.path, []), default_acl, collection, scan)
     return scan
 
 

@@ -67,7 +67,7 @@ def read_sources(catalog: Catalog, sources: list[str], default_acl: tuple[str, .
     view = SourceView(scan, default_acl, collection)
     scanned = set(scan.scanned)
     view.removed = sorted(p for p, st in known.items() if st.source in scanned and p not in scan.states)
-    keep = _kept_filter(view)
+    keep = _kept()
     view.kept_rejections = [_record(r) for r in catalog.rows(
         f"SELECT {', '.join(_RECORD_COLUMNS)} FROM source_records WHERE reason IS NOT NULL AND {keep} "
         "ORDER BY file, position", [scan.scanned, view.stale])]
@@ -81,16 +81,16 @@ def sync_sources(catalog: Catalog, publish_id: int, view: SourceView, allow_empt
                  ) -> DocChanges:
     """Reconcile the touched ids (every id with `rescan`) and store the new file states and records with them."""
     scan = view.scan
-    touched = None if rescan else sorted(_touched(catalog, view))
+    touched = None if rescan else _touched(catalog, view)
     fresh = [r for recs in scan.changed.values() for r in recs
              if r.is_document and (touched is None or r.doc_id in touched)]
     loaded: list = [scan.parsed.get((r.file, r.position), r) for r in fresh]
     if touched is not None:
         loaded += [_record(r) for r in catalog.rows(
-            f"SELECT {', '.join(_RECORD_COLUMNS)} FROM source_records WHERE reason IS NULL AND {_kept_filter(view)} "
-            "AND doc_id IN (SELECT unnest(?::VARCHAR[]))", [scan.scanned, view.stale, touched])]
-    plan = reconcile_versions(existing_versions(catalog, touched), loaded, view.loaded().rejected, scan.scanned,
-                              allow_empty, view.holding)
+            f"SELECT {', '.join(_RECORD_COLUMNS)} FROM source_records WHERE reason IS NULL AND {_kept()} "
+            "AND doc_id IN (SELECT unnest(?::VARCHAR[]))", [scan.scanned, view.stale, sorted(touched)])]
+    existing = existing_versions(catalog, None if touched is None else sorted(touched))
+    plan = reconcile_versions(existing, loaded, view.loaded().rejected, scan.scanned, allow_empty, view.holding)
     plan.insert = _documents(plan.insert, view)
     changes = apply_versions(catalog, publish_id, plan, lambda: _store(catalog, view))
     changes.reading = view.reading()
@@ -100,12 +100,11 @@ def sync_sources(catalog: Catalog, publish_id: int, view: SourceView, allow_empt
 def _touched(catalog: Catalog, view: SourceView) -> set[str]:
     scan = view.scan
     ids: set[str] = set()
-    before = _records(catalog, sorted(scan.changed))
     for file, now in scan.changed.items():
-        old = {_identity(r) for r in before.get(file, [])}
+        old = {_identity(r) for r in scan.before.get(file, [])}
         new = {_identity(r) for r in now}
         ids |= {r.doc_id for r in now if _identity(r) not in old and r.doc_id}
-        ids |= {r.doc_id for r in before.get(file, []) if _identity(r) not in new and r.doc_id}
+        ids |= {r.doc_id for r in scan.before.get(file, []) if _identity(r) not in new and r.doc_id}
     ids |= {d for (d,) in catalog.rows(
         "SELECT DISTINCT doc_id FROM source_records WHERE doc_id IS NOT NULL AND file IN (SELECT unnest(?::VARCHAR[]))",
         [view.removed])}
@@ -115,9 +114,9 @@ def _touched(catalog: Catalog, view: SourceView) -> set[str]:
         "(SELECT max(publish_id) FROM publish_log WHERE documents_new IS NOT NULL)")}
     fresh = {r.doc_id for recs in scan.changed.values() for r in recs if r.is_document}
     ids |= {d for (d,) in catalog.rows(
-        "SELECT DISTINCT d.doc_id FROM documents d WHERE d.status = 'current' AND d.source IN (SELECT unnest(?::VARCHAR[])) "
-        "AND NOT EXISTS (SELECT 1 FROM source_records r WHERE r.doc_id = d.doc_id AND r.reason IS NULL AND "
-        f"{_kept_filter(view, 'r.')})", [scan.scanned, scan.scanned, view.stale])} - fresh
+        "SELECT DISTINCT d.doc_id FROM documents d WHERE d.status = 'current' AND "
+        "d.source IN (SELECT unnest(?::VARCHAR[])) AND NOT EXISTS (SELECT 1 FROM source_records r WHERE "
+        f"r.doc_id = d.doc_id AND r.reason IS NULL AND {_kept('r.')})", [scan.scanned, scan.scanned, view.stale])} - fresh
     return ids
 
 
@@ -125,7 +124,7 @@ def _identity(r: Record) -> tuple:
     return r.position, r.line_hash, r.source_path, r.source
 
 
-def _kept_filter(view: SourceView, prefix: str = "") -> str:
+def _kept(prefix: str = "") -> str:
     """SQL: a stored record of an unchanged file of a scanned source (parameters: scanned, stale)."""
     return (f"{prefix}source IN (SELECT unnest(?::VARCHAR[])) AND {prefix}file NOT IN (SELECT unnest(?::VARCHAR[]))")
 
@@ -204,10 +203,12 @@ def apply_versions(catalog: Catalog, publish_id: int, plan: VersionPlan, also: C
     now = _now()
     catalog.con.execute("BEGIN")
     try:
-        catalog._many(
-            "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'superseded', NULL, NULL, ?)",
-            [[d.doc_id, d.version, d.title, d.text, list(d.acl), list(d.links), d.collection, d.source,
-              d.source_path, d.content_hash, d.meta_hash, publish_id] for d in plan.insert])
+        new = plan.insert
+        catalog.bulk_insert("documents", {
+            **{c: [getattr(d, c) for d in new] for c in ("doc_id", "version", "title", "text", "collection", "source",
+                                                         "source_path", "content_hash", "meta_hash")},
+            "acl": [list(d.acl) for d in new], "links": [list(d.links) for d in new],
+            "status": ["superseded"] * len(new), "publish_id": [publish_id] * len(new)})
         catalog._many(
             "UPDATE documents SET acl = ?, links = ?, collection = ?, source = ?, source_path = ?, meta_hash = ? "
             "WHERE doc_id = ? AND version = ?",
