@@ -48,6 +48,7 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
                 "quarantined": len(changes.rejected),
                 "warnings": len(changes.warnings),
                 "skipped": len(loaded.skipped),
+                **changes.reading,
                 "quarantine": dg.MetadataValue.md(_quarantine_md(changes.rejected + changes.warnings + loaded.skipped)),
                 "catalog": dg.MetadataValue.path(cat.path),
             })
@@ -72,6 +73,9 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
             "mean_members_per_unit": round(sum(len(u.members) for u in plan.units) / max(len(plan.units), 1), 2),
             "max_unit_tokens": max(sizes, default=0),
             "missing_links": len(plan.missing_links),
+            "components": plan.components,
+            "components_replanned": plan.replanned,
+            "documents_tokenised": plan.facts_computed,
             "unit_size_histogram": dg.MetadataValue.md(
                 markdown_table(["tokens", "units"], [[k, v] for k, v in histogram(sizes).items()])),
         })

@@ -9,6 +9,7 @@ from pathlib import Path
 import threading
 
 import duckdb
+import pyarrow as pa
 
 from rag.documents import Document, Rejected
 from rag.snapshots import SnapshotInfo, publish_snapshot
@@ -39,6 +40,24 @@ CREATE TABLE IF NOT EXISTS publish_log (
 CREATE TABLE IF NOT EXISTS quarantine (
     publish_id BIGINT, severity VARCHAR, source_path VARCHAR, doc_id VARCHAR, reason VARCHAR, seen_at TIMESTAMP);
 CREATE TABLE IF NOT EXISTS store_identity (store_id VARCHAR NOT NULL);
+-- Planning facts per document version and component groups by signature (see rag.facts).
+CREATE TABLE IF NOT EXISTS doc_facts (
+    fact_id BIGINT NOT NULL, doc_id VARCHAR NOT NULL, version VARCHAR NOT NULL,
+    block_tokens INTEGER NOT NULL, text_chars INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS doc_parts (
+    doc_id VARCHAR, version VARCHAR, cap INTEGER, part INTEGER, char_start INTEGER, char_end INTEGER, tokens INTEGER);
+CREATE TABLE IF NOT EXISTS mention_index (token VARCHAR, fact_id BIGINT);
+CREATE TABLE IF NOT EXISTS doc_mentions (fact_id BIGINT, title VARCHAR);
+CREATE TABLE IF NOT EXISTS mention_titles (title VARCHAR);
+CREATE TABLE IF NOT EXISTS component_groups (signature VARCHAR, grp INTEGER, position INTEGER, doc_id VARCHAR);
+-- What each source file was at its last reading, and what each of its inputs yielded (see rag.scan).
+CREATE TABLE IF NOT EXISTS source_files (
+    path VARCHAR, source VARCHAR, root VARCHAR, size BIGINT, mtime_ns BIGINT, ctime_ns BIGINT, ino BIGINT,
+    content_hash VARCHAR, settings VARCHAR, checked_ns BIGINT);
+CREATE TABLE IF NOT EXISTS source_records (
+    file VARCHAR, source VARCHAR, position INTEGER, line_hash VARCHAR, source_path VARCHAR, doc_id VARCHAR,
+    version VARCHAR, content_hash VARCHAR, meta_hash VARCHAR, acl VARCHAR[], links VARCHAR[], collection VARCHAR,
+    reason VARCHAR, holds VARCHAR, empty BOOLEAN);
 """
 # Created by the first write of a setting, so opening an older catalog (or a read-only one) needs no migration.
 SETTINGS_SCHEMA = """
@@ -91,6 +110,7 @@ class DocChanges:
     rejected: list[Rejected] = field(default_factory=list)
     current: int = 0
     warnings: list[Rejected] = field(default_factory=list)
+    reading: dict[str, int] = field(default_factory=dict)   # files read, unchanged and removed; lines parsed
 
 
 @dataclass
@@ -148,6 +168,15 @@ class Catalog:
         if params:
             self.con.executemany(sql, params)
 
+    def bulk_insert(self, table: str, columns: dict[str, list]) -> None:
+        """Insert many rows at once through Arrow (executemany costs a statement per row)."""
+        if columns and len(next(iter(columns.values()))):
+            self.con.register("_bulk_rows", pa.table(columns))
+            try:
+                self.con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM _bulk_rows")
+            finally:
+                self.con.unregister("_bulk_rows")
+
     def rows(self, sql: str, params: list | None = None) -> list[tuple]:
         with self._lock:
             return self.con.execute(sql, params or []).fetchall()
@@ -186,43 +215,11 @@ class Catalog:
     def sync_documents(self, publish_id: int, loaded: list[Document], rejected: list[Rejected],
                        scanned_sources: list[str], allow_empty: bool = False) -> DocChanges:
         """Record what the sources hold now: new versions, supersessions and deletions, in one transaction."""
+        from rag.source_sync import apply_versions, existing_versions
         from rag.versions import reconcile_versions
 
-        existing = {(d, v): (h, m, s, src, path) for d, v, h, m, s, src, path in self.rows(
-            "SELECT doc_id, version, content_hash, meta_hash, status, source, source_path FROM documents")}
-        plan = reconcile_versions(existing, loaded, rejected, scanned_sources, allow_empty)
-        now = _now()
-        self.con.execute("BEGIN")
-        try:
-            self._many(
-                "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'superseded', NULL, NULL, ?)",
-                [[d.doc_id, d.version, d.title, d.text, list(d.acl), list(d.links), d.collection, d.source,
-                  d.source_path, d.content_hash, d.meta_hash, publish_id] for d in plan.insert])
-            self._many(
-                "UPDATE documents SET acl = ?, links = ?, collection = ?, source = ?, source_path = ?, meta_hash = ? "
-                "WHERE doc_id = ? AND version = ?",
-                [[list(d.acl), list(d.links), d.collection, d.source, d.source_path, d.meta_hash, d.doc_id,
-                  d.version] for d in plan.update_meta])
-            for status, keys in (("superseded", plan.supersede), ("deleted", plan.delete)):
-                self._many(
-                    "UPDATE documents SET status = ?, valid_to = ? WHERE doc_id = ? AND version = ?",
-                    [[status, now, d, v] for d, v in keys])
-            self._many(
-                "UPDATE documents SET status = 'current', valid_from = ?, valid_to = NULL, publish_id = ? "
-                "WHERE doc_id = ? AND version = ?", [[now, publish_id, d, v] for d, v in plan.make_current])
-            self.record_problems(publish_id, "rejected", plan.rejected)
-            self.record_problems(publish_id, "warning", plan.warnings)
-            self.con.execute("UPDATE publish_log SET documents_new = ?, documents_superseded = ?, "
-                             "documents_deleted = ? WHERE publish_id = ?",
-                             [len(plan.insert), len(plan.supersede), len(plan.delete), publish_id])
-            self.con.execute("COMMIT")
-        except Exception:
-            self.con.execute("ROLLBACK")
-            raise
-        (current,), = self.rows("SELECT count(*) FROM documents WHERE status = 'current'")
-        return DocChanges(new=[(d.doc_id, d.version) for d in plan.insert], superseded=plan.supersede,
-                          deleted=plan.delete, updated_in_place=[(d.doc_id, d.version) for d in plan.update_meta],
-                          rejected=plan.rejected, current=current, warnings=plan.warnings)
+        plan = reconcile_versions(existing_versions(self), loaded, rejected, scanned_sources, allow_empty)
+        return apply_versions(self, publish_id, plan)
 
     def current_documents(self) -> list[Document]:
         """Every current document version, by doc id."""

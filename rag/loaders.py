@@ -201,35 +201,46 @@ def load_jsonl(path: Path, default_acl: tuple[str, ...] = (), collection: str | 
     """Benchmark format: one JSON object per line with doc_id, text and optionally title, version, acl."""
     result = LoadResult()
     try:
-        handle = path.open("rb")
+        lines = list(jsonl_lines(path))
     except OSError as err:
         result.rejected.append(Rejected(str(path), f"cannot read file: {err.strerror}"))
         return result
-    records = 0
-    with handle:
+    for lineno, line in lines:
+        outcome = jsonl_record(path, lineno, line, default_acl, collection)
+        (result.documents if isinstance(outcome, Document) else result.rejected).append(outcome)
+    if not lines:
+        result.rejected.append(empty_jsonl(path))
+    return result
+
+
+def jsonl_lines(path: Path) -> Iterable[tuple[int, bytes | None]]:
+    """(line number, line) for each non-blank line; None for a line over MAX_LINE_BYTES (not kept in memory)."""
+    with path.open("rb") as handle:
         for lineno, line in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""), 1):
-            where = f"{path}:{lineno}"
             if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
                 _skip_rest_of_line(handle)
-                result.rejected.append(Rejected(where, f"line is longer than {MAX_LINE_BYTES // 2**20} MB",
-                                                holds=str(path)))
-                records += 1
-                continue
-            if not line.strip():
-                continue
-            records += 1
-            try:
-                record = _json_record(line)
-                result.documents.append(document(
-                    record, _record_text(record), id_key="doc_id", default_id=None, may_default=True,
-                    default_acl=default_acl, collection=collection, source_path=where))
-            except Exception as err:  # noqa: BLE001 - one bad line never stops the file
-                doc_id = _maybe_id(line)
-                result.rejected.append(Rejected(where, _reason(err), doc_id,
-                                                holds=None if doc_id or _parses(line) else str(path)))
-    if not records:
-        result.rejected.append(Rejected(str(path), "empty file (no JSON records)", empty=True))
-    return result
+                yield lineno, None
+            elif line.strip():
+                yield lineno, line
+
+
+def jsonl_record(path: Path, lineno: int, line: bytes | None, default_acl: tuple[str, ...],
+                 collection: str | None) -> Document | Rejected:
+    """The document one JSONL line holds, or why it cannot be published; one bad line never stops the file."""
+    where = f"{path}:{lineno}"
+    if line is None:
+        return Rejected(where, f"line is longer than {MAX_LINE_BYTES // 2**20} MB", holds=str(path))
+    try:
+        record = _json_record(line)
+        return document(record, _record_text(record), id_key="doc_id", default_id=None, may_default=True,
+                        default_acl=default_acl, collection=collection, source_path=where)
+    except Exception as err:  # noqa: BLE001 - one bad line never stops the file
+        doc_id = _maybe_id(line)
+        return Rejected(where, _reason(err), doc_id, holds=None if doc_id or _parses(line) else str(path))
+
+
+def empty_jsonl(path: Path) -> Rejected:
+    return Rejected(str(path), "empty file (no JSON records)", empty=True)
 
 
 def _json_record(line: bytes) -> dict[str, Any]:

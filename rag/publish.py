@@ -10,10 +10,11 @@ import numpy as np
 from rag.catalog import Catalog, DocChanges, UnitChanges
 from rag.chunking import subchunks
 from rag.documents import LoadResult, Rejected, content_hash
+from rag.facts import plan_from_facts
 from rag.embedding import DEFAULT_EMBEDDER, EMBEDDER_SETTING, embedder_spec
 from rag.index import SubchunkIndex, SubchunkRow
-from rag.loaders import load_sources
 from rag.partitions import Selection
+from rag.source_sync import read_sources, sync_sources
 from rag.tokens import TokenCounter
 from rag.units import DEFAULT_CAP, Member, UnitPlan, plan_units, split_unit_key, unit_key
 
@@ -30,6 +31,7 @@ class IngestSettings:
     embedder: str | None = None   # None keeps the workspace's embedder (MiniLM for a new workspace)
     allow_empty: bool = False  # a source that holds no document deletes what it published (an explicit choice)
     select: Selection | None = None  # a partition's files of its source folder (rag.partitions)
+    rescan: bool = False  # re-read every file and re-plan every unit from the texts, ignoring what is stored
 
 
 @dataclass
@@ -54,24 +56,26 @@ class NothingToPublish(RuntimeError):
 
 
 def publish_documents(catalog: Catalog, settings: IngestSettings) -> tuple[DocChanges, LoadResult]:
-    """Load the sources and record new versions, supersessions and deletions in the catalog.
+    """Read the sources (only files changed since the last run) and record new versions, supersessions and
+    deletions in the catalog.
 
     With no readable document at all the run stops (nothing is deleted), unless empty sources are allowed
     and at least one source was read: then its documents are deleted, which is how a source is emptied.
     """
     sources = [str(Path(s).resolve()) for s in settings.sources]
     publish_id = catalog.begin_publish(sources)
-    loaded = load_sources(sources, settings.default_acl, settings.collection, settings.select)
+    view = read_sources(catalog, sources, settings.default_acl, settings.collection, settings.rescan,
+                        settings.select)
+    loaded = view.loaded()
     catalog.record_problems(publish_id, "skipped", loaded.skipped)
-    if not loaded.documents and not (settings.allow_empty and loaded.scanned):
+    if not view.holding and not (settings.allow_empty and loaded.scanned):
         catalog.record_problems(publish_id, "rejected", loaded.rejected)
         catalog.finish_failed(publish_id)
         first = f"; first problem: {loaded.rejected[0].source_path}: {loaded.rejected[0].reason}" if loaded.rejected else ""
         hint = "; to delete every document of an empty source, allow empty sources" if loaded.scanned else ""
         raise NothingToPublish(f"no readable documents in {', '.join(sources) or 'no sources'}"
                                f" ({len(loaded.rejected)} inputs rejected{first}){hint}", loaded.rejected)
-    changes = catalog.sync_documents(publish_id, loaded.documents, loaded.rejected, loaded.scanned,
-                                     settings.allow_empty)
+    changes = sync_sources(catalog, publish_id, view, settings.allow_empty, settings.rescan)
     if changes.new or changes.superseded or changes.deleted or changes.updated_in_place:
         catalog.publish_snapshot(publish_id)  # readers hide deleted and superseded text from their next query
     return changes, loaded
@@ -80,7 +84,10 @@ def publish_documents(catalog: Catalog, settings: IngestSettings) -> tuple[DocCh
 def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSettings) -> tuple[UnitPlan, UnitChanges]:
     """Group the current documents and stage the units that are new or changed."""
     publish_id = catalog.running_publish()
-    plan = plan_units(catalog.current_documents(), counter, settings.unit_cap, settings.derive_links)
+    if settings.rescan:
+        plan = plan_units(catalog.current_documents(), counter, settings.unit_cap, settings.derive_links)
+    else:
+        plan = plan_from_facts(catalog, counter, settings.unit_cap, settings.derive_links)
     catalog.record_problems(publish_id, "warning", [
         Rejected(doc_id, f"link to missing document '{link}'", doc_id) for doc_id, link in plan.missing_links])
     return plan, catalog.stage_units(publish_id, plan)

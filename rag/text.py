@@ -25,6 +25,9 @@ WORD = re.compile(r"[^\W_]+")
 _CJK_END = re.compile(r"[。！？；]+[”’」』）》〉】〕\"')]*")
 _CJK_TAIL = re.compile(r"[。！？；”’」』）》〉】〕]+")  # what blingfire may leave alone after a Chinese sentence
 _LEXICAL = re.compile(r"\w+")
+# Title-mention tokens: a run of word characters, except that every Han character is a token of its own,
+# so a Chinese title is found inside a longer run of Chinese text (which has no spaces between words).
+_MENTION = re.compile(f"[{_HAN}]|(?:(?![{_HAN}])\\w)+")
 
 STOP_WORDS = frozenset("""
 a about above after again against all also am an and any are as at be because been before being below
@@ -129,6 +132,16 @@ def lexical_tokens(text: str) -> list[str]:
             if (has_han(part) or len(part) >= 2) and part not in _LEXICAL_STOP:
                 out.append(part)
     return out
+
+
+def mention_spans(text: str) -> list[tuple[int, int]]:
+    """[start, end) of each title-mention token: word-character runs, and single Han characters."""
+    return [m.span() for m in _MENTION.finditer(text)]
+
+
+def mention_keys(text: str) -> set[str]:
+    """The distinct title-mention tokens of a text: what an index of possible mentions is keyed by."""
+    return {m.group() for m in _MENTION.finditer(text)}
 
 
 def word_bounds(text: str) -> set[int]:

@@ -5,10 +5,12 @@ import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from rag.chunking import pack, sentence_spans
+from typing import Callable
+
+from rag.chunking import Span, pack, sentence_spans
+from rag.components import Component, PlanDoc, group_component, split_components
 from rag.documents import Document
-from rag.grouping import group
-from rag.linking import build_links
+from rag.linking import build_links, first_tokens_of, mentionable, mentioned_titles
 from rag.tokens import TokenCounter
 
 DEFAULT_CAP = 4000
@@ -47,6 +49,9 @@ class Unit:
 class UnitPlan:
     units: list[Unit]
     missing_links: list[tuple[str, str]] = field(default_factory=list)
+    components: int = 0   # link-connected components of documents within the cap
+    replanned: int = 0    # components grouped in this run (the others kept their groups)
+    facts_computed: int = 0  # document versions tokenised and scanned for title mentions in this run
 
 
 def render_header(title: str, doc_id: str, version: str, part: int = 0) -> str:
@@ -75,40 +80,68 @@ def unit_id_for(members: list[tuple[str, int]]) -> str:
     return "u-" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
+GroupCache = Callable[[list[Component], Callable[[Component], list[list[str]]]], dict[str, list[list[str]]]]
+
+
 def plan_units(docs: list[Document], counter: TokenCounter, cap: int = DEFAULT_CAP,
                derive_links: bool = False) -> UnitPlan:
-    """Group current documents into units; same input, same units."""
+    """Group current documents into units, counting and scanning every text afresh; same input, same units."""
     docs = sorted(docs, key=lambda d: d.doc_id)
-    graph = build_links(docs, derive_links)
     block_tokens = counter.count([render_member(d.title, d.doc_id, d.version, d.text) for d in docs])
-    partitions: dict[tuple, list[Document]] = defaultdict(list)
+    plan_docs = [plan_doc(d, int(n)) for d, n in zip(docs, block_tokens)]
+    mentions = None
+    if derive_links:
+        titles = {d.title for d in docs if mentionable(d.title)}
+        first = first_tokens_of(titles)
+        mentions = {d.doc_id: mentioned_titles(d.text, titles, first) for d in docs}
+    by_id = {d.doc_id: d for d in docs}
+    plan = assemble(plan_docs, mentions, cap, lambda pd: oversize_parts(by_id[pd.doc_id], counter, cap))
+    plan.facts_computed = len(docs)
+    return plan
+
+
+def plan_doc(d: Document, tokens: int) -> PlanDoc:
+    return PlanDoc(d.doc_id, d.version, d.title, d.acl, d.collection, d.links, tokens, len(d.text))
+
+
+def assemble(docs: list[PlanDoc], mentions: dict[str, set[str]] | None, cap: int,
+             parts: Callable[[PlanDoc], list[Span]], cached: GroupCache | None = None) -> UnitPlan:
+    """The unit plan from planning facts: each component grouped (or its groups taken from `cached`).
+
+    `cached(components, group_one)` returns every component's groups by signature, grouping only those it
+    does not hold; without it every component is grouped.
+    """
+    graph = build_links(docs, mentions)
+    comps, oversize = split_components(docs, graph, cap)
+    by_id = {d.doc_id: d for d in docs}
+    grouped: list[Component] = []
+
+    def group_one(comp: Component) -> list[list[str]]:
+        grouped.append(comp)
+        return group_component(comp, by_id, graph, cap)
+
+    groups = cached(comps, group_one) if cached else {c.signature: group_one(c) for c in comps}
     units: list[Unit] = []
-    for d, n in zip(docs, block_tokens):
-        if n > cap:
-            units += _split_oversize(d, counter, cap)
-        else:
-            partitions[(d.acl, d.collection)].append(d)
-    tokens = {d.doc_id: int(n) for d, n in zip(docs, block_tokens)}
-    for (acl, collection), part_docs in sorted(partitions.items()):
-        ids = [d.doc_id for d in part_docs]
-        by_id = {d.doc_id: d for d in part_docs}
-        for grp in group(ids, {i: tokens[i] for i in ids}, graph.neighbours, cap):
-            members = tuple(Member(i, by_id[i].version, 0, 0, len(by_id[i].text), tokens[i]) for i in grp)
-            units.append(Unit(unit_id_for([(i, 0) for i in grp]), acl, collection, members))
+    for d in oversize:
+        units += [Unit(unit_id_for([(d.doc_id, k)]), d.acl, d.collection,
+                       (Member(d.doc_id, d.version, k, p.start, p.end, p.tokens),))
+                  for k, p in enumerate(parts(d), 1)]
+    for comp in comps:
+        for grp in groups[comp.signature]:
+            members = tuple(Member(i, by_id[i].version, 0, 0, by_id[i].chars, by_id[i].tokens) for i in grp)
+            units.append(Unit(unit_id_for([(i, 0) for i in grp]), comp.acl, comp.collection, members))
     units.sort(key=lambda u: u.unit_id)
-    return UnitPlan(units, sorted(graph.missing))
+    return UnitPlan(units, sorted(graph.missing), components=len(comps), replanned=len(grouped))
 
 
-def _split_oversize(d: Document, counter: TokenCounter, cap: int) -> list[Unit]:
-    """Consecutive sentence-aligned parts, each a unit of its own within the cap (header included)."""
+def oversize_parts(d: Document, counter: TokenCounter, cap: int) -> list[Span]:
+    """Consecutive sentence-aligned parts of a document over the cap, each with its rendered block's count.
+
+    The counts are exact counts of the rendered blocks, so readers can pack by them without re-tokenising.
+    """
     header = counter.count_one(render_header(d.title, d.doc_id, d.version, part=999)) + 2
     budget = cap - header
     parts = pack(sentence_spans(d.text, counter, budget), budget)
-    # Exact counts of the rendered blocks, so readers can pack by the stored count without re-tokenising.
     exact = counter.count([render_member(d.title, d.doc_id, d.version, d.text[p.start:p.end], k)
                            for k, p in enumerate(parts, 1)])
-    return [
-        Unit(unit_id_for([(d.doc_id, k)]), d.acl, d.collection,
-             (Member(d.doc_id, d.version, k, p.start, p.end, int(n)),))
-        for (k, p), n in zip(enumerate(parts, 1), exact)
-    ]
+    return [Span(p.start, p.end, int(n)) for p, n in zip(parts, exact)]

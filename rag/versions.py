@@ -60,13 +60,17 @@ class _Protection:
 
 
 def reconcile_versions(existing: Existing, loaded: list[Document], rejected: list[Rejected],
-                       scanned_sources: list[str], allow_empty: bool = False) -> VersionPlan:
+                       scanned_sources: list[str], allow_empty: bool = False,
+                       sources_with_documents: set[str] | None = None) -> VersionPlan:
     """Decide every document's current version: one per id, the newest the sources hold.
 
     A changed text needs a newer label; a new label older than the current one, or ordering the same as a
     different label, is refused; a newer label supersedes. A document gone from a scanned source is
     deleted, unless a rejected input may carry it, or its source holds no document at all and empty
     sources are not allowed.
+
+    `existing` and `loaded` may be limited to the ids a change touched; `sources_with_documents` then says
+    which sources hold any document at all (by default: the sources of `loaded`).
     """
     existing = {k: Published(*row) for k, row in existing.items()}
     plan = VersionPlan(rejected=list(rejected))
@@ -114,7 +118,8 @@ def reconcile_versions(existing: Existing, loaded: list[Document], rejected: lis
             plan.make_current.append((doc_id, top))
             plan.delete.append((doc_id, cur))
 
-    _deletions(plan, existing, by_id, protect, scanned_sources, {d.source for d in loaded}, allow_empty)
+    holding = {d.source for d in loaded} if sources_with_documents is None else sources_with_documents
+    _deletions(plan, existing, by_id, protect, scanned_sources, holding, allow_empty)
     return plan
 
 
