@@ -8,8 +8,8 @@ each of `--sizes`. At each size, on collection c00:
 - sensor tick: discovering the partitions and fingerprinting every file (what decides that nothing changed);
 - no-change run: one partition materialised with nothing changed (the nightly sweep, per partition);
 - edit: one document of c00 gets a new version; seconds until its partition's run has published it;
-- delete: one document of c00 is removed; seconds until a warm reader's queries stop returning it, and until
-  the run has finished.
+- delete: one document of c00 is removed; seconds until the queries of a warm reader in another process stop
+  returning it, and until the run has finished.
 Then a backfill: two fresh partitions of distinct texts, built serially in one process and in parallel in two
 processes (one torch thread each), wall time side by side.
 Prints a table, writes bench/results/scale.json and bench/results/scale.png.
@@ -22,7 +22,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -31,16 +30,28 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from pipelines.ingest_run import run_partitions  # noqa: E402
-from rag.access import Caller  # noqa: E402
 from rag.partitions import discover  # noqa: E402
 from rag.summary import markdown_table  # noqa: E402
 from rag.watch import fingerprint, snapshot  # noqa: E402
-from rag.workspace import Workspace  # noqa: E402
 
 BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 NAMES = ["hotpotqa", "musique", "2wikimultihopqa"]
 LINES_PER_FILE = 500
-CALLER = Caller(frozenset({"bench"}))
+
+
+WATCHER = """
+import sys, time
+from rag.access import Caller
+from rag.workspace import Workspace
+ws, question, doc_id = Workspace(sys.argv[1]), sys.argv[2], sys.argv[3]
+ids = lambda: {i.doc_id for i in ws.retrieve("longrag", Caller(frozenset({"bench"})), question, 4000).items}
+print("visible" if doc_id in ids() else "absent", flush=True)
+sys.stdin.readline()
+start = time.perf_counter()
+while doc_id in ids():
+    time.sleep(0.05)
+print(round(time.perf_counter() - start, 2), flush=True)
+"""
 
 
 def pool() -> list[dict]:
@@ -89,39 +100,29 @@ def operations(ws: Path, src: Path, round_: int) -> dict:
     tick_s = time.perf_counter() - t
     no_change_s, _ = ingest(ws, src, ["scale/c00"])
 
-    stamp = f"{time.time_ns()}"   # a newer version label on every run of the benchmark
+    stamp = f"{int(time.time())}"   # a newer version label on every run of the benchmark
     edited = rewrite_line(part, 1, lambda r: {**r, "version": stamp, "text": r["text"] + f" Revised at {stamp}."})
     edit_s, edit_counts = ingest(ws, src, ["scale/c00"])
 
-    reader = Workspace(ws)
     gone = rewrite_line(part, 2, lambda r: None)
-    question = gone["title"] + " " + gone["text"][:200]
-    ids = lambda: {i.doc_id for i in reader.retrieve("longrag", CALLER, question, 4000).items}  # noqa: E731
-    visible_before = gone["doc_id"] in ids()
-    hidden_at: list[float] = []
-    done = threading.Event()
-
-    def watch(start: float) -> None:
-        while True:
-            finished = done.is_set()
-            if gone["doc_id"] not in ids():
-                hidden_at.append(time.perf_counter() - start)
-                return
-            if finished:
-                return
-            time.sleep(0.05)
-
-    start = time.perf_counter()
-    watcher = threading.Thread(target=watch, args=(start,))
-    watcher.start()
+    # The reader is a process of its own, as `rag serve` is: it follows the snapshot pointer between queries.
+    reader = subprocess.Popen([sys.executable, "-c", WATCHER, str(ws), gone["title"] + " " + gone["text"][:200],
+                               gone["doc_id"]], cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "OMP_NUM_THREADS": "1"})
+    visible_before = reader.stdout.readline().strip() == "visible"
+    reader.stdin.write("go\n")
+    reader.stdin.flush()
     delete_s, delete_counts = ingest(ws, src, ["scale/c00"])
-    done.set()
-    watcher.join()
-    reader.close()
+    try:
+        out, _ = reader.communicate(timeout=120)
+        hidden_s = float(out.strip())
+    except subprocess.TimeoutExpired:
+        reader.kill()
+        hidden_s = None
     return {"partitions": len(prints), "sensor_tick_s": round(tick_s, 2), "no_change_run_s": round(no_change_s, 2),
             "edit_published_s": round(edit_s, 2), "edit_embedded": edit_counts["embedded"],
             "delete_visible_before": visible_before,
-            "delete_invisible_s": round(hidden_at[0], 2) if hidden_at else None, "delete_published_s": round(delete_s, 2),
+            "delete_invisible_s": hidden_s, "delete_published_s": round(delete_s, 2),
             "deleted": delete_counts["deleted"], "checks_passed": edit_counts["checks_passed"]
             and delete_counts["checks_passed"], "edited": edited["doc_id"], "deleted_doc": gone["doc_id"]}
 
