@@ -1,9 +1,11 @@
 """Link-connected components: the pieces a unit plan can be made of independently, and their signatures.
 
 LongRAG groups merge only along links between documents of one (acl, collection), so the groups of a
-component depend only on what its signature holds: its ids, their token counts, their link counts in the
-whole graph (the order of visiting) and the links inside it. A component whose signature did not change
-has the groups it had before, which is what lets a run re-plan only what a change touched.
+component depend only on what its signature holds: its ids, their token counts and the links inside it.
+The signature also holds link counts in the whole graph, which grouping no longer uses (it counts links inside
+the group only): a changed link to another ACL's document costs a re-plan that finds the same groups. A
+component whose signature did not change has the groups it had before, which is what lets a run re-plan only
+what a change touched.
 """
 from __future__ import annotations
 

@@ -101,10 +101,11 @@ def test_a_killed_holder_frees_the_workspace_at_once(tmp_path):
     lock.release()
 
 
-def test_dagster_queues_one_run_per_workspace_value():
+def test_dagster_queues_one_run_per_workspace_value_and_per_partition():
     config = yaml.safe_load((REPO / "dagster.yaml").read_text())["run_coordinator"]["config"]
-    [limit] = config["tag_concurrency_limits"]
-    assert limit == {"key": "rag/workspace", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
+    assert config["tag_concurrency_limits"] == [
+        {"key": "rag/workspace", "value": {"applyLimitPerUniqueValue": True}, "limit": 1},
+        {"key": "dagster/partition", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}]
 
 
 def test_the_ingest_job_is_tagged_with_its_workspace_and_runs_its_steps_in_one_process(corpus, workspace):
