@@ -125,33 +125,30 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
         with catalog.open(_partition(context)) as cat:
             return _finding(consistency.documents_in_exactly_one_unit(cat))
 
-    @dg.asset_check(asset=subchunk_index, partitions_def=partitions,
-                    description="The index holds exactly the current units' sub-chunks.")
-    def index_matches_current_units(context: dg.AssetCheckExecutionContext, catalog: CatalogResource,
-                                    vector_store: VectorStoreResource) -> dg.AssetCheckResult:
+    index_checks = [
+        _index_check(subchunk_index, partitions, name, description, finding) for name, description, finding in (
+            ("index_matches_current_units", "The index holds exactly the current units' sub-chunks.",
+             consistency.index_matches_current_units),
+            ("no_stale_versions_in_index", "No index row carries a superseded or deleted document version.",
+             consistency.no_stale_rows),
+            ("index_rows_match_catalog",
+             "Each index row carries its document's ACL, offsets inside its member and its text's hash.",
+             consistency.index_rows_match_catalog))]
+
+    return [source_documents, long_units, subchunk_index], [every_document_in_one_unit, *index_checks]
+
+
+def _index_check(asset, partitions, name: str, description: str, finding) -> dg.AssetChecksDefinition:
+    """A check comparing the partition's index with its catalog through one `rag.consistency` finding."""
+
+    @dg.asset_check(asset=asset, partitions_def=partitions, name=name, description=description)
+    def check(context: dg.AssetCheckExecutionContext, catalog: CatalogResource,
+              vector_store: VectorStoreResource) -> dg.AssetCheckResult:
         part = _partition(context)
         with catalog.open(part) as cat:
-            return _finding(consistency.index_matches_current_units(cat, vector_store.open(part)))
+            return _finding(finding(cat, vector_store.open(part)))
 
-    @dg.asset_check(asset=subchunk_index, partitions_def=partitions,
-                    description="No index row carries a superseded or deleted document version.")
-    def no_stale_versions_in_index(context: dg.AssetCheckExecutionContext, catalog: CatalogResource,
-                                   vector_store: VectorStoreResource) -> dg.AssetCheckResult:
-        part = _partition(context)
-        with catalog.open(part) as cat:
-            return _finding(consistency.no_stale_rows(cat, vector_store.open(part)))
-
-    @dg.asset_check(asset=subchunk_index, partitions_def=partitions,
-                    description="Each index row carries its document's ACL, offsets inside its member and its text's hash.")
-    def index_rows_match_catalog(context: dg.AssetCheckExecutionContext, catalog: CatalogResource,
-                                 vector_store: VectorStoreResource) -> dg.AssetCheckResult:
-        part = _partition(context)
-        with catalog.open(part) as cat:
-            return _finding(consistency.index_rows_match_catalog(cat, vector_store.open(part)))
-
-    return ([source_documents, long_units, subchunk_index],
-            [every_document_in_one_unit, index_matches_current_units, no_stale_versions_in_index,
-             index_rows_match_catalog])
+    return check
 
 
 def _partition(context) -> str | None:
