@@ -11,6 +11,7 @@ class EliteConfig:
     noise_samples: int = 3           # perturbed copies per chunk for importance
     max_rounds: int = 3              # collect rounds, the first included
     importance_chunks: int = 8       # best chunks per round scored for importance (1 + samples answers each)
+    judge_sees_importance: bool = True  # False: an LLM judge gets importance only in rounds where it decides
     judge_chunks: int = 8            # chunks shown to the judge
     expansion_terms: int = 6         # new breadth terms and new depth terms per round, each
     breadth_weight: float = 0.3      # weights relative to the question's own words, times idf

@@ -84,17 +84,19 @@ def explore(catalog: Catalog, caller: Caller, question: str, *, policy, encoder:
             hits = top_k(scores, config.top_k)
             chunks = expand(store, hits, scores, config.neighbours)
         found_chunks += chunks
-        with stages("importance"):
-            texts = [_chunk_text(store, c) for c in chunks]
-            todo = [i for i, c in enumerate(chunks[: config.importance_chunks]) if _key(c) not in scored]
-            rng = np.random.default_rng([config.seed, round_])
-            fresh = importance(question, [texts[i] for i in todo], policy.answer, encoder, config.noise_samples,
-                               rng) if todo and config.noise_samples and encoder is not None else []
-            scored |= {_key(chunks[i]): imp for i, imp in zip(todo, fresh)}
-            imps = [getattr(scored.get(_key(c)), "score", None) for c in chunks]
+        texts = [_chunk_text(store, c) for c in chunks]
+        with stages("judge"):
+            together, focus = coverage(store, question_weights, chunks)
+        # Importance matters to a judge that reads it (every shown chunk), or else only as the last signal of the
+        # stopping rule: then chunks are scored in rank order until one reaches the threshold.
+        shown_to_judge = policy.reads_importance and config.judge_sees_importance
+        if shown_to_judge or (together >= config.min_coverage and focus >= config.min_focus):
+            with stages("importance"):
+                scored |= _importance(question, chunks, texts, scored, policy, encoder, config,
+                                      None if shown_to_judge else config.min_importance)
+        imps = [getattr(scored.get(_key(c)), "score", None) for c in chunks]
         with stages("judge"):
             known = {t.stem for t in terms}
-            together, focus = coverage(store, question_weights, chunks)
             breadth, depth = expansion_candidates(store, sent_mask, chunks, known, config.expansion_terms)
             shown = min(config.judge_chunks, len(chunks))
             verdict = policy.judge(Evidence(question, texts[:shown], imps[:shown], breadth, depth))
@@ -118,6 +120,25 @@ def explore(catalog: Catalog, caller: Caller, question: str, *, policy, encoder:
         candidates, organised = organise(store, sent_mask, terms, found_chunks, irrelevant, counter, config)
     trace["organise"] = organised
     return Exploration(candidates, _finish(trace))
+
+
+def _importance(question: str, chunks: list[Chunk], texts: list[str], scored: dict, policy, encoder: Encoder | None,
+                config: EliteConfig, enough: float | None) -> dict:
+    """Importance of the round's best chunks not scored yet, in one batch, or one by one until a score reaches
+    `enough`. Each chunk's noise is seeded by the chunk itself, so its score never depends on what was scored."""
+    todo = [i for i, c in enumerate(chunks[: config.importance_chunks]) if _key(c) not in scored]
+    if not todo or not config.noise_samples or encoder is None:
+        return {}
+    if enough is not None and any(scored[_key(c)].score >= enough for c in chunks if _key(c) in scored):
+        return {}
+    out = {}
+    for batch in ([todo] if enough is None else [[i] for i in todo]):
+        rngs = [np.random.default_rng([config.seed, *_key(chunks[i])]) for i in batch]
+        fresh = importance(question, [texts[i] for i in batch], policy.answer, encoder, config.noise_samples, rngs)
+        out |= {_key(chunks[i]): imp for i, imp in zip(batch, fresh)}
+        if enough is not None and any(imp.score >= enough for imp in fresh):
+            break
+    return out
 
 
 def decide(verdict: Verdict, together: float, focus: float, best_importance: float,

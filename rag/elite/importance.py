@@ -47,11 +47,12 @@ def noise_levels(rng: np.random.Generator, samples: int) -> np.ndarray:
 
 
 def importance(question: str, passages: list[str], answer: Callable[[str, str], str], encoder: Encoder,
-               samples: int, rng: np.random.Generator) -> list[Importance]:
-    """Importance of every passage; answers are embedded in one batch, each distinct answer once."""
-    levels = [tuple(noise_levels(rng, samples).round(4).tolist()) for _ in passages]
+               samples: int, rngs: list[np.random.Generator]) -> list[Importance]:
+    """Importance of every passage, each perturbed with its own generator; answers are embedded in one batch,
+    each distinct answer once."""
+    levels = [tuple(noise_levels(rng, samples).round(4).tolist()) for rng in rngs]
     answers = [tuple([answer(question, p)] + [answer(question, perturb(p, lam, rng)) for lam in lams])
-               for p, lams in zip(passages, levels)]
+               for p, lams, rng in zip(passages, levels, rngs)]
     distinct = sorted({a for group in answers for a in group})
     if not distinct:
         return []

@@ -45,6 +45,7 @@ class OfflinePolicy:
     """Deterministic rules: question words as terms, extractive answers, expansion terms from the store."""
 
     name = "offline"
+    reads_importance = False        # its judge has no opinion; importance only enters the stopping rule
 
     def __init__(self):
         self.calls: list[dict] = []
@@ -72,6 +73,7 @@ class LLMPolicy:
 
     model: ChatModel
     judge_chars: int = 700
+    reads_importance = True         # the judge is shown every chunk's importance
     calls: list[dict] = field(default_factory=list)
     offline: OfflinePolicy = field(default_factory=OfflinePolicy)
 

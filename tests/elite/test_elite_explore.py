@@ -5,6 +5,8 @@ import pytest
 from elite_helpers import HashEncoder, catalog_with, doc
 from rag.access import Caller
 from rag.elite import EliteConfig, elite_explore, elite_retrieve, format_trace, pack_exploration
+from rag.elite.explore import explore
+from rag.elite.policy import OfflinePolicy
 from rag.tokens import default_counter
 
 STAFF = Caller(frozenset({"staff"}))
@@ -77,7 +79,7 @@ def test_irrelevant_chunks_are_pruned(catalog):
 
 
 def test_the_trace_is_json_and_reads_as_text(catalog):
-    result = run(catalog)
+    result = run(catalog, min_coverage=0.0, min_focus=0.0, min_importance=1.0)
     trace = json.loads(json.dumps(result.to_json()))["trace"]
     assert trace["policy"] == "offline" and trace["branch"] == "explore" and trace["direct_answer"] is None
     assert set(trace["seconds"]) >= {"scope", "plan", "collect", "importance", "judge", "organise", "pack", "total"}
@@ -104,3 +106,28 @@ def test_counting_questions_are_answered_directly_with_no_further_stage(catalog)
     assert answer["count"] == 2 and "ferries" in answer["forms"]
     assert {d["doc_id"] for d in answer["documents"]} == {"colony", "taken"}
     assert {i.doc_id for i in result.items} == {"colony", "taken"} and result.tokens <= 200
+
+
+class EagerOfflinePolicy(OfflinePolicy):
+    reads_importance = True
+
+
+def test_offline_importance_is_computed_only_when_it_decides_and_never_changes_the_outcome(catalog):
+    for question in (QUESTION, "Which studio produced the action film Fist Power?"):
+        for config in (EliteConfig(), EliteConfig(min_coverage=0.5, min_focus=0.5),
+                       EliteConfig(min_coverage=0.0, min_focus=0.0, min_importance=0.3)):
+            lazy = explore(catalog, STAFF, question, policy=OfflinePolicy(), encoder=HashEncoder(),
+                           counter=default_counter(), config=config)
+            eager = explore(catalog, STAFF, question, policy=EagerOfflinePolicy(), encoder=HashEncoder(),
+                            counter=default_counter(), config=config)
+            assert lazy.candidates == eager.candidates
+            assert lazy.trace["stopped"] == eager.trace["stopped"]
+            for lazy_round, eager_round in zip(lazy.trace["rounds"], eager.trace["rounds"], strict=True):
+                needed = lazy_round["coverage"] >= config.min_coverage and lazy_round["focus"] >= config.min_focus
+                lazy_scores = [c["importance"] for c in lazy_round["chunks"] if c["importance"] is not None]
+                eager_scores = [c["importance"] for c in eager_round["chunks"]]
+                assert needed or not lazy_scores
+                # scored in rank order, stopping at the first that decides: a prefix of the eager scores
+                assert lazy_scores == eager_scores[: len(lazy_scores)]
+                assert not lazy_scores or max(lazy_scores) >= config.min_importance \
+                    or len(lazy_scores) == min(len(eager_scores), EliteConfig().importance_chunks)

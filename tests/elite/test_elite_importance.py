@@ -32,7 +32,7 @@ def test_noise_levels_are_drawn_from_zero_exclusive_to_one():
 def test_a_chunk_that_cannot_answer_has_zero_importance():
     policy = OfflinePolicy()
     [imp] = importance("What is the heartbeat interval?", ["Invoices are sent monthly."], policy.answer,
-                       HashEncoder(), 3, np.random.default_rng(0))
+                       HashEncoder(), 3, [np.random.default_rng(0)])
     assert imp.score == 0.0 and set(imp.answers) == {UNKNOWN} and len(imp.levels) == 3
 
 
@@ -47,6 +47,6 @@ def test_decisive_chunk_is_more_important_than_an_irrelevant_one_with_the_real_m
     decisive = "Device certificates are valid for 13 months. Rotation starts 60 days before expiry."
     irrelevant = "The RS-485 bus needs a 120 ohm termination resistor at both ends."
     decisive_imp, irrelevant_imp = importance(question, [decisive, irrelevant], OfflinePolicy().answer, embedder, 3,
-                                              np.random.default_rng(0))
+                                              [np.random.default_rng(0), np.random.default_rng(1)])
     assert decisive_imp.score > 0.2
     assert irrelevant_imp.score < 0.05

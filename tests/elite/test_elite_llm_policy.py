@@ -95,3 +95,14 @@ def test_a_reply_without_json_falls_back_for_that_step(catalog):
                                             "seconds": result.trace["llm_calls"][0]["seconds"],
                                             "fallback": "no JSON object in the reply"}
     assert result.items[0].doc_id == "rotation"
+
+
+def test_a_judge_that_does_not_see_importance_costs_no_answer_calls_in_rounds_it_cannot_end(catalog):
+    judge = {"sufficient": True, "irrelevant": [], "breadth": ["retention"], "depth": ["telemetry"]}
+    with fake_chat(scripted({"count": False, "terms": []}, judge)) as (model, _):
+        seen = ask(catalog, model, "How long is data kept when offline?", max_rounds=2, min_coverage=1.01)
+        unseen = ask(catalog, model, "How long is data kept when offline?", max_rounds=2, min_coverage=1.01,
+                     judge_sees_importance=False)
+    assert "answer" in [c["step"] for c in seen.trace["llm_calls"]]
+    assert [c["step"] for c in unseen.trace["llm_calls"]] == ["plan", "judge", "judge"]
+    assert [i.doc_id for i in unseen.items] == [i.doc_id for i in seen.items]
