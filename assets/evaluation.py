@@ -14,6 +14,7 @@ import dagster as dg
 from rag.evaluation import EvalConfig, Outcome, evaluate_workspace, ingest_benchmark, open_prepared
 from rag.evaluation.report import render_markdown
 from rag.evaluation.summary import trend
+from rag.methods import METHODS
 from resources import EmbedderResource, ReadSideResource, SourceSettings
 from resources.llm import LLMResource
 
@@ -27,7 +28,7 @@ BENCHMARK_PARTITIONS = dg.DynamicPartitionsDefinition(name="benchmarks")
 class EvaluationConfig(dg.Config):
     """What a nightly evaluation runs; the schedules use these defaults, the launchpad can change them."""
 
-    methods: list[str] = ["longrag", "longrag-units", "elite", "shortchunk"]
+    methods: list[str] = list(METHODS)
     budgets: list[int] = [1000, 2000, 4000, 8000]
     limit: Optional[int] = None          # first N questions
     answers: bool = False                # the LLM resource answers (else retrieval only)

@@ -1,7 +1,7 @@
 """ELITE with the LLM policy on the local model: calls, tokens and seconds per question, and retrieval quality
 against the offline policy on the same questions, for ELITE's default settings and cheaper ones.
 
-Questions: a stratified, seeded sample of the tune half (sha256(qid) even) of the benchmark's dev questions.
+Questions: a stratified, seeded sample of the tune half (rag.benchmarks.half_of) of the benchmark's dev questions.
 Writes bench/results/elite-llm-cost-<name>.json.
 """
 from __future__ import annotations
@@ -18,7 +18,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from eval_llm_sample import BENCHMARKS, half  # noqa: E402
+from eval_llm_sample import BENCHMARKS  # noqa: E402
+from rag.benchmarks import half_of  # noqa: E402
 from rag.elite import EliteConfig  # noqa: E402
 from rag.embedding import Embedder  # noqa: E402
 from rag.evaluation import EvalConfig, evaluate, load_questions, open_prepared  # noqa: E402
@@ -27,7 +28,11 @@ from rag.llm import chat_model  # noqa: E402
 from rag.tokens import default_counter  # noqa: E402
 
 SETTINGS = {"default": EliteConfig(),
-            "cheap": replace(EliteConfig(), importance_chunks=2, noise_samples=1, max_rounds=2)}
+            "cheap": replace(EliteConfig(), importance_chunks=2, noise_samples=1, max_rounds=2),
+            # importance only where it can end the search: the judge decides from the chunks alone elsewhere
+            "deciding": replace(EliteConfig(), judge_sees_importance=False),
+            "deciding-cheap": replace(EliteConfig(), judge_sees_importance=False, importance_chunks=2, noise_samples=1,
+                                      max_rounds=2)}
 
 
 def main() -> None:
@@ -40,7 +45,7 @@ def main() -> None:
     parser.add_argument("--workspace-root", default=str(REPO / ".rag" / "bench"))
     args = parser.parse_args()
     name = args.benchmark
-    tune = [q for q in load_questions(BENCHMARKS / name / "questions.jsonl") if half(q.qid) == "tune"]
+    tune = [q for q in load_questions(BENCHMARKS / name / "questions.jsonl") if half_of(name, q.qid) == "tune"]
     chosen = answer_sample(tune, args.n, args.seed)
     questions = [q for q in tune if q.qid in chosen]
     embedder, counter = Embedder(threads=1), default_counter()
@@ -48,7 +53,7 @@ def main() -> None:
     budgets = tuple(int(b) for b in args.budgets.split(","))
     out = REPO / "bench" / "results" / f"elite-llm-cost-{name}.json"
     figures = {"command": "python bench/elite_llm_cost.py " + " ".join(sys.argv[1:]), "benchmark": name,
-               "half": "tune (sha256(qid) even)", "questions": [q.qid for q in questions],
+               "half": "tune (rag.benchmarks.half_of)", "questions": [q.qid for q in questions],
                "load_average": os.getloadavg(), "runs": {}}
     runs = [("offline", "default", None)] + [(f"llm:{s}", s, model) for s in args.settings.split(",")]
     for label, setting, policy_model in runs:

@@ -1,13 +1,12 @@
 """Answers from the local LLM reader on a stratified, seeded sample, every method, paired CIs and win counts.
 
 The sample is drawn (by question type × hops, in proportion, seeded) from the report half of the benchmark's dev
-questions (sha256(qid) odd; the even half is where ELITE's settings are tuned, bench/elite_llm_cost.py). Writes
+questions (rag.benchmarks.half_of; the tune half is where ELITE's settings are chosen, bench/elite_llm_cost.py). Writes
 bench/results/eval-llm-sample-<name>.json and the full report under bench/results/eval/llm-sample-<name>/.
 """
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from rag.benchmarks import half_of  # noqa: E402
 from rag.embedding import Embedder  # noqa: E402
 from rag.evaluation import EvalConfig, evaluate, load_questions, open_prepared, summarise, write_report  # noqa: E402
 from rag.evaluation.run import answer_sample  # noqa: E402
@@ -26,23 +26,18 @@ from rag.tokens import default_counter  # noqa: E402
 BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 
 
-def half(qid: str) -> str:
-    """The fixed hash split: 'tune' (even) or 'report' (odd)."""
-    return "tune" if int(hashlib.sha256(qid.encode()).hexdigest(), 16) % 2 == 0 else "report"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--benchmark", default="hotpotqa")
     parser.add_argument("--n", type=int, default=8, help="questions in the sample")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--methods", default="longrag,longrag-units,elite,shortchunk")
+    parser.add_argument("--methods", default="longrag,longrag-units,elite,hybrid,shortchunk")
     parser.add_argument("--budgets", default="1000,2000")
     parser.add_argument("--reader", default="local", choices=("local", "endpoint"))
     parser.add_argument("--workspace-root", default=str(REPO / ".rag" / "bench"))
     args = parser.parse_args()
     name = args.benchmark
-    report_half = [q for q in load_questions(BENCHMARKS / name / "questions.jsonl") if half(q.qid) == "report"]
+    report_half = [q for q in load_questions(BENCHMARKS / name / "questions.jsonl") if half_of(name, q.qid) == "report"]
     chosen = answer_sample(report_half, args.n, args.seed)
     questions = [q for q in report_half if q.qid in chosen]
     config = EvalConfig(tuple(args.methods.split(",")), tuple(int(b) for b in args.budgets.split(",")))
@@ -58,7 +53,7 @@ def main() -> None:
         prepared.close()
     wall = time.perf_counter() - start
     write_report(REPO / "bench" / "results" / "eval" / f"llm-sample-{name}", evaluation, summary)
-    figures = {"command": command, "benchmark": name, "half": "report (sha256(qid) odd)", "seed": args.seed,
+    figures = {"command": command, "benchmark": name, "half": "report (rag.benchmarks.half_of)", "seed": args.seed,
                "questions": [q.qid for q in questions], "strata": sorted({f"{q.kind}/{q.hops}" for q in questions}),
                "reader": summary["reader"], "wall_s": round(wall, 1), "load_average": os.getloadavg(),
                "cells": [{k: c[k] for k in ("method", "budget", "f1", "exact_match", "completeness", "cited_gold",

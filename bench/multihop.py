@@ -25,11 +25,11 @@ from bench.groupings import GROUPINGS, prepare  # noqa: E402
 from rag.access import Caller  # noqa: E402
 from rag.benchmarks import HALVES, Question, complete, evidence_recall, load_questions, split_halves  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci, paired_difference_ci  # noqa: E402
-from rag.evaluation.run import explore_once  # noqa: E402
 from rag.hybrid import hybrid_explore, pack_hybrid  # noqa: E402
 from rag.longrag import (LongRAGConfig, longrag_candidates, longrag_retrieve, pack_ranked,  # noqa: E402
                          shortchunk_retrieve)
 from rag.longrag_units import longrag_units_retrieve  # noqa: E402
+from rag.methods import rank_once  # noqa: E402
 from rag.summary import markdown_table  # noqa: E402
 
 BENCHMARKS = REPO.parent / "shared" / "benchmarks"
@@ -49,10 +49,10 @@ class Variant:
         """(result, seconds) per budget; LongRAG and the hybrid rank once and pack per budget (what their
         retrieve functions do for one budget), so each budget's seconds are the ranking's plus its packing."""
         if self.method == "hybrid":
-            return explore_once(lambda: hybrid_explore(snap, embedder, counter, CALLER, question, self.config),
+            return rank_once(lambda: hybrid_explore(snap, embedder, counter, CALLER, question, self.config),
                                 pack_hybrid, budgets)
         if self.method == "longrag":
-            return explore_once(lambda: longrag_candidates(snap, embedder.encode_query, counter, CALLER, question,
+            return rank_once(lambda: longrag_candidates(snap, embedder.encode_query, counter, CALLER, question,
                                                            self.config), lambda r, b: pack_ranked(snap, r, b), budgets)
         out = []
         for b in budgets:

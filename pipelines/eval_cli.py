@@ -33,9 +33,9 @@ def add_eval_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--users-file", metavar="FILE", help="users → groups, for questions asked as a user name")
     p.add_argument("--groups", type=_names, metavar="G1,G2",
                    help="the caller of questions without asked_as (default: the benchmark group 'bench')")
-    p.add_argument("--methods", default="longrag,longrag-units,elite,shortchunk", type=_names,
+    p.add_argument("--methods", default=",".join(METHODS), type=_names,
                    help="comma-separated, from: " + "; ".join(f"{m.name} ({m.summary})" for m in METHODS.values())
-                        + " (default: all four)")
+                        + " (default: all of them)")
     p.add_argument("--budgets", default="1000,2000,4000,8000", type=_numbers,
                    help="comma-separated context budgets in MiniLM tokens; every method gets at most each "
                         "(default: 1000,2000,4000,8000)")

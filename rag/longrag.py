@@ -293,6 +293,20 @@ def shortchunk_retrieve(snap: Snapshot, embed_query: Callable[[str], np.ndarray]
                         caller: Caller, question: str, budget: int, config: LongRAGConfig = LongRAGConfig(),
                         as_of: datetime | None = None) -> RetrievalResult:
     """The baseline: the top sub-chunks themselves, each with its document header, packed into the budget."""
+    return pack_chunks(shortchunk_candidates(snap, embed_query, caller, question, config, as_of), budget, counter)
+
+
+@dataclass
+class Chunks:
+    """The baseline's readable sub-chunks in score order, rendered; budget-independent."""
+
+    items: list[ContextItem]
+    hits: int
+    seconds: float
+
+
+def shortchunk_candidates(snap: Snapshot, embed_query: Callable[[str], np.ndarray], caller: Caller, question: str,
+                          config: LongRAGConfig = LongRAGConfig(), as_of: datetime | None = None) -> Chunks:
     index = snap.index_at(as_of)
     t = time.perf_counter()
     hits = search(index, embed_query(question), caller, config.overfetch)
@@ -307,6 +321,11 @@ def shortchunk_retrieve(snap: Snapshot, embed_query: Callable[[str], np.ndarray]
         blocks.append(ContextItem(m.doc_id, m.doc_version, title,
                                   render_header(title, m.doc_id, m.doc_version, m.part) + chunk + "\n", 0,
                                   ((h.start, h.end),), round(h.score, 6), split_unit_key(h.unit_key)[0], chunk, m.part))
-    items = pack_lazily(blocks, budget, counter.count)
-    return RetrievalResult("shortchunk", budget, items, {"subchunk_hits": len(hits),
-                                                        "retrieve_s": round(time.perf_counter() - t, 4)})
+    return Chunks(blocks, len(hits), time.perf_counter() - t)
+
+
+def pack_chunks(chunks: Chunks, budget: int, counter: TokenCounter) -> RetrievalResult:
+    t = time.perf_counter()
+    items = pack_lazily(chunks.items, budget, counter.count)
+    return RetrievalResult("shortchunk", budget, items, {
+        "subchunk_hits": chunks.hits, "retrieve_s": round(chunks.seconds + time.perf_counter() - t, 4)})

@@ -7,6 +7,7 @@ only, and a unit that does not fit the remaining budget is skipped and the next 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable
 
@@ -24,24 +25,44 @@ def longrag_units_retrieve(snap: Snapshot, embed_query: Callable[[str], np.ndarr
                            caller: Caller, question: str, budget: int, config: LongRAGConfig = LongRAGConfig(),
                            as_of: datetime | None = None) -> RetrievalResult:
     """Whole readable units by dense MaxP (exact over each candidate unit's readable sub-chunks) within the budget."""
+    return pack_units(snap, rank_units(snap, embed_query, caller, question, config, as_of), budget)
+
+
+@dataclass
+class UnitRanking:
+    """Readable units in MaxP order with their readable members; budget-independent."""
+
+    ranked: dict[str, float]
+    units: dict[str, list]
+    hits: list
+    seconds: float
+
+
+def rank_units(snap: Snapshot, embed_query: Callable[[str], np.ndarray], caller: Caller, question: str,
+               config: LongRAGConfig = LongRAGConfig(), as_of: datetime | None = None) -> UnitRanking:
     start = time.perf_counter()
     query = embed_query(question)
     hits = search(snap.index_at(as_of), query, caller, config.overfetch)
     candidates = list(maxp(hits))[: config.max_units]
     hits += rescore(snap, query, caller, candidates, as_of)
     ranked = maxp([h for h in hits if h.unit_key in set(candidates)])
-    units = _readable_units(snap, caller, list(ranked), as_of)
+    return UnitRanking(ranked, _readable_units(snap, caller, list(ranked), as_of), hits, time.perf_counter() - start)
+
+
+def pack_units(snap: Snapshot, ranking: UnitRanking, budget: int) -> RetrievalResult:
+    """Whole units in rank order; a unit that does not fit what is left is skipped and the next one tried."""
+    start = time.perf_counter()
     taken, used = [], 0
-    for key in ranked:
-        members = units.get(key, [])
+    for key in ranking.ranked:
+        members = ranking.units.get(key, [])
         tokens = sum(m.tokens for m in members)
         if members and used + tokens <= budget:
             taken.append((key, members))
             used += tokens
-    items = _render(snap, taken, best_hit_per_member(hits), ranked)
+    items = _render(snap, taken, best_hit_per_member(ranking.hits), ranking.ranked)
     return RetrievalResult("longrag-units", budget, items, {
-        "units_ranked": len(ranked), "units_packed": len(taken), "subchunk_hits": len(hits),
-        "retrieve_s": round(time.perf_counter() - start, 4)})
+        "units_ranked": len(ranking.ranked), "units_packed": len(taken), "subchunk_hits": len(ranking.hits),
+        "retrieve_s": round(ranking.seconds + time.perf_counter() - start, 4)})
 
 
 def _readable_units(snap: Snapshot, caller: Caller, unit_keys: list[str], as_of: datetime | None) -> dict[str, list]:

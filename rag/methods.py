@@ -1,6 +1,7 @@
 """The retrieval methods, registered once: the CLI, the server, the ask job, the evaluation and the benches share them."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable
@@ -32,58 +33,114 @@ class Tools:
 
     embedder: object
     counter: TokenCounter
+    elite: object = None  # an EliteConfig overriding ELITE's defaults (the benches that look for affordable ones)
 
 
 @dataclass(frozen=True)
 class Method:
+    """A retrieval method as two steps: a budget-independent ranking, then packing into one budget."""
+
     name: str
     summary: str
-    run: Callable[[Snapshot, Request, Tools], RetrievalResult]
+    rank: Callable[[Snapshot, Request, Tools], object]
+    pack: Callable[[Snapshot, object, int, Tools], RetrievalResult]
     as_of: bool          # supports point-in-time reads
     uses_index: bool     # reads the LanceDB sub-chunk index (ELITE reads the catalog only)
 
+    def run(self, snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
+        return self.pack(snap, self.rank(snap, req, tools), req.budget, tools)
 
-def _longrag(snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
-    from rag.longrag import longrag_retrieve
-
-    return longrag_retrieve(snap, tools.embedder.encode_query, tools.counter, req.caller, req.question, req.budget,
-                            as_of=req.as_of)
-
-
-def _longrag_units(snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
-    from rag.longrag_units import longrag_units_retrieve
-
-    return longrag_units_retrieve(snap, tools.embedder.encode_query, tools.counter, req.caller, req.question,
-                                  req.budget, as_of=req.as_of)
+    def at_budgets(self, snap: Snapshot, req: Request, tools: Tools,
+                   budgets: tuple[int, ...]) -> list[tuple[RetrievalResult, float]]:
+        return rank_once(lambda: self.rank(snap, req, tools), lambda found, b: self.pack(snap, found, b, tools),
+                         budgets)
 
 
-def _shortchunk(snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
-    from rag.longrag import shortchunk_retrieve
+def rank_once(rank: Callable[[], object], pack: Callable[[object, int], RetrievalResult],
+              budgets: tuple[int, ...]) -> list[tuple[RetrievalResult, float]]:
+    """One ranking packed at every budget; each budget's seconds are the ranking's plus its own packing."""
+    start = time.perf_counter()
+    found = rank()
+    ranking = time.perf_counter() - start
+    out = []
+    for budget in budgets:
+        start = time.perf_counter()
+        result = pack(found, budget)
+        out.append((result, ranking + time.perf_counter() - start))
+    return out
 
-    return shortchunk_retrieve(snap, tools.embedder.encode_query, tools.counter, req.caller, req.question,
-                               req.budget, as_of=req.as_of)
+
+def _longrag(snap: Snapshot, req: Request, tools: Tools):
+    from rag.longrag import longrag_candidates
+
+    return longrag_candidates(snap, tools.embedder.encode_query, tools.counter, req.caller, req.question,
+                              as_of=req.as_of)
 
 
-def _hybrid(snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
-    from rag.hybrid import hybrid_retrieve
+def _pack_longrag(snap: Snapshot, ranked, budget: int, tools: Tools) -> RetrievalResult:
+    from rag.longrag import pack_ranked
 
-    return hybrid_retrieve(snap, tools.embedder, tools.counter, req.caller, req.question, req.budget)
+    return pack_ranked(snap, ranked, budget)
 
 
-def _elite(snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
-    from rag.elite import elite_retrieve
+def _longrag_units(snap: Snapshot, req: Request, tools: Tools):
+    from rag.longrag_units import rank_units
 
-    return elite_retrieve(snap.catalog, req.caller, req.question, req.budget, model=req.model,
-                          embedder=tools.embedder, counter=tools.counter)
+    return rank_units(snap, tools.embedder.encode_query, req.caller, req.question, as_of=req.as_of)
+
+
+def _pack_units(snap: Snapshot, ranking, budget: int, tools: Tools) -> RetrievalResult:
+    from rag.longrag_units import pack_units
+
+    return pack_units(snap, ranking, budget)
+
+
+def _shortchunk(snap: Snapshot, req: Request, tools: Tools):
+    from rag.longrag import shortchunk_candidates
+
+    return shortchunk_candidates(snap, tools.embedder.encode_query, req.caller, req.question, as_of=req.as_of)
+
+
+def _pack_chunks(snap: Snapshot, chunks, budget: int, tools: Tools) -> RetrievalResult:
+    from rag.longrag import pack_chunks
+
+    return pack_chunks(chunks, budget, tools.counter)
+
+
+def _hybrid(snap: Snapshot, req: Request, tools: Tools):
+    from rag.hybrid import hybrid_explore
+
+    return hybrid_explore(snap, tools.embedder, tools.counter, req.caller, req.question)
+
+
+def _pack_hybrid(snap: Snapshot, found, budget: int, tools: Tools) -> RetrievalResult:
+    from rag.hybrid import pack_hybrid
+
+    return pack_hybrid(found, budget)
+
+
+def _elite(snap: Snapshot, req: Request, tools: Tools):
+    from rag.elite import EliteConfig, elite_explore
+
+    return elite_explore(snap.catalog, req.caller, req.question, model=req.model, embedder=tools.embedder,
+                         counter=tools.counter, config=tools.elite or EliteConfig())
+
+
+def _pack_elite(snap: Snapshot, found, budget: int, tools: Tools) -> RetrievalResult:
+    from rag.elite import pack_exploration
+
+    return pack_exploration(found, budget)
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("longrag", "long units, MaxP over sub-chunks, member documents packed by score", _longrag, True, True),
+    Method("longrag", "long units, MaxP over sub-chunks, member documents packed by score", _longrag, _pack_longrag,
+           True, True),
     Method("longrag-units", "the paper's LongRAG: whole long units in MaxP rank order, skipped when they do not fit",
-           _longrag_units, True, True),
-    Method("shortchunk", "the top sub-chunks themselves (the baseline)", _shortchunk, True, True),
-    Method("elite", "embedding-less iterative exploration of the catalog", _elite, False, False),
-    Method("hybrid", "ELITE's lexical exploration inside the documents of LongRAG's top units", _hybrid, False, True),
+           _longrag_units, _pack_units, True, True),
+    Method("shortchunk", "the top sub-chunks themselves (the baseline)", _shortchunk, _pack_chunks, True, True),
+    Method("elite", "embedding-less iterative exploration of the catalog", _elite, _pack_elite, False, False),
+    Method("hybrid", "ELITE's lexical exploration inside the documents of LongRAG's top units", _hybrid, _pack_hybrid,
+           False, True),
 )}
 
 

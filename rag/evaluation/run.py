@@ -12,11 +12,13 @@ from rag.access import Caller
 from rag.benchmarks import complete, evidence_recall
 from rag.context import RetrievalResult
 from rag.evaluation.expect import expectation_met, forbidden_texts
+from rag.evaluation.memo import CountMemo, QueryMemo
 from rag.evaluation.metrics import exact_match, f1, normalize_answer, sentence_recall
 from rag.evaluation.questions import EvalQuestion, asker_label, caller_for
 from rag.evaluation.workspace import BENCH_ACL, Prepared
 from rag.llm import ChatModel
 from rag.methods import METHODS as REGISTRY
+from rag.methods import Request, Tools
 from rag.reader import Answer, answer
 from rag.tokens import TokenCounter
 
@@ -36,7 +38,7 @@ class MethodUnavailable(RuntimeError):
 class EvalConfig:
     """What to run; validated on creation so a bad flag fails before any work."""
 
-    methods: tuple[str, ...] = ("longrag", "longrag-units", "elite", "shortchunk")
+    methods: tuple[str, ...] = METHODS
     budgets: tuple[int, ...] = (1000, 2000, 4000, 8000)
     limit: int | None = None            # first N questions of the set
     answer_sample: int | None = None    # questions the reader answers (stratified by type and hops, seeded); all if None
@@ -134,39 +136,26 @@ def answer_sample(questions: list[EvalQuestion], n: int | None, seed: int = 0) -
 
 
 class Retrievers:
-    """Each method's contexts for one question at every budget, with the retrieval seconds of each."""
+    """Each method's contexts for one question at every budget (one ranking each), with the seconds of each."""
 
     def __init__(self, prepared: Prepared, embedder, counter: TokenCounter, policy_model: ChatModel | None,
                  elite_config=None):
-        self.prepared, self.embedder, self.counter, self.policy_model = prepared, embedder, counter, policy_model
-        self.elite_config = elite_config  # None: ELITE's defaults
+        self.prepared, self.policy_model = prepared, policy_model
+        self.embedder, self.counter = QueryMemo(embedder), CountMemo(counter)  # the counter memo: budget checks only
+        self.tools = Tools(self.embedder, counter, elite_config)
+
+    def next_question(self) -> None:
+        self.embedder.clear()
+        self.counter.clear()
 
     def run(self, method: str, caller: Caller, question: str,
             budgets: tuple[int, ...]) -> list[tuple[RetrievalResult, float]]:
-        if method == "elite":
-            return self._elite(caller, question, budgets)
-        if method == "hybrid":
-            return self._hybrid(caller, question, budgets)
-        out = []
-        for budget in budgets:
-            start = time.perf_counter()
-            result = self.prepared.reader.retrieve(method, caller, question, budget)
-            out.append((result, time.perf_counter() - start))
-        return out
-
-    def _elite(self, caller: Caller, question: str, budgets: tuple[int, ...]) -> list[tuple[RetrievalResult, float]]:
-        from rag.elite import elite_explore, pack_exploration
-
-        extra = {"config": self.elite_config} if self.elite_config is not None else {}
-        return explore_once(lambda: elite_explore(
-            self.prepared.reader.snapshot().catalog, caller, question, model=self.policy_model,
-            embedder=self.embedder, counter=self.counter, **extra), pack_exploration, budgets)
-
-    def _hybrid(self, caller: Caller, question: str, budgets: tuple[int, ...]) -> list[tuple[RetrievalResult, float]]:
-        from rag.hybrid import hybrid_explore, pack_hybrid
-
-        return explore_once(lambda: hybrid_explore(self.prepared.reader.snapshot(), self.embedder, self.counter,
-                                                   caller, question), pack_hybrid, budgets)
+        spec = REGISTRY[method]
+        # The question is embedded once for all methods; each method that uses the vector is charged that time.
+        embedding = self.embedder.seconds(question) if spec.uses_index else 0.0
+        request = Request(caller, question, max(budgets), model=self.policy_model)
+        return [(result, seconds + embedding)
+                for result, seconds in spec.at_budgets(self.prepared.reader.snapshot(), request, self.tools, budgets)]
 
     def prepare(self, methods: tuple[str, ...]) -> dict[str, float]:
         """Build, from scratch and timed, the in-memory structures each method needs before its first query."""
@@ -182,19 +171,6 @@ class Retrievers:
             store, _ = STORES.get(self.prepared.reader.snapshot().catalog)
             seconds["sentence_store"] = store.build_seconds
         return seconds
-
-
-def explore_once(explore, pack, budgets: tuple[int, ...]) -> list[tuple[RetrievalResult, float]]:
-    """Explore once (budget-independent), pack per budget; each budget's time is exploration plus its packing."""
-    start = time.perf_counter()
-    found = explore()
-    explored = time.perf_counter() - start
-    out = []
-    for budget in budgets:
-        start = time.perf_counter()
-        result = pack(found, budget)
-        out.append((result, explored + time.perf_counter() - start))
-    return out
 
 
 def ensure_available(methods: tuple[str, ...]) -> None:
@@ -227,10 +203,11 @@ def evaluate(prepared: Prepared, questions: list[EvalQuestion], config: EvalConf
     policy = None
     snap = prepared.reader.snapshot()
     for q in tqdm(questions, desc=f"evaluating {prepared.benchmark}", unit="question", disable=None):
+        retrievers.next_question()
         forbidden = forbidden_texts(snap, q)
         for method in config.methods:
             for result, seconds in retrievers.run(method, callers[q.qid], q.question, config.budgets):
-                tokens = check_budget(result, result.budget, counter)  # before the reader sees a token
+                tokens = check_budget(result, result.budget, retrievers.counter)  # before the reader sees a token
                 policy = result.trace.get("policy", policy)
                 met = expectation_met(q, result, forbidden, _shown_texts(snap, result)) \
                     if q.expect != "answer" else None

@@ -122,11 +122,11 @@ def test_a_method_over_its_budget_stops_the_evaluation(run, monkeypatch, embedde
     import rag.longrag
     from rag.tokens import default_counter
 
-    def greedy(snap, embed_query, counter, caller, question, budget, **kwargs):
+    def greedy(snap, ranked, budget):
         text = "word " * (budget + 1)
         return RetrievalResult("longrag", budget, [ContextItem("d", "1", "t", text, 1, ((0, 1),), 1.0)])
 
-    monkeypatch.setattr(rag.longrag, "longrag_retrieve", greedy)
+    monkeypatch.setattr(rag.longrag, "pack_ranked", greedy)
     prepared = prepare_workspace(run["bench"], run["workspace"], embedder, default_counter())
     try:
         with pytest.raises(BudgetExceeded):
