@@ -42,6 +42,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--settings", default="cheap,default")
     parser.add_argument("--budgets", default="1000,2000")
+    parser.add_argument("--reader", default="local", choices=("local", "endpoint"), help="the policy's LLM")
     parser.add_argument("--workspace-root", default=str(REPO / ".rag" / "bench"))
     args = parser.parse_args()
     name = args.benchmark
@@ -49,7 +50,7 @@ def main() -> None:
     chosen = answer_sample(tune, args.n, args.seed)
     questions = [q for q in tune if q.qid in chosen]
     embedder, counter = Embedder(threads=1), default_counter()
-    model = chat_model("local")
+    model = chat_model(args.reader)
     budgets = tuple(int(b) for b in args.budgets.split(","))
     out = REPO / "bench" / "results" / f"elite-llm-cost-{name}.json"
     figures = {"command": "python bench/elite_llm_cost.py " + " ".join(sys.argv[1:]), "benchmark": name,
