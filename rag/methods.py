@@ -44,10 +44,10 @@ class Method:
 
 
 def _longrag(snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
-    from rag.longrag import longrag_retrieve
+    from rag.longrag import config_for, longrag_retrieve
 
     return longrag_retrieve(snap, tools.embedder.encode_query, tools.counter, req.caller, req.question, req.budget,
-                            as_of=req.as_of)
+                            config_for(tools.embedder.name), as_of=req.as_of)
 
 
 def _longrag_units(snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
@@ -66,8 +66,10 @@ def _shortchunk(snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
 
 def _hybrid(snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
     from rag.hybrid import hybrid_retrieve
+    from rag.longrag import config_for
 
-    return hybrid_retrieve(snap, tools.embedder, tools.counter, req.caller, req.question, req.budget)
+    return hybrid_retrieve(snap, tools.embedder, tools.counter, req.caller, req.question, req.budget,
+                           config_for(tools.embedder.name))
 
 
 def _elite(snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
