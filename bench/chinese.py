@@ -2,11 +2,12 @@
 ELITE (offline policy) and the BM25-over-jieba anchor, side by side on the same questions, and the cost of
 segmentation at ingest and in ELITE's store build. Prints a table and writes bench/results/chinese-<name>.json.
 
-Questions: a fixed hash split of each dev part. One rule was tuned on the even half of CMRC 2018 (ELITE's offline
-expansion reads Latin script only: see rag/elite/collect.py); this bench reports the first N of the odd half
-(sha256(qid) odd; the files are stored in a fixed pseudo-random order, so the first N are a fair sample), where
-nothing was tuned. Budgets are MiniLM word pieces for every method. The anchor packs whole documents in BM25
-order (rag.lexical, jieba words), as the issue's anchors were measured.
+Questions: a fixed hash split of each dev part, sha256(qid) even (`--half tune`) or odd (`--half report`, the
+default); the first N of a half are a fair sample, the files being stored in a fixed pseudo-random order. Chosen
+on the tune halves only: ELITE's offline expansion reading Latin script only (rag/elite/collect.py), segmenting
+Traditional text through its Simplified form (rag/text.py) and LongRAG's channel weights for the multilingual
+embedder (rag.longrag.EMBEDDER_WEIGHTS). Budgets are MiniLM word pieces for every method. The anchor packs whole
+documents in BM25 order (rag.lexical, jieba words), as the issue's anchors were measured.
 """
 from __future__ import annotations
 
@@ -32,8 +33,10 @@ from rag.benchmarks import complete, load_questions  # noqa: E402
 from rag.elite import elite_explore, pack_exploration  # noqa: E402
 from rag.elite.sentences import STORES, StoreCache  # noqa: E402
 from rag.embedding import MultilingualEmbedder  # noqa: E402
+from rag.evaluation.bootstrap import paired_difference_ci  # noqa: E402
 from rag.evaluation.workspace import BENCH_ACL, prepare_workspace  # noqa: E402
 from rag.lexical import lexical_index  # noqa: E402
+from rag.longrag import LongRAGConfig, longrag_retrieve  # noqa: E402
 from rag.summary import markdown_table  # noqa: E402
 from rag.tokens import default_counter  # noqa: E402
 
@@ -50,6 +53,7 @@ def segmentation_cost(catalog) -> dict:
     timings = {"jieba_dictionary_load": round(time.perf_counter() - start, 2)}
     for label, fn in (("sentences_rag_text", text.sentence_spans),
                       ("sentences_blingfire_only", lambda t: blingfire.text_to_sentences_and_offsets(t)[1]),
+                      ("traditional_to_simplified_only", text.simplified),
                       ("words_rag_text_search_mode", lambda t: text.words(t, search=True)),
                       ("words_unicode_pattern_only", lambda t: re.findall(r"[^\W_]+", t.lower())),
                       ("bm25_tokens_rag_text", text.lexical_tokens)):
@@ -84,12 +88,15 @@ def anchor(catalog, sizes: dict[str, int], question: str, budgets: list[int]) ->
     return out
 
 
-def held_out_half(questions: list, limit: int) -> list:
-    """The first `limit` questions whose sha256(qid) is odd (the even half was the tuning half)."""
-    return [q for q in questions if int(hashlib.sha256(q.qid.encode()).hexdigest(), 16) % 2 == 1][:limit]
+HALVES = {"tune": 0, "report": 1}   # sha256(qid) % 2
 
 
-def run(folder: Path, budgets: list[int], limit: int, workdir: Path) -> dict:
+def half_of(questions: list, half: str, limit: int) -> list:
+    """The first `limit` questions of the half: sha256(qid) even for the tune half, odd for the report half."""
+    return [q for q in questions if int(hashlib.sha256(q.qid.encode()).hexdigest(), 16) % 2 == HALVES[half]][:limit]
+
+
+def run(folder: Path, budgets: list[int], limit: int, workdir: Path, half: str = "report") -> dict:
     name = folder.name
     counter = default_counter()
     ingest_embedder = MultilingualEmbedder(threads=2)
@@ -101,8 +108,9 @@ def run(folder: Path, budgets: list[int], limit: int, workdir: Path) -> dict:
     catalog = prepared.reader.snapshot().catalog
     segmentation = segmentation_cost(catalog)
     sizes = document_sizes(catalog, counter)
-    questions = held_out_half(load_questions(folder), limit)
-    hits = {m: {b: [] for b in budgets} for m in ("longrag", "elite", "bm25_jieba_anchor")}
+    questions = half_of(load_questions(folder), half, limit)
+    methods = ("longrag", "longrag_minilm_weights", "elite", "bm25_jieba_anchor")
+    hits = {m: {b: [] for b in budgets} for m in methods}
     seconds = {m: [] for m in hits}
     for q in questions:
         gold = q.gold_doc_ids
@@ -112,6 +120,12 @@ def run(folder: Path, budgets: list[int], limit: int, workdir: Path) -> dict:
             assert result.tokens <= b
             hits["longrag"][b].append(complete({i.doc_id for i in result.items}, gold))
         seconds["longrag"].append((time.perf_counter() - t) / len(budgets))
+        t = time.perf_counter()
+        for b in budgets:   # the weights tuned with MiniLM on English, for comparison
+            result = longrag_retrieve(prepared.reader.snapshot(), embedder.encode_query, counter, CALLER, q.question,
+                                      b, LongRAGConfig())
+            hits["longrag_minilm_weights"][b].append(complete({i.doc_id for i in result.items}, gold))
+        seconds["longrag_minilm_weights"].append((time.perf_counter() - t) / len(budgets))
         t = time.perf_counter()
         found = elite_explore(catalog, CALLER, q.question, embedder=embedder, counter=counter)
         for b in budgets:
@@ -125,9 +139,14 @@ def run(folder: Path, budgets: list[int], limit: int, workdir: Path) -> dict:
         seconds["bm25_jieba_anchor"].append(time.perf_counter() - t)
     STORES.clear()
     prepared.close()
-    return {"benchmark": name, "questions": len(questions), "sample": f"first {len(questions)} of the dev part's odd sha256(qid) half (not tuned on)",
+    parity = "odd sha256(qid) half (not tuned on)" if half == "report" else "even sha256(qid) half (the tune half)"
+    return {"benchmark": name, "half": half, "questions": len(questions),
+            "sample": f"first {len(questions)} of the dev part's {parity}",
             "embedder": embedder.name, "budgets": budgets,
             "completeness": {m: {str(b): round(float(np.mean(v)), 3) for b, v in per.items()} for m, per in hits.items()},
+            "minus_anchor": {m: {str(b): paired_difference_ci(np.array(v, float),
+                                                              np.array(hits["bm25_jieba_anchor"][b], float)).to_json()
+                                 for b, v in per.items()} for m, per in hits.items() if m != "bm25_jieba_anchor"},
             "seconds_per_question_p50": {m: round(float(np.median(v)), 4) for m, v in seconds.items()},
             "ingest": {"prepare_seconds": round(prepare_seconds, 1), "documents": prepared.documents,
                        "units": prepared.units, "subchunks": prepared.subchunks},
@@ -139,20 +158,32 @@ def main() -> None:
     p.add_argument("--benchmark", action="append", help="cmrc2018, drcd (default: both)")
     p.add_argument("--root", default=str(BENCHMARKS), help="folder holding the benchmark folders")
     p.add_argument("--budgets", default="1000,2000,4000")
-    p.add_argument("--limit", type=int, default=400, help="first N questions of the held-out half (default 400)")
+    p.add_argument("--limit", type=int, default=400, help="first N questions of the half (default 400)")
+    p.add_argument("--half", choices=list(HALVES), default="report",
+                   help="tune: sha256(qid) even, where choices are made; report (default): odd, never tuned on")
+    p.add_argument("--segment-as-written", action="store_true",
+                   help="segment Han text as written, without the Traditional → Simplified step (for comparison; "
+                        "writes chinese-<name>[-tune]-as-written.json)")
     p.add_argument("--workdir", default=str(REPO / ".rag" / "bench-zh"), help="where the workspaces are kept")
     args = p.parse_args()
     budgets = [int(b) for b in args.budgets.split(",")]
+    if args.segment_as_written:
+        text.simplified = lambda han: han   # rag.text's segment() and word_bounds() look it up at each call
     for name in args.benchmark or ["cmrc2018", "drcd"]:
-        figures = run(Path(args.root) / name, budgets, args.limit, Path(args.workdir))
+        figures = run(Path(args.root) / name, budgets, args.limit, Path(args.workdir), args.half)
         figures["command"] = "python bench/chinese.py " + " ".join(sys.argv[1:])
-        out = REPO / "bench" / "results" / f"chinese-{name}.json"
+        suffix = ("-tune" if args.half == "tune" else "") + ("-as-written" if args.segment_as_written else "")
+        out = REPO / "bench" / "results" / f"chinese-{name}{suffix}.json"
         out.write_text(json.dumps(figures, indent=2, ensure_ascii=False) + "\n")
-        print(f"\n{name}: {figures['questions']} questions, embedder {figures['embedder']}, "
+        print(f"\n{name} ({args.half} half): {figures['questions']} questions, embedder {figures['embedder']}, "
               f"ingest {figures['ingest']}")
         print(markdown_table(["method"] + [f"C@{b}" for b in budgets] + ["s/question p50"],
                              [[m] + [c[str(b)] for b in budgets] + [figures["seconds_per_question_p50"][m]]
                               for m, c in figures["completeness"].items()]))
+        print("minus the anchor, paired (95% bootstrap interval):")
+        print(markdown_table(["method"] + [f"C@{b}" for b in budgets],
+                             [[m] + [f"{d[str(b)]['mean']:+.3f} [{d[str(b)]['low']:+.3f}, {d[str(b)]['high']:+.3f}]"
+                                     for b in budgets] for m, d in figures["minus_anchor"].items()]))
         print("segmentation seconds:", json.dumps(figures["segmentation_seconds"], ensure_ascii=False))
 
 

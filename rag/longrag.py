@@ -29,6 +29,19 @@ class LongRAGConfig:
     hop_merge: str = "interleave"  # the hops' lists: rank-by-rank "interleave" or by their best score ("max")
 
 
+# The two weights add shares of a BM25 score and of a linked member's score to a cosine, so they belong to the
+# embedder's vector space: its scale and how far its ranking can be trusted. The defaults were tuned with MiniLM
+# on the English multi-hop tune halves. USE multilingual's dense ranking is much weaker than BM25 over jieba words
+# on Chinese (DRCD 0.75 vs 0.955 at 1K), and its units' linked members crowded out single-hop answers: on the tune
+# halves of CMRC 2018 and DRCD (bench/chinese.py --half tune) these weights reach the BM25 anchor at every budget.
+EMBEDDER_WEIGHTS: dict[str, dict[str, float]] = {"use-multilingual": {"link_boost": 0.1, "lexical_weight": 0.7}}
+
+
+def config_for(embedder_name: str, base: LongRAGConfig = LongRAGConfig()) -> LongRAGConfig:
+    """The base configuration with the channel weights tuned for this embedder (the defaults for MiniLM)."""
+    return replace(base, **EMBEDDER_WEIGHTS.get(embedder_name, {}))
+
+
 @dataclass(frozen=True)
 class Hit:
     unit_key: str

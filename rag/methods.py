@@ -71,10 +71,10 @@ def rank_once(rank: Callable[[], object], pack: Callable[[object, int], Retrieva
 
 
 def _longrag(snap: Snapshot, req: Request, tools: Tools):
-    from rag.longrag import longrag_candidates
+    from rag.longrag import config_for, longrag_candidates
 
     return longrag_candidates(snap, tools.embedder.encode_query, tools.counter, req.caller, req.question,
-                              as_of=req.as_of)
+                              config_for(tools.embedder.name), as_of=req.as_of)
 
 
 def _pack_longrag(snap: Snapshot, ranked, budget: int, tools: Tools) -> RetrievalResult:
@@ -109,8 +109,10 @@ def _pack_chunks(snap: Snapshot, chunks, budget: int, tools: Tools) -> Retrieval
 
 def _hybrid(snap: Snapshot, req: Request, tools: Tools):
     from rag.hybrid import hybrid_explore
+    from rag.longrag import config_for
 
-    return hybrid_explore(snap, tools.embedder, tools.counter, req.caller, req.question)
+    return hybrid_explore(snap, tools.embedder, tools.counter, req.caller, req.question,
+                          config_for(tools.embedder.name))
 
 
 def _pack_hybrid(snap: Snapshot, found, budget: int, tools: Tools) -> RetrievalResult:

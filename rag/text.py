@@ -2,7 +2,10 @@
 
 English goes through blingfire's sentence splitter and a Unicode word pattern, exactly as before Chinese
 support; Chinese (Simplified and Traditional, alone or mixed with English) is additionally cut after
-full-width terminators (。！？；) and its runs of Han characters are segmented into words by jieba.
+full-width terminators (。！？；) and its runs of Han characters are segmented into words by jieba. jieba's
+dictionary is Simplified, so a run is converted to Simplified characters (OpenCC, t2s) before it is segmented:
+Traditional text is cut with the same dictionary, and its words meet the Simplified forms of the same words.
+Only the words (matching keys) are Simplified; sentences and offsets always point into the text as written.
 """
 from __future__ import annotations
 
@@ -12,9 +15,11 @@ from functools import lru_cache
 
 import blingfire
 import jieba
+import opencc
 from bm25s.stopwords import STOPWORDS_CHINESE, STOPWORDS_EN
 
 jieba.setLogLevel(logging.WARNING)  # its dictionary-loading notes would reach every user's terminal
+_T2S = opencc.OpenCC("t2s")
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
 HAN = re.compile(f"[{_HAN}]")
@@ -102,8 +107,16 @@ def words(text: str, search: bool = False) -> list[str]:
 
 
 def segment(han: str, search: bool = False) -> list[str]:
-    """jieba's words for a run of Han characters (precise mode, or search mode)."""
+    """jieba's words for a run of Han characters (precise mode, or search mode), in Simplified characters."""
+    han = simplified(han)
     return jieba.lcut_for_search(han) if search else jieba.lcut(han)
+
+
+def simplified(han: str) -> str:
+    """A Han run in Simplified characters, character for character (a conversion that would change the run's
+    length, which OpenCC's phrase tables may do, leaves the run as written, so offsets stay valid)."""
+    out = _T2S.convert(han)
+    return out if len(out) == len(han) else han
 
 
 def is_stop(word: str) -> bool:
@@ -151,7 +164,7 @@ def word_bounds(text: str) -> set[int]:
         bounds |= {m.start(), m.end()}
         for run in _HAN_RUN.finditer(m.group()):
             at = m.start() + run.start()
-            for _, s, e in jieba.tokenize(run.group()):
+            for _, s, e in jieba.tokenize(simplified(run.group())):
                 bounds |= {at + s, at + e}
     return bounds
 

@@ -10,6 +10,7 @@ from pipelines.cli import run_ingest
 from rag.access import Caller
 from rag.elite import elite_retrieve
 from rag.lexical import lexical_index
+from rag.longrag import LongRAGConfig, config_for, longrag_retrieve
 from rag.workspace import Workspace
 
 QUESTIONS = {q["qid"]: q for q in map(json.loads, (SAMPLES / "questions-zh.jsonl").read_text().splitlines())}
@@ -94,3 +95,25 @@ def test_a_chinese_counting_question_is_answered_directly_over_readable_current_
     assert {(d["doc_id"], d["version"], d["count"]) for d in answer["documents"]} == {
         ("zh-telemetry-cache", "2026", 6), ("zh-log-rotation", "2026", 2), ("zh-resync-dedup", "2026", 1)}
     assert answer["answer"] == "“缓存”在 3 份可读文档中出现 9 次。"
+
+
+def test_a_question_in_traditional_characters_finds_what_its_simplified_form_finds(zh):
+    catalog, reader, _ = zh
+    q = QUESTIONS["zh-cache-retention"]
+    traditional = "設備斷網後緩存能保存多久？"   # the Simplified documents are segmented to the same words
+    assert list(lexical_index(catalog).search(traditional, 3)) == list(lexical_index(catalog).search(q["question"], 3))
+    assert [i.doc_id for i in reader.retrieve("elite", caller(q), traditional, BUDGET).items][0] == "zh-telemetry-cache"
+
+
+def test_longrag_in_a_multilingual_workspace_ranks_with_the_weights_tuned_for_that_embedder(zh):
+    _, reader, embedder = zh
+    q = QUESTIONS["zh-full-partition-resync"]
+    snap = reader.snapshot()
+    served = reader.retrieve("longrag", caller(q), q["question"], BUDGET).items
+    tuned = longrag_retrieve(snap, embedder.encode_query, reader.counter, caller(q), q["question"], BUDGET,
+                             config_for(embedder.name)).items
+    minilm = longrag_retrieve(snap, embedder.encode_query, reader.counter, caller(q), q["question"], BUDGET,
+                              LongRAGConfig()).items
+    assert config_for(embedder.name) != LongRAGConfig() == config_for("minilm")
+    assert [(i.doc_id, i.score) for i in served] == [(i.doc_id, i.score) for i in tuned]
+    assert [i.score for i in served] != [i.score for i in minilm]

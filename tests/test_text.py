@@ -98,3 +98,23 @@ def test_chinese_text_is_told_from_english_text_quoting_a_chinese_name():
 
     assert mostly_han("设备断网后，缓存最多保存 7 天（MQTT QoS 1）。")
     assert not mostly_han("Dai Jitao (戴季陶) was a Chinese journalist and politician.")
+
+
+def test_traditional_text_is_segmented_through_its_simplified_form_and_meets_simplified_words():
+    assert words("熱河戰役爆發時") == ["热河", "战役", "爆发", "时"]
+    assert set(content_terms("誰擔任熱河省政府主席？")) == set(content_terms("谁担任热河省政府主席？"))
+    assert lexical_tokens("網路速度") == lexical_tokens("网路速度")
+
+
+def test_word_bounds_of_traditional_text_are_those_of_its_simplified_form_at_the_same_offsets():
+    assert word_bounds("熱河戰役，E-217") == word_bounds("热河战役，E-217")
+    assert {0, 2, 4} <= word_bounds("熱河戰役")
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.text(alphabet=st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF), min_size=1, max_size=40))
+def test_the_simplified_form_of_a_han_run_has_its_length(han):
+    from rag.text import simplified
+
+    assert len(simplified(han)) == len(han)
+    assert "".join(words(han)) == simplified(han)
