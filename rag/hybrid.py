@@ -16,8 +16,8 @@ from rag.longrag import LongRAGConfig, longrag_candidates
 from rag.snapshot import Snapshot
 from rag.tokens import TokenCounter
 
-# Importance is ELITE's only costly step (~1.3 s per question offline) and only decides when to stop; inside
-# LongRAG's few dozen documents every round costs milliseconds, so the hybrid explores all rounds instead.
+# Importance only decides when to stop; inside LongRAG's few dozen documents every round costs milliseconds,
+# so the hybrid explores all rounds instead.
 HYBRID_ELITE = EliteConfig(noise_samples=0)
 
 

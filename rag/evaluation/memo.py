@@ -35,7 +35,7 @@ class QueryMemo:
 
 
 class CountMemo:
-    """The token counter, with each text's count remembered until `clear()`; the counts are the counter's own."""
+    """`count` of the token counter, with each text's count remembered until `clear()` (for the budget check)."""
 
     def __init__(self, counter):
         self._counter, self._counts = counter, {}
@@ -45,11 +45,5 @@ class CountMemo:
         self._counts |= dict(zip(todo, self._counter.count(todo).tolist()))
         return np.fromiter((self._counts[t] for t in texts), dtype=np.int64, count=len(texts))
 
-    def count_one(self, text: str) -> int:
-        return int(self.count([text])[0])
-
     def clear(self) -> None:
         self._counts.clear()
-
-    def __getattr__(self, name):
-        return getattr(self._counter, name)
