@@ -35,7 +35,7 @@ from rag.summary import markdown_table  # noqa: E402
 BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 NAMES = ("hotpotqa", "musique", "2wikimultihopqa")
 CALLER = Caller(frozenset({"bench"}))
-FREE_WEIGHTS = ("link_boost", "lexical_weight")
+FREE_WEIGHTS = ("link_boost", "lexical_weight", "hop_names", "hop_seeds")
 DIRECT = {"longrag": longrag_retrieve, "shortchunk": shortchunk_retrieve, "longrag-units": longrag_units_retrieve}
 
 
@@ -84,7 +84,7 @@ def sensitivity_variants(base: Variant) -> list[Variant]:
     for name in FREE_WEIGHTS:
         value = getattr(base.config, name)
         for factor in (0.5, 1.5):
-            changed = round(value * factor, 4)
+            changed = max(1, round(value * factor)) if isinstance(value, int) else round(value * factor, 4)
             prefix = base.name + ("," if ":" in base.name else ":")
             out.append(Variant(f"{prefix}{name}={changed}", base.method, replace(base.config, **{name: changed})))
     return out

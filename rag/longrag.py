@@ -12,7 +12,7 @@ from rag.access import Caller
 from rag.context import ContextItem, RetrievalResult, pack, pack_lazily
 from rag.index import SubchunkIndex
 from rag.snapshot import Snapshot
-from rag.text import MAX_QUESTION_CHARS, content_terms, is_stop, sentences, term, words
+from rag.text import MAX_QUESTION_CHARS, content_terms, is_stop, names, sentences, term, words
 from rag.tokens import TokenCounter
 from rag.units import render_header, render_member, split_unit_key
 
@@ -24,17 +24,21 @@ class LongRAGConfig:
     link_boost: float = 0.45      # share of the best linked member's score a document inherits (multi-hop)
     lexical_weight: float = 0.45  # weight of the BM25 channel (scaled to [0, 1]) added to a document's dense score
     lexical_depth: int = 100      # documents taken from the BM25 channel
-    hops: int = 1                 # retrieval hops; each further hop queries with the question + the best new document
-    hop_query: str = "novel"      # what of that document: "novel" words, best "sentence" or matched "subchunk"
+    hops: int = 2                 # retrieval hops; each further hop follows the best documents of the one before
+    hop_query: str = "residual"   # a later hop's query: see _next_query ("residual", "names", "novel", "sentence")
     hop_merge: str = "interleave"  # the hops' lists: rank-by-rank "interleave" or by their best score ("max")
+    hop_seeds: int = 2            # documents of a hop's list that each seed a query of the next hop
+    hop_names: int = 3            # names a "residual"/"names" query carries from its seed (the bridge candidates)
 
 
 # The two weights add shares of a BM25 score and of a linked member's score to a cosine, so they belong to the
-# embedder's vector space: its scale and how far its ranking can be trusted. The defaults were tuned with MiniLM
-# on the English multi-hop tune halves. USE multilingual's dense ranking is much weaker than BM25 over jieba words
-# on Chinese (DRCD 0.75 vs 0.955 at 1K), and its units' linked members crowded out single-hop answers: on the tune
-# halves of CMRC 2018 and DRCD (bench/chinese.py --half tune) these weights reach the BM25 anchor at every budget.
-EMBEDDER_WEIGHTS: dict[str, dict[str, float]] = {"use-multilingual": {"link_boost": 0.1, "lexical_weight": 0.7}}
+# embedder's vector space: its scale and how far its ranking can be trusted. The defaults were chosen with MiniLM
+# on the English multi-hop tune halves (bench/multihop.py --half tune), the hop settings with them. USE
+# multilingual's dense ranking is much weaker than BM25 over jieba words on Chinese (DRCD 0.75 vs 0.955 at 1K),
+# and its units' linked members crowded out single-hop answers: on the tune halves of CMRC 2018 and DRCD
+# (bench/chinese.py --half tune) these weights reach the BM25 anchor at every budget, with one hop, as measured.
+EMBEDDER_WEIGHTS: dict[str, dict[str, float]] = {"use-multilingual": {"link_boost": 0.1, "lexical_weight": 0.7,
+                                                                      "hops": 1}}
 
 
 def config_for(embedder_name: str, base: LongRAGConfig = LongRAGConfig()) -> LongRAGConfig:
@@ -114,18 +118,25 @@ def longrag_candidates(snap: Snapshot, embed_query: Callable[[str], np.ndarray],
                        as_of: datetime | None = None) -> Ranked:
     """Every hop's ranked members, merged by `hop_merge`; budget-independent, so hybrid methods can build on it."""
     ranked, own, units, hits = _hop(snap, embed_query(question), counter, caller, question, config, as_of)
-    lists, seeds = [ranked], []
+    lists, seeds, source = [ranked], [], ranked
     for _ in range(1, config.hops):
-        query = _next_query(snap, question, lists, seeds, own, config.hop_query)
-        if query is None:
+        branches = []
+        for _ in range(config.hop_seeds):
+            query = _next_query(snap, question, source, seeds, own, config.hop_query, config.hop_names)
+            if query is None:
+                break
+            more, more_own, _, _ = _hop(snap, embed_query(query), counter, caller, query, config, as_of)
+            branches.append([i for i in more if i.doc_id not in seeds])  # the seed is placed; find what it names
+            for key, hit in more_own.items():  # a member's matched sub-chunk: its best match under any hop's query
+                if key not in own or hit.score > own[key].score:
+                    own[key] = hit
+        if not branches:
             break
-        more, more_own, _, _ = _hop(snap, embed_query(query), counter, caller, query, config, as_of)
-        lists.append([i for i in more if i.doc_id not in seeds])  # the seed is placed already; find what it names
-        for key, hit in more_own.items():  # a member's matched sub-chunk: its best match under any hop's query
-            if key not in own or hit.score > own[key].score:
-                own[key] = hit
+        lists += branches
+        source = branches[0]
     merged = interleave(lists) if config.hop_merge == "interleave" else by_best_score(lists)
-    return Ranked(merged, own, {"units_ranked": len(units), "subchunk_hits": len(hits), "hops": len(lists)})
+    return Ranked(merged, own, {"units_ranked": len(units), "subchunk_hits": len(hits),
+                                "queries": len(lists)})
 
 
 def _hop(snap: Snapshot, query: np.ndarray, counter: TokenCounter, caller: Caller, text: str,
@@ -143,16 +154,17 @@ def _hop(snap: Snapshot, query: np.ndarray, counter: TokenCounter, caller: Calle
     return candidates, own, units, hits
 
 
-def _next_query(snap: Snapshot, question: str, lists: list[list[ContextItem]], seeds: list[str],
-                own: dict[tuple[str, str, int], Hit], mode: str) -> str | None:
-    """The question plus the previous hop's strongest document not yet a seed: its title and its evidence.
+def _next_query(snap: Snapshot, question: str, source: list[ContextItem], seeds: list[str],
+                own: dict[tuple[str, str, int], Hit], mode: str, limit: int) -> str | None:
+    """The next query from the source list's strongest document not yet a seed, or None when it offers none.
 
     Multi-hop dense retrieval's idea: the bridge entity is named in the first hop's evidence, not in the
-    question, so the next query carries that evidence into the same dense space. The evidence is the matched
-    sub-chunk, its sentence sharing most of the question's terms, or ("novel") the sub-chunk's content words
-    the question lacks, which is where a bridge entity's name is (ELITE's depth terms, in the dense space).
+    question, so the next query carries that evidence. "residual" (the default) asks what the seed leaves
+    open plus the names it adds (bridge_query); "names" keeps the whole question; "novel" adds the matched
+    sub-chunk's content words the question lacks, "sentence" its sentence sharing most of the question's
+    terms, each after the seed's title.
     """
-    seed = next((i for i in lists[-1] if i.unit_id is not None and i.doc_id not in seeds), None)
+    seed = next((i for i in source if i.unit_id is not None and i.doc_id not in seeds), None)
     if seed is None:
         return None
     seeds.append(seed.doc_id)
@@ -164,7 +176,29 @@ def _next_query(snap: Snapshot, question: str, lists: list[list[ContextItem]], s
         evidence = max(sentences(evidence), key=lambda s: len(asked & set(content_terms(s))))
     elif mode == "novel":
         evidence = " ".join(w for w in dict.fromkeys(words(evidence)) if not is_stop(w) and term(w) not in asked)
+    elif mode in ("names", "residual"):
+        return bridge_query(question, seed.title, text[seed.ranges[0][0]:seed.ranges[0][1]], mode == "residual",
+                             limit)
     return f"{question}\n{seed.title}\n{evidence}"[:MAX_QUESTION_CHARS]  # a long question keeps its own words
+
+
+def bridge_query(question: str, title: str, text: str, residual: bool, limit: int) -> str | None:
+    """The question (or what the seed leaves unanswered) plus the names the seed adds, its best sentences first.
+
+    A sentence is better the more of the question beyond the seed's title it shares: the title is what matched,
+    the rest of the question is what the bridge sentence answers.
+    """
+    asked = set(content_terms(question))
+    known = asked | set(content_terms(title))
+    beyond = asked - set(content_terms(title))
+    ordered = sorted(sentences(text), key=lambda s: -len(beyond & set(content_terms(s))))
+    bridges = [n for s in ordered for n in names(s) if not set(content_terms(n)) <= known]
+    bridges = list(dict.fromkeys(bridges))[:limit]
+    if not bridges:
+        return None
+    seen = set(content_terms(text)) | set(content_terms(title))
+    head = " ".join(w for w in words(question) if not is_stop(w) and term(w) not in seen) if residual else question
+    return f"{head}\n{' '.join(bridges)}"[:MAX_QUESTION_CHARS]
 
 
 def by_best_score(lists: list[list[ContextItem]]) -> list[ContextItem]:

@@ -147,6 +147,16 @@ def lexical_tokens(text: str) -> list[str]:
     return out
 
 
+# A run of capitalised words, joined by the particles inside names ("Sam Elliott", "Bank of England").
+_NAME = re.compile(r"[A-Z][\w'’-]*(?:\s+(?:(?:of|the|de|du|von|van|der|la|le|del|da)\s+)*[A-Z][\w'’-]*)*")
+
+
+def names(text: str) -> list[str]:
+    """Distinct capitalised names of a Latin-script text in order, a lone capitalised stop word ("The") dropped."""
+    found = (m.group() for m in _NAME.finditer(text))
+    return list(dict.fromkeys(n for n in found if not all(is_stop(w) for w in words(n))))
+
+
 def mention_spans(text: str) -> list[tuple[int, int]]:
     """[start, end) of each title-mention token: word-character runs, and single Han characters."""
     return [m.span() for m in _MENTION.finditer(text)]

@@ -205,7 +205,8 @@ BRIDGE = [
                                         ("Tom Price", "Gwynedd"), ("Luca Bruni", "Tuscany")])]
 
 
-def test_the_second_hop_brings_in_the_document_the_first_hop_names(tmp_path, embedder):
+@pytest.mark.parametrize("hop_query", ["novel", "names", "residual"])
+def test_the_second_hop_brings_in_the_document_the_first_hop_names(tmp_path, embedder, hop_query):
     """The bridge (Sichuan) is in Dai Jitao's document, not in the question: only a second query can find it."""
     import json
 
@@ -214,8 +215,25 @@ def test_the_second_hop_brings_in_the_document_the_first_hop_names(tmp_path, emb
     sample = publish(tmp_path / "ws", [tmp_path / "docs.jsonl"], embedder, default_acl=("bench",))
     question = "What is the cuisine of the province where the journalist Dai Jitao was born famous for?"
     budget = 2 * max(default_counter().count([f"## {t}\n[{d} · version 1]\n{x}\n" for d, t, x in BRIDGE])) + 10
-    one = retrieve(sample, embedder, question, ["bench"], budget, fn=longrag_retrieve)
+    one = retrieve(sample, embedder, question, ["bench"], budget, fn=partial(longrag_retrieve,
+                                                                             config=LongRAGConfig(hops=1)))
     two = retrieve(sample, embedder, question, ["bench"], budget,
-                   fn=partial(longrag_retrieve, config=LongRAGConfig(hops=2)))
+                   fn=partial(longrag_retrieve, config=LongRAGConfig(hops=2, hop_query=hop_query, hop_seeds=1)))
     assert [i.doc_id for i in one.items][0] == "dai" and "sichuan" not in {i.doc_id for i in one.items}
-    assert {i.doc_id for i in two.items} == {"dai", "sichuan"} and two.trace["hops"] == 2
+    assert {i.doc_id for i in two.items} == {"dai", "sichuan"} and two.trace["queries"] == 2
+    branched = retrieve(sample, embedder, question, ["bench"], budget,
+                        fn=partial(longrag_retrieve, config=LongRAGConfig(hops=2, hop_query=hop_query, hop_seeds=2)))
+    assert [i.doc_id for i in branched.items] == ["dai", "sichuan"] and branched.trace["queries"] == 3
+
+
+def test_a_residual_hop_asks_what_the_seed_leaves_open_with_the_names_it_adds_best_sentence_first():
+    from rag.longrag import bridge_query
+
+    title = "Novair International Airways"
+    text = ("Novair International Airways was a British charter airline based at London Gatwick. It was part of "
+            "the Rank Organisation from 1988.")
+    question = "What year did the company Novair International Airways is part of dissolve?"
+    assert bridge_query(question, title, text, residual=True, limit=1) == "year company dissolve\nRank Organisation"
+    assert bridge_query(question, title, text, residual=False, limit=3) == \
+        f"{question}\nRank Organisation British London Gatwick"
+    assert bridge_query(question, title, "It was sold.", residual=True, limit=3) is None

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.text import (MAX_QUESTION_CHARS, QuestionTooLong, check_question, content_terms, lexical_tokens,
+from rag.text import (MAX_QUESTION_CHARS, QuestionTooLong, check_question, content_terms, lexical_tokens, names,
                       sentence_spans, sentences, word_bounds, words)
 
 
@@ -91,6 +91,13 @@ def test_an_over_long_question_is_refused_with_one_line():
         check_question("缓存" * 50_000)
     assert "\n" not in str(err.value) and re.search(r"100,000 characters.*2,000", str(err.value))
     assert isinstance(err.value, ValueError)
+
+
+def test_names_are_runs_of_capitalised_words_joined_by_the_particles_inside_names():
+    text = ("In 1995 the Rank Group bought the Rank Organisation. It sold Pinewood Studios, and the Bank of "
+            "England lent to Sam Elliott and Sam Elliott again.")
+    assert names(text) == ["Rank Group", "Rank Organisation", "Pinewood Studios", "Bank of England", "Sam Elliott"]
+    assert names("戴季陶是中国的记者。") == []
 
 
 def test_chinese_text_is_told_from_english_text_quoting_a_chinese_name():
