@@ -1,0 +1,73 @@
+"""Where each hop's gold document lands in LongRAG's ranked list: missing, in the top 8 / 20, median rank.
+
+Gold documents are taken in the benchmark's order (MuSiQue's is its decomposition's, so position k is hop k+1).
+The ranked list is the budget-independent one that packing reads (`longrag_candidates`), on one half of the
+fixed tune/report split. Prints a table and writes bench/results/hop-ranks-<benchmark>-<half>-<variant>.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.groupings import prepare  # noqa: E402
+from bench.multihop import BENCHMARKS, CALLER, parse_variant  # noqa: E402
+from rag.benchmarks import HALVES, load_questions, split_halves  # noqa: E402
+from rag.longrag import longrag_candidates  # noqa: E402
+from rag.summary import markdown_table  # noqa: E402
+
+
+def ranks(snap, embedder, counter, config, questions) -> dict[int, list[int | None]]:
+    """Per gold position, each question's rank of that document in the ranked list (None: not in it)."""
+    out: dict[int, list[int | None]] = {}
+    for q in questions:
+        ranked = longrag_candidates(snap, embedder.encode_query, counter, CALLER, q.question, config)
+        first = {}
+        for i, item in enumerate(ranked.items):
+            first.setdefault(item.doc_id, i)
+        for k, gold in enumerate(q.gold_doc_ids):
+            out.setdefault(k, []).append(first.get(gold))
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--benchmark", default="musique")
+    p.add_argument("--half", choices=HALVES, default="tune")
+    p.add_argument("--variant", default="longrag", help="a longrag variant as bench/multihop.py spells it")
+    args = p.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from rag.embedding import Embedder
+
+    variant = parse_variant(args.variant)
+    if variant.method != "longrag":
+        raise SystemExit(f"variant {args.variant!r}: only longrag variants have a ranked member list")
+    embedder = Embedder(threads=1)
+    prepared = prepare(BENCHMARKS / args.benchmark, REPO / ".rag" / "bench", "title-links", embedder)
+    questions = split_halves(args.benchmark, load_questions(BENCHMARKS / args.benchmark))[args.half]
+    by_position = ranks(prepared.reader.snapshot(), embedder, prepared.reader.counter, variant.config, questions)
+    prepared.close()
+    rows, figures = [], {"command": "python bench/hop_ranks.py " + " ".join(sys.argv[1:]), "benchmark": args.benchmark,
+                         "half": args.half, "variant": args.variant, "positions": {}}
+    for k, found in sorted(by_position.items()):
+        listed = np.array([r for r in found if r is not None])
+        cell = {"n": len(found), "missing": round(1 - len(listed) / len(found), 3),
+                "top8": round(float(np.sum(listed < 8)) / len(found), 3),
+                "top20": round(float(np.sum(listed < 20)) / len(found), 3),
+                "median_rank_when_listed": float(np.median(listed)) if len(listed) else None}
+        figures["positions"][str(k + 1)] = cell
+        rows.append([k + 1, cell["n"], cell["missing"], cell["top8"], cell["top20"], cell["median_rank_when_listed"]])
+    name = f"hop-ranks-{args.benchmark}-{args.half}-{args.variant.replace(':', '_').replace(',', '_')}.json"
+    (REPO / "bench" / "results" / name).write_text(json.dumps(figures, indent=1) + "\n")
+    print(markdown_table(["gold document (hop)", "n", "missing", "top 8", "top 20", "median rank if listed"], rows))
+
+
+if __name__ == "__main__":
+    main()
