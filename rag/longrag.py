@@ -136,7 +136,7 @@ def longrag_candidates(snap: Snapshot, embed_query: Callable[[str], np.ndarray],
         source = branches[0]
     merged = interleave(lists) if config.hop_merge == "interleave" else by_best_score(lists)
     return Ranked(merged, own, {"units_ranked": len(units), "subchunk_hits": len(hits),
-                                "queries": len(lists)})
+                                "queries": len(lists), "seeds": list(seeds)})
 
 
 def _hop(snap: Snapshot, query: np.ndarray, counter: TokenCounter, caller: Caller, text: str,

@@ -46,14 +46,20 @@ class Method:
     pack: Callable[[Snapshot, object, int, Tools], RetrievalResult]
     as_of: bool          # supports point-in-time reads
     uses_index: bool     # reads the LanceDB sub-chunk index (ELITE reads the catalog only)
+    uses_lexical: bool = False    # reads the BM25 channel
+    uses_sentences: bool = False  # reads ELITE's sentence store
 
     def run(self, snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
-        return self.pack(snap, self.rank(snap, req, tools), req.budget, tools)
+        return self._packed(snap, self.rank(snap, req, tools), req.budget, tools)
 
     def at_budgets(self, snap: Snapshot, req: Request, tools: Tools,
                    budgets: tuple[int, ...]) -> list[tuple[RetrievalResult, float]]:
-        return rank_once(lambda: self.rank(snap, req, tools), lambda found, b: self.pack(snap, found, b, tools),
+        return rank_once(lambda: self.rank(snap, req, tools), lambda found, b: self._packed(snap, found, b, tools),
                          budgets)
+
+    def _packed(self, snap: Snapshot, found, budget: int, tools: Tools) -> RetrievalResult:
+        """The packed result under this method's name (two methods may share one packing)."""
+        return replace(self.pack(snap, found, budget, tools), method=self.name)
 
 
 def rank_once(rank: Callable[[], object], pack: Callable[[object, int], RetrievalResult],
@@ -75,6 +81,13 @@ def _longrag(snap: Snapshot, req: Request, tools: Tools):
 
     return longrag_candidates(snap, tools.embedder.encode_query, tools.counter, req.caller, req.question,
                               config_for(tools.embedder.name), as_of=req.as_of)
+
+
+def _longrag_one_hop(snap: Snapshot, req: Request, tools: Tools):
+    from rag.longrag import config_for, longrag_candidates
+
+    return longrag_candidates(snap, tools.embedder.encode_query, tools.counter, req.caller, req.question,
+                              replace(config_for(tools.embedder.name), hops=1), as_of=req.as_of)
 
 
 def _pack_longrag(snap: Snapshot, ranked, budget: int, tools: Tools) -> RetrievalResult:
@@ -137,14 +150,17 @@ def _pack_elite(snap: Snapshot, found, budget: int, tools: Tools) -> RetrievalRe
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("longrag", "long units, MaxP over sub-chunks, member documents packed by score", _longrag, _pack_longrag,
-           True, True),
+    Method("longrag", "long units, MaxP over sub-chunks, member documents packed by score, a second hop to the names "
+           "the best ones add", _longrag, _pack_longrag, True, True, uses_lexical=True),
+    Method("longrag-1hop", "LongRAG without the second hop: a third of the latency, for single-document questions",
+           _longrag_one_hop, _pack_longrag, True, True, uses_lexical=True),
     Method("longrag-units", "the paper's LongRAG: whole long units in MaxP rank order, skipped when they do not fit",
            _longrag_units, _pack_units, True, True),
     Method("shortchunk", "the top sub-chunks themselves (the baseline)", _shortchunk, _pack_chunks, True, True),
-    Method("elite", "embedding-less iterative exploration of the catalog", _elite, _pack_elite, False, False),
+    Method("elite", "embedding-less iterative exploration of the catalog", _elite, _pack_elite, False, False,
+           uses_sentences=True),
     Method("hybrid", "ELITE's lexical exploration inside the documents of LongRAG's top units", _hybrid, _pack_hybrid,
-           False, True),
+           False, True, uses_lexical=True, uses_sentences=True),
 )}
 
 

@@ -237,3 +237,19 @@ def test_a_residual_hop_asks_what_the_seed_leaves_open_with_the_names_it_adds_be
     assert bridge_query(question, title, text, residual=False, limit=3) == \
         f"{question}\nRank Organisation British London Gatwick"
     assert bridge_query(question, title, "It was sold.", residual=True, limit=3) is None
+
+
+def test_a_later_hop_follows_only_documents_the_caller_may_read(tmp_path, embedder):
+    """Names from a document the caller may not read never reach a query: its bridge stays out of reach."""
+    import json
+
+    acl = {"dai": ["historians"]}
+    (tmp_path / "docs.jsonl").write_text("\n".join(json.dumps({"doc_id": d, "title": t, "text": x,
+                                                               "acl": acl.get(d, ["bench", "historians"])})
+                                                   for d, t, x in BRIDGE) + "\n")
+    sample = publish(tmp_path / "ws", [tmp_path / "docs.jsonl"], embedder)
+    question = "What is the cuisine of the province where the journalist Dai Jitao was born famous for?"
+    historian = retrieve(sample, embedder, question, ["historians"], 4000)
+    outsider = retrieve(sample, embedder, question, ["bench"], 4000)
+    assert historian.trace["seeds"][0] == "dai"
+    assert "dai" not in outsider.trace["seeds"] and "dai" not in {i.doc_id for i in outsider.items}

@@ -160,11 +160,11 @@ class Retrievers:
     def prepare(self, methods: tuple[str, ...]) -> dict[str, float]:
         """Build, from scratch and timed, the in-memory structures each method needs before its first query."""
         seconds = {}
-        if {"longrag", "hybrid"} & set(methods):  # the BM25 channel; the other index methods use the dense index alone
+        if any(REGISTRY[m].uses_lexical for m in methods):  # the BM25 channel; the others read the dense index only
             start = time.perf_counter()
             self.prepared.reader.snapshot().lexical  # noqa: B018 - built on first use
             seconds["lexical_index"] = time.perf_counter() - start
-        if {"elite", "hybrid"} & set(methods):
+        if any(REGISTRY[m].uses_sentences for m in methods):
             from rag.elite import STORES
 
             STORES.clear()  # a store another evaluation built in this process would make ELITE's build look free

@@ -63,9 +63,9 @@ def method_costs(method: str, evaluation: Evaluation, prepared: Prepared) -> dic
     parts = {"catalog_open": prepared.catalog_open_seconds}
     if REGISTRY[method].uses_index:
         parts["index_build"] = prepared.index_build_seconds
-    if method in ("longrag", "hybrid"):
+    if REGISTRY[method].uses_lexical:
         parts["lexical_index"] = built.get("lexical_index", 0.0)
-    if method in ("elite", "hybrid"):
+    if REGISTRY[method].uses_sentences:
         parts["sentence_store"] = built.get("sentence_store", 0.0)
     stored = prepared.storage_bytes(method)
     return {"prepare_seconds": round(sum(parts.values()), 3),
