@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO))
 from rag.benchmarks import HALVES, half_of  # noqa: E402
 from rag.embedding import Embedder  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
-from rag.evaluation import EvalConfig, prepare_workspace  # noqa: E402
+from rag.evaluation import METHODS, EvalConfig, prepare_workspace  # noqa: E402
 from rag.evaluation.benchmark import evaluate_prepared  # noqa: E402
 from rag.summary import markdown_table  # noqa: E402
 from rag.tokens import default_counter  # noqa: E402
@@ -33,7 +33,7 @@ BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--benchmarks", default="hotpotqa,musique,2wikimultihopqa")
-    parser.add_argument("--methods", default="longrag,longrag-units,shortchunk,elite,hybrid")
+    parser.add_argument("--methods", default=",".join(METHODS), help="default: every registered method")
     parser.add_argument("--budgets", default="1000,2000,4000,8000")
     parser.add_argument("--limit", type=int, help="first N questions of the half (default: all of it)")
     parser.add_argument("--half", choices=(*HALVES, "all"), default="all",
