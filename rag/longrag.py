@@ -168,17 +168,17 @@ def _next_query(snap: Snapshot, question: str, source: list[ContextItem], seeds:
     if seed is None:
         return None
     seeds.append(seed.doc_id)
-    hit = own.get((seed.unit_id, seed.doc_id, seed.part))
     _, text = snap.texts([(seed.doc_id, seed.doc_version)])[(seed.doc_id, seed.doc_version)]
-    evidence = text[hit.start:hit.end] if hit else text[seed.ranges[0][0]:seed.ranges[0][1]]
+    member = text[seed.ranges[0][0]:seed.ranges[0][1]]
+    if mode in ("names", "residual"):
+        return bridge_query(question, seed.title, member, mode == "residual", limit)
+    hit = own.get((seed.unit_id, seed.doc_id, seed.part))
+    evidence = text[hit.start:hit.end] if hit else member
     asked = set(content_terms(question))
     if mode == "sentence":
         evidence = max(sentences(evidence), key=lambda s: len(asked & set(content_terms(s))))
     elif mode == "novel":
         evidence = " ".join(w for w in dict.fromkeys(words(evidence)) if not is_stop(w) and term(w) not in asked)
-    elif mode in ("names", "residual"):
-        return bridge_query(question, seed.title, text[seed.ranges[0][0]:seed.ranges[0][1]], mode == "residual",
-                             limit)
     return f"{question}\n{seed.title}\n{evidence}"[:MAX_QUESTION_CHARS]  # a long question keeps its own words
 
 
@@ -188,15 +188,14 @@ def bridge_query(question: str, title: str, text: str, residual: bool, limit: in
     A sentence is better the more of the question beyond the seed's title it shares: the title is what matched,
     the rest of the question is what the bridge sentence answers.
     """
-    asked = set(content_terms(question))
-    known = asked | set(content_terms(title))
-    beyond = asked - set(content_terms(title))
+    asked, titled = set(content_terms(question)), set(content_terms(title))
+    known, beyond = asked | titled, asked - titled
     ordered = sorted(sentences(text), key=lambda s: -len(beyond & set(content_terms(s))))
     bridges = [n for s in ordered for n in names(s) if not set(content_terms(n)) <= known]
     bridges = list(dict.fromkeys(bridges))[:limit]
     if not bridges:
         return None
-    seen = set(content_terms(text)) | set(content_terms(title))
+    seen = set(content_terms(text)) | titled
     head = " ".join(w for w in words(question) if not is_stop(w) and term(w) not in seen) if residual else question
     return f"{head}\n{' '.join(bridges)}"[:MAX_QUESTION_CHARS]
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from functools import partial
 from datetime import datetime
 from typing import Callable
 
@@ -76,18 +77,13 @@ def rank_once(rank: Callable[[], object], pack: Callable[[object, int], Retrieva
     return out
 
 
-def _longrag(snap: Snapshot, req: Request, tools: Tools):
+def _longrag(snap: Snapshot, req: Request, tools: Tools, hops: int | None = None):
+    """LongRAG with the embedder's settings; `hops` overrides their hop count."""
     from rag.longrag import config_for, longrag_candidates
 
+    config = config_for(tools.embedder.name)
     return longrag_candidates(snap, tools.embedder.encode_query, tools.counter, req.caller, req.question,
-                              config_for(tools.embedder.name), as_of=req.as_of)
-
-
-def _longrag_one_hop(snap: Snapshot, req: Request, tools: Tools):
-    from rag.longrag import config_for, longrag_candidates
-
-    return longrag_candidates(snap, tools.embedder.encode_query, tools.counter, req.caller, req.question,
-                              replace(config_for(tools.embedder.name), hops=1), as_of=req.as_of)
+                              config if hops is None else replace(config, hops=hops), as_of=req.as_of)
 
 
 def _pack_longrag(snap: Snapshot, ranked, budget: int, tools: Tools) -> RetrievalResult:
@@ -153,7 +149,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("longrag", "long units, MaxP over sub-chunks, member documents packed by score, a second hop to the names "
            "the best ones add", _longrag, _pack_longrag, True, True, uses_lexical=True),
     Method("longrag-1hop", "LongRAG without the second hop: a third of the latency, for single-document questions",
-           _longrag_one_hop, _pack_longrag, True, True, uses_lexical=True),
+           partial(_longrag, hops=1), _pack_longrag, True, True, uses_lexical=True),
     Method("longrag-units", "the paper's LongRAG: whole long units in MaxP rank order, skipped when they do not fit",
            _longrag_units, _pack_units, True, True),
     Method("shortchunk", "the top sub-chunks themselves (the baseline)", _shortchunk, _pack_chunks, True, True),
