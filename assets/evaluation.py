@@ -4,13 +4,13 @@ Lineage is true: `workspace_evaluation` reads the catalog and index that `subchu
 `retrieval_evaluation` partition reads the workspace its `benchmark_workspace` partition ingested.
 """
 import base64
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import dagster as dg
 
+from rag.benchmarks import benchmarks_root
 from rag.evaluation import EvalConfig, Outcome, evaluate_workspace, ingest_benchmark, open_prepared
 from rag.evaluation.report import render_markdown
 from rag.evaluation.summary import trend
@@ -21,7 +21,6 @@ from resources.llm import LLMResource
 SUBCHUNK_INDEX = dg.AssetKey("subchunk_index")   # by key: the ingest assets are built per partitioning
 
 REPO = Path(__file__).resolve().parent.parent
-BENCHMARKS = Path(os.environ.get("RAG_BENCHMARKS", REPO.parent / "shared" / "benchmarks"))
 BENCHMARK_PARTITIONS = dg.DynamicPartitionsDefinition(name="benchmarks")
 
 
@@ -70,14 +69,15 @@ def questions_beside(sources: list[str]) -> Path | None:
     return None
 
 
-def evaluation_definitions(benchmarks: Path = BENCHMARKS, cron: str = "0 4 * * *",
+def evaluation_definitions(benchmarks: Path | None = None, cron: str = "0 4 * * *",
                            workspace_root: Path = REPO / ".rag" / "bench") -> EvaluationDefinitions:
     """The workspace evaluation, the benchmark workspaces and their evaluations, the nightly schedules, the sensor.
 
     `workspace_root/<benchmark>` holds each benchmark's catalog.duckdb and lancedb/: the one place both the
-    ingesting and the evaluating asset use, so the lineage edge between them is the data itself.
+    ingesting and the evaluating asset use, so the lineage edge between them is the data itself. `benchmarks`
+    defaults to rag.benchmarks.benchmarks_root() ($RAG_BENCHMARKS, else the slices in samples/benchmarks/).
     """
-    benchmarks, default_root = Path(benchmarks), Path(workspace_root)
+    benchmarks, default_root = Path(benchmarks) if benchmarks else benchmarks_root(), Path(workspace_root)
 
     @dg.asset(partitions_def=BENCHMARK_PARTITIONS, group_name="evaluation", kinds={"duckdb", "lancedb"},
               description="A benchmark folder ingested into a workspace of its own (incremental), the one writer.")

@@ -18,7 +18,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rag.benchmarks import HALVES, complete, evidence_recall, load_questions, split_halves  # noqa: E402
+from rag.benchmarks import (HALVES, add_benchmarks_option, benchmarks_option, complete, evidence_recall,  # noqa: E402
+                            load_questions, split_halves)
 from rag.chunking import subchunks  # noqa: E402
 from rag.context import ContextItem, pack  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
@@ -26,16 +27,15 @@ from rag.summary import markdown_table  # noqa: E402
 from rag.tokens import default_counter  # noqa: E402
 from rag.units import render_header, render_member  # noqa: E402
 
-BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 MAX_TOKENS = 64
 
 
-def chunked(name: str, counter, embedder) -> tuple[list[dict], list[tuple[int, int, int]], np.ndarray]:
+def chunked(folder: Path, counter, embedder) -> tuple[list[dict], list[tuple[int, int, int]], np.ndarray]:
     """Documents, chunks (doc index, start, end) and their vectors (title + chunk, as the index embeds them)."""
-    docs = [json.loads(line) for line in (BENCHMARKS / name / "docs.jsonl").open(encoding="utf-8")]
+    docs = [json.loads(line) for line in (folder / "docs.jsonl").open(encoding="utf-8")]
     spans = [(d, s.start, s.end) for d, doc in enumerate(docs)
              for s in subchunks(doc["text"], counter, MAX_TOKENS - 8, MAX_TOKENS)]
-    cache = REPO / ".rag" / "bench" / f"anchor64-{name}.npz"
+    cache = REPO / ".rag" / "bench" / f"anchor64-{folder.name}.npz"
     if cache.exists() and len(np.load(cache)["vectors"]) == len(spans):
         return docs, spans, np.load(cache)["vectors"]
     vectors = embedder.encode([f"{docs[d]['title']}\n{docs[d]['text'][s:e]}" for d, s, e in spans])
@@ -64,15 +64,17 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--benchmark", action="append", help="default: hotpotqa, musique, 2wikimultihopqa")
     p.add_argument("--budgets", default="1000,2000,4000")
+    add_benchmarks_option(p)
     args = p.parse_args()
+    root = benchmarks_option(p, args)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from rag.embedding import Embedder
 
     embedder, counter = Embedder(threads=1), default_counter()
     budgets = [int(b) for b in args.budgets.split(",")]
     for name in args.benchmark or ["hotpotqa", "musique", "2wikimultihopqa"]:
-        docs, spans, vectors = chunked(name, counter, embedder)
-        halves = split_halves(name, load_questions(BENCHMARKS / name))
+        docs, spans, vectors = chunked(root / name, counter, embedder)
+        halves = split_halves(name, load_questions(root / name))
         figures = {"command": "python bench/anchor64.py " + " ".join(sys.argv[1:]), "benchmark": name,
                    "chunks": len(spans), "max_tokens": MAX_TOKENS, "results": {}}
         rows = []

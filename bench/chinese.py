@@ -29,7 +29,7 @@ import jieba  # noqa: E402
 
 from rag import text  # noqa: E402
 from rag.access import Caller  # noqa: E402
-from rag.benchmarks import complete, load_questions  # noqa: E402
+from rag.benchmarks import add_benchmarks_option, benchmarks_option, complete, load_questions  # noqa: E402
 from rag.elite import elite_explore, pack_exploration  # noqa: E402
 from rag.elite.sentences import STORES, StoreCache  # noqa: E402
 from rag.embedding import MultilingualEmbedder  # noqa: E402
@@ -40,7 +40,6 @@ from rag.longrag import LongRAGConfig, longrag_retrieve  # noqa: E402
 from rag.summary import markdown_table  # noqa: E402
 from rag.tokens import default_counter  # noqa: E402
 
-BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 CALLER = Caller(frozenset({BENCH_ACL}))
 ANCHOR_DEPTH = 50
 
@@ -156,7 +155,6 @@ def run(folder: Path, budgets: list[int], limit: int, workdir: Path, half: str =
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--benchmark", action="append", help="cmrc2018, drcd (default: both)")
-    p.add_argument("--root", default=str(BENCHMARKS), help="folder holding the benchmark folders")
     p.add_argument("--budgets", default="1000,2000,4000")
     p.add_argument("--limit", type=int, default=400, help="first N questions of the half (default 400)")
     p.add_argument("--half", choices=list(HALVES), default="report",
@@ -165,12 +163,14 @@ def main() -> None:
                    help="segment Han text as written, without the Traditional → Simplified step (for comparison; "
                         "writes chinese-<name>[-tune]-as-written.json)")
     p.add_argument("--workdir", default=str(REPO / ".rag" / "bench-zh"), help="where the workspaces are kept")
+    add_benchmarks_option(p)
     args = p.parse_args()
+    root = benchmarks_option(p, args)
     budgets = [int(b) for b in args.budgets.split(",")]
     if args.segment_as_written:
         text.simplified = lambda han: han   # rag.text's segment() and word_bounds() look it up at each call
     for name in args.benchmark or ["cmrc2018", "drcd"]:
-        figures = run(Path(args.root) / name, budgets, args.limit, Path(args.workdir), args.half)
+        figures = run(root / name, budgets, args.limit, Path(args.workdir), args.half)
         figures["command"] = "python bench/chinese.py " + " ".join(sys.argv[1:])
         suffix = ("-tune" if args.half == "tune" else "") + ("-as-written" if args.segment_as_written else "")
         out = REPO / "bench" / "results" / f"chinese-{name}{suffix}.json"

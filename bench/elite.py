@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from rag.access import Caller  # noqa: E402
-from rag.benchmarks import HALVES, half_of  # noqa: E402
+from rag.benchmarks import HALVES, add_benchmarks_option, benchmarks_option, half_of  # noqa: E402
 from rag.catalog import Catalog  # noqa: E402
 from rag.elite import EliteConfig, elite_explore, pack_exploration  # noqa: E402
 from rag.elite.collect import expand, score_sentences, term_weights, terms_from, top_k  # noqa: E402
@@ -31,26 +31,25 @@ from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
 from rag.publish import IngestSettings, publish_documents  # noqa: E402
 from rag.tokens import default_counter  # noqa: E402
 
-BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 NAMES = ("hotpotqa", "musique", "2wikimultihopqa")
 CALLER = Caller(frozenset({"bench"}))
 # The reference's collect + expand: question words, one round, every matched word counts 1, no titles.
 BASELINE = EliteConfig(max_rounds=1, noise_samples=0, idf=False, title_weight=0.0, prune_ratio=0.0)
 
 
-def catalog_for(workdir: Path, names: tuple[str, ...], copies: int = 1) -> Catalog:
+def catalog_for(root: Path, workdir: Path, names: tuple[str, ...], copies: int = 1) -> Catalog:
     """A catalog holding the given benchmarks' docs.jsonl (published once, reused on later runs).
 
     copies > 1 adds copies of every document under new ids, only to reach a corpus size.
     """
     catalog = Catalog(workdir / f"{'+'.join(names)}{f'-x{copies}' if copies > 1 else ''}.duckdb")
     if not catalog.rows("SELECT count(*) FROM documents")[0][0]:
-        sources = [str(BENCHMARKS / n / "docs.jsonl") for n in names]
+        sources = [str(root / n / "docs.jsonl") for n in names]
         for k in range(2, copies + 1):
             for n in names:
                 copy = workdir / f"{n}-copy{k}.jsonl"
                 with copy.open("w") as out:
-                    for line in (BENCHMARKS / n / "docs.jsonl").open():
+                    for line in (root / n / "docs.jsonl").open():
                         row = json.loads(line)
                         out.write(json.dumps(row | {"doc_id": f"{row['doc_id']}~{k}"}) + "\n")
                 sources.append(str(copy))
@@ -58,14 +57,14 @@ def catalog_for(workdir: Path, names: tuple[str, ...], copies: int = 1) -> Catal
     return catalog
 
 
-def questions(name: str, limit: int | None) -> list[dict]:
-    rows = [json.loads(line) for line in (BENCHMARKS / name / "questions.jsonl").open()]
+def questions(folder: Path, limit: int | None) -> list[dict]:
+    rows = [json.loads(line) for line in (folder / "questions.jsonl").open()]
     return rows[:limit] if limit else rows
 
 
-def collect_benchmark(workdir: Path, limit: int | None, copies: int) -> dict:
+def collect_benchmark(root: Path, workdir: Path, limit: int | None, copies: int) -> dict:
     """Build the store once (cold, in a fresh cache), then time one collect round per question."""
-    catalog = catalog_for(workdir, NAMES, copies)
+    catalog = catalog_for(root, workdir, NAMES, copies)
     (characters,) = catalog.rows("SELECT sum(len(text)) FROM documents WHERE status = 'current'")[0]
     start = time.perf_counter()
     store, _ = StoreCache().get(catalog)
@@ -75,7 +74,7 @@ def collect_benchmark(workdir: Path, limit: int | None, copies: int) -> dict:
     mask = store.readable(CALLER)[store.sent_doc]
     config = EliteConfig()
     times = []
-    qs = [q["question"] for n in NAMES for q in questions(n, limit)]
+    qs = [q["question"] for n in NAMES for q in questions(root / n, limit)]
     for q in qs:
         start = time.perf_counter()
         weights = term_weights(store, mask, terms_from([q], "question", 1, 1.0, set()))
@@ -95,14 +94,14 @@ def recall(items, gold: list[str]) -> tuple[float, bool]:
     return found / len(gold), found == len(gold)
 
 
-def evaluate(workdir: Path, name: str, budgets: list[int], limit: int | None, embedder, half: str) -> dict:
-    catalog = catalog_for(workdir, (name,))
+def evaluate(root: Path, workdir: Path, name: str, budgets: list[int], limit: int | None, embedder, half: str) -> dict:
+    catalog = catalog_for(root, workdir, (name,))
     out = {"benchmark": name, "half": half, "questions": 0, "budgets": budgets, "policies": {}}
     for label, config in (("baseline", BASELINE), ("offline", EliteConfig())):
         per_budget = {b: {"recall": [], "all_gold": [], "tokens": []} for b in budgets}
         seconds: dict[str, float] = {}
         calls, llm_tokens, rounds = [], [], []
-        qs = [q for q in questions(name, None) if half_of(name, q["qid"]) == half][:limit]
+        qs = [q for q in questions(root / name, None) if half_of(name, q["qid"]) == half][:limit]
         for q in qs:
             found = elite_explore(catalog, CALLER, q["question"], embedder=embedder, config=config)
             rounds.append(len(found.trace["rounds"]))
@@ -141,12 +140,14 @@ def main() -> None:
     parser.add_argument("--collect-only", action="store_true", help="only the collect-latency benchmark")
     parser.add_argument("--copies", type=int, default=2,
                         help="copies of the three corpora for the collect benchmark (1.66M tokens each; default 2)")
+    add_benchmarks_option(parser)
     args = parser.parse_args()
+    root = benchmarks_option(parser, args)
     workdir = Path(args.workdir)
     results = REPO / "bench" / "results"
     results.mkdir(parents=True, exist_ok=True)
     if not args.skip_collect:
-        figures = collect_benchmark(workdir, args.limit, args.copies) | {"copies": args.copies}
+        figures = collect_benchmark(root, workdir, args.limit, args.copies) | {"copies": args.copies}
         print(json.dumps(figures, indent=1))
         (results / "elite-collect.json").write_text(json.dumps(figures, indent=1) + "\n")
     if args.collect_only:
@@ -155,7 +156,7 @@ def main() -> None:
 
     embedder = Embedder(threads=1)
     for name in args.benchmark or NAMES:
-        figures = evaluate(workdir, name, args.budgets, args.limit, embedder, args.half)
+        figures = evaluate(root, workdir, name, args.budgets, args.limit, embedder, args.half)
         STORES.clear()   # one benchmark's store at a time keeps memory flat
         print(json.dumps(figures, indent=1))
         (results / f"elite-{name}-{args.half}.json").write_text(json.dumps(figures, indent=1) + "\n")

@@ -18,8 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from eval_llm_sample import BENCHMARKS  # noqa: E402
-from rag.benchmarks import half_of  # noqa: E402
+from rag.benchmarks import add_benchmarks_option, benchmarks_option, half_of  # noqa: E402
 from rag.elite import EliteConfig  # noqa: E402
 from rag.embedding import Embedder  # noqa: E402
 from rag.evaluation import EvalConfig, evaluate, load_questions, open_prepared  # noqa: E402
@@ -44,9 +43,11 @@ def main() -> None:
     parser.add_argument("--budgets", default="1000,2000")
     parser.add_argument("--reader", default="local", choices=("local", "endpoint"), help="the policy's LLM")
     parser.add_argument("--workspace-root", default=str(REPO / ".rag" / "bench"))
+    add_benchmarks_option(parser)
     args = parser.parse_args()
     name = args.benchmark
-    tune = [q for q in load_questions(BENCHMARKS / name / "questions.jsonl") if half_of(name, q.qid) == "tune"]
+    root = benchmarks_option(parser, args)
+    tune = [q for q in load_questions(root / name / "questions.jsonl") if half_of(name, q.qid) == "tune"]
     chosen = answer_sample(tune, args.n, args.seed)
     questions = [q for q in tune if q.qid in chosen]
     embedder, counter = Embedder(threads=1), default_counter()

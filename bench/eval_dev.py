@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rag.benchmarks import HALVES, half_of  # noqa: E402
+from rag.benchmarks import HALVES, add_benchmarks_option, benchmarks_option, half_of  # noqa: E402
 from rag.embedding import Embedder  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
 from rag.evaluation import METHODS, EvalConfig, prepare_workspace  # noqa: E402
@@ -27,12 +27,10 @@ from rag.evaluation.benchmark import evaluate_prepared  # noqa: E402
 from rag.summary import markdown_table  # noqa: E402
 from rag.tokens import default_counter  # noqa: E402
 
-BENCHMARKS = REPO.parent / "shared" / "benchmarks"
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--benchmarks", default="hotpotqa,musique,2wikimultihopqa")
+    parser.add_argument("--names", default="hotpotqa,musique,2wikimultihopqa", help="benchmark folders to run")
     parser.add_argument("--methods", default=",".join(METHODS), help="default: every registered method")
     parser.add_argument("--budgets", default="1000,2000,4000,8000")
     parser.add_argument("--limit", type=int, help="first N questions of the half (default: all of it)")
@@ -40,20 +38,22 @@ def main() -> None:
                         help="tune only to choose settings; report to quote; all: every dev question, figures per half")
     parser.add_argument("--workspace-root", default=str(REPO / ".rag" / "bench"))
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "eval-dev-retrieval.json"))
+    add_benchmarks_option(parser)
     args = parser.parse_args()
+    root = benchmarks_option(parser, args)
     config = EvalConfig(tuple(args.methods.split(",")), tuple(int(b) for b in args.budgets.split(",")), args.limit)
     embedder, counter = Embedder(threads=1), default_counter()
     figures = {"command": "python bench/eval_dev.py " + " ".join(sys.argv[1:]), "cpus": os.cpu_count(),
                "load_average_at_start": os.getloadavg(), "methods": list(config.methods),
                "budgets": list(config.budgets), "half": args.half, "benchmarks": {}}
     total = 0.0
-    for name in args.benchmarks.split(","):
+    for name in args.names.split(","):
         start = time.perf_counter()
-        prepared = prepare_workspace(BENCHMARKS / name, Path(args.workspace_root) / name, embedder, counter)
+        prepared = prepare_workspace(root / name, Path(args.workspace_root) / name, embedder, counter)
         ingest = time.perf_counter() - start
         start = time.perf_counter()
         out = REPO / "bench" / "results" / "eval" / "dev-retrieval" / name
-        questions = half_questions(name, args.half, Path(args.workspace_root))
+        questions = half_questions(root / name, args.half, Path(args.workspace_root))
         outcome = evaluate_prepared(prepared, questions, out, config, embedder, counter,
                                     None, figures["command"])
         wall = time.perf_counter() - start
@@ -93,11 +93,11 @@ def half_cells(rows, name: str, half: str) -> list[dict]:
              "retrieve_s": round(sum(r.retrieve_s for r in rs) / len(rs), 4)} for (m, b), rs in groups.items()]
 
 
-def half_questions(name: str, half: str, root: Path) -> Path:
+def half_questions(folder: Path, half: str, workdir: Path) -> Path:
     """The benchmark's questions of one half (or all), as a questions.jsonl the evaluation reads (file order kept)."""
-    lines = (BENCHMARKS / name / "questions.jsonl").read_text(encoding="utf-8").splitlines()
-    path = root / f"{name}-{half}-questions.jsonl"
-    kept = [line for line in lines if line.strip() and half in ("all", half_of(name, json.loads(line)["qid"]))]
+    lines = (folder / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    path = workdir / f"{folder.name}-{half}-questions.jsonl"
+    kept = [line for line in lines if line.strip() and half in ("all", half_of(folder.name, json.loads(line)["qid"]))]
     path.write_text("".join(line + "\n" for line in kept))
     return path
 

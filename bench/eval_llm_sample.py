@@ -16,14 +16,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rag.benchmarks import half_of  # noqa: E402
+from rag.benchmarks import add_benchmarks_option, benchmarks_option, half_of  # noqa: E402
 from rag.embedding import Embedder  # noqa: E402
 from rag.evaluation import EvalConfig, evaluate, load_questions, open_prepared, summarise, write_report  # noqa: E402
 from rag.evaluation.run import answer_sample  # noqa: E402
 from rag.llm import chat_model  # noqa: E402
 from rag.tokens import default_counter  # noqa: E402
-
-BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 
 
 def main() -> None:
@@ -35,9 +33,11 @@ def main() -> None:
     parser.add_argument("--budgets", default="1000,2000")
     parser.add_argument("--reader", default="local", choices=("local", "endpoint"))
     parser.add_argument("--workspace-root", default=str(REPO / ".rag" / "bench"))
+    add_benchmarks_option(parser)
     args = parser.parse_args()
     name = args.benchmark
-    report_half = [q for q in load_questions(BENCHMARKS / name / "questions.jsonl") if half_of(name, q.qid) == "report"]
+    root = benchmarks_option(parser, args)
+    report_half = [q for q in load_questions(root / name / "questions.jsonl") if half_of(name, q.qid) == "report"]
     chosen = answer_sample(report_half, args.n, args.seed)
     questions = [q for q in report_half if q.qid in chosen]
     config = EvalConfig(tuple(args.methods.split(",")), tuple(int(b) for b in args.budgets.split(",")))

@@ -19,8 +19,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.multihop import BENCHMARKS, CALLER, parse_variant  # noqa: E402
-from rag.benchmarks import load_questions, split_halves  # noqa: E402
+from bench.multihop import CALLER, parse_variant  # noqa: E402
+from rag.benchmarks import add_benchmarks_option, benchmarks_option, load_questions, split_halves  # noqa: E402
 from rag.evaluation.workspace import prepare_workspace  # noqa: E402
 from rag.hybrid import hybrid_retrieve  # noqa: E402
 from rag.longrag import longrag_retrieve, shortchunk_retrieve  # noqa: E402
@@ -40,15 +40,17 @@ def main() -> None:
     p.add_argument("--benchmark", default="musique")
     p.add_argument("--budget", type=int, default=2000)
     p.add_argument("--limit", type=int, default=100, help="report-half questions timed")
+    add_benchmarks_option(p)
     args = p.parse_args()
+    root = benchmarks_option(p, args)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from rag.embedding import Embedder
 
     embedder, counter = Embedder(threads=1), default_counter()
-    prepared = prepare_workspace(BENCHMARKS / args.benchmark, REPO / ".rag" / "bench" / args.benchmark, embedder,
+    prepared = prepare_workspace(root / args.benchmark, REPO / ".rag" / "bench" / args.benchmark, embedder,
                                  counter)
     snap = prepared.reader.snapshot()
-    questions = split_halves(args.benchmark, load_questions(BENCHMARKS / args.benchmark))["report"][: args.limit]
+    questions = split_halves(args.benchmark, load_questions(root / args.benchmark))["report"][: args.limit]
     specs = ["shortchunk", "longrag:hops=1", "longrag:hop_seeds=1", "longrag", "longrag:hops=3", "hybrid:hops=1",
              "hybrid"]
     variants = [parse_variant(s) for s in specs]

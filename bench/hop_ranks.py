@@ -18,8 +18,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.groupings import prepare  # noqa: E402
-from bench.multihop import BENCHMARKS, CALLER, parse_variant  # noqa: E402
-from rag.benchmarks import HALVES, load_questions, split_halves  # noqa: E402
+from bench.multihop import CALLER, parse_variant  # noqa: E402
+from rag.benchmarks import HALVES, add_benchmarks_option, benchmarks_option, load_questions, split_halves  # noqa: E402
 from rag.longrag import longrag_candidates  # noqa: E402
 from rag.summary import markdown_table  # noqa: E402
 
@@ -42,7 +42,9 @@ def main() -> None:
     p.add_argument("--benchmark", default="musique")
     p.add_argument("--half", choices=HALVES, default="tune")
     p.add_argument("--variant", default="longrag", help="a longrag variant as bench/multihop.py spells it")
+    add_benchmarks_option(p)
     args = p.parse_args()
+    root = benchmarks_option(p, args)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from rag.embedding import Embedder
 
@@ -50,8 +52,8 @@ def main() -> None:
     if variant.method != "longrag":
         raise SystemExit(f"variant {args.variant!r}: only longrag variants have a ranked member list")
     embedder = Embedder(threads=1)
-    prepared = prepare(BENCHMARKS / args.benchmark, REPO / ".rag" / "bench", "title-links", embedder)
-    questions = split_halves(args.benchmark, load_questions(BENCHMARKS / args.benchmark))[args.half]
+    prepared = prepare(root / args.benchmark, REPO / ".rag" / "bench", "title-links", embedder)
+    questions = split_halves(args.benchmark, load_questions(root / args.benchmark))[args.half]
     by_position = ranks(prepared.reader.snapshot(), embedder, prepared.reader.counter, variant.config, questions)
     prepared.close()
     rows, figures = [], {"command": "python bench/hop_ranks.py " + " ".join(sys.argv[1:]), "benchmark": args.benchmark,

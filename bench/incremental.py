@@ -11,6 +11,7 @@ Prints a table and writes bench/results/incremental.json.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import sys
@@ -21,24 +22,24 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from rag.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402
 from rag.catalog import Catalog  # noqa: E402
 from rag.publish import IngestSettings, publish_documents, publish_units  # noqa: E402
 from rag.summary import markdown_table  # noqa: E402
 from rag.tokens import default_counter  # noqa: E402
 
-BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 NAMES = ["hotpotqa", "musique", "2wikimultihopqa"]
 SIZES = [4_000, None]   # None: every document of the three corpora (15,934)
 STORED = ("doc_facts", "doc_parts", "mention_index", "doc_mentions", "mention_titles", "component_groups",
           "source_files", "source_records")
 
 
-def copy_sources(dest: Path, size: int | None) -> int:
+def copy_sources(root: Path, dest: Path, size: int | None) -> int:
     dest.mkdir()
-    total = sum(len((BENCHMARKS / n / "docs.jsonl").read_text().splitlines()) for n in NAMES)
+    total = sum(len((root / n / "docs.jsonl").read_text().splitlines()) for n in NAMES)
     kept = 0
     for name in NAMES:
-        lines = (BENCHMARKS / name / "docs.jsonl").read_text().splitlines()
+        lines = (root / name / "docs.jsonl").read_text().splitlines()
         if size:
             lines = lines[: round(len(lines) * size / total)]
         (dest / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
@@ -94,10 +95,10 @@ def _catalog_mb(workspace: Path, without: tuple[str, ...] = ()) -> float:
     return round(path.stat().st_size / 2**20, 1)
 
 
-def measure(size: int | None) -> dict:
+def measure(root: Path, size: int | None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "sources"
-        documents = copy_sources(src, size)
+        documents = copy_sources(root, src, size)
         time.sleep(2.1)   # past the window in which an unchanged stat is not trusted (rag.scan.RACY_NS)
         base = dict(sources=[str(src)], default_acl=("bench",), derive_links=True)
         build = step(Path(tmp) / "build", IngestSettings(**base))
@@ -116,7 +117,10 @@ def measure(size: int | None) -> dict:
 
 
 def main() -> None:
-    results = [measure(size) for size in SIZES]
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_benchmarks_option(p)
+    root = benchmarks_option(p, p.parse_args())
+    results = [measure(root, size) for size in SIZES]
     rows = []
     for r in results:
         for scenario in ("no_change", "one_edit"):
@@ -125,7 +129,7 @@ def main() -> None:
                 rows.append([r["documents"], scenario, mode, m["documents_s"], m["units_s"], m["total_s"],
                              m["lines_parsed"], m["documents_tokenised"], m["components_replanned"],
                              m["units_published"]])
-    figures = {"sizes": results, "command": "python bench/incremental.py",
+    figures = {"sizes": results, "command": "python bench/incremental.py " + " ".join(sys.argv[1:]),
                "timed": "documents + units steps on a real catalog, staged units committed; index step excluded"}
     (REPO / "bench" / "results" / "incremental.json").write_text(json.dumps(figures, indent=2) + "\n")
     print(markdown_table(["documents", "run", "mode", "documents s", "units s", "total s", "lines parsed",

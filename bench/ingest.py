@@ -17,6 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from pipelines.cli import run_ingest  # noqa: E402
+from rag.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402
 from rag.catalog import Catalog  # noqa: E402
 from rag.publish import IngestSettings, subchunk_rows  # noqa: E402
 from rag.summary import bytes_on_disk, markdown_table  # noqa: E402
@@ -26,11 +27,11 @@ from resources.embedder import EmbedderResource  # noqa: E402
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--benchmark", default=str(REPO.parent / "shared" / "benchmarks" / "musique"),
-                        help="a folder with docs.jsonl (default: ../shared/benchmarks/musique)")
+    parser.add_argument("--benchmark", help="a folder with docs.jsonl (default: musique/ under --benchmarks)")
+    add_benchmarks_option(parser)
     parser.add_argument("--out", help="JSON file for the figures (default: bench/results/ingest-<name>.json)")
     args = parser.parse_args()
-    bench = Path(args.benchmark)
+    bench = Path(args.benchmark) if args.benchmark else benchmarks_option(parser, args) / "musique"
     out = Path(args.out or REPO / "bench" / "results" / f"ingest-{bench.name}.json")
 
     t = time.perf_counter()

@@ -30,12 +30,11 @@ sys.path.insert(0, str(REPO))
 
 from pipelines.cli import run_ingest  # noqa: E402
 from rag.access import Caller  # noqa: E402
-from rag.benchmarks import load_questions  # noqa: E402
+from rag.benchmarks import add_benchmarks_option, benchmarks_option, load_questions  # noqa: E402
 from rag.embedding import Embedder  # noqa: E402
 from rag.summary import markdown_table  # noqa: E402
 from rag.workspace import Workspace  # noqa: E402
 
-BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 NAMES = ["hotpotqa", "musique", "2wikimultihopqa"]
 COPIES = 5
 CALLERS = {"one group (20% of rows)": ["group-0"], "all five groups": [f"group-{k}" for k in range(COPIES)]}
@@ -67,14 +66,14 @@ print(json.dumps(out))
 """
 
 
-def build(ws: Path) -> dict:
+def build(root: Path, ws: Path) -> dict:
     src = ws / "sources"
     src.mkdir(parents=True, exist_ok=True)
     for k in range(COPIES):
         for name in NAMES:
             out = src / f"copy{k}-{name}.jsonl"
             if not out.exists():
-                with (BENCHMARKS / name / "docs.jsonl").open() as f, out.open("w") as g:
+                with (root / name / "docs.jsonl").open() as f, out.open("w") as g:
                     for line in f:
                         doc = json.loads(line)
                         g.write(json.dumps({"doc_id": f"c{k}:{doc['doc_id']}", "title": doc["title"],
@@ -132,10 +131,12 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--baseline", default="b8fa50f", help="git ref of the 'before' code (default: b8fa50f)")
     p.add_argument("--skip-ingest", action="store_true", help="the workspace is already built and up to date")
+    add_benchmarks_option(p)
     args = p.parse_args()
+    root = benchmarks_option(p, args)
     ws = REPO / ".rag" / "bench" / "latency"
-    counts = {"documents": len(Workspace(ws).snapshot().current.versions)} if args.skip_ingest else build(ws)
-    questions = [q.question for name in NAMES for q in load_questions(BENCHMARKS / name)][: args.queries]
+    counts = {"documents": len(Workspace(ws).snapshot().current.versions)} if args.skip_ingest else build(root, ws)
+    questions = [q.question for name in NAMES for q in load_questions(root / name)][: args.queries]
     after = ours(ws, questions)
     before = baseline(ws, questions, args.baseline)
     snap = Workspace(ws).snapshot()

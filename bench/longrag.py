@@ -20,19 +20,19 @@ sys.path.insert(0, str(REPO))
 
 from pipelines.cli import run_ingest  # noqa: E402
 from rag.access import Caller  # noqa: E402
-from rag.benchmarks import HALVES, complete, evidence_recall, load_questions, split_halves  # noqa: E402
+from rag.benchmarks import (HALVES, add_benchmarks_option, benchmarks_option, complete, evidence_recall,  # noqa: E402
+                            load_questions, split_halves)
 from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
 from rag.embedding import Embedder  # noqa: E402
 from rag.longrag import LongRAGConfig, longrag_retrieve, shortchunk_retrieve  # noqa: E402
 from rag.summary import markdown_table  # noqa: E402
 from rag.workspace import Workspace  # noqa: E402
 
-BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 METHODS = {"longrag": longrag_retrieve, "shortchunk": shortchunk_retrieve}  # called directly: the config varies
 
 
-def run(name: str, budgets: list[int], limit: int | None, config: LongRAGConfig, half: str) -> dict:
-    folder = BENCHMARKS / name
+def run(folder: Path, budgets: list[int], limit: int | None, config: LongRAGConfig, half: str) -> dict:
+    name = folder.name
     ws = REPO / ".rag" / "bench" / name
     run_ingest(str(ws), [str(folder / "docs.jsonl")], default_acl=["bench"], derive_links=True)
     reader = Workspace(ws, embedder=Embedder(threads=1))
@@ -67,11 +67,13 @@ def main() -> None:
     p.add_argument("--half", choices=HALVES, default="report", help="tune only to choose weights; report to quote")
     p.add_argument("--link-boost", type=float, default=LongRAGConfig.link_boost)
     p.add_argument("--lexical-weight", type=float, default=LongRAGConfig.lexical_weight)
+    add_benchmarks_option(p)
     args = p.parse_args()
+    root = benchmarks_option(p, args)
     config = LongRAGConfig(link_boost=args.link_boost, lexical_weight=args.lexical_weight)
     budgets = [int(b) for b in args.budgets.split(",")]
     for name in args.benchmark or ["hotpotqa", "musique", "2wikimultihopqa"]:
-        figures = run(name, budgets, args.limit, config, args.half)
+        figures = run(root / name, budgets, args.limit, config, args.half)
         figures["command"] = "python bench/longrag.py " + " ".join(sys.argv[1:])
         out = REPO / "bench" / "results" / f"longrag-{name}-{args.half}.json"
         out.write_text(json.dumps(figures, indent=2) + "\n")

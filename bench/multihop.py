@@ -23,7 +23,8 @@ sys.path.insert(0, str(REPO))
 
 from bench.groupings import GROUPINGS, prepare  # noqa: E402
 from rag.access import Caller  # noqa: E402
-from rag.benchmarks import HALVES, Question, complete, evidence_recall, load_questions, split_halves  # noqa: E402
+from rag.benchmarks import (HALVES, Question, add_benchmarks_option, benchmarks_option, complete,  # noqa: E402
+                            evidence_recall, load_questions, split_halves)
 from rag.evaluation.bootstrap import bootstrap_ci, paired_difference_ci  # noqa: E402
 from rag.hybrid import hybrid_explore, pack_hybrid  # noqa: E402
 from rag.longrag import (LongRAGConfig, longrag_candidates, longrag_retrieve, pack_ranked,  # noqa: E402
@@ -32,7 +33,6 @@ from rag.longrag_units import longrag_units_retrieve  # noqa: E402
 from rag.methods import rank_once  # noqa: E402
 from rag.summary import markdown_table  # noqa: E402
 
-BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 NAMES = ("hotpotqa", "musique", "2wikimultihopqa")
 CALLER = Caller(frozenset({"bench"}))
 FREE_WEIGHTS = ("link_boost", "lexical_weight", "hop_names", "hop_seeds")
@@ -121,11 +121,12 @@ def summarise(raw: dict, reference: dict | None) -> dict:
     return out
 
 
-def run_benchmark(name: str, grouping: str, variants: list[Variant], budgets: list[int], embedder,
+def run_benchmark(folder: Path, grouping: str, variants: list[Variant], budgets: list[int], embedder,
                   halves_run: tuple[str, ...] = HALVES) -> dict:
-    prepared = prepare(BENCHMARKS / name, REPO / ".rag" / "bench", grouping, embedder)
+    name = folder.name
+    prepared = prepare(folder, REPO / ".rag" / "bench", grouping, embedder)
     snap, counter = prepared.reader.snapshot(), prepared.reader.counter
-    halves = split_halves(name, load_questions(BENCHMARKS / name))
+    halves = split_halves(name, load_questions(folder))
     snap.lexical  # noqa: B018 - built before the first timed query, as a warm service has it
     figures = {"units": prepared.units, "documents": prepared.documents,
                "questions": {h: len(qs) for h, qs in halves.items()}, "variants": {}}
@@ -168,7 +169,9 @@ def main() -> None:
     p.add_argument("--budgets", default="1000,2000,4000")
     p.add_argument("--tag", default="", help="suffix of the results file")
     p.add_argument("--half", choices=HALVES, help="one half only (default: both)")
+    add_benchmarks_option(p)
     args = p.parse_args()
+    root = benchmarks_option(p, args)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from rag.embedding import Embedder
 
@@ -182,7 +185,7 @@ def main() -> None:
                "split": "rag.benchmarks.half_of: sha256('tune-report|<benchmark>|<qid>') last bit, 0 tune, 1 report",
                "reference": variants[0].name, "budgets": budgets, "benchmarks": {}}
     for name in args.benchmark or NAMES:
-        figures["benchmarks"][name] = run_benchmark(name, args.grouping, variants, budgets, embedder,
+        figures["benchmarks"][name] = run_benchmark(root / name, args.grouping, variants, budgets, embedder,
                                                     (args.half,) if args.half else HALVES)
         out.write_text(json.dumps(figures, indent=1) + "\n")
         print(table(name, figures["benchmarks"][name], budgets), flush=True)

@@ -30,11 +30,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from pipelines.ingest_run import run_partitions  # noqa: E402
+from rag.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402
 from rag.partitions import discover  # noqa: E402
 from rag.summary import markdown_table  # noqa: E402
 from rag.watch import fingerprint, snapshot  # noqa: E402
 
-BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 NAMES = ["hotpotqa", "musique", "2wikimultihopqa"]
 LINES_PER_FILE = 500
 
@@ -54,10 +54,10 @@ print(round(time.perf_counter() - start, 2), flush=True)
 """
 
 
-def pool() -> list[dict]:
+def pool(root: Path) -> list[dict]:
     docs = []
     for name in NAMES:
-        docs += [json.loads(line) for line in (BENCHMARKS / name / "docs.jsonl").read_text().splitlines() if line]
+        docs += [json.loads(line) for line in (root / name / "docs.jsonl").read_text().splitlines() if line]
     return docs
 
 
@@ -193,10 +193,11 @@ def main() -> None:
     p.add_argument("--ops-only", action="store_true",
                    help="measure the operations again on the workspace as it is (after a code change), without "
                         "building; writes bench/results/scale-ops.json")
+    add_benchmarks_option(p)
     args = p.parse_args()
     if args.ops_only:
         return ops_again(args.root)
-    all_docs = pool()
+    all_docs = pool(benchmarks_option(p, args))
     src, ws = args.root / "scale", args.root / "ws"
     rows, build_total = [], 0.0
     for round_, size in enumerate(args.sizes):

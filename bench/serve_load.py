@@ -27,17 +27,16 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from pipelines.cli import run_ingest  # noqa: E402
-from rag.benchmarks import load_questions  # noqa: E402
+from rag.benchmarks import add_benchmarks_option, benchmarks_option, load_questions  # noqa: E402
 from rag.workspace import Workspace  # noqa: E402
 
-BENCH = REPO.parent / "shared" / "benchmarks" / "hotpotqa"
 GROUPS = [f"team-{k}" for k in range(5)]
 
 
-def corpus(ws: Path, seed: int) -> tuple[Path, dict[str, list[str]]]:
+def corpus(bench: Path, ws: Path, seed: int) -> tuple[Path, dict[str, list[str]]]:
     """docs.jsonl with one group per document; returns the source and each document's ACL."""
     rng, src = random.Random(seed), ws / "docs.jsonl"
-    docs = [json.loads(line) for line in BENCH.joinpath("docs.jsonl").open()]
+    docs = [json.loads(line) for line in bench.joinpath("docs.jsonl").open()]
     acls = {d["doc_id"]: [rng.choice(GROUPS)] for d in docs}
     if not src.exists():
         ws.mkdir(parents=True, exist_ok=True)
@@ -82,9 +81,11 @@ def main() -> None:
     p.add_argument("--clients", type=int, default=8)
     p.add_argument("--seconds", type=float, default=120)
     p.add_argument("--seed", type=int, default=1)
+    add_benchmarks_option(p)
     args = p.parse_args()
+    bench = benchmarks_option(p, args) / "hotpotqa"
     ws = REPO / ".rag" / "bench" / "serve-load"
-    src, acls = corpus(ws, args.seed)
+    src, acls = corpus(bench, ws, args.seed)
     run_ingest(str(ws / "workspace"), [str(src)], derive_links=True)
     users = {f"user-{k}": sorted(random.Random(k).sample(GROUPS, 2)) for k in range(10)}
     (ws / "users.yaml").write_text(yaml.safe_dump(users))
@@ -102,7 +103,7 @@ def main() -> None:
             if server.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"rag serve did not start: {server.stderr.read()[-500:]}")
             time.sleep(0.5)
-    questions = [q.question for q in load_questions(BENCH)]
+    questions = [q.question for q in load_questions(bench)]
     results: list[tuple[float, float, int, str]] = []   # (start, seconds, status, method)
     bodies: list[tuple[dict, set[str]]] = []
     lock, stop = threading.Lock(), time.monotonic() + args.seconds

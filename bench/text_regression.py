@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from rag import lexical, text  # noqa: E402
 from rag.access import Caller  # noqa: E402
-from rag.benchmarks import complete, load_questions, split_halves  # noqa: E402
+from rag.benchmarks import add_benchmarks_option, benchmarks_option, complete, load_questions, split_halves  # noqa: E402
 from rag.elite import elite_explore, pack_exploration  # noqa: E402
 from rag.elite.counting import detect_count  # noqa: E402
 from rag.elite.sentences import STORES  # noqa: E402
@@ -40,7 +40,6 @@ from rag.evaluation.workspace import prepare_workspace  # noqa: E402
 from rag.longrag import longrag_candidates, pack_ranked  # noqa: E402
 from rag.summary import markdown_table  # noqa: E402
 
-BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 NAMES = ("hotpotqa", "musique", "2wikimultihopqa")
 CALLER = Caller(frozenset({"bench"}))
 MODES = ("rag_text", "pre13")
@@ -111,10 +110,10 @@ def analysis(mode: str, snap):
         reset()
 
 
-def audit(name: str) -> dict:
+def audit(folder: Path) -> dict:
     """Texts (documents' title and text, questions) on which an entry point's output differs from pre-13's."""
-    docs = [json.loads(line) for line in (BENCHMARKS / name / "docs.jsonl").open()]
-    questions = [q.question for q in load_questions(BENCHMARKS / name)]
+    docs = [json.loads(line) for line in (folder / "docs.jsonl").open()]
+    questions = [q.question for q in load_questions(folder)]
     texts = [d["title"] + "\n" + d["text"] for d in docs]
     checks = {
         "chunker_sentences": (lambda t: text.sentence_spans(t), pre13_sentence_spans, [d["text"] for d in docs]),
@@ -147,19 +146,20 @@ def measure(snap, embedder, counter, questions, budgets: list[int]) -> dict:
     return hits
 
 
-def run(name: str, budgets: list[int], limit: int | None, embedder, workdir: Path) -> dict:
+def run(folder: Path, budgets: list[int], limit: int | None, embedder, workdir: Path) -> dict:
+    name = folder.name
     from rag.tokens import default_counter
 
     counter = default_counter()
-    prepared = prepare_workspace(BENCHMARKS / name, workdir / name, embedder, counter)
+    prepared = prepare_workspace(folder, workdir / name, embedder, counter)
     snap = prepared.reader.snapshot()
-    questions = split_halves(name, load_questions(BENCHMARKS / name))["report"][:limit]
+    questions = split_halves(name, load_questions(folder))["report"][:limit]
     raw = {}
     for mode in MODES:
         with analysis(mode, snap):
             raw[mode] = measure(snap, embedder, counter, questions, budgets)
     prepared.close()
-    figures = {"questions": len(questions), "audit": audit(name), "methods": {}}
+    figures = {"questions": len(questions), "audit": audit(folder), "methods": {}}
     for method in ("longrag", "elite"):
         cells = {}
         for b in budgets:
@@ -178,7 +178,9 @@ def main() -> None:
     p.add_argument("--limit", type=int, help="first N questions of each report half (default: all)")
     p.add_argument("--workdir", default=str(REPO / ".rag" / "bench"), help="where the workspaces are kept")
     p.add_argument("--tag", default="", help="suffix of the results file (text-regression[-TAG].json)")
+    add_benchmarks_option(p)
     args = p.parse_args()
+    root = benchmarks_option(p, args)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from rag.embedding import Embedder
 
@@ -188,7 +190,7 @@ def main() -> None:
     figures = {"command": "python bench/text_regression.py " + " ".join(sys.argv[1:]), "half": "report",
                "split": "rag.benchmarks.half_of", "budgets": budgets, "policy": "offline", "benchmarks": {}}
     for name in args.benchmark or NAMES:
-        result = figures["benchmarks"][name] = run(name, budgets, args.limit, embedder, Path(args.workdir))
+        result = figures["benchmarks"][name] = run(root / name, budgets, args.limit, embedder, Path(args.workdir))
         out.write_text(json.dumps(figures, indent=1) + "\n")
         print(f"\n{name}: {result['questions']} report-half questions; audit {json.dumps(result['audit'])}")
         rows = [[m, str(b), f"{c['rag_text']['mean']:.3f}", f"{c['pre13']['mean']:.3f}",

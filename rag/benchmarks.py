@@ -1,5 +1,9 @@
 """Benchmark folders in the shared format: docs.jsonl (the corpus) and questions.jsonl (gold evidence).
 
+Where they are is one setting, resolved by benchmarks_root(): a --benchmarks option, else $RAG_BENCHMARKS, else the
+small slices shipped in samples/benchmarks/ (bench/make_slices.py derives them), so nothing outside the repository
+is read unless named.
+
 A workspace keeps its own question set in the same format, beside its sources; each question may also say who
 asks (`asked_as`: a list of groups or a user name from the users file) and what must happen (`expect`: "answer",
 the default; "not_found", the gold documents are ones the asker may not read and no byte of them may appear; or
@@ -7,12 +11,53 @@ the default; "not_found", the gold documents are ones the asker may not read and
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 EXPECTATIONS = ("answer", "not_found", "absent_version")
+BENCHMARKS_ENV = "RAG_BENCHMARKS"
+BUNDLED = Path(__file__).resolve().parent.parent / "samples" / "benchmarks"
+
+
+class BenchmarksError(ValueError):
+    """A benchmarks folder that was named is missing or incomplete; the message is one line."""
+
+
+def benchmarks_root(named: str | Path | None = None) -> Path:
+    """The folder of benchmark folders: `named` (a --benchmarks option), else $RAG_BENCHMARKS, else the bundled slices."""
+    origin = "--benchmarks" if named else BENCHMARKS_ENV
+    named = named or os.environ.get(BENCHMARKS_ENV)
+    if not named:
+        return BUNDLED
+    root = Path(named).expanduser()
+    if not root.is_dir():
+        raise BenchmarksError(f"{root}: no such benchmarks folder (named by {origin})")
+    return root
+
+
+def benchmark_dir(name: str, named: str | Path | None = None) -> Path:
+    """One benchmark's folder under benchmarks_root(named), or a one-line BenchmarksError."""
+    folder = benchmarks_root(named) / name
+    if not ((folder / "docs.jsonl").is_file() and (folder / "questions.jsonl").is_file()):
+        raise BenchmarksError(f"{folder}: not a benchmark folder (needs docs.jsonl and questions.jsonl)")
+    return folder
+
+
+def add_benchmarks_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--benchmarks", metavar="DIR", help=f"folder of benchmark folders (default: ${BENCHMARKS_ENV}, "
+                        "else the slices in samples/benchmarks/)")
+
+
+def benchmarks_option(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Path:
+    """The parsed --benchmarks folder resolved by benchmarks_root; a missing one ends the program with one line."""
+    try:
+        return benchmarks_root(args.benchmarks)
+    except BenchmarksError as err:
+        parser.exit(2, f"{parser.prog}: error: {err}\n")
 
 
 class QuestionsError(ValueError):
@@ -130,3 +175,10 @@ def split_halves(benchmark: str, questions: list[Question]) -> dict[str, list[Qu
     for q in questions:
         halves[half_of(benchmark, q.qid)].append(q)
     return halves
+
+
+if __name__ == "__main__":  # `python -m rag.benchmarks`: the folder in use, or a one-line error (make ui checks it)
+    try:
+        print(benchmarks_root())
+    except BenchmarksError as err:
+        raise SystemExit(f"error: {err}") from None

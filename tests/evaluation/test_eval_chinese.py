@@ -4,17 +4,17 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 from test_eval_end_to_end import rag_eval
 
-BENCHMARKS = REPO.parent / "shared" / "benchmarks"
+from rag.benchmarks import benchmark_dir
 
 
 def slice_of(name: str, dest: Path, n: int = 3, distractors: int = 12) -> Path:
     dest.mkdir(parents=True)
-    questions = [json.loads(line) for line in (BENCHMARKS / name / "questions.jsonl").open()][:n]
+    source = benchmark_dir(name)
+    questions = [json.loads(line) for line in (source / "questions.jsonl").open()][:n]
     gold = {d for q in questions for d in q["gold_doc_ids"]}
-    docs = [line for line in (BENCHMARKS / name / "docs.jsonl").open()]
+    docs = [line for line in (source / "docs.jsonl").open()]
     keep = [d for d in docs if json.loads(d)["doc_id"] in gold]
     keep += [d for d in docs if json.loads(d)["doc_id"] not in gold][:distractors]
     (dest / "docs.jsonl").write_text("".join(keep))

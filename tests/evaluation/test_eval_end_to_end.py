@@ -8,27 +8,26 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
-from conftest import REPO
 
 from assets.evaluation import evaluation_definitions
 from pipelines.eval_cli import add_eval_parser
-from rag.benchmarks import evidence_recall, load_questions
+from rag.benchmarks import benchmark_dir, evidence_recall, load_questions
 from rag.context import ContextItem, RetrievalResult
 from rag.evaluation import BudgetExceeded, EvalConfig, evaluate, prepare_workspace
 from rag.evaluation import load_questions as eval_questions
 from resources import EmbedderResource
 from resources.llm import LLMResource
 
-HOTPOTQA = REPO.parent / "shared" / "benchmarks" / "hotpotqa"
 METHODS, BUDGETS, QUESTIONS = ("longrag", "elite", "shortchunk"), (500, 1000), 4
 
 
 def slice_of_hotpotqa(dest: Path, n: int) -> Path:
     """The first n questions and the documents of their contexts (gold and distractors), in the benchmark format."""
     dest.mkdir(parents=True)
-    questions = [json.loads(line) for line in (HOTPOTQA / "questions.jsonl").open()][:n]
+    hotpotqa = benchmark_dir("hotpotqa")
+    questions = [json.loads(line) for line in (hotpotqa / "questions.jsonl").open()][:n]
     wanted = {d for q in questions for d in q["context_doc_ids"]}
-    docs = [line for line in (HOTPOTQA / "docs.jsonl").open() if json.loads(line)["doc_id"] in wanted]
+    docs = [line for line in (hotpotqa / "docs.jsonl").open() if json.loads(line)["doc_id"] in wanted]
     (dest / "docs.jsonl").write_text("".join(docs))
     (dest / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
     return dest
@@ -46,7 +45,8 @@ def rag_eval(*argv: str) -> int:
 def run(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("eval")
     bench = slice_of_hotpotqa(root / "benchmarks" / "tiny", QUESTIONS)
-    paths = {"bench": bench, "workspace": root / "workspaces" / "tiny", "out": root / "out", "root": root}
+    paths = {"bench": bench, "workspace": root / "workspaces" / "tiny", "out": root / "out", "root": root,
+             "documents": sum(1 for _ in (bench / "docs.jsonl").open())}
     code = rag_eval("--benchmark", str(bench), "--workspace", str(paths["workspace"]), "--methods", ",".join(METHODS),
                     "--budgets", ",".join(map(str, BUDGETS)), "--out", str(paths["out"]))
     return paths | {"code": code}
@@ -99,7 +99,7 @@ def test_the_summary_says_what_ran_and_what_each_method_costs(run):
     summary = json.loads((run["out"] / "summary.json").read_text())
     assert summary["reader"] == "none" and summary["answered"] == 0 and summary["elite_policy"] == "offline"
     assert summary["command"].startswith("rag eval --benchmark ") and "--budgets 500,1000" in summary["command"]
-    assert summary["corpus"]["documents"] == 40 and all(summary["workspace_checks"].values())
+    assert summary["corpus"]["documents"] == run["documents"] and all(summary["workspace_checks"].values())
     methods = summary["methods"]
     assert methods["longrag"]["prepare_seconds"] > methods["elite"]["prepare_seconds"]
     assert methods["longrag"]["storage_bytes"] > methods["elite"]["storage_bytes"]
@@ -114,7 +114,7 @@ def test_the_report_names_the_reader_the_corpus_and_the_command(run):
     report = (run["out"] / "report.md").read_text()
     summary = json.loads((run["out"] / "summary.json").read_text())
     assert summary["command"] in report
-    assert "**Reader**: none" in report and "40 documents" in report
+    assert "**Reader**: none" in report and f"{run['documents']} documents" in report
     assert "![quality](quality.png)" in report
 
 
@@ -221,10 +221,11 @@ def test_the_schedule_asks_for_every_known_benchmark_each_night(run, tmp_path):
 
 
 @pytest.mark.slow
-def test_the_local_llm_answers_a_one_question_sample(run, tmp_path):
+@pytest.mark.xdist_group("local-llm")  # one llama.cpp server per worker: every test that starts it shares a worker
+def test_the_local_llm_answers_a_one_question_sample(tmp_path):
     pytest.importorskip("llama_cpp")
-    out = tmp_path / "local"
-    assert rag_eval("--benchmark", str(run["bench"]), "--workspace", str(run["workspace"]), "--methods", "longrag",
+    bench, out = slice_of_hotpotqa(tmp_path / "benchmarks" / "two", 2), tmp_path / "local"
+    assert rag_eval("--benchmark", str(bench), "--workspace", str(tmp_path / "ws"), "--methods", "longrag",
                     "--budgets", "500", "--reader", "local", "--answer-sample", "1", "--limit", "2",
                     "--out", str(out)) == 0
     results = rows(out)
