@@ -1,3 +1,23 @@
+"""Shared fixtures, and how a test stays isolated when the suite runs in parallel (`make test`: pytest-xdist).
+
+Each xdist worker is its own process, so process-wide state (the loaded embedder, the local llama.cpp server of
+rag.local_llm, torch's thread pool) is per worker. A test that wants to pass under `-n 2` follows four rules:
+
+- Files: write only under `tmp_path` / `tmp_path_factory` (per worker, per test) or the `corpus` / `workspace`
+  fixtures below; never under the repository (`.rag/`) or a fixed /tmp path.
+- Ports: bind port 0 and ask the socket which port it got (`rag.local_llm.free_port()`); never a fixed port.
+- Dagster: `dg.instance_for_test(temp_dir=str(tmp_path))`. DAGSTER_HOME is unset for the whole run, so code that
+  falls back to the default instance (pipelines.ingest_run) gets an ephemeral one per process, never a shared one.
+- Benchmarks: `benchmark_dir(name)` (rag.benchmarks), i.e. the slices in samples/benchmarks/ unless
+  RAG_BENCHMARKS names another folder; nothing outside the repository.
+
+Expensive things are shared at session scope, once per worker: `embedder`, `multilingual` and `published_sample`
+(samples/corpus published into a catalog and index). Tests only read them; one that must change a shared catalog does
+so inside `BEGIN` … `ROLLBACK` (see test_longrag.assert_only_readable_bytes). Tests that start the real local LLM
+carry `@pytest.mark.xdist_group("local-llm")`, so `--dist loadgroup` runs them on one worker with one server.
+Every other test is in its module's group (pytest_collection_modifyitems below): a module's fixtures are built once,
+on one worker, and modules, not single tests, are spread over the workers.
+"""
 import os
 import shutil
 from pathlib import Path
@@ -6,9 +26,21 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.pop("DAGSTER_HOME", None)
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    # One thread per worker (and per child process it starts): two workers on two cores, not four threads.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("RAG_LLM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.fixture
@@ -36,3 +68,11 @@ def multilingual():
     from rag.embedding import MultilingualEmbedder
 
     return MultilingualEmbedder(threads=1)
+
+
+@pytest.fixture(scope="session")
+def published_sample(tmp_path_factory, embedder):
+    """(catalog, index) of samples/corpus published once per worker; read-only (changes inside BEGIN … ROLLBACK)."""
+    from test_longrag import publish
+
+    return publish(tmp_path_factory.mktemp("sample"), [SAMPLES / "corpus"], embedder)

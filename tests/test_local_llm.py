@@ -19,6 +19,7 @@ WHOLE_SHA = hashlib.sha256(WHOLE).hexdigest()
 
 needs_llama = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None and not os.environ.get("CI"),
                                  reason="llama-cpp-python not installed (pip install -e '.[local-llm]'); CI runs it")
+pytestmark = pytest.mark.xdist_group("local-llm")  # one shared server per worker: its tests share one worker
 
 
 @pytest.fixture

@@ -1,0 +1,54 @@
+"""The promise of the README: a clone of this repository alone passes its tests, with nothing beside it.
+
+The current commit is cloned into an empty temporary folder (no sibling folders, so no ../shared) and the evaluation
+tests, the ones that read benchmarks, run there on the installed environment (this interpreter, PYTHONPATH = the
+clone). Uncommitted changes are not in a clone: this checks what was committed.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def git(*args: str, cwd=REPO) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory):
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout (an unpacked sdist has nothing to clone)")
+    alone = tmp_path_factory.mktemp("alone")
+    git("clone", "--quiet", "--no-hardlinks", str(REPO), str(alone / "repo"), cwd=alone)
+    git("checkout", "--quiet", git("rev-parse", "HEAD"), cwd=alone / "repo")
+    return alone / "repo"
+
+
+def clone_env(clone) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "RAG_BENCHMARKS", "DAGSTER_HOME"))}
+    return env | {"PYTHONPATH": str(clone), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def test_the_clone_stands_alone_and_imports_its_own_code(clone):
+    assert [p.name for p in clone.parent.iterdir()] == ["repo"]
+    found = subprocess.run([sys.executable, "-c", "import rag.benchmarks as b; print(b.__file__); print(b.benchmarks_root())"],
+                           cwd=clone, env=clone_env(clone), capture_output=True, text=True, check=True).stdout.split()
+    assert found == [str(clone / "rag" / "benchmarks.py"), str(clone / "samples" / "benchmarks")]
+    assert sorted(p.name for p in (clone / "samples" / "benchmarks").iterdir() if p.is_dir()) == \
+        ["2wikimultihopqa", "cmrc2018", "drcd", "hotpotqa", "musique"]
+
+
+def test_the_evaluation_tests_pass_in_a_clone_with_nothing_beside_it(clone):
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/evaluation",
+                           "--ignore", "tests/evaluation/test_fresh_clone.py",
+                           "-k", "not local_llm"],  # the local LLM is checked by the outer run; it is not about data
+                          cwd=clone, env=clone_env(clone), capture_output=True, text=True, timeout=1500)
+    tail = done.stdout[-3000:] + done.stderr[-2000:]
+    assert done.returncode == 0, tail
+    assert " passed" in done.stdout and " failed" not in done.stdout and " error" not in done.stdout, tail
+    assert "FileNotFoundError" not in done.stdout + done.stderr
