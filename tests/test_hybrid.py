@@ -13,10 +13,8 @@ from test_longrag import GROUPS, WORDS, assert_only_readable_bytes, publish, unc
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory, embedder):
-    from conftest import SAMPLES
-
-    return publish(tmp_path_factory.mktemp("hybrid"), [SAMPLES / "corpus"], embedder)
+def sample(published_sample):
+    return published_sample
 
 
 def hybrid(sample, embedder, question, groups, budget=2000, config=LongRAGConfig()):

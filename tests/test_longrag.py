@@ -29,10 +29,8 @@ def publish(workspace, sources, embedder, **kw):
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory, embedder):
-    from conftest import SAMPLES
-
-    return publish(tmp_path_factory.mktemp("sample"), [SAMPLES / "corpus"], embedder)
+def sample(published_sample):
+    return published_sample
 
 
 def uncommitted(catalog: Catalog, index: SubchunkIndex) -> Snapshot:

@@ -7,14 +7,12 @@ from rag.access import Caller
 from rag.longrag import maxp, search
 from rag.longrag_units import longrag_units_retrieve
 from rag.tokens import default_counter
-from test_longrag import GROUPS, WORDS, publish, uncommitted
+from test_longrag import GROUPS, WORDS, uncommitted
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory, embedder):
-    from conftest import SAMPLES
-
-    return publish(tmp_path_factory.mktemp("units"), [SAMPLES / "corpus"], embedder)
+def sample(published_sample):
+    return published_sample
 
 
 def run(sample, embedder, question, groups, budget):

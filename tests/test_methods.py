@@ -5,17 +5,15 @@ import pytest
 from rag.access import Caller
 from rag.methods import METHODS, Request, Tools
 from rag.tokens import default_counter
-from test_longrag import publish, uncommitted
+from test_longrag import uncommitted
 
 QUESTIONS = ["How long can the offline cache hold telemetry?", "Which fuse protects the field wiring?"]
 BUDGETS = (200, 1000, 4000)
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory, embedder):
-    from conftest import SAMPLES
-
-    return publish(tmp_path_factory.mktemp("methods"), [SAMPLES / "corpus"], embedder)
+def sample(published_sample):
+    return published_sample
 
 
 @pytest.mark.parametrize("name", list(METHODS))
