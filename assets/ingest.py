@@ -9,6 +9,7 @@ from rag import consistency
 from rag.embedding import workspace_embedder_name
 from rag.publish import NothingToPublish, publish_documents, publish_index, publish_units
 from rag.summary import bytes_on_disk, histogram, markdown_table
+from rag.union_catalog import shared_ids, shared_ids_markdown
 from resources import CatalogResource, EmbedderResource, SourceSettings, VectorStoreResource
 
 
@@ -31,9 +32,10 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
     def source_documents(context: dg.AssetExecutionContext, catalog: CatalogResource,
                          source_settings: SourceSettings) -> dg.MaterializeResult:
         part = _partition(context)
+        settings = source_settings.settings(part)   # before the store is opened: an unknown key creates none
         with catalog.open(part) as cat:
             try:
-                changes, loaded = publish_documents(cat, source_settings.settings(part))
+                changes, loaded = publish_documents(cat, settings)
             except NothingToPublish as err:
                 raise dg.Failure(str(err), metadata={"quarantine": dg.MetadataValue.md(_quarantine_md(err.rejected))})
             for r in changes.rejected + changes.warnings:
@@ -51,6 +53,8 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
                 **changes.reading,
                 "quarantine": dg.MetadataValue.md(_quarantine_md(changes.rejected + changes.warnings + loaded.skipped)),
                 "catalog": dg.MetadataValue.path(cat.path),
+                **_shared_ids_metadata(source_settings, part),
+                **({"collection_vanished": True} if settings.select is not None and settings.select.vanished else {}),
             })
 
     @dg.asset(group_name="units", deps=[source_documents], kinds={"duckdb"}, partitions_def=partitions,
@@ -149,6 +153,15 @@ def _index_check(asset, partitions, name: str, description: str, finding) -> dg.
             return _finding(finding(cat, vector_store.open(part)))
 
     return check
+
+
+def _shared_ids_metadata(source_settings: SourceSettings, part: str | None) -> dict:
+    """Ids this partition publishes that another one publishes too: error rows naming both places."""
+    if not part or not source_settings.workspace:
+        return {}
+    shared = {d: places for d, places in shared_ids(source_settings.workspace).items()
+              if part in {p for p, _, _ in places}}
+    return {"shared_ids": len(shared), "shared_ids_errors": dg.MetadataValue.md(shared_ids_markdown(shared))}
 
 
 def _partition(context) -> str | None:

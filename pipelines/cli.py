@@ -86,8 +86,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="treat each collection (a source's sub-folder, or its top-level files) as a partition "
                              "with a store of its own, and run every partition in turn")
     ingest.add_argument("--partition", action="append", default=[], metavar="KEY",
-                        help="run only this partition (repeatable), e.g. corpus/security; other partitions may "
-                             "run at the same time in other processes")
+                        help="run only this partition (repeatable): a collection or shard key exactly as the "
+                             "sources list it, e.g. corpus/security; other partitions may run at the same time in "
+                             "other processes")
     ingest.add_argument("--json", action="store_true", help="print one JSON object with the run's counts")
     ingest.add_argument("--wait", type=float, metavar="SECONDS", default=None,
                         help="how long to wait for another writer of this workspace to finish before giving up "
@@ -256,7 +257,11 @@ def cmd_llm_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    versions, units = open_workspace(args).snapshot().catalog.history(args.doc_id)
+    catalog = open_workspace(args).snapshot().catalog
+    versions, units = catalog.history(args.doc_id)
+    places = catalog.shared_places(args.doc_id).get(args.doc_id, []) if hasattr(catalog, "shared_places") else []
+    if places:
+        return _shared_history(args, places)
     if not versions:
         raise CliError(f"no document '{args.doc_id}' in {args.workspace}")
     fmt = lambda t: t.isoformat(sep=" ", timespec="seconds") if t else ""  # noqa: E731
@@ -275,6 +280,19 @@ def cmd_history(args: argparse.Namespace) -> int:
     print(markdown_table(["doc version", "unit", "status", "valid from", "valid to", "publish"],
                          [[dv, u, s, fmt(f), fmt(t), p] for dv, u, s, f, t, p in units]))
     return 0
+
+
+def _shared_history(args: argparse.Namespace, places: list[tuple[str, str, str]]) -> int:
+    """An id published by two partitions: hidden from every reader; say where, so one of them can drop it."""
+    where = "; ".join(f"partition {p} (version {v}, {path})" for p, v, path in places)
+    message = (f"'{args.doc_id}' is published by {len(places)} partitions and hidden from readers until all but one "
+               f"drop it: {where}")
+    if args.json:
+        print(json.dumps({"doc_id": args.doc_id, "hidden": True, "error": message,
+                          "places": [{"partition": p, "version": v, "source_path": path} for p, v, path in places]}))
+    else:
+        print(f"error: {message}")
+    return 1
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -317,6 +335,13 @@ def _print_summary(counts: dict, workspace: str) -> None:
     if "partitions" in counts:
         print(f"Partitions: {', '.join(counts['partitions'])} — each with its own catalog and index under "
               f"{ws / 'partitions'}")
+        for key in counts["vanished"]:
+            print(f"Vanished collection {key}: its {counts['partitions'][key]['deleted']} documents deleted, "
+                  "its store retired (kept for as-of reads).")
+        for shared in counts["shared_ids"]:
+            where = ", ".join(f"{p['partition']} ({p['source_path']})" for p in shared["places"])
+            print(f"Error: document id {shared['doc_id']} is published by {where}; hidden from readers until one "
+                  "drops it.")
         return
     print(f"Catalog (DuckDB): {ws / 'catalog.duckdb'}  — tables documents, units, unit_members, publish_log, quarantine")
     print(f"Index (LanceDB):  {ws / 'lancedb'}  — table subchunks")

@@ -9,7 +9,9 @@ import dagster as dg
 from assets.ingest import COLLECTIONS, build_ingest, ingest_assets, ingest_checks
 from pipelines.errors import CliError
 from pipelines.workspace import workspace_resources
-from rag.partitions import DEFAULT_SHARD_FILES, PartitionError, check_layout, discover, resolve, store
+from rag.partitions import (DEFAULT_SHARD_FILES, PartitionError, check_layout, discover, resolve, retire_store,
+                            retired_keys, store, vanished)
+from rag.union_catalog import shared_ids
 from rag.writer import WriterLock
 
 _QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -40,13 +42,17 @@ def run_partitions(workspace: str, sources: list[str], partitions: list[str] | N
     """Materialise the named partitions (default: every collection the sources hold), one run each, in turn.
 
     Each run is its partition's one writer; runs of other partitions, in other processes, proceed meanwhile.
+    Without names, a published collection that vanished from its source is run too: its documents are deleted.
     """
     ws = _folder(workspace)
     try:
         check_layout(ws, partitioned=True)
-        keys = partitions or [s.key for s in discover(sources, ws, shard_files)]
-        for key in keys:
-            resolve(sources, key)
+        if partitions:   # every key is checked before any store is touched
+            specs = [resolve(sources, key, ws, shard_files) for key in partitions]
+            keys, gone = list(dict.fromkeys(s.key for s in specs)), {s.key for s in specs if s.selection.vanished}
+        else:
+            gone = set(vanished(sources, ws, shard_files))
+            keys = [s.key for s in discover(sources, ws, shard_files)] + sorted(gone)
     except PartitionError as err:
         raise CliError(str(err)) from None
     resources = workspace_resources(workspace, sources, default_acl, collection, derive_links, lance_uri, wait_s,
@@ -55,16 +61,25 @@ def run_partitions(workspace: str, sources: list[str], partitions: list[str] | N
     instance = _instance()
     instance.add_dynamic_partitions(COLLECTIONS.name, [k for k in keys if not instance.has_dynamic_partition(
         COLLECTIONS.name, k)])
-    runs = {}
+    runs, retired = {}, retired_keys(ws)
     for key in keys:
         with WriterLock(store(ws, key, lance_uri).folder, f"rag ingest {key}", wait_s):
             result = dg.materialize([*assets, *checks], resources=resources, instance=instance, partition_key=key,
                                     raise_on_error=False, run_config=_QUIET)
-        runs[key] = _counts(result, key)
+        runs[key] = _counts(result, key) | ({"vanished": True} if key in gone else {})
+        if key in gone or key in retired:   # retired once its deletion is published; back if it reappeared
+            retire_store(store(ws, key, lance_uri), key in gone)
     totals = {k: sum(r[k] for r in runs.values()) for k in ("documents", "units", "subchunks", "embedded",
                                                              "quarantined", "deleted")}
+    shared = shared_ids(ws, lance_uri)   # hidden from readers: an error, never silent
+    for key, run in runs.items():
+        run["shared_ids"] = [{"doc_id": d, "partitions": [p for p, _, _ in places]}
+                             for d, places in shared.items() if key in {p for p, _, _ in places}]
     return {**totals, "embedder": next(iter(runs.values()))["embedder"] if runs else embedder,
             "embedder_replaced": None, "checks_passed": all(r["checks_passed"] for r in runs.values()),
+            "vanished": sorted(gone), "shared_ids": [{"doc_id": d, "places": [
+                {"partition": p, "version": v, "source_path": path} for p, v, path in places]}
+                for d, places in shared.items()],
             "partitions": runs, "workspace": str(ws.resolve())}
 
 

@@ -6,8 +6,10 @@ import json
 
 import dagster as dg
 
-from rag.partitions import discover
+from rag.partitions import discover, retire_store, retired_keys, store, vanished
 from rag.watch import fingerprint, snapshot
+
+VANISHED = "vanished"   # the cursor's fingerprint of a collection gone from its source
 
 
 def source_sensor(source: str, job: dg.UnresolvedAssetJobDefinition, interval_s: int = 30) -> dg.SensorDefinition:
@@ -34,7 +36,8 @@ def collection_sensor(sources: list[str], workspace: str, job: dg.UnresolvedAsse
                       interval_s: int = 30) -> dg.SensorDefinition:
     """Adds a partition for each new collection (or shard) and runs exactly the partitions whose files changed.
 
-    Cursor = each partition's fingerprint; run_key = partition + fingerprint, so an edit is run once.
+    Cursor = each partition's fingerprint; run_key = partition + fingerprint, so an edit is run once. A published
+    collection that vanished from its source is run once to delete its documents, then its store is retired.
     """
 
     @dg.sensor(name="collection_changes", job=job, minimum_interval_seconds=interval_s,
@@ -44,11 +47,27 @@ def collection_sensor(sources: list[str], workspace: str, job: dg.UnresolvedAsse
         specs = discover(sources, workspace, shard_files)
         seen = json.loads(context.cursor) if context.cursor else {}
         prints = {s.key: fingerprint(snapshot(s.folder, s.selection)) for s in specs}
+        for key in vanished(sources, workspace, shard_files):
+            if seen.get(key) == VANISHED and _deleted(context.instance, key):
+                retire_store(store(workspace, key))
+            else:
+                prints[key] = VANISHED
+        for key in set(prints) & retired_keys(workspace):   # a retired collection came back
+            retire_store(store(workspace, key), retired=False)
         known = set(context.instance.get_dynamic_partitions(partitions.name))
         new = sorted(set(prints) - known)
-        runs = [dg.RunRequest(partition_key=key, run_key=f"{key}:{fp}", tags={"rag/fingerprint": fp})
-                for key, fp in sorted(prints.items()) if seen.get(key) != fp]
+        # A vanished key's run_key carries the fingerprint it had, so a collection that returns and vanishes again
+        # is deleted again.
+        runs = [dg.RunRequest(partition_key=key, run_key=f"{key}:{fp}" + (f":{seen.get(key)}" if gone else ""),
+                              tags={"rag/fingerprint": fp} | ({"rag/vanished": "1"} if gone else {}))
+                for key, fp in sorted(prints.items()) if seen.get(key) != fp for gone in [fp == VANISHED]]
         return dg.SensorResult(run_requests=runs, cursor=json.dumps(prints, sort_keys=True),
                                dynamic_partitions_requests=[partitions.build_add_request(new)] if new else [])
 
     return _sensor
+
+
+def _deleted(instance: dg.DagsterInstance, key: str) -> bool:
+    """Whether a run deleting the vanished partition's documents has succeeded."""
+    return bool(instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": key, "rag/vanished": "1"},
+                                                       statuses=[dg.DagsterRunStatus.SUCCESS]), limit=1))

@@ -7,6 +7,7 @@ snapshot, so the service follows publishes without a restart and never takes the
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -14,12 +15,16 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from pipelines.http_body import BodyLimits
 from rag.access import Caller
 from rag.methods import MAX_QUESTION_CHARS, METHODS
 from rag.workspace import Workspace, WorkspaceError
 
 log = logging.getLogger("rag.serve")
+# An absolute path left in a message after the workspace's own folder was named: shown by its last part only.
+_ABSOLUTE = re.compile(r"(?<![\w.:/~-])/(?:[^\s/'\"()]+/)+([^\s/'\"()]*)")
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,8 @@ class Identity:
 class RetrieveRequest(BaseModel):
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     method: str = Field("longrag", description=", ".join(METHODS))
-    budget: int = Field(2000, gt=0, le=1_000_000, description="reader context budget in MiniLM word pieces")
+    budget: int = Field(2000, gt=0, le=1_000_000, strict=True,   # strict: `true` is not a budget of 1
+                        description="reader context budget in MiniLM word pieces")
     user: Optional[str] = Field(None, description="the asking user (users file); omit behind a proxy")
     as_of: Optional[str] = Field(None, description="ISO timestamp (UTC unless it has an offset) or publish:N")
 
@@ -65,21 +71,30 @@ def create_app(workspace: Workspace, identity: Identity, model=None, reader: str
     app = FastAPI(title="longunit-rag", summary="LongRAG, short-chunk and ELITE retrieval over a published workspace",
                   version="0.1.0")
 
+    def error(status: int, message: str) -> JSONResponse:
+        """The one error shape: {"error": one line}, with no server path in it (the detail goes to the log)."""
+        line = (message.strip().splitlines() or ["error"])[0]
+        public = _public(line, workspace)
+        if public != line:
+            log.warning("%s (answered %d: %s)", line, status, public)
+        return JSONResponse({"error": public}, status_code=status)
+
+    app.add_middleware(BodyLimits, respond=error)
+
     @app.exception_handler(RequestValidationError)
     def _invalid(_, exc: RequestValidationError):
         first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        return JSONResponse({"error": f"{where}: {first['msg']}" if where else first["msg"]}, status_code=422)
+        return error(422, f"{where}: {first['msg']}" if where else first["msg"])
 
-    @app.exception_handler(HTTPException)
-    def _http(_, exc: HTTPException):
-        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code)
+    @app.exception_handler(StarletteHTTPException)
+    def _http(_, exc: StarletteHTTPException):
+        return error(exc.status_code, str(exc.detail))
 
     @app.exception_handler(Exception)
     def _unexpected(_, exc: Exception):
         log.exception("request failed")
-        return JSONResponse({"error": f"internal error ({exc.__class__.__name__}); see the server log"},
-                            status_code=500)
+        return error(500, f"internal error ({exc.__class__.__name__}); see the server log")
 
     def _retrieve(body: RetrieveRequest, request: Request, ask_model=None):
         caller = identity.caller(request, body.user)
@@ -118,3 +133,13 @@ def create_app(workspace: Workspace, identity: Identity, model=None, reader: str
         return {"status": "ok", "reader": reader, **(served["workspace"] if "" in parts else {"partitions": served})}
 
     return app
+
+
+def _public(message: str, workspace: Workspace) -> str:
+    """The message with the workspace's folders named as `the workspace` and any other absolute path cut."""
+    names = {str(workspace.root.resolve()): "the workspace", str(workspace.root.absolute()): "the workspace",
+             str(workspace.lance_uri): "the index"}
+    for folder in sorted(names, key=len, reverse=True):
+        if folder.startswith("/"):
+            message = message.replace(folder, names[folder])
+    return _ABSOLUTE.sub(lambda m: m.group(1) or "a server folder", message)

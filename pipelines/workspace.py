@@ -26,7 +26,7 @@ def workspace_resources(workspace: str | Path, sources: list[str], default_acl: 
         "embedder": EmbedderResource(),
         "source_settings": SourceSettings(sources=sources, default_acl=default_acl or [], collection=collection,
                                           derive_links=derive_links, embedder=embedder, allow_empty=allow_empty,
-                                          partitioned=partitioned),
+                                          partitioned=partitioned, workspace=str(ws) if partitioned else None),
         "llm": LLMResource(reader=os.environ.get("RAG_READER", "extractive")),
     }
 

@@ -18,6 +18,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rag.documents import UnorderableVersion, version_order
+from rag.text import MAX_QUESTION_CHARS
+
 EXPECTATIONS = ("answer", "not_found", "absent_version")
 BENCHMARKS_ENV = "RAG_BENCHMARKS"
 BUNDLED = Path(__file__).resolve().parent.parent / "samples" / "benchmarks"
@@ -77,6 +80,7 @@ class Question:
     absent_version: str | None = None
     kind: str = "-"      # the benchmark's question type (bridge, comparison, counting, …)
     hops: int = 1        # reasoning hops (MuSiQue's n_hops, else the number of gold documents)
+    where: str = ""      # file:line it was read from, for messages about it
 
     @property
     def stratum(self) -> tuple[str, int]:
@@ -84,24 +88,34 @@ class Question:
 
 
 def load_questions(path: str | Path, limit: int | None = None) -> list[Question]:
-    """Every question of a questions.jsonl file (the first `limit`), or a one-line QuestionsError."""
+    """Every question of a questions.jsonl file (the first `limit`), or a one-line QuestionsError.
+
+    A refusal names the file, the line and the question's id (when it has a readable one).
+    """
     path = Path(path)
     if path.is_dir():
         path = path / "questions.jsonl"
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as err:
-        raise QuestionsError(f"{path}: cannot read questions ({err.strerror or err.__class__.__name__})") from None
+    except (OSError, UnicodeDecodeError) as err:
+        reason = "not UTF-8" if isinstance(err, UnicodeDecodeError) else (err.strerror or err.__class__.__name__)
+        raise QuestionsError(f"{path}: cannot read questions ({reason})") from None
     out, seen = [], set()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
+        where = f"{path}:{number}"
         try:
-            q = _parse(json.loads(line))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
-            raise QuestionsError(f"{path}:{number}: {_reason(err)}") from None
+            record = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as err:
+            reason = f"not valid JSON ({err.msg})" if isinstance(err, json.JSONDecodeError) else "nested too deeply"
+            raise QuestionsError(f"{where}: {reason}") from None
+        try:
+            q = _parse(record, where)
+        except ValueError as err:
+            raise QuestionsError(f"{where}: {_label(record)}{err}") from None
         if q.qid in seen:
-            raise QuestionsError(f"{path}:{number}: duplicate qid {q.qid!r}")
+            raise QuestionsError(f"{where}: question {q.qid}: duplicate qid")
         seen.add(q.qid)
         out.append(q)
         if limit and len(out) >= limit:
@@ -111,18 +125,21 @@ def load_questions(path: str | Path, limit: int | None = None) -> list[Question]
     return out
 
 
-def _reason(err: Exception) -> str:
-    if isinstance(err, json.JSONDecodeError):
-        return f"not valid JSON ({err.msg})"
-    if isinstance(err, KeyError):
-        return f"missing field {err.args[0]!r}"
-    return str(err)
+def _label(record) -> str:
+    qid = record.get("qid") if isinstance(record, dict) else None
+    return f"question {str(qid)[:80]}: " if isinstance(qid, (str, int)) and not isinstance(qid, bool) else ""
 
 
-def _parse(r: dict) -> Question:
+def _parse(r, where: str = "") -> Question:
     if not isinstance(r, dict):
-        raise TypeError("each line must be a JSON object")
-    gold = tuple(str(g) for g in r.get("gold_doc_ids", ()))
+        raise ValueError("each line must be a JSON object")
+    qid = _field(r, "qid", required=True, whole=True)
+    question = _field(r, "question", required=True)
+    if not question.strip():
+        raise ValueError("question is empty")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ValueError(f"question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}")
+    gold = _strings(r, "gold_doc_ids", whole=True)
     expect, absent = _expectation(r.get("expect", "answer"))
     asked = r.get("asked_as")
     if asked is not None and not (isinstance(asked, str) and asked.strip()) and not (
@@ -130,21 +147,75 @@ def _parse(r: dict) -> Question:
         raise ValueError("asked_as must be a user name or a non-empty list of groups")
     if expect != "answer" and not gold:
         raise ValueError(f"expect {expect} needs gold_doc_ids (the documents that must not appear)")
+    hops = r.get("n_hops")
+    if hops is not None and not (isinstance(hops, int) and not isinstance(hops, bool) and 1 <= hops <= 100):
+        raise ValueError(f"n_hops must be a whole number from 1 to 100, not {_show(hops)}")
     return Question(
-        qid=str(r["qid"]), question=str(r["question"]), answer=str(r.get("answer", "")), gold_doc_ids=gold,
-        aliases=tuple(r.get("answer_aliases", ()) or ()),
-        supporting_sentences=tuple((s["doc_id"], s["sentence"].strip()) for s in r.get("supporting_facts", ())
-                                   if s.get("doc_id") and s.get("sentence")),
+        qid=qid, question=question, answer=_field(r, "answer", whole=True) or "", gold_doc_ids=gold,
+        aliases=_strings(r, "answer_aliases"), supporting_sentences=_supporting(r.get("supporting_facts")),
         asked_as=tuple(asked) if isinstance(asked, list) else asked, expect=expect, absent_version=absent,
-        kind=str(r.get("type") or "-"), hops=int(r.get("n_hops") or max(len(set(gold)), 1)))
+        kind=_field(r, "type") or "-", hops=hops or max(len(set(gold)), 1), where=where)
+
+
+def _field(r: dict, name: str, required: bool = False, whole: bool = False) -> str | None:
+    """A string field (a whole number too where ids may be numbers); anything else is refused, never str()-ed."""
+    if name not in r or r[name] is None:
+        if required:
+            raise ValueError(f"missing field '{name}'")
+        return None
+    value = r[name]
+    if isinstance(value, str) or (whole and isinstance(value, int) and not isinstance(value, bool)):
+        return str(value)
+    raise ValueError(f"{name} must be a string{' or a whole number' if whole else ''}, not {_show(value)}")
+
+
+def _strings(r: dict, name: str, whole: bool = False) -> tuple[str, ...]:
+    """A list of strings; a bare string is refused (it would be read letter by letter)."""
+    value = r.get(name)
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ValueError(f"{name} must be a list of strings, not {_show(value)}")
+    out = []
+    for item in value:
+        if not (isinstance(item, str) or (whole and isinstance(item, int) and not isinstance(item, bool))):
+            raise ValueError(f"{name} must be a list of strings; it holds {_show(item)}")
+        out.append(str(item))
+    return tuple(out)
+
+
+def _supporting(value) -> tuple[tuple[str, str], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(s, dict) for s in value):
+        raise ValueError(f"supporting_facts must be a list of objects, not {_show(value)}")
+    return tuple((s["doc_id"], s["sentence"].strip()) for s in value
+                 if isinstance(s.get("doc_id"), str) and isinstance(s.get("sentence"), str) and s["doc_id"])
 
 
 def _expectation(value) -> tuple[str, str | None]:
     if isinstance(value, dict) and set(value) == {"absent_version"}:
-        return "absent_version", str(value["absent_version"])
+        label = value["absent_version"]
+        if isinstance(label, int) and not isinstance(label, bool):
+            label = str(label)
+        if not isinstance(label, str):
+            raise ValueError(f"expect absent_version must be a version label, not {_show(label)}")
+        try:
+            version_order(label)
+        except UnorderableVersion as err:
+            raise ValueError(f"expect absent_version: {err}") from None
+        return "absent_version", label
     if value in ("answer", "not_found"):
         return value, None
-    raise ValueError(f"expect must be \"answer\", \"not_found\" or {{\"absent_version\": V}}, not {value!r}")
+    raise ValueError(f"expect must be \"answer\", \"not_found\" or {{\"absent_version\": V}}, not {_show(value)}")
+
+
+def _show(value) -> str:
+    """A refused value for a one-line message: its JSON type and a short, escaped excerpt."""
+    kind = {str: "a string", bool: "a boolean", int: "a number", float: "a number", list: "a list",
+            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
+    text = json.dumps(value, ensure_ascii=True) if not isinstance(value, (list, dict)) else ""
+    return f"{kind} {text[:40]}".strip() if text and kind != "null" else kind
 
 
 def evidence_recall(retrieved_doc_ids: set[str], gold: tuple[str, ...]) -> float:

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -108,9 +109,24 @@ class MultilingualEmbedder:
         return np.asarray(self.model.encode(check_question(text)), dtype=np.float32)
 
 
+_LOADED: dict[tuple, object] = {}
+_LOADING = threading.Lock()
+
+
 def load_embedder(name: str = DEFAULT_EMBEDDER, batch_size: int = 64, threads: int | None = None):
-    """The named embedder, its weights verified."""
-    if embedder_spec(name).name == "use-multilingual":
+    """The named embedder, its weights verified: one instance per process for each (name, batch size, threads).
+
+    A notebook or an orchestrator task that calls the CLI's main many times must not hold a model per call.
+    """
+    key = (embedder_spec(name).name, batch_size, threads)
+    with _LOADING:
+        if key not in _LOADED:
+            _LOADED[key] = _load_embedder(*key)
+        return _LOADED[key]
+
+
+def _load_embedder(name: str, batch_size: int, threads: int | None):
+    if name == "use-multilingual":
         return MultilingualEmbedder(batch_size=batch_size, threads=threads)
     return Embedder(batch_size=batch_size, threads=threads)
 

@@ -11,7 +11,9 @@ import hashlib
 import json
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 PARTITIONS_DIR = "partitions"
@@ -20,10 +22,12 @@ STORE_INFO = "partition.json"
 DEFAULT_SHARD_FILES = int(os.environ.get("RAG_SHARD_FILES", "20000"))
 _SHARD = re.compile(r"^(?P<name>.+)~(?P<k>\d+)of(?P<n>\d+)$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+MAX_KEY_CHARS = 400
 
 
 class PartitionError(ValueError):
-    """A partition key that names no collection of the configured sources; the message is one line."""
+    """A partition key that names no collection or shard of the configured sources; the message is one line."""
 
 
 @dataclass(frozen=True)
@@ -32,9 +36,10 @@ class Selection:
 
     top_level_only: bool = False
     shard: tuple[int, int] | None = None   # (k, n): files whose path hash is k modulo n
+    vanished: bool = False   # the collection is gone from its (readable) source: every file it published is deleted
 
     def admits(self, relative: str) -> bool:
-        if self.top_level_only and "/" in relative:
+        if self.vanished or (self.top_level_only and "/" in relative):
             return False
         return self.shard is None or shard_of(relative, self.shard[1]) == self.shard[0]
 
@@ -92,22 +97,43 @@ def partition_lance_uri(lance_base: str, key: str) -> str:
 def claim_store(s: Store) -> None:
     """Write the partition's name into its folder, so readers can list stores without the sources."""
     s.folder.mkdir(parents=True, exist_ok=True)
-    info = s.folder / STORE_INFO
-    if not info.exists():
-        tmp = s.folder / f".{STORE_INFO}.tmp"
-        tmp.write_text(json.dumps({"key": s.key, "lance_uri": s.lance_uri}))
-        os.replace(tmp, info)
+    if not (s.folder / STORE_INFO).exists():
+        _write_info(s, {"key": s.key, "lance_uri": s.lance_uri})
 
 
 def published_stores(workspace: str | Path) -> list[Store]:
     """Every partition store of the workspace that has published at least once, by key."""
+    return [s for s, _ in _stores(workspace)]
+
+
+def retired_keys(workspace: str | Path) -> set[str]:
+    """Stores whose collection vanished and whose deletion was published (kept for as-of reads)."""
+    return {s.key for s, meta in _stores(workspace) if meta.get("retired_at")}
+
+
+def retire_store(s: Store, retired: bool = True) -> None:
+    """Mark (or unmark, when its collection came back) a store whose collection vanished and was deleted."""
+    meta = json.loads((s.folder / STORE_INFO).read_text())
+    if bool(meta.get("retired_at")) != retired:
+        meta.pop("retired_at", None)
+        _write_info(s, meta | ({"retired_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+                               if retired else {}))
+
+
+def _stores(workspace: str | Path) -> list[tuple[Store, dict]]:
     root = Path(workspace) / PARTITIONS_DIR
     found = []
     for info in sorted(root.glob(f"*/{STORE_INFO}")):
         if (info.parent / "snapshots" / "CURRENT").exists():
             meta = json.loads(info.read_text())
-            found.append(Store(meta["key"], info.parent, meta["lance_uri"]))
-    return sorted(found, key=lambda s: s.key)
+            found.append((Store(meta["key"], info.parent, meta["lance_uri"]), meta))
+    return sorted(found, key=lambda sm: sm[0].key)
+
+
+def _write_info(s: Store, meta: dict) -> None:
+    tmp = s.folder / f".{STORE_INFO}.tmp"
+    tmp.write_text(json.dumps(meta))
+    os.replace(tmp, s.folder / STORE_INFO)
 
 
 def is_partitioned(workspace: str | Path) -> bool:
@@ -125,39 +151,115 @@ def check_layout(workspace: str | Path, partitioned: bool) -> None:
 
 def discover(sources: list[str], workspace: str | Path, shard_files: int = DEFAULT_SHARD_FILES) -> list[PartitionSpec]:
     """The partitions the sources hold now; new large collections are sharded and the layout recorded."""
-    layout = _read_layout(workspace)
-    before = dict(layout)
-    specs: list[PartitionSpec] = []
-    for source in _named_sources(sources):
-        root = Path(source)
-        groups: dict[str, int] = {}
-        for entry in sorted(root.iterdir()) if root.is_dir() else []:
-            if entry.name.startswith(".") or entry.is_symlink():
-                continue
-            if entry.is_dir():
-                groups[f"{root.name}/{entry.name}"] = sum(len(f) for _, _, f in os.walk(entry))
-            else:
-                groups[root.name] = groups.get(root.name, 0) + 1
-        for name, files in sorted(groups.items()):
-            n = layout.setdefault(name, shards_for(files, shard_files))
-            specs += [_spec(name, root, k, n) for k in range(n)]
-    if layout != before or not (Path(workspace) / PARTITIONS_DIR / LAYOUT).exists():
+    specs, layout, changed = _plan(sources, workspace, shard_files)
+    if changed:
         _write_layout(workspace, layout)
     return specs
 
 
-def resolve(sources: list[str], key: str) -> PartitionSpec:
-    """The partition a key names (as `discover` made it), without listing any folder."""
-    m = _SHARD.match(key)
-    name, k, n = (m["name"], int(m["k"]), int(m["n"])) if m else (key, 0, 1)
-    if n < 1 or k >= n:
-        raise PartitionError(f"partition '{key}': shard {k} of {n} does not exist")
+def vanished(sources: list[str], workspace: str | Path, shard_files: int = DEFAULT_SHARD_FILES) -> list[str]:
+    """Published, not yet retired stores whose collection is gone from a source folder that is still readable.
+
+    A source that is missing or unreadable as a whole (an unmounted share) deletes nothing; a store left by a
+    key that never named a collection (`src/hr/`, `src/./hr`) counts as vanished, so it stops hiding the ids
+    it shares with the real collection.
+    """
+    known = {s.key for s in _plan(sources, workspace, shard_files)[0]}
+    retired = retired_keys(workspace)
+    return [s.key for s in published_stores(workspace)
+            if s.key not in known and s.key not in retired and _readable_source(sources, s.key) is not None]
+
+
+def check_key(key: str) -> str:
+    """The key, Unicode-normalised (NFC), or a one-line PartitionError if it holds anything a path acts on."""
+    if not isinstance(key, str) or not key:
+        raise PartitionError("a partition key must be a non-empty string")
+    k = unicodedata.normalize("NFC", key)
+    problem = (f"is longer than {MAX_KEY_CHARS} characters" if len(k) > MAX_KEY_CHARS else
+               "holds a control character" if _CONTROL.search(k) else
+               "holds a backslash" if "\\" in k else
+               "starts or ends with '/'" if k.startswith("/") or k.endswith("/") else
+               "has an empty, '.' or '..' part" if any(p in ("", ".", "..") for p in k.split("/")) else None)
+    if problem:
+        raise PartitionError(f"partition {show_key(key)} {problem}; a key names a collection or shard exactly")
+    return k
+
+
+def show_key(key: str) -> str:
+    """A key as one printable line: control characters escaped, cut at 80 characters."""
+    return "'" + key[:80].encode("unicode_escape").decode("ascii") + ("…'" if len(key) > 80 else "'")
+
+
+def resolve(sources: list[str], key: str, workspace: str | Path | None = None,
+            shard_files: int = DEFAULT_SHARD_FILES) -> PartitionSpec:
+    """The partition a key names exactly (after NFC normalisation; never resolved as a path).
+
+    With the workspace, a published store whose collection has vanished resolves to a selection that deletes
+    everything it published. Anything else is refused with one line naming the known keys.
+    """
+    specs, layout, changed = _plan(sources, workspace, shard_files)
+    by_key = {unicodedata.normalize("NFC", s.key): s for s in specs}
+    published = {s.key for s in published_stores(workspace)} if workspace is not None else set()
+    if key in published and key not in by_key and _readable_source(sources, key) is not None:
+        # Exactly a store this workspace published (perhaps under a key older code let through) whose collection
+        # is gone: it reads nothing, so no part of the key reaches a path, and deletes what it published.
+        return PartitionSpec(key, _readable_source(sources, key), Selection(vanished=True))
+    try:
+        k = check_key(key)
+    except PartitionError as err:
+        raise PartitionError(f"{err}; known: {_listing(sorted(by_key))}") from None
+    if k in by_key:
+        if changed and workspace is not None:
+            _write_layout(workspace, layout)
+        return by_key[k]
+    raise PartitionError(f"partition {show_key(key)} is not a collection or shard of the sources; known: "
+                         f"{_listing(sorted(by_key))}")
+
+
+def _listing(keys: list[str], most: int = 12) -> str:
+    if not keys:
+        return "none (the sources hold no collection)"
+    shown = ", ".join(show_key(k)[1:-1] for k in keys[:most])
+    return shown + (f" and {len(keys) - most} more" if len(keys) > most else "")
+
+
+def _readable_source(sources: list[str], key: str) -> Path | None:
+    """The configured source folder a key's collection lived in, if that folder can be listed now."""
     for source in _named_sources(sources):
         root = Path(source)
-        if name == root.name or name.startswith(root.name + "/"):
-            return _spec(name, root, k, n)
-    raise PartitionError(f"partition '{key}' names no collection of the sources "
-                         f"({', '.join(Path(s).name for s in sources) or 'none configured'})")
+        if key == root.name or key.startswith((root.name + "/", root.name + "~")):
+            try:
+                os.listdir(root)
+            except OSError:
+                return None
+            return root
+    return None
+
+
+def _plan(sources: list[str], workspace: str | Path | None, shard_files: int) -> tuple[list[PartitionSpec], dict, bool]:
+    """The partitions the sources hold now, with the layout (shard counts) they imply and whether it is new."""
+    layout = _read_layout(workspace) if workspace is not None else {}
+    before = dict(layout)
+    specs: list[PartitionSpec] = []
+    for source in _named_sources(sources):
+        root = Path(source)
+        groups: dict[str, Path | None] = {}
+        for entry in sorted(root.iterdir()) if root.is_dir() else []:
+            if entry.name.startswith(".") or entry.is_symlink():
+                continue
+            if entry.is_dir():
+                groups[f"{root.name}/{entry.name}"] = entry
+            else:
+                groups.setdefault(root.name, None)
+        for name, folder in sorted(groups.items()):
+            if name not in layout:   # only a collection seen for the first time is counted
+                files = (sum(len(f) for _, _, f in os.walk(folder)) if folder is not None else
+                         sum(1 for e in root.iterdir() if not e.name.startswith(".") and not e.is_symlink()
+                             and not e.is_dir()))
+                layout[name] = shards_for(files, shard_files)
+            specs += [_spec(name, root, k, layout[name]) for k in range(layout[name])]
+    changed = workspace is not None and (layout != before or not (Path(workspace) / PARTITIONS_DIR / LAYOUT).exists())
+    return specs, layout, changed
 
 
 def _spec(name: str, root: Path, k: int, n: int) -> PartitionSpec:

@@ -111,6 +111,9 @@ def scan_sources(sources: list[str], default_acl: tuple[str, ...], collection: s
     `stored(files)` gives the records those files yielded before; `rescan` reads every file anew.
     """
     scan = Scan()
+    if select is not None and select.vanished:   # every source the store read counts as read and found empty
+        scan.scanned = sorted({st.source for st in known.values()} | {str(Path(s).resolve()) for s in sources})
+        return scan
     settings = content_hash(",".join(default_acl), collection or "")
     todo: list[tuple[FileState, FileState | None]] = []
     for source in sources:

@@ -43,8 +43,9 @@ def read_pointer(workspace: str | Path) -> SnapshotInfo:
         return SnapshotInfo(**json.loads(path.read_text()))
     except FileNotFoundError:
         raise NoSnapshot(f"{workspace}: nothing published yet; run `rag ingest --workspace {workspace}` first") from None
-    except (ValueError, TypeError) as err:
-        raise NoSnapshot(f"{path}: unreadable snapshot pointer ({err.__class__.__name__})") from None
+    except (OSError, ValueError, TypeError, RecursionError) as err:
+        raise NoSnapshot(f"{workspace}: unreadable snapshot pointer {SNAPSHOT_DIR}/{POINTER} "
+                         f"({err.__class__.__name__}); nothing is served until the next publish") from None
 
 
 def pointer_stamp(workspace: str | Path) -> tuple[int, int] | None:

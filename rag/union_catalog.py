@@ -72,6 +72,19 @@ class UnionCatalog(Catalog):
         """Document ids current in more than one partition, hidden from readers until one partition drops them."""
         return [r[0] for r in self.rows("SELECT doc_id FROM shared_ids ORDER BY 1")]
 
+    def shared_places(self, doc_id: str | None = None) -> dict[str, list[tuple[str, str, str]]]:
+        """Each hidden id (or just `doc_id`) → (partition, version, source path) of every partition publishing it."""
+        union = " UNION ALL ".join(
+            f"SELECT doc_id, '{_quote(key)}' AS partition, version, source_path FROM {a}.documents "
+            "WHERE status = 'current' AND doc_id IN (SELECT doc_id FROM shared_ids)" for key, a in self._aliases.items())
+        if not union:
+            return {}
+        places: dict[str, list[tuple[str, str, str]]] = {}
+        for d, partition, version, path in self.rows(f"SELECT * FROM ({union}) WHERE ? IS NULL OR doc_id = ? "
+                                                     "ORDER BY 1, 2", [doc_id, doc_id]):
+            places.setdefault(d, []).append((partition, version, path))
+        return places
+
     def versions_at(self, when: datetime | None) -> dict[str, int | None]:
         """partition → the index version of its last publish at or before `when` (None: its newest)."""
         rows = self.rows("SELECT partition, arg_max(lance_version, publish_id) FROM publish_log "
@@ -90,3 +103,27 @@ class UnionCatalog(Catalog):
 
 def _quote(value: str) -> str:
     return value.replace("'", "''")
+
+
+def shared_ids(workspace: str | Path, lance_uri: str | None = None) -> dict[str, list[tuple[str, str, str]]]:
+    """Ids published by more than one partition of a workspace (hidden from readers), with every place of each."""
+    from rag.workspace import Workspace, WorkspaceError   # the read side builds on this module
+
+    try:
+        reader = Workspace(workspace, lance_uri=lance_uri)
+    except WorkspaceError:
+        return {}
+    try:
+        catalog = reader.snapshot().catalog
+        return catalog.shared_places() if isinstance(catalog, UnionCatalog) else {}
+    finally:
+        reader.close()
+
+
+def shared_ids_markdown(shared: dict[str, list[tuple[str, str, str]]]) -> str:
+    """The error rows for asset metadata: one per hidden id, naming every partition and file that publishes it."""
+    rows = ["| severity | doc_id | published by | reason |", "|---|---|---|---|"]
+    rows += [f"| error | {d} | " + "; ".join(f"{p} ({path})" for p, _, path in places)
+             + " | one id in several partitions: hidden from readers until all but one drop it |"
+             for d, places in sorted(shared.items())]
+    return "\n".join(rows)

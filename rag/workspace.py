@@ -7,6 +7,7 @@ query that started on a snapshot finishes on it.
 from __future__ import annotations
 
 import threading
+import weakref
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -28,11 +29,23 @@ class WorkspaceError(LookupError):
     """The folder is not a readable workspace; the message is one line."""
 
 
+_EMBEDDER_LOCKS: "weakref.WeakKeyDictionary[object, threading.Lock]" = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
 class _Serialised:
-    """The embedder behind a lock: its tokenizer must not be used by two threads at once."""
+    """The embedder behind a lock: its tokenizer must not be used by two threads at once.
+
+    One lock per embedder, not per workspace: workspaces of one process share the process's embedder.
+    """
 
     def __init__(self, embedder):
-        self._embedder, self._lock = embedder, threading.Lock()
+        self._embedder = embedder
+        with _LOCKS_GUARD:
+            try:
+                self._lock = _EMBEDDER_LOCKS.setdefault(embedder, threading.Lock())
+            except TypeError:   # neither hashable nor weakly referable (a test's stand-in): a lock of its own
+                self._lock = threading.Lock()
 
     def encode(self, texts, *args, **kwargs):
         with self._lock:

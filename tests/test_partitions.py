@@ -51,8 +51,8 @@ def test_a_large_collection_is_hash_sharded_once_and_keeps_its_shards_as_it_grow
     later = [s.key for s in discover([str(src)], tmp_path / "ws", shard_files=4)]
 
     assert first == later == [f"wiki/eng~{k}of4" for k in range(4)]
-    read = [p.name for key in later for p, why in walk(resolve([str(src)], key).folder,
-                                                          resolve([str(src)], key).selection) if why is None]
+    specs = [resolve([str(src)], key, tmp_path / "ws") for key in later]   # the shard count is the recorded one
+    read = [p.name for spec in specs for p, why in walk(spec.folder, spec.selection) if why is None]
     assert sorted(read) == sorted(f"page-{i}.md" for i in range(40))
 
 
@@ -71,10 +71,10 @@ def test_shard_counts_are_powers_of_two_that_keep_shards_under_the_threshold():
 
 
 def test_a_key_naming_no_configured_source_is_refused_in_one_line(tmp_path):
-    (tmp_path / "docs").mkdir()
-    with pytest.raises(PartitionError, match="names no collection of the sources \\(docs\\)"):
+    doc(tmp_path / "docs" / "hr" / "leave.md", "leave", "staff", "Annual leave is 30 days.")
+    with pytest.raises(PartitionError, match="'elsewhere/hr' is not a collection or shard of the sources; known: docs/hr$"):
         resolve([str(tmp_path / "docs")], "elsewhere/hr")
-    with pytest.raises(PartitionError, match="shard 4 of 4 does not exist"):
+    with pytest.raises(PartitionError, match="'docs/hr~4of4' is not a collection or shard"):
         resolve([str(tmp_path / "docs")], "docs/hr~4of4")
 
 

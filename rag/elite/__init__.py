@@ -6,7 +6,6 @@ trace says which policy ran, and a counting question's answer is in `trace["dire
 from __future__ import annotations
 
 import time
-from functools import lru_cache
 
 from rag.access import Caller
 from rag.catalog import Catalog
@@ -50,8 +49,7 @@ def pack_exploration(found: Exploration, budget: int) -> RetrievalResult:
     return RetrievalResult("elite", budget, items, trace)
 
 
-@lru_cache(maxsize=1)
 def _default_embedder():
-    from rag.embedding import Embedder
+    from rag.embedding import load_embedder
 
-    return Embedder(threads=1)   # one thread at query time (STACK.md: oversubscription costs 10–30×)
+    return load_embedder(threads=1)   # one thread at query time (STACK.md: oversubscription costs 10–30×)

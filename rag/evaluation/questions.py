@@ -16,13 +16,17 @@ def caller_for(q: EvalQuestion, default: Caller | None, users: dict[str, Caller]
     """Who asks the question: its groups, its user (through the users file), or the default caller."""
     if q.asked_as is None:
         if default is None:
-            raise QuestionsError(f"question {q.qid}: no asked_as, and this evaluation has no default caller")
+            raise QuestionsError(f"{_at(q)}question {q.qid}: no asked_as, and this evaluation has no default caller")
         return default
     if isinstance(q.asked_as, tuple):
         return Caller(frozenset(q.asked_as))
     if q.asked_as not in users:
-        raise QuestionsError(f"question {q.qid}: asked_as user {q.asked_as!r} is not in the users file")
+        raise QuestionsError(f"{_at(q)}question {q.qid}: asked_as user {q.asked_as!r} is not in the users file")
     return users[q.asked_as]
+
+
+def _at(q: EvalQuestion) -> str:
+    return f"{q.where}: " if q.where else ""
 
 
 def asker_label(q: EvalQuestion) -> str:

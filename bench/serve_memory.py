@@ -1,0 +1,139 @@
+"""`rag serve` across many publishes: does its memory (RSS) and its count of open files stay flat?
+
+Copies the sample corpus into a fresh workspace, ingests it, starts `rag serve` on 127.0.0.1 in its own process,
+then N times: re-versions one document (a new label and a new sentence), publishes it with a real in-process
+`rag ingest` (the same Dagster assets), and asks the server a few questions so that it opens the new snapshot.
+After each publish it reads the server's VmRSS from /proc/PID/status and counts /proc/PID/fd. The baseline is
+taken after `--warmup` publishes (the first snapshots fill caches by design). Writes bench/results/serve-memory.json
+(or --out) and prints the figures.
+
+    python bench/serve_memory.py --publishes 200
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from pipelines.ingest_run import run_ingest  # noqa: E402
+
+QUESTIONS = ["How long does the offline cache hold telemetry?", "Why does clock drift break TLS on a gateway?",
+             "How are gateway certificates rotated?"]
+EDITED = Path("operations") / "time-sync.md"
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def open_files(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(ws: Path, users: Path) -> tuple[subprocess.Popen, httpx.Client]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "serve", "--workspace", str(ws), "--port",
+                             str(port), "--users-file", str(users)], cwd=REPO, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        try:
+            if client.get("/healthz").status_code == 200:
+                return proc, client
+        except httpx.TransportError:
+            time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError("rag serve did not come up")
+
+
+def revise(corpus: Path, round_: int) -> None:
+    """A new version of one document (label 2026.N), one sentence more than the last round."""
+    path = corpus / EDITED
+    head, body = path.read_text().split("\n---\n", 1)
+    head = "\n".join(line for line in head.splitlines() if not line.startswith("version:"))
+    path.write_text(f"{head}\nversion: \"2026.{round_}\"\n---\n{body.rstrip()} Revision {round_} was published.\n")
+
+
+def ask(client: httpx.Client, snapshot: int) -> None:
+    for q in QUESTIONS:
+        r = client.post("/retrieve", json={"question": q, "user": "bench", "budget": 2000})
+        r.raise_for_status()
+    served = client.get("/healthz").json()["snapshot"]
+    if served < snapshot:
+        raise RuntimeError(f"the server still serves snapshot {served}, not {snapshot}")
+
+
+def measure(publishes: int, warmup: int, root: Path) -> dict:
+    corpus, ws, users = root / "corpus", root / "ws", root / "users.yaml"
+    shutil.copytree(REPO / "samples" / "corpus", corpus)
+    users.write_text(yaml.safe_dump({"bench": ["support", "field-engineering", "security-team", "partners"]}))
+    run_ingest(str(ws), [str(corpus)])
+    proc, client = start(ws, users)
+    samples = []
+    try:
+        ask(client, 0)
+        samples.append({"publish": 0, "rss_kib": rss_kib(proc.pid), "open_files": open_files(proc.pid), "seconds": 0.0})
+        for k in range(1, publishes + 1):
+            start_s = time.perf_counter()
+            revise(corpus, k)
+            run_ingest(str(ws), [str(corpus)])
+            ask(client, json.loads((ws / "snapshots" / "CURRENT").read_text())["seq"])
+            samples.append({"publish": k, "rss_kib": rss_kib(proc.pid), "open_files": open_files(proc.pid),
+                            "seconds": round(time.perf_counter() - start_s, 3)})
+            if k % 10 == 0:
+                print(f"publish {k}: rss {samples[-1]['rss_kib'] / 1024:.0f} MiB, open files {samples[-1]['open_files']}",
+                      flush=True)
+    finally:
+        client.close()
+        proc.terminate()
+        proc.wait(timeout=60)
+    base = samples[min(warmup, publishes)]
+    last = samples[-1]
+    return {"publishes": publishes, "warmup": warmup, "baseline_rss_mib": round(base["rss_kib"] / 1024, 1),
+            "final_rss_mib": round(last["rss_kib"] / 1024, 1),
+            "peak_rss_mib": round(max(s["rss_kib"] for s in samples[warmup:]) / 1024, 1),
+            "rss_growth": round(last["rss_kib"] / base["rss_kib"] - 1, 4),
+            "open_files_baseline": base["open_files"], "open_files_final": last["open_files"],
+            "open_files_max": max(s["open_files"] for s in samples[warmup:]), "samples": samples}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--publishes", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=5, help="publishes before the baseline is taken")
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "serve-memory.json")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="serve-memory-") as tmp:
+        result = measure(args.publishes, args.warmup, Path(tmp))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1))
+    print(f"{result['publishes']} publishes: RSS {result['baseline_rss_mib']} MiB after {result['warmup']} → "
+          f"{result['final_rss_mib']} MiB ({result['rss_growth']:+.1%}), peak {result['peak_rss_mib']} MiB; open files "
+          f"{result['open_files_baseline']} → {result['open_files_final']} (max {result['open_files_max']})")
+
+
+if __name__ == "__main__":
+    main()
