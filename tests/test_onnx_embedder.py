@@ -61,3 +61,21 @@ def test_query_embedding_imports_neither_torch_nor_transformers():
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert out.stdout.strip() == "[]"
+
+
+def test_an_export_starts_only_from_weights_that_pass_their_sha256(tmp_path, monkeypatch):
+    folder = tmp_path / "model"
+    shutil.copytree(model_dir(), folder, ignore=shutil.ignore_patterns("model.safetensors"))
+    (folder / "model.safetensors").write_bytes(b"not the real weights")
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    with pytest.raises(ModelIntegrityError, match="refusing"):
+        onnx_path(folder)
+    assert not list((tmp_path / "cache").glob("*.onnx"))
+
+
+def test_load_embedder_keeps_one_instance_per_name_batch_size_and_threads():
+    from rag.embedding import load_embedder
+
+    first = load_embedder("minilm", threads=1)
+    assert load_embedder("minilm", threads=1) is first
+    assert load_embedder("minilm", batch_size=32, threads=1) is not first
