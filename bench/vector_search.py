@@ -1,8 +1,8 @@
 """Sub-chunk search at 110K and 1M rows with a 20% ACL pre-filter: the in-memory matrix against LanceDB.
 
-The rows are a benchmark workspace's real MiniLM vectors replicated (each copy with a little noise, unit
-length again) into a LanceDB table per size with the normal schema and indexes (label list on acl, IVF_HNSW_SQ on
-the vectors from 50K rows), each row readable by one of five groups. Queries are the benchmark's questions
+The rows are a workspace's real MiniLM vectors replicated (each copy with a little noise, unit length again)
+into a LanceDB table per size with the normal schema and indexes (label list on acl, IVF_HNSW_SQ on the vectors
+from 50K rows), each row readable by one of five groups. Queries are questions (the sample questions by default)
 embedded with the workspace's embedder, searched as a caller of one group (20% of the rows). Interleaved per query:
 - memory: `rag.vector_state` (float32 matrix built from the table, mask per group set, one matrix product);
 - lance-flat: LanceDB's exact search with the pre-filter (`bypass_vector_index`);
@@ -31,7 +31,6 @@ from rag.index import SubchunkIndex, schema  # noqa: E402
 from rag.summary import markdown_table  # noqa: E402
 from rag.vector_state import load_state  # noqa: E402
 
-BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 GROUPS = 5
 TOP = 50
 
@@ -106,14 +105,16 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", type=int, nargs="+", default=[110_000, 1_000_000])
     p.add_argument("--queries", type=int, default=200)
-    p.add_argument("--source", type=Path, default=REPO / ".rag" / "bench" / "musique",
-                   help="a workspace whose vectors are replicated (default: the musique bench workspace)")
+    p.add_argument("--source", type=Path, default=REPO / ".rag" / "demo",
+                   help="a workspace whose vectors are replicated (default: the demo workspace, `rag demo`)")
+    p.add_argument("--questions", type=Path, default=REPO / "samples" / "questions.jsonl",
+                   help="questions.jsonl whose questions are the queries (default: the sample questions)")
     p.add_argument("--root", type=Path, default=REPO / ".rag" / "bench" / "vector-search")
     args = p.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     base = load_state(SubchunkIndex.reader(args.source / "lancedb", None)).matrix
     embedder = load_embedder(threads=1)
-    questions = [q.question for q in load_questions(BENCHMARKS / args.source.name)][: args.queries]
+    questions = [q.question for q in load_questions(args.questions)][: args.queries]
     queries = embedder.encode(questions)
     figures = {"command": "python bench/vector_search.py " + " ".join(sys.argv[1:]), "source_rows": len(base),
                "caller": "one group of five (20% of rows)", "load_average": os.getloadavg(), "sizes": {}}

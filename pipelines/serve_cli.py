@@ -43,6 +43,7 @@ def add_serve_parser(subparsers) -> argparse.ArgumentParser:
 
 
 SETTINGS_ENV = "RAG_SERVE_SETTINGS"   # how the parent hands its flags to each worker process
+WORKER_START_S = 600
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -66,8 +67,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _, label = build_app(settings, warm=False)  # fail here, with one line, before forking workers
     os.environ[SETTINGS_ENV] = json.dumps(settings)
     _announce(args, label)
+    # A worker answers the supervisor's health checks only once its app is built (model loaded, read state warm):
+    # uvicorn's default 5 s would restart every worker of a large workspace forever.
     uvicorn.run("pipelines.serve_cli:worker_app", factory=True, workers=args.workers, host=args.host,
-                port=args.port, log_level="warning")
+                port=args.port, log_level="warning", timeout_worker_healthcheck=WORKER_START_S)
     return 0
 
 

@@ -82,9 +82,9 @@ def longrag_candidates(snap: Snapshot, embed_query: Callable[[str], np.ndarray],
     lists, seeds, source = [ranked], [], ranked
     for _ in range(1, config.hops):
         branches = []
-        for query, vector in _hop_queries(snap, embed_query, question, source, seeds, own, config):
+        for query, vector, placed in _hop_queries(snap, embed_query, question, source, seeds, own, config):
             more, more_own, _, _ = _hop(snap, vector, counter, caller, query, config, as_of)
-            branches.append([i for i in more if i.doc_id not in seeds])  # the seed is placed; find what it names
+            branches.append([i for i in more if i.doc_id not in placed])  # the seed is placed; find what it names
             for key, hit in more_own.items():  # a member's matched sub-chunk: its best match under any hop's query
                 if key not in own or hit.score > own[key].score:
                     own[key] = hit
@@ -99,25 +99,27 @@ def longrag_candidates(snap: Snapshot, embed_query: Callable[[str], np.ndarray],
 
 def _hop_queries(snap: Snapshot, embed_query: Callable[[str], np.ndarray], question: str, source: list[ContextItem],
                  seeds: list[str], own: dict[tuple[str, str, int], Hit], config: LongRAGConfig):
-    """A hop's (query, vector) pairs, one per seed. Queries that read only the source list are embedded in one
-    batch; "novel" and "sentence" read the matched sub-chunks, which the previous branch updates, so they go
-    one by one."""
+    """A hop's (query, vector, seeds placed so far) triples, one per seed. Queries that read only the source list
+    are embedded in one batch; "novel" and "sentence" read the matched sub-chunks, which the previous branch
+    updates, so they go one by one."""
     if config.hop_query not in ("names", "residual"):
         for _ in range(config.hop_seeds):
             query = _next_query(snap, question, source, seeds, own, config.hop_query, config.hop_names)
             if query is None:
                 return
-            yield query, embed_query(query)
+            yield query, embed_query(query), set(seeds)
         return
     queries = []
     for _ in range(config.hop_seeds):
         query = _next_query(snap, question, source, seeds, own, config.hop_query, config.hop_names)
         if query is None:
             break
-        queries.append(query)
+        queries.append((query, set(seeds)))  # a branch hides the seeds placed up to its own, not later ones
     batch = getattr(getattr(embed_query, "__self__", None), "encode_queries", None)  # the embedder behind it
-    vectors = batch(queries) if batch is not None and len(queries) > 1 else [embed_query(q) for q in queries]
-    yield from zip(queries, vectors)
+    texts = [q for q, _ in queries]
+    vectors = batch(texts) if batch is not None and len(texts) > 1 else [embed_query(q) for q in texts]
+    for (query, placed), vector in zip(queries, vectors):
+        yield query, vector, placed
 
 
 def _hop(snap: Snapshot, query: np.ndarray, counter: TokenCounter, caller: Caller, text: str,
