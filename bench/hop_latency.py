@@ -1,9 +1,11 @@
 """Latency of each added hop: LongRAG with 1 hop, 2 hops of one and two seeds (the default), 3 hops, the hybrid
-and short chunks, side by side in one run.
+and short chunks, side by side in one run, each broken down into embedding, search, ranking and packing.
 
-Warm (every question asked once untimed), one torch thread, the methods' registered retrieve functions at one
+Warm (every question asked once untimed), one embedding thread, the methods' registered retrieve functions at one
 budget, methods interleaved question by question so load from other jobs hits them alike. Prints p50/p95 ms
-per variant and the added cost of each hop; writes bench/results/hop-latency.json.
+per variant, the median parts and the added cost of each hop; writes bench/results/hop-latency[-TAG].json.
+`RAG_BENCH_CODE=DIR` runs another checkout's code (e.g. the commit before a change, in a git worktree) on the
+same workspace files, so before and after are measured by the same script.
 """
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, os.environ.get("RAG_BENCH_CODE", str(REPO)))
+sys.path.insert(1, str(REPO))
 
 from bench.multihop import CALLER, parse_variant  # noqa: E402
 from rag.benchmarks import add_benchmarks_option, benchmarks_option, load_questions, split_halves  # noqa: E402
@@ -26,6 +29,50 @@ from rag.hybrid import hybrid_retrieve  # noqa: E402
 from rag.longrag import longrag_retrieve, shortchunk_retrieve  # noqa: E402
 from rag.summary import markdown_table  # noqa: E402
 from rag.tokens import default_counter  # noqa: E402
+
+
+class Parts:
+    """Seconds spent in embedding, sub-chunk search (vector search and the candidate units' exact scores) and
+    packing, wrapped around whichever of those functions the code under test has."""
+
+    def __init__(self):
+        import rag.longrag as longrag
+
+        self.seconds = {"embed": 0.0, "search": 0.0, "pack": 0.0}
+        for name in ("search", "rescore", "dense_hits"):
+            if hasattr(longrag, name):
+                setattr(longrag, name, self.timed(getattr(longrag, name), "search"))
+        longrag.pack_ranked = self.timed(longrag.pack_ranked, "pack")
+        try:
+            from rag.dense import Dense
+            Dense.of_units = self.timed(Dense.of_units, "search")
+        except ImportError:
+            pass
+
+    def timed(self, fn, part):
+        def wrapper(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds[part] += time.perf_counter() - start
+        return wrapper
+
+    def reset(self) -> dict:
+        out = dict(self.seconds)
+        self.seconds = dict.fromkeys(self.seconds, 0.0)
+        return out
+
+
+class TimedEmbedder:
+    def __init__(self, embedder, parts: Parts):
+        self._embedder, self.name = embedder, embedder.name
+        self.encode_query = parts.timed(embedder.encode_query, "embed")
+        if hasattr(embedder, "encode_queries"):
+            self.encode_queries = parts.timed(embedder.encode_queries, "embed")
+
+    def __getattr__(self, name):
+        return getattr(self._embedder, name)
 
 
 def call(variant, snap, embedder, counter, question: str, budget: int):
@@ -41,14 +88,17 @@ def main() -> None:
     p.add_argument("--budget", type=int, default=2000)
     p.add_argument("--limit", type=int, default=100, help="report-half questions timed")
     add_benchmarks_option(p)
+    p.add_argument("--tag", default="", help="suffix of the results file (e.g. before, after)")
     args = p.parse_args()
     root = benchmarks_option(p, args)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from rag.embedding import Embedder
 
-    embedder, counter = Embedder(threads=1), default_counter()
-    prepared = prepare_workspace(root / args.benchmark, REPO / ".rag" / "bench" / args.benchmark, embedder,
+    parts = Parts()
+    raw, counter = Embedder(threads=1), default_counter()
+    prepared = prepare_workspace(root / args.benchmark, REPO / ".rag" / "bench" / args.benchmark, raw,
                                  counter)
+    embedder = TimedEmbedder(raw, parts)
     snap = prepared.reader.snapshot()
     questions = split_halves(args.benchmark, load_questions(root / args.benchmark))["report"][: args.limit]
     specs = ["shortchunk", "longrag:hops=1", "longrag:hop_seeds=1", "longrag", "longrag:hops=3", "hybrid:hops=1",
@@ -58,24 +108,42 @@ def main() -> None:
         for v in variants:
             call(v, snap, embedder, counter, q.question, args.budget)
     ms: dict[str, list[float]] = {v.name: [] for v in variants}
+    split: dict[str, list[dict]] = {v.name: [] for v in variants}
     for q in questions:
         for v in variants:
+            parts.reset()
             start = time.perf_counter()
             call(v, snap, embedder, counter, q.question, args.budget)
             ms[v.name].append((time.perf_counter() - start) * 1000)
+            split[v.name].append({k: s * 1000 for k, s in parts.reset().items()})
+            split[v.name][-1]["rank"] = ms[v.name][-1] - sum(split[v.name][-1].values())
+    code = os.environ.get("RAG_BENCH_CODE", str(REPO))
     figures = {"command": "python bench/hop_latency.py " + " ".join(sys.argv[1:]), "benchmark": args.benchmark,
+               "code": code, "commit": _commit(code), "subchunks": snap.index.count(),
                "questions": len(questions), "budget": args.budget, "load_average": os.getloadavg(),
+               "machine": "2 cores shared with 3 other helpers' jobs",
                "latency_ms": {n: {"p50": round(float(np.percentile(v, 50)), 1),
-                                  "p95": round(float(np.percentile(v, 95)), 1)} for n, v in ms.items()}}
+                                  "p95": round(float(np.percentile(v, 95)), 1)} for n, v in ms.items()},
+               "parts_p50_ms": {n: {k: round(float(np.median([x[k] for x in rows])), 2)
+                                    for k in ("embed", "search", "rank", "pack")} for n, rows in split.items()}}
     base = figures["latency_ms"]["longrag:hops=1"]
     figures["added_over_one_hop_ms"] = {n: {k: round(v[k] - base[k], 1) for k in ("p50", "p95")}
                                         for n, v in figures["latency_ms"].items()
                                         if n.startswith("longrag") and n != "longrag:hops=1"}
-    (REPO / "bench" / "results" / "hop-latency.json").write_text(json.dumps(figures, indent=1) + "\n")
-    print(markdown_table(["variant", "p50 ms", "p95 ms"],
-                         [[n, v["p50"], v["p95"]] for n, v in figures["latency_ms"].items()]))
+    name = f"hop-latency{'-' + args.tag if args.tag else ''}.json"
+    (REPO / "bench" / "results" / name).write_text(json.dumps(figures, indent=1) + "\n")
+    print(markdown_table(["variant", "p50 ms", "p95 ms", "embed", "search", "rank", "pack"],
+                         [[n, v["p50"], v["p95"], *figures["parts_p50_ms"][n].values()]
+                          for n, v in figures["latency_ms"].items()]))
     print("added over one hop:", figures["added_over_one_hop_ms"], "load average", figures["load_average"])
     prepared.close()
+
+
+def _commit(code: str) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "-C", code, "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pipelines.cli import run_ingest  # noqa: E402
+from pipelines.ingest_run import run_ingest  # noqa: E402
 from rag.benchmarks import add_benchmarks_option, benchmarks_option, load_questions  # noqa: E402
 from rag.workspace import Workspace  # noqa: E402
 
@@ -82,6 +82,7 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=120)
     p.add_argument("--seed", type=int, default=1)
     add_benchmarks_option(p)
+    p.add_argument("--workers", type=int, default=1, help="rag serve --workers (one per core)")
     args = p.parse_args()
     bench = benchmarks_option(p, args) / "hotpotqa"
     ws = REPO / ".rag" / "bench" / "serve-load"
@@ -91,7 +92,8 @@ def main() -> None:
     (ws / "users.yaml").write_text(yaml.safe_dump(users))
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "serve", "--workspace", str(ws / "workspace"),
-                               "--port", str(port), "--users-file", str(ws / "users.yaml")], cwd=REPO,
+                               "--port", str(port), "--users-file", str(ws / "users.yaml"),
+                               *(["--workers", str(args.workers)] if args.workers > 1 else [])], cwd=REPO,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
@@ -153,7 +155,7 @@ def main() -> None:
     ms = np.array(ok) * 1000
     during = [s for t0, s, status, _ in results if status == 200 and t_ingest <= t0 <= t_ingest + ingest_seconds]
     figures = {
-        "clients": args.clients, "seconds": round(wall, 1), "requests": len(results),
+        "clients": args.clients, "workers": args.workers, "seconds": round(wall, 1), "requests": len(results),
         "errors": sum(status != 200 for *_, status, _ in results), "leaks": len(leaks), "leak_examples": leaks[:10],
         "requests_per_s": round(len(results) / wall, 2),
         "latency_ms": {p: round(float(np.percentile(ms, int(p[1:]))), 1) for p in ("p50", "p95", "p99")},

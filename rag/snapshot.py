@@ -19,6 +19,7 @@ from rag.index_union import IndexUnion
 from rag.lexical import LexicalIndex, lexical_index
 from rag.snapshots import SnapshotInfo
 from rag.union_catalog import UnionCatalog
+from rag.vector_state import VectorState, load_state, union
 
 
 @dataclass
@@ -33,6 +34,7 @@ class SharedCache:
     texts: dict[tuple[str, str, str], tuple[str, str]] = field(default_factory=dict)
     units: dict[str, "UnitRows"] = field(default_factory=dict)
     states: dict[str, tuple[int, "CurrentState"]] = field(default_factory=dict)  # partition → (snapshot seq, state)
+    vectors: dict[str, tuple[int, VectorState]] = field(default_factory=dict)  # index URI → (table version, rows)
 
 
 @dataclass(frozen=True)
@@ -191,6 +193,25 @@ class Snapshot:
                                       [cols["char_start"][i] for i in idx], [cols["char_end"][i] for i in idx],
                                       [frozenset(cols["acl"][i]) for i in idx], vectors[idx])
         return {k: cache[k] for k in unit_keys if k in cache}
+
+    @cached_property
+    def vectors(self) -> VectorState:
+        """The in-memory serving copy of this snapshot's index; a partition's or table's rows are read once per
+        table version, and a new version re-reads only the units it added."""
+        parts = self.index.parts if isinstance(self.index, IndexUnion) else {"": self.index}
+        states = []
+        for index in parts.values():
+            version, state = self._shared.vectors.get(index.uri, (None, None))
+            if version != index.version:
+                state = load_state(index, state)
+                self._shared.vectors[index.uri] = (index.version, state)
+            states.append(state)
+        return states[0] if len(states) == 1 else union(states, self.index.dimension)
+
+    def warm(self) -> None:
+        """Build everything a query reads from memory (members, ACLs, vectors, BM25) now, not in a query."""
+        for name in ("current", "vectors", "lexical"):
+            getattr(self, name)  # cached properties: built once per snapshot
 
     def index_at(self, as_of: datetime | None) -> SubchunkIndex:
         """The index as this snapshot pinned it, or as the last publish before `as_of` left it."""

@@ -6,6 +6,7 @@ query that started on a snapshot finishes on it.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 from datetime import datetime, timezone
@@ -23,6 +24,9 @@ from rag.snapshot import SharedCache, Snapshot
 from rag.snapshots import NoSnapshot, pointer_stamp, read_pointer
 from rag.union_catalog import UnionCatalog
 from rag.tokens import TokenCounter, default_counter
+
+
+log = logging.getLogger("rag.workspace")
 
 
 class WorkspaceError(LookupError):
@@ -55,6 +59,10 @@ class _Serialised:
         with self._lock:
             return self._embedder.encode_query(text)
 
+    def encode_queries(self, texts: list[str]):
+        with self._lock:
+            return self._embedder.encode_queries(texts)
+
     @property
     def name(self) -> str:
         return self._embedder.name
@@ -62,7 +70,7 @@ class _Serialised:
 
 class Workspace:
     def __init__(self, root: str | Path, *, lance_uri: str | None = None, embedder=None,
-                 counter: TokenCounter | None = None):
+                 counter: TokenCounter | None = None, swap_in_background: bool = False):
         self.root = Path(root)
         if self.root.exists() and not self.root.is_dir():
             raise WorkspaceError(f"{self.root}: is a file, not a workspace folder")
@@ -73,7 +81,11 @@ class Workspace:
         self._snapshot: Snapshot | None = None
         self._stamp: tuple | None = None
         self._lock = threading.Lock()
+        # A server keeps answering from the current snapshot while the next one's read state is built beside it.
+        self._background, self._building = swap_in_background, None
         self.snapshot()  # fail now, with one line, if nothing was published here
+        if swap_in_background:
+            self._snapshot.warm()
 
     @property
     def embedder(self):
@@ -93,10 +105,33 @@ class Workspace:
         stamp = self._stamp_now()
         if self._snapshot is not None and stamp == self._stamp:
             return self._snapshot
+        if self._background and self._snapshot is not None:
+            self._build_beside(stamp)
+            return self._snapshot
         with self._lock:
             if self._snapshot is None or stamp != self._stamp:
                 self._snapshot, self._stamp = self._open(), stamp
             return self._snapshot
+
+    def _build_beside(self, stamp: tuple | None) -> None:
+        """Open and warm the newest snapshot in a thread of its own, then swap it in (one build per pointer)."""
+        with self._lock:
+            if self._building == stamp:
+                return
+            self._building = stamp
+        threading.Thread(target=self._swap_in, args=(stamp,), name="rag-read-state", daemon=True).start()
+
+    def _swap_in(self, stamp: tuple | None) -> None:
+        try:
+            snapshot = self._open()
+            snapshot.warm()
+        except Exception:  # keep serving the current snapshot; the next request tries again
+            log.exception("building the read state of %s failed", self.root)
+            with self._lock:
+                self._building = None
+            return
+        with self._lock:
+            self._snapshot, self._stamp, self._building = snapshot, stamp, None
 
     def _stamp_now(self) -> tuple | None:
         if not is_partitioned(self.root):

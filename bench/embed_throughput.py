@@ -1,0 +1,65 @@
+"""Ingest embedding throughput in tokens/s: sentence-transformers on torch (before) against ONNX Runtime (after).
+
+The same paragraphs (a benchmark's documents, title and text, as ingest embeds them) through both, batch 64,
+the same thread count, alternating rounds so load from other jobs hits both alike. Tokens are the word pieces
+each model reads (special tokens included, truncated at 256). Also checks that the vectors agree (min cosine).
+Writes bench/results/embed-throughput.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from rag.embedding import Embedder  # noqa: E402
+from rag.model_files import verified_model_dir  # noqa: E402
+
+BENCHMARKS = REPO.parent / "shared" / "benchmarks"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--benchmark", default="musique")
+    p.add_argument("--texts", type=int, default=512)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    torch.set_num_threads(args.threads)
+    docs = [json.loads(line) for line, _ in zip((BENCHMARKS / args.benchmark / "docs.jsonl").open(), range(args.texts))]
+    texts = [f"{d['title']}\n{d['text']}" for d in docs]
+    after = Embedder(batch_size=64, threads=args.threads)
+    before = SentenceTransformer(str(verified_model_dir()), device="cpu", local_files_only=True)
+    tokens = sum(len(e.ids) for e in after.tokenizer.encode_batch(texts))
+    seconds = {"before": [], "after": []}
+    for _ in range(args.rounds):
+        t = time.perf_counter()
+        b = before.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+        seconds["before"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        a = after.encode(texts)
+        seconds["after"].append(time.perf_counter() - t)
+    rate = {k: round(tokens / float(np.median(v))) for k, v in seconds.items()}
+    figures = {"command": "python bench/embed_throughput.py " + " ".join(sys.argv[1:]), "texts": len(texts),
+               "tokens": tokens, "threads": args.threads, "rounds": args.rounds, "load_average": os.getloadavg(),
+               "machine": "2 cores shared with 3 other helpers' jobs",
+               "seconds": {k: [round(x, 2) for x in v] for k, v in seconds.items()},
+               "tokens_per_s": rate, "after_over_before": round(rate["after"] / rate["before"], 2),
+               "min_cosine": round(float((a * b).sum(axis=1).min()), 6)}
+    (REPO / "bench" / "results" / "embed-throughput.json").write_text(json.dumps(figures, indent=1) + "\n")
+    print(json.dumps(figures, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Sub-chunk search at 110K and 1M rows with a 20% ACL pre-filter: the in-memory matrix against LanceDB.
+
+The rows are a workspace's real MiniLM vectors replicated (each copy with a little noise, unit length again)
+into a LanceDB table per size with the normal schema and indexes (label list on acl, IVF_HNSW_SQ on the vectors
+from 50K rows), each row readable by one of five groups. Queries are questions (the sample questions by default)
+embedded with the workspace's embedder, searched as a caller of one group (20% of the rows). Interleaved per query:
+- memory: `rag.vector_state` (float32 matrix built from the table, mask per group set, one matrix product);
+- lance-flat: LanceDB's exact search with the pre-filter (`bypass_vector_index`);
+- lance-ann: LanceDB's ANN index with the pre-filter (what a query used at ≥ 50K rows before).
+Reports p50/p95 ms, the top-50 overlap of each with the exact answer, build seconds and bytes. Writes
+bench/results/vector-search.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from rag.benchmarks import load_questions  # noqa: E402
+from rag.embedding import load_embedder  # noqa: E402
+from rag.index import SubchunkIndex, schema  # noqa: E402
+from rag.summary import markdown_table  # noqa: E402
+from rag.vector_state import load_state  # noqa: E402
+
+GROUPS = 5
+TOP = 50
+
+
+def replicate(base: np.ndarray, size: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    out = base[np.arange(size) % len(base)] + rng.normal(0, 0.02, (size, base.shape[1])).astype(np.float32)
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def build(uri: Path, vectors: np.ndarray) -> tuple[SubchunkIndex, float]:
+    index = SubchunkIndex(uri)
+    if index.count() == len(vectors):
+        return index, 0.0
+    index.reset("minilm")
+    start = time.perf_counter()
+    dim = vectors.shape[1]
+    for lo in range(0, len(vectors), 100_000):
+        n = min(100_000, len(vectors) - lo)
+        ids = [f"u{i}" for i in range(lo, lo + n)]
+        flat = pa.array(np.ascontiguousarray(vectors[lo:lo + n], dtype=np.float16).ravel())
+        index.table.add(pa.table({
+            "chunk_id": ids, "unit_key": [f"{i}@1" for i in ids], "unit_id": ids, "unit_version": [1] * n,
+            "doc_id": ids, "doc_version": ["1"] * n, "part": [0] * n,
+            "acl": [[f"group-{i % GROUPS}"] for i in range(lo, lo + n)], "collection": ["bench"] * n,
+            "char_start": [0] * n, "char_end": [100] * n, "tokens": [25] * n, "text_hash": ids,
+            "vector": pa.FixedSizeListArray.from_arrays(flat, dim)}, schema=schema()))
+    index.ensure_indexes()
+    return index, time.perf_counter() - start
+
+
+def lance(index: SubchunkIndex, q: np.ndarray, flat: bool) -> list[str]:
+    query = (index.table.search(q).distance_type("cosine").where("array_has_any(acl, ['group-0'])", prefilter=True)
+             .limit(200).select(["unit_key"]))
+    if flat:
+        query = query.bypass_vector_index()
+    return query.to_arrow().column("unit_key").to_pylist()
+
+
+def percentiles(seconds: list[float]) -> dict:
+    ms = np.array(seconds) * 1000
+    return {"p50": round(float(np.percentile(ms, 50)), 2), "p95": round(float(np.percentile(ms, 95)), 2)}
+
+
+def measure(index: SubchunkIndex, queries: np.ndarray) -> dict:
+    t = time.perf_counter()
+    state = load_state(index)
+    load_s = time.perf_counter() - t
+    groups = frozenset({"group-0"})
+    t = time.perf_counter()
+    state.mask(groups)
+    mask_s = time.perf_counter() - t
+    seconds = {"memory": [], "lance-flat": [], "lance-ann": []}
+    overlap = {"lance-flat": [], "lance-ann": []}
+    for q in queries:
+        t = time.perf_counter()
+        rows = state.nearest(state.scores(q), state.mask(groups), 200)
+        seconds["memory"].append(time.perf_counter() - t)
+        exact = set(state.unit_keys[rows[:TOP]].tolist())
+        for name, flat in (("lance-flat", True), ("lance-ann", False)):
+            t = time.perf_counter()
+            keys = lance(index, q, flat)
+            seconds[name].append(time.perf_counter() - t)
+            overlap[name].append(len(exact & set(keys[:TOP])) / TOP)
+    return {"rows": len(state), "state_build_s": round(load_s, 2), "mask_build_ms": round(mask_s * 1000, 2),
+            "matrix_bytes": int(state.matrix.nbytes),
+            "latency_ms": {k: percentiles(v) for k, v in seconds.items()},
+            f"top{TOP}_overlap_with_exact": {k: round(float(np.mean(v)), 4) for k, v in overlap.items()}}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", type=int, nargs="+", default=[110_000, 1_000_000])
+    p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--source", type=Path, default=REPO / ".rag" / "demo",
+                   help="a workspace whose vectors are replicated (default: the demo workspace, `rag demo`)")
+    p.add_argument("--questions", type=Path, default=REPO / "samples" / "questions.jsonl",
+                   help="questions.jsonl whose questions are the queries (default: the sample questions)")
+    p.add_argument("--root", type=Path, default=REPO / ".rag" / "bench" / "vector-search")
+    args = p.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    base = load_state(SubchunkIndex.reader(args.source / "lancedb", None)).matrix
+    embedder = load_embedder(threads=1)
+    questions = [q.question for q in load_questions(args.questions)][: args.queries]
+    queries = embedder.encode(questions)
+    figures = {"command": "python bench/vector_search.py " + " ".join(sys.argv[1:]), "source_rows": len(base),
+               "caller": "one group of five (20% of rows)", "load_average": os.getloadavg(), "sizes": {}}
+    for size in args.sizes:
+        index, build_s = build(args.root / str(size), replicate(base, size))
+        figures["sizes"][str(size)] = {"lance_build_s": round(build_s, 1),
+                                       "indices": sorted(i.name for i in index.table.list_indices()),
+                                       **measure(index, queries)}
+        (REPO / "bench" / "results" / "vector-search.json").write_text(json.dumps(figures, indent=1) + "\n")
+        print(size, json.dumps(figures["sizes"][str(size)]), flush=True)
+    print(markdown_table(["rows", "memory p50/p95", "lance flat p50/p95", "lance ANN p50/p95", "ANN top-50 overlap",
+                          "flat top-50 overlap", "matrix MB", "state build s"],
+                         [[s, *(f"{f['latency_ms'][k]['p50']}/{f['latency_ms'][k]['p95']}"
+                                for k in ("memory", "lance-flat", "lance-ann")),
+                           f[f"top{TOP}_overlap_with_exact"]["lance-ann"], f[f"top{TOP}_overlap_with_exact"]["lance-flat"],
+                           round(f["matrix_bytes"] / 1e6), f["state_build_s"]] for s, f in figures["sizes"].items()]))
+
+
+if __name__ == "__main__":
+    main()
