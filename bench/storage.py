@@ -215,6 +215,54 @@ def scale(n: int, cache: Path, counter, tmp: Path, timer: Timed) -> dict:
     return out
 
 
+def publish_point(n: int, tmp: Path) -> dict:
+    """The publish point alone at n documents, on a catalog filled by SQL (one unit per document, no tokenising,
+    no index): the first publish, then a one-document edit (old version superseded, new version and its unit
+    version added, the old unit retired): seconds and bytes written by Catalog.publish_snapshot, bytes kept."""
+    pool = [r for name in NAMES for r in load(name)]
+    ws = tmp / f"publish-{n}"
+    ws.mkdir()
+    catalog = Catalog(ws / "catalog.duckdb", entry="bench storage")
+    out: dict = {"documents": n}
+    try:
+        ids = [f"r{k // len(pool)}:{pool[k % len(pool)]['doc_id']}" for k in range(n)]
+        titles = [pool[k % len(pool)]["title"] for k in range(n)]
+        texts = [pool[k % len(pool)]["text"] for k in range(n)]
+        catalog.bulk_insert("documents", {
+            "doc_id": ids, "version": ["1"] * n, "title": titles, "text": texts, "acl": [["bench"]] * n,
+            "links": [[]] * n, "collection": ["scale"] * n, "content_hash": [f"{i}:{t[:24]}" for i, t in zip(ids, texts)],
+            "status": ["current"] * n})
+        catalog.con.execute("INSERT INTO units SELECT 'u:' || doc_id, 1, acl, collection, 100, content_hash, "
+                            "'current', now(), NULL, 1 FROM documents")
+        catalog.con.execute("INSERT INTO unit_members SELECT 'u:' || doc_id, 1, 0, doc_id, version, 0, 0, "
+                            "strlen(text), 100 FROM documents")
+        for step in ("first_publish", "one_edit"):
+            pid = catalog.begin_publish([])
+            if step == "one_edit":
+                doc = ids[20]
+                catalog.con.execute("UPDATE documents SET status = 'superseded', valid_to = now() WHERE doc_id = ?",
+                                    [doc])
+                catalog.con.execute("INSERT INTO documents (doc_id, version, title, text, acl, links, collection, "
+                                    "content_hash, status, valid_from, publish_id) VALUES (?, '2', ?, ?, ['bench'], "
+                                    "[], 'scale', ?, 'current', now(), ?)",
+                                    [doc, titles[20], texts[20] + " Revised once.", f"{doc}:v2", pid])
+                catalog.con.execute("UPDATE units SET status = 'retired', valid_to = now() WHERE unit_id = ?",
+                                    ["u:" + doc])
+                catalog.con.execute("INSERT INTO units VALUES (?, 2, ['bench'], 'scale', 101, ?, 'current', now(), "
+                                    "NULL, ?)", ["u:" + doc, f"{doc}:v2", pid])
+                catalog.con.execute("INSERT INTO unit_members VALUES (?, 2, 0, ?, '2', 0, 0, ?, 101)",
+                                    ["u:" + doc, doc, len(texts[20]) + 14])
+            catalog.con.execute("CHECKPOINT")  # the edit's own write to the catalog is not the publish point's
+            w, t = written_bytes(), time.perf_counter()
+            catalog.publish_snapshot(pid, None)
+            out[step] = {"seconds": round(time.perf_counter() - t, 3), "bytes_written": written_bytes() - w}
+        out["bytes_kept"] = components(ws)
+    finally:
+        catalog.close()
+    print(f"publish point at {n} documents: {out['first_publish']}, then one edit: {out['one_edit']}", flush=True)
+    return out
+
+
 def reader_costs(ws: Path) -> dict:
     """Opening the published state as a reader does, and one query's worth of text look-ups (10 documents)."""
     t = time.perf_counter()
@@ -286,6 +334,8 @@ def main() -> None:
     parser.add_argument("--scale", type=int, default=100_000, help="documents in the scale run (0: skip it)")
     parser.add_argument("--scale-dir", default=str(Path(tempfile.gettempdir()) / "rag-storage-bench"),
                         help="where the scale workspace is built once and kept")
+    parser.add_argument("--publish-point", type=int, default=100_000,
+                        help="documents in the publish-point run (0: skip it)")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "storage.json"))
     args = parser.parse_args()
     counter, timer = default_counter(), Timed()
@@ -294,6 +344,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in filter(None, args.corpora.split(",")):
             results["corpora"][name] = corpus(name, counter, Path(tmp))
+        if args.publish_point:
+            results["publish_point"] = publish_point(args.publish_point, Path(tmp))
         if args.scale:
             Path(args.scale_dir).mkdir(parents=True, exist_ok=True)
             results["scale"] = scale(args.scale, Path(args.scale_dir), counter, Path(tmp), timer)
