@@ -109,25 +109,25 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection, catalog_path: str | Path, p
 
 
 def _publish_table(con, folder: Path, table: str, key: tuple[str, ...], segments: list[str], seq: int) -> list[str]:
-    """Append a segment of this table's changes (none if nothing changed); merge segments when there are many."""
+    """Append a segment of this table's changes (none if nothing changed); merge segments when there are many.
+
+    Only keys and row hashes are compared (a hash aggregate, no sort); whole rows are read for the changes only.
+    """
     key_cols = ", ".join(key) if key else "_h"
     files = [str(folder / f) for f in segments]
     if table == "texts":  # a text never changes for its hash: compare hashes only, never tombstone one
-        con.execute("CREATE OR REPLACE TEMP TABLE _current AS SELECT content_hash, hash(content_hash) AS _h "
-                    "FROM (SELECT DISTINCT content_hash FROM documents)")
+        current = "SELECT content_hash, hash(content_hash) AS _h FROM (SELECT DISTINCT content_hash FROM documents)"
     else:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE _current AS SELECT s.*, hash(s) AS _h FROM ({_source(table)}) s")
+        current = f"SELECT s.*, hash(s) AS _h FROM ({_source(table)}) s"
     if files:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE _published AS SELECT * EXCLUDE (_gone) FROM ("
-                    f"{newest_rows(files, key_cols, dict.fromkeys([*key, '_h', '_gone', '_seq']))}) WHERE NOT _gone")
-        join = ", ".join([*key, "_h"])
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _published AS {published_keys(files, key)}")
         gone = "" if table == "texts" else (
             f" UNION ALL BY NAME SELECT {', '.join('p.' + c for c in dict.fromkeys([*key, '_h']))}, true AS _gone "
-            f"FROM _published p ANTI JOIN _current c USING ({key_cols})")
-        con.execute(f"CREATE OR REPLACE TEMP TABLE _delta AS SELECT c.*, false AS _gone FROM _current c "
-                    f"ANTI JOIN _published p USING ({join}){gone}")
+            f"FROM _published p ANTI JOIN ({current}) c USING ({key_cols})")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _delta AS SELECT c.*, false AS _gone FROM ({current}) c "
+                    f"ANTI JOIN _published p USING ({', '.join([*key, '_h'])}){gone}")
     else:
-        con.execute("CREATE OR REPLACE TEMP TABLE _delta AS SELECT *, false AS _gone FROM _current")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _delta AS SELECT *, false AS _gone FROM ({current})")
     (changed,), = con.execute("SELECT count(*) FROM _delta").fetchall()
     if changed or not files:  # a table's first segment is written even when empty: it carries the schema
         name = f"{seq:08d}-{table}.parquet"
@@ -136,8 +136,20 @@ def _publish_table(con, folder: Path, table: str, key: tuple[str, ...], segments
                 "USING (content_hash)") if table == "texts" else "SELECT * FROM _delta"
         _copy(con, f"SELECT *, {seq}::BIGINT AS _seq FROM ({rows}) ORDER BY {key_cols}", folder / name)
         segments = [*segments, name]
-    con.execute("DROP TABLE IF EXISTS _current; DROP TABLE IF EXISTS _published; DROP TABLE IF EXISTS _delta")
+    con.execute("DROP TABLE IF EXISTS _published; DROP TABLE IF EXISTS _delta")
     return _merge(con, folder, table, key_cols, segments, seq) if len(segments) > MAX_SEGMENTS else segments
+
+
+def published_keys(files: list[str], key: tuple[str, ...]) -> str:
+    """SQL for the key and row hash of every live row over these segments: the newest per key, not a tombstone."""
+    listed = ", ".join("'" + _quote(f) + "'" for f in files)
+    if len(files) == 1:  # a single segment (a table's first, or merged) holds one row per key
+        return f"SELECT {', '.join(dict.fromkeys([*key, '_h']))} FROM read_parquet([{listed}]) WHERE NOT _gone"
+    if not key:
+        return f"SELECT _h FROM read_parquet([{listed}]) GROUP BY _h HAVING NOT arg_max(_gone, _seq)"
+    cols = ", ".join(key)
+    return (f"SELECT {cols}, arg_max(_h, _seq) AS _h FROM read_parquet([{listed}], union_by_name = true) "
+            f"GROUP BY {cols} HAVING NOT arg_max(_gone, _seq)")
 
 
 def _source(table: str) -> str:
