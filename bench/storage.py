@@ -157,7 +157,8 @@ def corpus(name: str, counter, tmp: Path) -> dict:
     t = time.perf_counter()
     first_run = ingest(ws, source, counter)
     out = {"documents": len(records), "first_ingest_s": round(time.perf_counter() - t, 1), **first_run,
-           "after_first_ingest": components(ws)}
+           "after_first_ingest": components(ws), "mention_lookup": mention_lookup(ws / "catalog.duckdb")}
+    print(f"{name}: mention lookup {out['mention_lookup']}", flush=True)
     edited = []
     for round_no in range(1, ROUNDS + 1):
         edited.append(revise(records, round_no))
