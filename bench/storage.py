@@ -260,7 +260,9 @@ def publish_point(n: int, tmp: Path) -> dict:
         out["bytes_kept"] = components(ws)
     finally:
         catalog.close()
-    print(f"publish point at {n} documents: {out['first_publish']}, then one edit: {out['one_edit']}", flush=True)
+    out["reader"] = reader_costs(ws)
+    print(f"publish point at {n} documents: {out['first_publish']}, then one edit: {out['one_edit']}; "
+          f"reader: {out['reader']}", flush=True)
     return out
 
 

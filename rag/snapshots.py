@@ -188,9 +188,20 @@ def load_read_state(con: duckdb.DuckDBPyConnection, manifest: Path, schema: str 
             continue
         name = "doc_rows" if table == "documents" else table
         con.execute(f"CREATE TABLE {schema}.{name} AS SELECT * EXCLUDE (_h, _gone, _seq) FROM "
-                    f"({newest_rows(files, key)}) WHERE NOT _gone")
+                    f"({_newest_over_base(files, key)}) WHERE NOT _gone")
     con.execute(f"CREATE VIEW {schema}.documents AS SELECT d.*, t.text FROM {schema}.doc_rows d "
                 f"LEFT JOIN {schema}.texts t ON t.content_hash = d.content_hash")
+
+
+def _newest_over_base(files: list[str], key_cols: str) -> str:
+    """The newest row per key: the base segment's rows no later segment touches, and the newest of the later
+    ones (small), so the base is filtered by a hash join instead of being sorted."""
+    base = f"SELECT * FROM read_parquet(['{_quote(files[0])}'])"
+    if len(files) == 1:
+        return base
+    later = ", ".join("'" + _quote(f) + "'" for f in files[1:])
+    return (f"{base} ANTI JOIN (SELECT DISTINCT {key_cols} FROM read_parquet([{later}], union_by_name = true)) "
+            f"USING ({key_cols}) UNION ALL BY NAME {newest_rows(files[1:], key_cols)}")
 
 
 def _copy(con, query: str, dest: Path) -> None:
