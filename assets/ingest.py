@@ -8,7 +8,8 @@ from tqdm import tqdm
 from rag import consistency
 from rag.embedding import workspace_embedder_name
 from rag.publish import NothingToPublish, publish_documents, publish_index, publish_units
-from rag.summary import bytes_on_disk, histogram, markdown_table
+from rag.storage import measure
+from rag.summary import histogram, markdown_table
 from rag.union_catalog import shared_ids, shared_ids_markdown
 from resources import CatalogResource, EmbedderResource, SourceSettings, VectorStoreResource
 
@@ -101,8 +102,7 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
         with catalog.open(part) as cat:
             report = publish_index(cat, vector_store.open(part), embed, embedder.counter(), settings, name,
                                lambda: vector_store.siblings(part))
-            raw = cat.raw_text_bytes()
-            stored = bytes_on_disk(cat.path, vector_store.uri_of(part))
+            stored = measure(cat.path, vector_store.uri_of(part), cat.raw_text_bytes())
         if report.replaced_embedder:
             context.log.warning(f"embedder changed from {report.replaced_embedder} to {name}: the index was emptied "
                                 f"and all {report.embedded} sub-chunks were embedded again")
@@ -117,8 +117,9 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
             "rows_removed": report.rows_removed,
             "foreign_rows_removed": report.foreign_rows_removed,
             "lance_version": report.lance_version,
-            "bytes_on_disk": dg.MetadataValue.int(stored),
-            "storage_ratio_to_raw_text": round(stored / max(raw, 1), 2),
+            "bytes_on_disk": dg.MetadataValue.int(stored.total()),
+            "storage_ratio_to_raw_text": stored.ratio(),
+            "storage_shares_of_raw_text": dg.MetadataValue.json(stored.shares()),
             "table_uri": dg.MetadataValue.path(vector_store.uri_of(part)),
         })
 

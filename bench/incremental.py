@@ -30,7 +30,7 @@ from rag.tokens import default_counter  # noqa: E402
 
 NAMES = ["hotpotqa", "musique", "2wikimultihopqa"]
 SIZES = [4_000, None]   # None: every document of the three corpora (15,934)
-STORED = ("doc_facts", "doc_parts", "mention_index", "doc_mentions", "mention_titles", "component_groups",
+STORED = ("doc_facts", "doc_parts", "doc_mentions", "mention_titles", "component_groups",
           "source_files", "source_records")
 
 

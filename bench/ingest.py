@@ -2,7 +2,7 @@
 
 Prints and writes (bench/results/ingest-<name>.json): documents/s, sub-chunks/s, wall time, the overhead
 ratio (ingest wall ÷ `model.encode` of the same sub-chunk texts in the same process) and the storage
-ratio (catalog + index bytes ÷ raw text bytes).
+ratio (rag.storage: catalog + published read state + index bytes ÷ the titles and texts).
 """
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from pipelines.cli import run_ingest  # noqa: E402
 from rag.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402
 from rag.catalog import Catalog  # noqa: E402
 from rag.publish import IngestSettings, subchunk_rows  # noqa: E402
-from rag.summary import bytes_on_disk, markdown_table  # noqa: E402
+from rag.storage import measure  # noqa: E402
+from rag.summary import markdown_table  # noqa: E402
 from rag.tokens import default_counter  # noqa: E402
 from resources.embedder import EmbedderResource  # noqa: E402
 
@@ -49,9 +50,7 @@ def main() -> None:
         t = time.perf_counter()
         model.encode(texts)
         encode_s = time.perf_counter() - t
-        raw = catalog.raw_text_bytes()
-        catalog_bytes = bytes_on_disk(ws / "catalog.duckdb")
-        index_bytes = bytes_on_disk(ws / "lancedb")
+        stored = measure(ws / "catalog.duckdb", ws / "lancedb", catalog.raw_text_bytes())
         units = catalog.rows("SELECT count(*), avg(tokens), max(tokens) FROM units WHERE status = 'current'")[0]
         catalog.close()
 
@@ -65,8 +64,9 @@ def main() -> None:
         "overhead_ratio_with_model_load": round((ingest_s + model_load_s) / encode_s, 3),
         "documents_per_s": round(counts["documents"] / ingest_s, 1),
         "subchunks_per_s": round(counts["subchunks"] / ingest_s, 1),
-        "raw_text_bytes": raw, "catalog_bytes": catalog_bytes, "index_bytes": index_bytes,
-        "storage_ratio": round((catalog_bytes + index_bytes) / raw, 2),
+        "raw_text_bytes": stored.raw_text_bytes, "catalog_bytes": stored.catalog_bytes,
+        "read_state_bytes": stored.read_state_bytes, "index_bytes": stored.index_bytes,
+        "storage_ratio": stored.ratio(),
         "command": f"python bench/ingest.py --benchmark {args.benchmark}",
     }
     out.parent.mkdir(parents=True, exist_ok=True)

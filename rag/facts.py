@@ -1,10 +1,11 @@
 """Planning facts stored per document version, so an unchanged document is never re-tokenised or re-scanned.
 
 A version's title and text never change, so the token count of its rendered block, its parts when it is
-larger than the cap, the titles its text mentions and the tokens it holds (the index that finds which
-documents may mention a title that is new) are computed once. Titles in `mention_titles` are the ones
-every stored mention list was checked for; a title new to that set is looked for only in the documents
-the index says hold all of its tokens. The groups of each link-connected component are kept by signature.
+larger than the cap and the titles its text mentions are computed once. Titles in `mention_titles` are the
+ones every stored mention list was checked for; a title new to that set is looked for in the stored texts
+that contain it as a substring (a mention is an exact occurrence, so none is missed). A token index of the
+texts did that before: it held ~63 rows per version and was slower than the substring scan (bench/storage.py).
+The groups of each link-connected component are kept by signature.
 """
 from __future__ import annotations
 
@@ -17,8 +18,7 @@ from rag.catalog import Catalog
 from rag.chunking import Span
 from rag.components import Component, PlanDoc
 from rag.documents import Document
-from rag.linking import first_tokens_of, mentionable, mentioned_titles, title_tokens
-from rag.text import mention_keys
+from rag.linking import first_tokens_of, mentionable, mentioned_titles
 from rag.tokens import TokenCounter
 from rag.units import UnitPlan, assemble, oversize_parts, render_member
 
@@ -58,12 +58,10 @@ class FactStore:
             cat.bulk_insert("doc_facts", {
                 "fact_id": list(new_ids.values()), "doc_id": [k[0] for k in missing], "version": [k[1] for k in missing],
                 "block_tokens": [int(n) for n in counts], "text_chars": [len(texts[k][1]) for k in missing]})
-            index = [(t, new_ids[k]) for k in missing for t in mention_keys(texts[k][1])]
-            cat.bulk_insert("mention_index", {"token": [t for t, _ in index], "fact_id": [f for _, f in index]})
             found += [(new_ids[k], t) for k in missing for t in mentioned_titles(texts[k][1], titles, first)]
             cat.bulk_insert("doc_mentions", {"fact_id": [f for f, _ in found], "title": [t for _, t in found]})
-            # A title that left is forgotten, so if it comes back the index is asked again: versions stored
-            # meanwhile were scanned for the titles of their day only.
+            # A title that left is forgotten, so if it comes back the stored texts are scanned again: versions
+            # stored meanwhile were scanned for the titles of their day only.
             if known - titles:
                 cat.con.execute("DELETE FROM mention_titles WHERE title IN (SELECT unnest(?))", [sorted(known - titles)])
             cat.bulk_insert("mention_titles", {"title": sorted(titles - known)})
@@ -78,32 +76,13 @@ class FactStore:
         return PlanFacts(docs, self._current_mentions(), len(missing), len(titles - known))
 
     def _mentions_of_new_titles(self, new: set[str]) -> list[tuple[int, str]]:
-        """(fact id, title) for each stored version whose text mentions a new title, found through the index."""
-        pairs = [(t, tok) for t in sorted(new) for tok in title_tokens(t)]
-        if not pairs:
+        """(fact id, title) for each stored version whose text mentions a new title (substring scan, exact check)."""
+        if not new:
             return []
-        cat = self.catalog
-        cat.con.register("_new_title_tokens", pa.table({"title": [t for t, _ in pairs], "token": [k for _, k in pairs]}))
-        try:
-            candidates = cat.rows(
-                "WITH need AS (SELECT title, count(*) AS n FROM _new_title_tokens GROUP BY title) "
-                "SELECT t.title, m.fact_id FROM _new_title_tokens t JOIN need USING (title) "
-                "JOIN mention_index m ON m.token = t.token GROUP BY t.title, m.fact_id, need.n "
-                "HAVING count(*) = need.n")
-        finally:
-            cat.con.unregister("_new_title_tokens")
-        by_fact: dict[int, set[str]] = defaultdict(set)
-        for title, fact_id in candidates:
-            by_fact[fact_id].add(title)
-        texts = self._texts_of_facts(sorted(by_fact))
-        return [(f, t) for f, ts in by_fact.items() for t in mentioned_titles(texts[f], ts)]
-
-    def _texts_of_facts(self, fact_ids: list[int]) -> dict[int, str]:
-        if not fact_ids:
-            return {}
-        return dict(self.catalog.rows(
-            "SELECT f.fact_id, d.text FROM doc_facts f JOIN documents d USING (doc_id, version) "
-            "WHERE f.fact_id IN (SELECT unnest(?))", [fact_ids]))
+        candidates = self.catalog.rows(
+            "SELECT f.fact_id, d.text, list(n.title) FROM doc_facts f JOIN documents d USING (doc_id, version) "
+            "JOIN (SELECT unnest(?) AS title) n ON contains(d.text, n.title) GROUP BY ALL", [sorted(new)])
+        return [(f, t) for f, text, titles in candidates for t in mentioned_titles(text, set(titles))]
 
     def _current_mentions(self) -> dict[str, set[str]]:
         out: dict[str, set[str]] = defaultdict(set)

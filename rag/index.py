@@ -16,9 +16,10 @@ from rag.embedding import DEFAULT_EMBEDDER, DIMENSION, EMBEDDERS
 
 TABLE = "subchunks"
 CACHE_TABLE = "vector_cache"
-# Table versions older than this are removed at the next optimize: as-of reads reach back this far.
+# Table versions older than this are removed at the next publish: as-of reads reach back this far.
 RETENTION_DAYS = float(os.environ.get("RAG_INDEX_RETENTION_DAYS", "7"))
 VECTOR_INDEX_MIN_ROWS = 50_000  # below this a flat scan answers in a few ms (STACK.md)
+MAX_FRAGMENTS = 16  # rows of the newest publishes sit in fragments of their own until there are this many
 # Half precision halves the index (vectors dominate it) and changes cosine scores by ~1e-3.
 VECTOR_TYPE = pa.float16()
 
@@ -189,7 +190,18 @@ class SubchunkIndex:
         if rows >= VECTOR_INDEX_MIN_ROWS and "vector_idx" not in names:
             self.table.create_index("vector", config=IvfHnswSq(distance_type="cosine"), name="vector_idx")
         elif names:
-            self.table.optimize(cleanup_older_than=timedelta(days=RETENTION_DAYS))
+            self.maintain()
+
+    def maintain(self) -> None:
+        """Drop table versions past the retention; compact (and fold new rows into the indexes) only once a
+        publish has left many fragments, since compaction rewrites every fragment it merges and old versions
+        keep the files it replaced: compacting each publish would keep a copy of the table per publish."""
+        retention = timedelta(days=RETENTION_DAYS)
+        for table in (self.table, self.cache):
+            if len(table.to_lance().get_fragments()) > MAX_FRAGMENTS:
+                table.optimize(cleanup_older_than=retention)
+            else:
+                table.to_lance().cleanup_old_versions(older_than=retention)
 
     def bytes_on_disk(self) -> int:
         return sum(p.stat().st_size for p in Path(self.uri).rglob("*") if p.is_file())

@@ -98,8 +98,3 @@ def first_tokens_of(titles: Iterable[str]) -> set[str]:
         if spans and spans[0][0] == 0:
             out.add(t[: spans[0][1]])
     return out
-
-
-def title_tokens(title: str) -> set[str]:
-    """Every token of a title: a text can mention the title only if it holds them all."""
-    return {title[s:e] for s, e in mention_spans(title)}

@@ -1,9 +1,9 @@
 """The read side of a partitioned workspace: every partition's published snapshot as one read-only catalog.
 
-Each snapshot file is attached read-only and every catalog table becomes a view over the union, so each reader
-query runs unchanged. Document ids are meant to be unique across partitions; an id current in two partitions is
-hidden from every view (fail closed), because joining members to documents by id could otherwise pair one
-partition's member with the other partition's ACL.
+Each partition's published state is loaded into a schema of its own and every catalog table becomes a view over
+the union, so each reader query runs unchanged. Document ids are meant to be unique across partitions; an id
+current in two partitions is hidden from every view (fail closed), because joining members to documents by id
+could otherwise pair one partition's member with the other partition's ACL.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 
 from rag.catalog import Catalog, CatalogError
+from rag.snapshots import load_read_state
 
 _TABLES = ("documents", "units", "unit_members", "publish_log", "quarantine", "store_identity", "workspace_settings")
 _PER_PARTITION = {"publish_log", "quarantine"}   # their ids restart in every partition: keep which one said it
@@ -31,14 +32,18 @@ class UnionCatalog(Catalog):
             self._aliases = self._attach()
             self._shared_ids(self._aliases)
             self._views(self._aliases)
-        except duckdb.Error as err:
+        except (duckdb.Error, OSError, ValueError, KeyError) as err:
             self.con.close()
             raise CatalogError(f"{path}: cannot open a partition snapshot ({str(err).splitlines()[0]})") from None
 
     def _attach(self) -> dict[str, str]:
         aliases = {}
         for i, (key, file) in enumerate(self.parts.items()):
-            self.con.execute(f"ATTACH '{_quote(str(file))}' AS p{i} (READ_ONLY)")
+            if str(file).endswith(".duckdb"):  # a whole-catalog copy, the format before segments
+                self.con.execute(f"ATTACH '{_quote(str(file))}' AS p{i} (READ_ONLY)")
+            else:
+                self.con.execute(f"CREATE SCHEMA p{i}")
+                load_read_state(self.con, Path(file), f"p{i}")
             aliases[key] = f"p{i}"
         return aliases
 
@@ -50,7 +55,9 @@ class UnionCatalog(Catalog):
 
     def _views(self, aliases: dict[str, str]) -> None:
         present = {(d, t) for d, t in self.con.execute(
-            "SELECT database_name, table_name FROM duckdb_tables()").fetchall()}
+            "SELECT database_name, table_name FROM duckdb_tables() UNION ALL "  # an attached copy's tables
+            "SELECT schema_name, table_name FROM duckdb_tables() UNION ALL "    # a loaded manifest's
+            "SELECT schema_name, view_name FROM duckdb_views()").fetchall()}
         for table in _TABLES:
             selects = []
             for key, a in aliases.items():

@@ -27,7 +27,7 @@ def ws(tmp_path_factory):
     (root / "corrupt" / "catalog.duckdb").write_bytes(b"this is not a duckdb file" * 100)
     corrupt_snapshot = root / "corrupt-snapshot"
     run_ingest(str(corrupt_snapshot), [str(SAMPLES / "corpus" / "security")])
-    for snap in (corrupt_snapshot / "snapshots").glob("*.duckdb"):
+    for snap in (corrupt_snapshot / "snapshots" / "segments").glob("*.parquet"):
         snap.write_bytes(b"garbage" * 1000)
     (root / "not-a-benchmark").mkdir()
     return root

@@ -133,7 +133,7 @@ def test_an_old_catalog_without_facts_computes_them_once(tmp_path, counter):
     catalog = Catalog(path)
     docs = [doc("a", "Alpha", "Alpha mentions Beta.", links=("b",)), doc("b", "Beta", "Beta text.")]
     sync(catalog, docs)
-    for table in ("doc_facts", "doc_parts", "mention_index", "doc_mentions", "mention_titles", "component_groups"):
+    for table in ("doc_facts", "doc_parts", "doc_mentions", "mention_titles", "component_groups"):
         catalog.con.execute(f"DROP TABLE {table}")
     catalog.close()
     catalog = Catalog(path)

@@ -123,6 +123,11 @@ def render_markdown(summary: dict, plots: dict[str, str]) -> str:
                          f"{c['storage_bytes']:,}", c["storage_ratio_to_raw_text"]]
                         for m, c in summary["methods"].items()]),
         "",
+        "Storage is bytes on disk ÷ the UTF-8 bytes of the current documents' titles and texts (`rag.storage`, the "
+        "figure the ingest metadata and the README state too): the writer's catalog and the published read state "
+        "for every method, plus the LanceDB database (vectors, vector cache, versions kept for as-of reads) for the "
+        "index-based methods.",
+        "",
         "Preparation is one clean build per method, counted the same way for all: opening the published catalog, "
         "plus one clean build of the sub-chunk index for the index-based methods (its sub-chunks at the embedding "
         "rate the publish log measured, so earlier re-embeds are not charged), LongRAG's BM25 channel, and ELITE's "

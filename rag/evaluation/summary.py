@@ -70,7 +70,7 @@ def method_costs(method: str, evaluation: Evaluation, prepared: Prepared) -> dic
     stored = prepared.storage_bytes(method)
     return {"prepare_seconds": round(sum(parts.values()), 3),
             "prepare_parts": {k: round(v, 3) for k, v in parts.items()}, "storage_bytes": stored,
-            "storage_ratio_to_raw_text": round(stored / max(prepared.raw_text_bytes, 1), 3)}
+            "storage_ratio_to_raw_text": prepared.storage_ratio(method)}
 
 
 def cell_figures(method: str, budget: int, rows: list[Row], prepare_seconds: float, n_questions: int) -> dict:

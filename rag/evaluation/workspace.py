@@ -9,8 +9,8 @@ from rag import consistency
 from rag.catalog import Catalog
 from rag.index import SubchunkIndex
 from rag.publish import IngestSettings, publish_documents, publish_index, publish_units
-from rag.summary import bytes_on_disk
 from rag.methods import METHODS
+from rag.storage import Storage, measure
 from rag.tokens import TokenCounter
 from rag.workspace import Workspace
 
@@ -31,14 +31,19 @@ class Prepared:
     documents: int
     units: int
     subchunks: int
-    raw_text_bytes: int
-    catalog_bytes: int
-    index_bytes: int
+    storage: Storage
     checks: dict[str, bool]
+
+    @property
+    def raw_text_bytes(self) -> int:
+        return self.storage.raw_text_bytes
 
     def storage_bytes(self, method: str) -> int:
         """ELITE reads the catalog only; the index-based methods also need the LanceDB index."""
-        return self.catalog_bytes + (self.index_bytes if METHODS[method].uses_index else 0)
+        return self.storage.total(METHODS[method].uses_index)
+
+    def storage_ratio(self, method: str) -> float:
+        return self.storage.ratio(METHODS[method].uses_index)
 
     def close(self) -> None:
         self.reader.close()
@@ -93,8 +98,8 @@ def open_prepared(name: str, workspace: Path, embedder, counter: TokenCounter, l
     (documents,), = catalog.rows("SELECT count(*) FROM documents WHERE status = 'current'")
     subchunks = snap.index.count()
     return Prepared(name, workspace, uri, reader, ingest_seconds, index_build_seconds(catalog, subchunks), opened,
-                    documents, units, subchunks, catalog.raw_text_bytes(),
-                    bytes_on_disk(str(workspace / "catalog.duckdb")), bytes_on_disk(uri), checks)
+                    documents, units, subchunks, measure(workspace / "catalog.duckdb", uri, catalog.raw_text_bytes()),
+                    checks)
 
 
 def index_build_seconds(catalog: Catalog, subchunks: int) -> float:

@@ -1,0 +1,378 @@
+"""Storage on disk ÷ raw text, and what a one-document edit costs at scale (issue 23).
+
+For each of the three English benchmark corpora (HotpotQA, MuSiQue, 2WikiMultihopQA), a fresh workspace is
+published through the same steps as the ingest assets (documents → units → index, with title-derived links);
+then 5 times in a row 10% of the documents (a different tenth each round, by hash) get a new version with a
+revised text and the workspace is re-published. After the first ingest and after the 5th re-publish it
+reports bytes on disk per component (writer catalog, published read state, LanceDB, the rest) ÷ raw text
+(UTF-8 bytes of the current documents' titles and texts).
+
+`--scale N` adds a workspace of N documents: the three corpora's 15,934 documents replicated under new ids
+(`r<k>:<doc_id>`, same titles and texts, so every copy forms units of its own). It is built once (cached in
+`--scale-dir`, catalog and LanceDB only) and copied; then one publish with nothing changed establishes the read
+state of the code under test, and one document gets a new version: wall time of that run, of its publish
+points, and bytes the process wrote (`wchar` of /proc/self/io: every write(2), LanceDB's and DuckDB's alike).
+
+Vectors: a deterministic stand-in embedder (a unit vector drawn from each text's hash) replaces MiniLM, so
+the bench measures bytes and publish costs in minutes instead of hours; vectors are stored at the index's own
+type and width (384), and float vectors do not compress, so the bytes are those of real embeddings. Tokens,
+units and sub-chunks are the real ones (MiniLM's tokenizer).
+Prints tables and writes bench/results/storage.json (or --out).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from rag.catalog import Catalog  # noqa: E402
+from rag.linking import mentioned_titles  # noqa: E402
+from rag.text import mention_spans  # noqa: E402
+from rag.index import SubchunkIndex  # noqa: E402
+from rag.publish import IngestSettings, publish_documents, publish_index, publish_units  # noqa: E402
+from rag.snapshots import read_pointer  # noqa: E402
+from rag.storage import measure  # noqa: E402
+from rag.summary import bytes_on_disk, markdown_table  # noqa: E402
+from rag.tokens import default_counter  # noqa: E402
+
+BENCHMARKS = REPO.parent / "shared" / "benchmarks"
+NAMES = ["hotpotqa", "musique", "2wikimultihopqa"]
+ROUNDS, SHARE = 5, 0.10
+
+
+def fake_embed(texts: list[str]) -> np.ndarray:
+    """A unit vector per text, drawn from the text's hash: same bytes on disk as a real embedding."""
+    out = np.empty((len(texts), 384), dtype=np.float32)
+    for i, text in enumerate(texts):
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+        v = np.random.default_rng(seed).standard_normal(384)
+        out[i] = v / np.linalg.norm(v)
+    return out
+
+
+def written_bytes() -> int:
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("wchar:"):
+            return int(line.split()[1])
+    return 0
+
+
+class Timed:
+    """Wall time spent in Catalog.publish_snapshot (the publish points), whatever the code under test does there."""
+
+    def __init__(self):
+        self.seconds, self.calls = 0.0, 0
+        self._orig = Catalog.publish_snapshot
+        timed = self
+
+        def wrapper(cat, *args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return timed._orig(cat, *args, **kwargs)
+            finally:
+                timed.seconds += time.perf_counter() - t
+                timed.calls += 1
+
+        Catalog.publish_snapshot = wrapper
+
+    def reset(self) -> None:
+        self.seconds, self.calls = 0.0, 0
+
+
+def ingest(ws: Path, source: Path, counter) -> dict:
+    """One run of the three publishing steps, as the ingest assets run them."""
+    settings = IngestSettings(sources=[str(source)], default_acl=("bench",), derive_links=True)
+    catalog = Catalog(ws / "catalog.duckdb", entry="bench storage")
+    try:
+        changes, _ = publish_documents(catalog, settings)
+        publish_units(catalog, counter, settings)
+        report = publish_index(catalog, SubchunkIndex(ws / "lancedb"), fake_embed, counter, settings)
+    finally:
+        catalog.close()
+    return {"new_versions": len(changes.new), "embedded": report.embedded, "subchunks": report.subchunks}
+
+
+def raw_text_bytes(ws: Path) -> int:
+    """UTF-8 bytes of the current documents' titles and texts (Catalog.raw_text_bytes; the SQL is repeated here so
+    that the code before this issue, which counted texts only, is measured against the same text)."""
+    catalog = Catalog(ws / "catalog.duckdb", entry="bench storage")
+    try:
+        (n,), = catalog.rows("SELECT coalesce(sum(strlen(coalesce(title, '')) + strlen(text)), 0) FROM documents "
+                             "WHERE status = 'current'")
+    finally:
+        catalog.close()
+    return n
+
+
+def components(ws: Path) -> dict:
+    """Bytes on disk of each part of the workspace (rag.storage, the figure every report states) ÷ the raw text."""
+    stored = measure(ws / "catalog.duckdb", ws / "lancedb", raw_text_bytes(ws))
+    parts = {"catalog": stored.catalog_bytes, "snapshots": stored.read_state_bytes, "lancedb": stored.index_bytes}
+    parts["other"] = bytes_on_disk(ws) - stored.total()
+    raw = stored.raw_text_bytes
+    lance = {f"{t.stem}/{d.name}": bytes_on_disk(d) for t in (ws / "lancedb").glob("*.lance") for d in t.iterdir()}
+    return {"raw_text_bytes": raw, "total_bytes": stored.total() + parts["other"], "ratio": stored.ratio(),
+            **{f"{k}_bytes": v for k, v in parts.items()},
+            **{f"{k}_ratio": round(v / raw, 2) for k, v in parts.items()},
+            "lancedb_parts_bytes": {k: v for k, v in sorted(lance.items()) if v}}
+
+
+def revise(records: list[dict], round_no: int) -> int:
+    """Give a tenth of the documents (a different tenth each round) a new version with a revised text."""
+    edited = 0
+    for r in records:
+        h = int(hashlib.sha256(f"{r['doc_id']}:{round_no}".encode()).hexdigest(), 16)
+        if h % 100 < SHARE * 100:
+            r["version"] = str(int(r.get("version", 1)) + 1)
+            r["text"] = r["text"] + f" Revised in round {round_no}."
+            edited += 1
+    return edited
+
+
+def write_jsonl(path: Path, records: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def load(name: str) -> list[dict]:
+    return [json.loads(line) for line in (BENCHMARKS / name / "docs.jsonl").read_text().splitlines() if line]
+
+
+def corpus(name: str, counter, tmp: Path) -> dict:
+    ws, source = tmp / name / "ws", tmp / name / "docs.jsonl"
+    ws.mkdir(parents=True)
+    records = [dict(r, version="1") for r in load(name)]
+    write_jsonl(source, records)
+    t = time.perf_counter()
+    first_run = ingest(ws, source, counter)
+    out = {"documents": len(records), "first_ingest_s": round(time.perf_counter() - t, 1), **first_run,
+           "after_first_ingest": components(ws), "mention_lookup": mention_lookup(ws / "catalog.duckdb")}
+    print(f"{name}: mention lookup {out['mention_lookup']}", flush=True)
+    edited = []
+    for round_no in range(1, ROUNDS + 1):
+        edited.append(revise(records, round_no))
+        write_jsonl(source, records)
+        ingest(ws, source, counter)
+    out["edited_per_round"] = edited
+    out["after_republishes"] = components(ws)
+    print(f"{name}: {out['after_first_ingest']['ratio']}× after the first ingest, "
+          f"{out['after_republishes']['ratio']}× after {ROUNDS} re-publishes of {SHARE:.0%}", flush=True)
+    return out
+
+
+def scale_source(n: int) -> list[dict]:
+    pool = [r for name in NAMES for r in load(name)]
+    return [dict(r, doc_id=f"r{k // len(pool)}:{r['doc_id']}", version="1")
+            for k, r in ((k, pool[k % len(pool)]) for k in range(n))]
+
+
+def scale(n: int, cache: Path, counter, tmp: Path, timer: Timed) -> dict:
+    """A one-document edit at n documents: time, publish-point time, bytes written, bytes kept."""
+    built = cache / f"ws-{n}"
+    records = scale_source(n)
+    if not (built / "catalog.duckdb").exists():
+        build = cache / f".build-{n}"
+        shutil.rmtree(build, ignore_errors=True)
+        (build / "ws").mkdir(parents=True)
+        write_jsonl(build / "docs.jsonl", records)
+        t = time.perf_counter()
+        ingest(build / "ws", build / "docs.jsonl", counter)
+        print(f"built {n} documents in {time.perf_counter() - t:.0f} s", flush=True)
+        shutil.rmtree(build / "ws" / "snapshots")
+        (build / "ws" / "writer.lock").unlink(missing_ok=True)
+        build.rename(built)
+    ws, source = tmp / "scale" / "ws", tmp / "scale" / "docs.jsonl"
+    ws.parent.mkdir()
+    shutil.copytree(built / "ws", ws)
+    shutil.copyfile(built / "docs.jsonl", source)
+    out = {"documents": n}
+    for step in ("nothing_changed", "one_edit"):
+        if step == "one_edit":
+            records[20] = dict(records[20], version="2", text=records[20]["text"] + " Revised once.")
+            write_jsonl(source, records)
+        timer.reset()
+        w, t = written_bytes(), time.perf_counter()
+        run = ingest(ws, source, counter)
+        out[step] = {"run_s": round(time.perf_counter() - t, 2), "publish_points_s": round(timer.seconds, 2),
+                     "publish_points": timer.calls, "bytes_written": written_bytes() - w, **run,
+                     "after": components(ws)}
+        print(f"{n} documents, {step}: {out[step]['run_s']} s, {out[step]['bytes_written']:,} bytes written",
+              flush=True)
+    out["reader"] = reader_costs(ws)
+    print(f"reader at {n} documents: {out['reader']}", flush=True)
+    out["mention_lookup"] = mention_lookup(ws / "catalog.duckdb")
+    print(f"mention lookup at {n} documents: {out['mention_lookup']}", flush=True)
+    return out
+
+
+def publish_point(n: int, tmp: Path) -> dict:
+    """The publish point alone at n documents, on a catalog filled by SQL (one unit per document, no tokenising,
+    no index): the first publish, then a one-document edit (old version superseded, new version and its unit
+    version added, the old unit retired): seconds and bytes written by Catalog.publish_snapshot, bytes kept."""
+    pool = [r for name in NAMES for r in load(name)]
+    ws = tmp / f"publish-{n}"
+    ws.mkdir()
+    catalog = Catalog(ws / "catalog.duckdb", entry="bench storage")
+    out: dict = {"documents": n}
+    try:
+        ids = [f"r{k // len(pool)}:{pool[k % len(pool)]['doc_id']}" for k in range(n)]
+        titles = [pool[k % len(pool)]["title"] for k in range(n)]
+        texts = [pool[k % len(pool)]["text"] for k in range(n)]
+        catalog.bulk_insert("documents", {
+            "doc_id": ids, "version": ["1"] * n, "title": titles, "text": texts, "acl": [["bench"]] * n,
+            "links": [[]] * n, "collection": ["scale"] * n, "content_hash": [f"{i}:{t[:24]}" for i, t in zip(ids, texts)],
+            "status": ["current"] * n})
+        catalog.con.execute("INSERT INTO units SELECT 'u:' || doc_id, 1, acl, collection, 100, content_hash, "
+                            "'current', now(), NULL, 1 FROM documents")
+        catalog.con.execute("INSERT INTO unit_members SELECT 'u:' || doc_id, 1, 0, doc_id, version, 0, 0, "
+                            "strlen(text), 100 FROM documents")
+        for step in ("first_publish", "one_edit"):
+            pid = catalog.begin_publish([])
+            if step == "one_edit":
+                doc = ids[20]
+                catalog.con.execute("UPDATE documents SET status = 'superseded', valid_to = now() WHERE doc_id = ?",
+                                    [doc])
+                catalog.con.execute("INSERT INTO documents (doc_id, version, title, text, acl, links, collection, "
+                                    "content_hash, status, valid_from, publish_id) VALUES (?, '2', ?, ?, ['bench'], "
+                                    "[], 'scale', ?, 'current', now(), ?)",
+                                    [doc, titles[20], texts[20] + " Revised once.", f"{doc}:v2", pid])
+                catalog.con.execute("UPDATE units SET status = 'retired', valid_to = now() WHERE unit_id = ?",
+                                    ["u:" + doc])
+                catalog.con.execute("INSERT INTO units VALUES (?, 2, ['bench'], 'scale', 101, ?, 'current', now(), "
+                                    "NULL, ?)", ["u:" + doc, f"{doc}:v2", pid])
+                catalog.con.execute("INSERT INTO unit_members VALUES (?, 2, 0, ?, '2', 0, 0, ?, 101)",
+                                    ["u:" + doc, doc, len(texts[20]) + 14])
+            catalog.con.execute("CHECKPOINT")  # the edit's own write to the catalog is not the publish point's
+            w, t = written_bytes(), time.perf_counter()
+            catalog.publish_snapshot(pid, None)
+            out[step] = {"seconds": round(time.perf_counter() - t, 3), "bytes_written": written_bytes() - w}
+        out["bytes_kept"] = components(ws)
+    finally:
+        catalog.close()
+    out["reader"] = reader_costs(ws)
+    print(f"publish point at {n} documents: {out['first_publish']}, then one edit: {out['one_edit']}; "
+          f"reader: {out['reader']}", flush=True)
+    return out
+
+
+def reader_costs(ws: Path) -> dict:
+    """Opening the published state as a reader does, and one query's worth of text look-ups (10 documents)."""
+    t = time.perf_counter()
+    reader = Catalog.snapshot(ws, read_pointer(ws))
+    opened = time.perf_counter() - t
+    try:
+        keys = reader.rows("SELECT doc_id, version FROM documents WHERE status = 'current' ORDER BY hash(doc_id) "
+                           "LIMIT 10")
+        t = time.perf_counter()
+        texts = reader.document_texts(keys)
+        looked_up = time.perf_counter() - t
+    finally:
+        reader.close()
+    return {"open_s": round(opened, 3), "texts_of_10_documents_ms": round(looked_up * 1000, 1),
+            "texts_found": len(texts)}
+
+
+def mention_lookup(catalog_path: Path, sizes=(1, 100, 1000)) -> dict:
+    """What the title-mention token index buys: finding the stored versions that mention k titles new to the
+    corpus, through the index (the units step's query before this issue) and through a substring scan of the
+    stored texts (a mention is an exact occurrence of the title, so the scan misses none). Candidates of both
+    are checked exactly; the results must be equal."""
+    con = duckdb.connect(str(catalog_path), read_only=True)
+    try:
+        (has_index,), = con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'mention_index'").fetchall()
+        out: dict = {"index_rows": 0, "index_bytes_approx": 0}
+        if has_index:
+            (out["index_rows"],), = con.execute("SELECT count(*) FROM mention_index").fetchall()
+            (blocks,), = con.execute("SELECT count(DISTINCT block_id) FROM pragma_storage_info('mention_index') "
+                                     "WHERE block_id >= 0").fetchall()
+            (block_size,), = con.execute("SELECT block_size FROM pragma_database_size()").fetchall()
+            out["index_bytes_approx"] = blocks * block_size
+        titles = [t for (t,) in con.execute("SELECT DISTINCT title FROM documents WHERE status = 'current' AND "
+                                            "length(title) >= 8 ORDER BY hash(title) LIMIT ?", [max(sizes)]).fetchall()]
+        for k in sizes:
+            wanted = sorted(titles[:k])
+            figures = {}
+            t = time.perf_counter()
+            by_scan = sorted((f, title) for f, text, ts in con.execute(
+                "SELECT f.fact_id, d.text, list(n.title) FROM doc_facts f JOIN documents d USING (doc_id, version) "
+                "JOIN (SELECT unnest(?) AS title) n ON contains(d.text, n.title) GROUP BY ALL", [wanted]).fetchall()
+                for title in mentioned_titles(text, set(ts)))
+            figures["scan_s"] = round(time.perf_counter() - t, 3)
+            if has_index:
+                t = time.perf_counter()
+                pairs = [(title, title[a:b]) for title in wanted for a, b in mention_spans(title)]
+                con.register("_tokens", pa.table({"title": [p[0] for p in pairs], "token": [p[1] for p in pairs]}))
+                found = con.execute(
+                    "WITH need AS (SELECT title, count(DISTINCT token) AS n FROM _tokens GROUP BY title), "
+                    "hits AS (SELECT t.title, m.fact_id FROM (SELECT DISTINCT title, token FROM _tokens) t "
+                    "JOIN need USING (title) JOIN mention_index m ON m.token = t.token GROUP BY t.title, m.fact_id, "
+                    "need.n HAVING count(*) = need.n) "
+                    "SELECT h.fact_id, d.text, list(h.title) FROM hits h JOIN doc_facts f USING (fact_id) "
+                    "JOIN documents d USING (doc_id, version) GROUP BY ALL").fetchall()
+                by_index = sorted((f, title) for f, text, ts in found for title in mentioned_titles(text, set(ts)))
+                figures["index_s"] = round(time.perf_counter() - t, 3)
+                figures["same_result"] = by_index == by_scan
+                con.unregister("_tokens")
+            out[f"titles_{k}"] = {**figures, "mentions": len(by_scan)}
+    finally:
+        con.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpora", default=",".join(NAMES), help="comma-separated (empty: none)")
+    parser.add_argument("--scale", type=int, default=100_000, help="documents in the scale run (0: skip it)")
+    parser.add_argument("--scale-dir", default=str(Path(tempfile.gettempdir()) / "rag-storage-bench"),
+                        help="where the scale workspace is built once and kept")
+    parser.add_argument("--publish-point", type=int, default=100_000,
+                        help="documents in the publish-point run (0: skip it)")
+    parser.add_argument("--out", default=str(REPO / "bench" / "results" / "storage.json"))
+    args = parser.parse_args()
+    counter, timer = default_counter(), Timed()
+    results: dict = {"code": str(REPO), "rounds": ROUNDS, "share": SHARE, "corpora": {},
+                     "command": "python " + " ".join(sys.argv)}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in filter(None, args.corpora.split(",")):
+            results["corpora"][name] = corpus(name, counter, Path(tmp))
+        if args.publish_point:
+            results["publish_point"] = publish_point(args.publish_point, Path(tmp))
+        if args.scale:
+            Path(args.scale_dir).mkdir(parents=True, exist_ok=True)
+            results["scale"] = scale(args.scale, Path(args.scale_dir), counter, Path(tmp), timer)
+    rows = []
+    for name, r in results["corpora"].items():
+        for when in ("after_first_ingest", "after_republishes"):
+            c = r[when]
+            rows.append([name, when, f"{c['raw_text_bytes']:,}", f"{c['total_bytes']:,}", c["ratio"],
+                         c["catalog_ratio"], c["snapshots_ratio"], c["lancedb_ratio"], c["other_ratio"]])
+    if "scale" in results:
+        c = results["scale"]["one_edit"]["after"]
+        rows.append([f"{args.scale:,} docs", "after one edit", f"{c['raw_text_bytes']:,}", f"{c['total_bytes']:,}",
+                     c["ratio"], c["catalog_ratio"], c["snapshots_ratio"], c["lancedb_ratio"], c["other_ratio"]])
+    print(markdown_table(["corpus", "when", "raw text B", "on disk B", "ratio", "catalog", "read state", "LanceDB",
+                          "other"], rows))
+    if "scale" in results:
+        s = results["scale"]
+        print(markdown_table(["run at scale", "s", "publish points s", "bytes written"],
+                             [[k, s[k]["run_s"], s[k]["publish_points_s"], f"{s[k]['bytes_written']:,}"]
+                              for k in ("nothing_changed", "one_edit")]))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
+    print(f"written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
