@@ -61,7 +61,7 @@ def main() -> None:
         for label, code in codes.items():
             runs[label].append(measure(code, args.workspace))
     figures = {"command": "python bench/cold_retrieve.py " + " ".join(sys.argv[1:]), "runs": args.runs,
-               "machine": "2 cores shared with 3 other helpers' jobs", "load_average": os.getloadavg(),
+               "load_average": os.getloadavg(),
                "results": {label: {"seconds_median": round(float(np.median([r["seconds"] for r in rs])), 2),
                                    "seconds_min": round(min(r["seconds"] for r in rs), 2),
                                    "cpu_seconds_median": round(float(np.median([r["cpu_seconds"] for r in rs])), 2),
