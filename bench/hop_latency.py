@@ -121,7 +121,6 @@ def main() -> None:
     figures = {"command": "python bench/hop_latency.py " + " ".join(sys.argv[1:]), "benchmark": args.benchmark,
                "code": code, "commit": _commit(code), "subchunks": snap.index.count(),
                "questions": len(questions), "budget": args.budget, "load_average": os.getloadavg(),
-               "machine": "2 cores shared with 3 other helpers' jobs",
                "latency_ms": {n: {"p50": round(float(np.percentile(v, 50)), 1),
                                   "p95": round(float(np.percentile(v, 95)), 1)} for n, v in ms.items()},
                "parts_p50_ms": {n: {k: round(float(np.median([x[k] for x in rows])), 2)
