@@ -43,6 +43,15 @@ def rescore(snap: Snapshot, query: np.ndarray, caller: Caller, unit_keys: list[s
     return hits
 
 
+def nearest(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int,
+            as_of: datetime | None = None) -> tuple[list[Hit], "Dense | None"]:
+    """The nearest readable sub-chunks: from memory for the current snapshot, from LanceDB (the index of record)
+    at a past version; the in-memory scores come back for re-use, None for a past version."""
+    if as_of is None:
+        return dense_hits(snap, query, caller, limit)
+    return search(snap.index_at(as_of), query, caller, limit), None
+
+
 def dense_hits(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int) -> tuple[list[Hit], "Dense"]:
     """The nearest readable sub-chunks from the snapshot's in-memory vectors, and the scores for re-use."""
     state = snap.vectors

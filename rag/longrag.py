@@ -10,7 +10,7 @@ import numpy as np
 
 from rag.access import Caller
 from rag.context import ContextItem, RetrievalResult, pack, pack_lazily
-from rag.dense import Hit, best_hit_per_member, dense_hits, maxp, rescore, search  # noqa: F401 (maxp: re-exported)
+from rag.dense import Hit, best_hit_per_member, nearest, rescore
 from rag.snapshot import Snapshot
 from rag.text import MAX_QUESTION_CHARS, content_terms, is_stop, names, sentences, term, words
 from rag.tokens import TokenCounter
@@ -125,10 +125,7 @@ def _hop_queries(snap: Snapshot, embed_query: Callable[[str], np.ndarray], quest
 def _hop(snap: Snapshot, query: np.ndarray, counter: TokenCounter, caller: Caller, text: str,
          config: LongRAGConfig, as_of: datetime | None):
     """One retrieval hop: dense and lexical channels, units by MaxP, member documents in packing order."""
-    if as_of is None:
-        hits, dense = dense_hits(snap, query, caller, config.overfetch)
-    else:  # a past table version: LanceDB, the index of record
-        hits, dense = search(snap.index_at(as_of), query, caller, config.overfetch), None
+    hits, dense = nearest(snap, query, caller, config.overfetch, as_of)
     lexical = _lexical(snap, caller, text, config) if as_of is None else {}
     units = _rank_units(snap, hits, lexical, config)
     if units:
@@ -331,11 +328,7 @@ class Chunks:
 def shortchunk_candidates(snap: Snapshot, embed_query: Callable[[str], np.ndarray], caller: Caller, question: str,
                           config: LongRAGConfig = LongRAGConfig(), as_of: datetime | None = None) -> Chunks:
     t = time.perf_counter()
-    query = embed_query(question)
-    if as_of is None:
-        hits, _ = dense_hits(snap, query, caller, config.overfetch)
-    else:
-        hits = search(snap.index_at(as_of), query, caller, config.overfetch)
+    hits, _ = nearest(snap, embed_query(question), caller, config.overfetch, as_of)
     members = {(m.unit_key, m.doc_id, m.part): m for m in snap.members([h.unit_key for h in hits], as_of)}
     visible = [(h, members[(h.unit_key, h.doc_id, h.part)]) for h in hits if (h.unit_key, h.doc_id, h.part) in members
                and caller.may_read(members[(h.unit_key, h.doc_id, h.part)].acl)]

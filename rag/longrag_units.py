@@ -15,7 +15,8 @@ import numpy as np
 
 from rag.access import Caller
 from rag.context import ContextItem, RetrievalResult
-from rag.longrag import LongRAGConfig, best_hit_per_member, maxp, rescore, search
+from rag.dense import best_hit_per_member, maxp, rescore, search
+from rag.longrag import LongRAGConfig
 from rag.snapshot import Snapshot
 from rag.tokens import TokenCounter
 from rag.units import render_member, split_unit_key

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from rag.access import Caller
 from rag.catalog import Catalog
 from rag.index import SubchunkIndex
-from rag.longrag import Hit, LongRAGConfig, longrag_retrieve, maxp, shortchunk_retrieve
+from rag.dense import Hit, maxp
+from rag.longrag import LongRAGConfig, longrag_retrieve, shortchunk_retrieve
 from rag.publish import IngestSettings, publish_documents, publish_index, publish_units
 from rag.methods import Request, Tools, method as registered
 from rag.snapshot import SharedCache, Snapshot

@@ -4,7 +4,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rag.access import Caller
-from rag.longrag import maxp, search
+from rag.dense import maxp, search
 from rag.longrag_units import longrag_units_retrieve
 from rag.tokens import default_counter
 from test_longrag import GROUPS, WORDS, uncommitted
