@@ -36,7 +36,7 @@ test-fast: install-all   ## skip the tests marked slow
 	$(PYTEST) -m "not slow"
 
 ui: install              ## Dagster UI on http://127.0.0.1:3000 (asset graph, metadata, checks, schedules, sensors)
-	@$(BIN)/python -m rag.benchmarks >/dev/null   # RAG_BENCHMARKS named but missing: one line, no UI
+	@$(BIN)/python -m rag.sources.benchmarks >/dev/null   # RAG_BENCHMARKS named but missing: one line, no UI
 	mkdir -p .rag/dagster_home && cp -n dagster.yaml .rag/dagster_home/ || true
 	DAGSTER_HOME=$(CURDIR)/.rag/dagster_home $(BIN)/dagster dev -h 127.0.0.1 -p 3000
 

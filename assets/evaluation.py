@@ -10,11 +10,11 @@ from typing import Optional
 
 import dagster as dg
 
-from rag.benchmarks import benchmarks_root
 from rag.evaluation import EvalConfig, Outcome, evaluate_workspace, ingest_benchmark, open_prepared
 from rag.evaluation.report import render_markdown
 from rag.evaluation.summary import trend
-from rag.methods import METHODS
+from rag.query.methods import METHODS
+from rag.sources.benchmarks import benchmarks_root
 from resources import EmbedderResource, ReadSideResource, SourceSettings
 from resources.llm import LLMResource
 
@@ -75,7 +75,7 @@ def evaluation_definitions(benchmarks: Path | None = None, cron: str = "0 4 * * 
 
     `workspace_root/<benchmark>` holds each benchmark's catalog.duckdb and lancedb/: the one place both the
     ingesting and the evaluating asset use, so the lineage edge between them is the data itself. `benchmarks`
-    defaults to rag.benchmarks.benchmarks_root() ($RAG_BENCHMARKS, else the slices in samples/benchmarks/).
+    defaults to rag.sources.benchmarks.benchmarks_root() ($RAG_BENCHMARKS, else the slices in samples/benchmarks/).
     """
     benchmarks, default_root = Path(benchmarks) if benchmarks else benchmarks_root(), Path(workspace_root)
 
@@ -111,7 +111,7 @@ def evaluation_definitions(benchmarks: Path | None = None, cron: str = "0 4 * * 
     def workspace_evaluation(context: dg.AssetExecutionContext, config: EvaluationConfig, read_side: ReadSideResource,
                              source_settings: SourceSettings, embedder: EmbedderResource,
                              llm: LLMResource) -> dg.MaterializeResult:
-        from rag.access import Caller, load_users
+        from rag.retrieval.callers import Caller, load_users
 
         questions = Path(config.questions) if config.questions else questions_beside(source_settings.sources)
         if questions is None:

@@ -1,18 +1,18 @@
-"""Ingest assets: sources → units → index. Each loads, calls the core in `rag.publish`, records metadata."""
+"""Ingest assets: sources → units → index. Each loads, calls the core in `rag.store.publish`, records metadata."""
 
 import warnings
 
 import dagster as dg
 from tqdm import tqdm
 
-from rag import consistency
-from rag.embedding import workspace_embedder_name
-from rag.publish import NothingToPublish, publish_documents, publish_index, publish_units
-from rag.storage import measure
-from rag.summary import histogram, markdown_table
-from rag.union_catalog import shared_ids, shared_ids_markdown
+from rag.models.embedders import workspace_embedder_name
+from rag.query.workspace import shared_ids
+from rag.store import consistency
+from rag.store.publish import NothingToPublish, publish_documents, publish_index, publish_units
+from rag.store.storage import measure
+from rag.store.union_catalog import shared_ids_markdown
+from rag.text.tables import histogram, markdown_table
 from resources import CatalogResource, EmbedderResource, SourceSettings, VectorStoreResource
-
 
 # Each collection of the sources (or hash shard of a large one) is a partition with a store of its own.
 COLLECTIONS = dg.DynamicPartitionsDefinition(name="collections")
@@ -144,7 +144,7 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
 
 
 def _index_check(asset, partitions, name: str, description: str, finding) -> dg.AssetChecksDefinition:
-    """A check comparing the partition's index with its catalog through one `rag.consistency` finding."""
+    """A check comparing the partition's index with its catalog through one `rag.store.consistency` finding."""
 
     @dg.asset_check(asset=asset, partitions_def=partitions, name=name, description=description)
     def check(context: dg.AssetCheckExecutionContext, catalog: CatalogResource,

@@ -1,6 +1,6 @@
 """The "64-token chunks" anchor: MiniLM over sentence-aligned chunks of at most 64 tokens, exact cosine search.
 
-Two packings under the same budget contract (rag.context.pack): the chunks themselves with their document
+Two packings under the same budget contract (rag.retrieval.context.pack): the chunks themselves with their document
 header (`chunks`), and whole documents ranked by their best chunk (`documents`). Both halves of the fixed
 tune/report split, bootstrap intervals. Vectors are cached under .rag/bench/anchor64-<name>.npz. Prints a table
 and writes bench/results/anchor64-<name>.json.
@@ -18,14 +18,21 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rag.benchmarks import (HALVES, add_benchmarks_option, benchmarks_option, complete, evidence_recall,  # noqa: E402
-                            load_questions, split_halves)
-from rag.chunking import subchunks  # noqa: E402
-from rag.context import ContextItem, pack  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
-from rag.summary import markdown_table  # noqa: E402
-from rag.tokens import default_counter  # noqa: E402
-from rag.units import render_header, render_member  # noqa: E402
+from rag.models.tokens import default_counter  # noqa: E402
+from rag.retrieval.context import ContextItem, pack  # noqa: E402
+from rag.sources.benchmarks import (  # noqa: E402
+    HALVES,
+    add_benchmarks_option,
+    benchmarks_option,
+    complete,
+    evidence_recall,
+    load_questions,
+    split_halves,
+)
+from rag.text.tables import markdown_table  # noqa: E402
+from rag.units.chunking import subchunks  # noqa: E402
+from rag.units.long_units import render_header, render_member  # noqa: E402
 
 MAX_TOKENS = 64
 
@@ -45,7 +52,7 @@ def chunked(folder: Path, counter, embedder) -> tuple[list[dict], list[tuple[int
 
 
 def candidates(docs, spans, vectors, query: np.ndarray, counter) -> dict[str, list[ContextItem]]:
-    """Each packing's items in rank order (budget-independent; rag.context.pack applies a budget)."""
+    """Each packing's items in rank order (budget-independent; rag.retrieval.context.pack applies a budget)."""
     order = np.argsort(-(vectors @ query))[:400]
     chunks = [ContextItem(docs[spans[i][0]]["doc_id"], "1", "", "", 0, ((spans[i][1], spans[i][2]),), 0.0)
               for i in order]
@@ -68,7 +75,7 @@ def main() -> None:
     args = p.parse_args()
     root = benchmarks_option(p, args)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from rag.embedding import Embedder
+    from rag.models.embedders import Embedder
 
     embedder, counter = Embedder(threads=1), default_counter()
     budgets = [int(b) for b in args.budgets.split(",")]

@@ -5,9 +5,9 @@ segmentation at ingest and in ELITE's store build. Prints a table and writes ben
 Questions: a fixed hash split of each dev part, sha256(qid) even (`--half tune`) or odd (`--half report`, the
 default); the first N of a half are a fair sample, the files being stored in a fixed pseudo-random order. Chosen
 on the tune halves only: ELITE's offline expansion reading Latin script only (rag/elite/collect.py), segmenting
-Traditional text through its Simplified form (rag/text.py) and LongRAG's channel weights for the multilingual
-embedder (rag.longrag.EMBEDDER_WEIGHTS). Budgets are MiniLM word pieces for every method. The anchor packs whole
-documents in BM25 order (rag.lexical, jieba words), as the issue's anchors were measured.
+Traditional text through its Simplified form (rag/text/analysis.py) and LongRAG's channel weights for the multilingual
+embedder (rag.retrieval.longrag.EMBEDDER_WEIGHTS). Budgets are MiniLM word pieces for every method. The anchor packs whole
+documents in BM25 order (rag.retrieval.lexical, jieba words), as the issue's anchors were measured.
 """
 from __future__ import annotations
 
@@ -27,25 +27,25 @@ sys.path.insert(0, str(REPO))
 import blingfire  # noqa: E402
 import jieba  # noqa: E402
 
-from rag import text  # noqa: E402
-from rag.access import Caller  # noqa: E402
-from rag.benchmarks import add_benchmarks_option, benchmarks_option, complete, load_questions  # noqa: E402
 from rag.elite import elite_explore, pack_exploration  # noqa: E402
 from rag.elite.sentences import STORES, StoreCache  # noqa: E402
-from rag.embedding import MultilingualEmbedder  # noqa: E402
 from rag.evaluation.bootstrap import paired_difference_ci  # noqa: E402
-from rag.evaluation.workspace import BENCH_ACL, prepare_workspace  # noqa: E402
-from rag.lexical import lexical_index  # noqa: E402
-from rag.longrag import LongRAGConfig, longrag_retrieve  # noqa: E402
-from rag.summary import markdown_table  # noqa: E402
-from rag.tokens import default_counter  # noqa: E402
+from rag.evaluation.prepared import BENCH_ACL, prepare_workspace  # noqa: E402
+from rag.models.embedders import MultilingualEmbedder  # noqa: E402
+from rag.models.tokens import default_counter  # noqa: E402
+from rag.retrieval.callers import Caller  # noqa: E402
+from rag.retrieval.lexical import lexical_index  # noqa: E402
+from rag.retrieval.longrag import LongRAGConfig, longrag_retrieve  # noqa: E402
+from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, complete, load_questions  # noqa: E402
+from rag.text import analysis as text  # noqa: E402
+from rag.text.tables import markdown_table  # noqa: E402
 
 CALLER = Caller(frozenset({BENCH_ACL}))
 ANCHOR_DEPTH = 50
 
 
 def segmentation_cost(catalog) -> dict:
-    """Seconds to split and tokenise the current documents: rag.text (jieba) beside the English-only rules."""
+    """Seconds to split and tokenise the current documents: rag.text.analysis (jieba) beside the English-only rules."""
     texts = [t for (t,) in catalog.rows("SELECT text FROM documents WHERE status = 'current'")]
     start = time.perf_counter()
     jieba.initialize()   # its dictionary loads once per process; timed apart from segmentation itself
@@ -168,7 +168,7 @@ def main() -> None:
     root = benchmarks_option(p, args)
     budgets = [int(b) for b in args.budgets.split(",")]
     if args.segment_as_written:
-        text.simplified = lambda han: han   # rag.text's segment() and word_bounds() look it up at each call
+        text.simplified = lambda han: han   # rag.text.analysis's segment() and word_bounds() look it up at each call
     for name in args.benchmark or ["cmrc2018", "drcd"]:
         figures = run(root / name, budgets, args.limit, Path(args.workdir), args.half)
         figures["command"] = "python bench/chinese.py " + " ".join(sys.argv[1:])

@@ -3,7 +3,7 @@
 Prints the figures and writes bench/results/elite-<name>.json:
 - `collect`: the three benchmark corpora in one catalog; sentence-store build time, then p50/p95 of one
   collect round (score, top K, expand) for every dev question (question words as terms).
-- one file per benchmark and half of the fixed tune/report split (report by default; rag.benchmarks.half_of):
+- one file per benchmark and half of the fixed tune/report split (report by default; rag.sources.benchmarks.half_of):
   gold-document recall and all-gold share, with bootstrap intervals, at budgets 1K/2K/4K for the offline
   policy and for the baseline (question words only, one round, plain overlap count: the reference's
   collect + expand), LLM calls and tokens per question, time per stage.
@@ -21,15 +21,15 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rag.access import Caller  # noqa: E402
-from rag.benchmarks import HALVES, add_benchmarks_option, benchmarks_option, half_of  # noqa: E402
-from rag.catalog import Catalog  # noqa: E402
 from rag.elite import EliteConfig, elite_explore, pack_exploration  # noqa: E402
 from rag.elite.collect import expand, score_sentences, term_weights, terms_from, top_k  # noqa: E402
 from rag.elite.sentences import STORES, StoreCache  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
-from rag.publish import IngestSettings, publish_documents  # noqa: E402
-from rag.tokens import default_counter  # noqa: E402
+from rag.models.tokens import default_counter  # noqa: E402
+from rag.retrieval.callers import Caller  # noqa: E402
+from rag.sources.benchmarks import HALVES, add_benchmarks_option, benchmarks_option, half_of  # noqa: E402
+from rag.store.catalog import Catalog  # noqa: E402
+from rag.store.publish import IngestSettings, publish_documents  # noqa: E402
 
 NAMES = ("hotpotqa", "musique", "2wikimultihopqa")
 CALLER = Caller(frozenset({"bench"}))
@@ -152,7 +152,7 @@ def main() -> None:
         (results / "elite-collect.json").write_text(json.dumps(figures, indent=1) + "\n")
     if args.collect_only:
         return
-    from rag.embedding import Embedder
+    from rag.models.embedders import Embedder
 
     embedder = Embedder(threads=1)
     for name in args.benchmark or NAMES:

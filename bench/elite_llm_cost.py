@@ -1,7 +1,7 @@
 """ELITE with the LLM policy on the local model: calls, tokens and seconds per question, and retrieval quality
 against the offline policy on the same questions, for ELITE's default settings and cheaper ones.
 
-Questions: a stratified, seeded sample of the tune half (rag.benchmarks.half_of) of the benchmark's dev questions.
+Questions: a stratified, seeded sample of the tune half (rag.sources.benchmarks.half_of) of the benchmark's dev questions.
 Writes bench/results/elite-llm-cost-<name>.json.
 """
 from __future__ import annotations
@@ -18,13 +18,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from rag.benchmarks import add_benchmarks_option, benchmarks_option, half_of  # noqa: E402
+from rag.answer.llm import chat_model  # noqa: E402
 from rag.elite import EliteConfig  # noqa: E402
-from rag.embedding import Embedder  # noqa: E402
 from rag.evaluation import EvalConfig, evaluate, load_questions, open_prepared  # noqa: E402
 from rag.evaluation.run import answer_sample  # noqa: E402
-from rag.llm import chat_model  # noqa: E402
-from rag.tokens import default_counter  # noqa: E402
+from rag.models.embedders import Embedder  # noqa: E402
+from rag.models.tokens import default_counter  # noqa: E402
+from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, half_of  # noqa: E402
 
 SETTINGS = {"default": EliteConfig(),
             "cheap": replace(EliteConfig(), importance_chunks=2, noise_samples=1, max_rounds=2),
@@ -55,7 +55,7 @@ def main() -> None:
     budgets = tuple(int(b) for b in args.budgets.split(","))
     out = REPO / "bench" / "results" / f"elite-llm-cost-{name}.json"
     figures = {"command": "python bench/elite_llm_cost.py " + " ".join(sys.argv[1:]), "benchmark": name,
-               "half": "tune (rag.benchmarks.half_of)", "questions": [q.qid for q in questions],
+               "half": "tune (rag.sources.benchmarks.half_of)", "questions": [q.qid for q in questions],
                "load_average": os.getloadavg(), "runs": {}}
     runs = [("offline", "default", None)] + [(f"llm:{s}", s, model) for s in args.settings.split(",")]
     for label, setting, policy_model in runs:

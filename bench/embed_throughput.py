@@ -19,8 +19,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rag.embedding import Embedder  # noqa: E402
-from rag.model_files import verified_model_dir  # noqa: E402
+from rag.models.embedders import Embedder  # noqa: E402
+from rag.models.files import verified_model_dir  # noqa: E402
 
 BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 

@@ -1,7 +1,7 @@
 """Retrieval-only nightly run: every dev question of the English benchmarks × every method × every budget.
 
 `--half all` (the default) evaluates every dev question, which is what the nightly wall time is about; figures are
-then printed and written per half of the fixed tune/report split (rag.benchmarks.half_of): quote the report half.
+then printed and written per half of the fixed tune/report split (rag.sources.benchmarks.half_of): quote the report half.
 `--half tune|report` evaluates one half only. Each benchmark is first brought up to date in its workspace
 (incremental; timed apart), then evaluated with `--reader none` through the same code as `rag eval`. Prints
 per-benchmark and total evaluation wall time and the figures; writes bench/results/eval-dev-retrieval.json and each
@@ -19,13 +19,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rag.benchmarks import HALVES, add_benchmarks_option, benchmarks_option, half_of  # noqa: E402
-from rag.embedding import Embedder  # noqa: E402
-from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
 from rag.evaluation import METHODS, EvalConfig, prepare_workspace  # noqa: E402
 from rag.evaluation.benchmark import evaluate_prepared  # noqa: E402
-from rag.summary import markdown_table  # noqa: E402
-from rag.tokens import default_counter  # noqa: E402
+from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
+from rag.models.embedders import Embedder  # noqa: E402
+from rag.models.tokens import default_counter  # noqa: E402
+from rag.sources.benchmarks import HALVES, add_benchmarks_option, benchmarks_option, half_of  # noqa: E402
+from rag.text.tables import markdown_table  # noqa: E402
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """Answers from the local LLM reader on a stratified, seeded sample, every method, paired CIs and win counts.
 
 The sample is drawn (by question type × hops, in proportion, seeded) from the report half of the benchmark's dev
-questions (rag.benchmarks.half_of; the tune half is where ELITE's settings are chosen, bench/elite_llm_cost.py). Writes
+questions (rag.sources.benchmarks.half_of; the tune half is where ELITE's settings are chosen, bench/elite_llm_cost.py). Writes
 bench/results/eval-llm-sample-<name>.json and the full report under bench/results/eval/llm-sample-<name>/.
 """
 from __future__ import annotations
@@ -16,12 +16,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rag.benchmarks import add_benchmarks_option, benchmarks_option, half_of  # noqa: E402
-from rag.embedding import Embedder  # noqa: E402
+from rag.answer.llm import chat_model  # noqa: E402
 from rag.evaluation import EvalConfig, evaluate, load_questions, open_prepared, summarise, write_report  # noqa: E402
 from rag.evaluation.run import answer_sample  # noqa: E402
-from rag.llm import chat_model  # noqa: E402
-from rag.tokens import default_counter  # noqa: E402
+from rag.models.embedders import Embedder  # noqa: E402
+from rag.models.tokens import default_counter  # noqa: E402
+from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, half_of  # noqa: E402
 
 
 def main() -> None:
@@ -53,7 +53,7 @@ def main() -> None:
         prepared.close()
     wall = time.perf_counter() - start
     write_report(REPO / "bench" / "results" / "eval" / f"llm-sample-{name}", evaluation, summary)
-    figures = {"command": command, "benchmark": name, "half": "report (rag.benchmarks.half_of)", "seed": args.seed,
+    figures = {"command": command, "benchmark": name, "half": "report (rag.sources.benchmarks.half_of)", "seed": args.seed,
                "questions": [q.qid for q in questions], "strata": sorted({f"{q.kind}/{q.hops}" for q in questions}),
                "reader": summary["reader"], "wall_s": round(wall, 1), "load_average": os.getloadavg(),
                "cells": [{k: c[k] for k in ("method", "budget", "f1", "exact_match", "completeness", "cited_gold",

@@ -6,7 +6,7 @@
 - `none`: no derived links (`derive_links=False`): every document is a unit of its own.
 
 Each variant is a copy of the product's workspace re-planned with its own links; the unit cap, the ACL
-partitions and the oversize split stay the product's (rag.units.plan_units), and no vector is re-embedded (the
+partitions and the oversize split stay the product's (rag.units.long_units.plan_units), and no vector is re-embedded (the
 index's cache is keyed by the sub-chunk text, which does not depend on the unit).
 """
 from __future__ import annotations
@@ -16,12 +16,12 @@ from collections import defaultdict
 from pathlib import Path
 from unittest import mock
 
-from rag.catalog import Catalog
-from rag.evaluation.workspace import BENCH_ACL, Prepared, open_prepared, prepare_workspace
-from rag.index import SubchunkIndex
-from rag.linking import LinkGraph, build_links
-from rag.publish import IngestSettings, publish_documents, publish_index, publish_units
-from rag.tokens import default_counter
+from rag.evaluation.prepared import BENCH_ACL, Prepared, open_prepared, prepare_workspace
+from rag.models.tokens import default_counter
+from rag.store.catalog import Catalog
+from rag.store.index import SubchunkIndex
+from rag.store.publish import IngestSettings, publish_documents, publish_index, publish_units
+from rag.units.linking import LinkGraph, build_links
 
 GROUPINGS = ("title-links", "shared-titles", "none")
 
@@ -53,7 +53,7 @@ def prepare(folder: Path, root: Path, grouping: str, embedder) -> Prepared:
                               derive_links=grouping != "none")
     catalog = Catalog(workspace / "catalog.duckdb", entry="bench/groupings.py")
     try:
-        with mock.patch("rag.units.build_links", shared_title_links if grouping == "shared-titles" else build_links):
+        with mock.patch("rag.units.long_units.build_links", shared_title_links if grouping == "shared-titles" else build_links):
             publish_documents(catalog, settings)
             publish_units(catalog, counter, settings)
             publish_index(catalog, SubchunkIndex(str(workspace / "lancedb")), embedder.encode, counter, settings,

@@ -23,12 +23,12 @@ sys.path.insert(0, os.environ.get("RAG_BENCH_CODE", str(REPO)))
 sys.path.insert(1, str(REPO))
 
 from bench.multihop import CALLER, parse_variant  # noqa: E402
-from rag.benchmarks import add_benchmarks_option, benchmarks_option, load_questions, split_halves  # noqa: E402
-from rag.evaluation.workspace import prepare_workspace  # noqa: E402
-from rag.hybrid import hybrid_retrieve  # noqa: E402
-from rag.longrag import longrag_retrieve, shortchunk_retrieve  # noqa: E402
-from rag.summary import markdown_table  # noqa: E402
-from rag.tokens import default_counter  # noqa: E402
+from rag.evaluation.prepared import prepare_workspace  # noqa: E402
+from rag.models.tokens import default_counter  # noqa: E402
+from rag.query.hybrid import hybrid_retrieve  # noqa: E402
+from rag.retrieval.longrag import longrag_retrieve, shortchunk_retrieve  # noqa: E402
+from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, load_questions, split_halves  # noqa: E402
+from rag.text.tables import markdown_table  # noqa: E402
 
 
 class Parts:
@@ -36,7 +36,7 @@ class Parts:
     packing, wrapped around whichever of those functions the code under test has."""
 
     def __init__(self):
-        import rag.longrag as longrag
+        import rag.retrieval.longrag as longrag
 
         self.seconds = {"embed": 0.0, "search": 0.0, "pack": 0.0}
         for name in ("search", "rescore", "dense_hits", "nearest"):
@@ -44,7 +44,7 @@ class Parts:
                 setattr(longrag, name, self.timed(getattr(longrag, name), "search"))
         longrag.pack_ranked = self.timed(longrag.pack_ranked, "pack")
         try:
-            from rag.dense import Dense
+            from rag.retrieval.dense import Dense
             Dense.of_units = self.timed(Dense.of_units, "search")
         except ImportError:
             pass
@@ -92,7 +92,7 @@ def main() -> None:
     args = p.parse_args()
     root = benchmarks_option(p, args)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from rag.embedding import Embedder
+    from rag.models.embedders import Embedder
 
     parts = Parts()
     raw, counter = Embedder(threads=1), default_counter()

@@ -19,9 +19,9 @@ sys.path.insert(0, str(REPO))
 
 from bench.groupings import prepare  # noqa: E402
 from bench.multihop import CALLER, parse_variant  # noqa: E402
-from rag.benchmarks import HALVES, add_benchmarks_option, benchmarks_option, load_questions, split_halves  # noqa: E402
-from rag.longrag import longrag_candidates  # noqa: E402
-from rag.summary import markdown_table  # noqa: E402
+from rag.retrieval.longrag import longrag_candidates  # noqa: E402
+from rag.sources.benchmarks import HALVES, add_benchmarks_option, benchmarks_option, load_questions, split_halves  # noqa: E402
+from rag.text.tables import markdown_table  # noqa: E402
 
 
 def ranks(snap, embedder, counter, config, questions) -> dict[int, list[int | None]]:
@@ -46,7 +46,7 @@ def main() -> None:
     args = p.parse_args()
     root = benchmarks_option(p, args)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from rag.embedding import Embedder
+    from rag.models.embedders import Embedder
 
     variant = parse_variant(args.variant)
     if variant.method != "longrag":

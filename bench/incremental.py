@@ -22,11 +22,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rag.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402
-from rag.catalog import Catalog  # noqa: E402
-from rag.publish import IngestSettings, publish_documents, publish_units  # noqa: E402
-from rag.summary import markdown_table  # noqa: E402
-from rag.tokens import default_counter  # noqa: E402
+from rag.models.tokens import default_counter  # noqa: E402
+from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402
+from rag.store.catalog import Catalog  # noqa: E402
+from rag.store.publish import IngestSettings, publish_documents, publish_units  # noqa: E402
+from rag.text.tables import markdown_table  # noqa: E402
 
 NAMES = ["hotpotqa", "musique", "2wikimultihopqa"]
 SIZES = [4_000, None]   # None: every document of the three corpora (15,934)
@@ -99,7 +99,7 @@ def measure(root: Path, size: int | None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "sources"
         documents = copy_sources(root, src, size)
-        time.sleep(2.1)   # past the window in which an unchanged stat is not trusted (rag.scan.RACY_NS)
+        time.sleep(2.1)   # past the window in which an unchanged stat is not trusted (rag.sources.scan.RACY_NS)
         base = dict(sources=[str(src)], default_acl=("bench",), derive_links=True)
         build = step(Path(tmp) / "build", IngestSettings(**base))
         for mode in ("full", "incremental"):

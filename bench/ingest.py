@@ -2,7 +2,7 @@
 
 Prints and writes (bench/results/ingest-<name>.json): documents/s, sub-chunks/s, wall time, the overhead
 ratio (ingest wall ÷ `model.encode` of the same sub-chunk texts in the same process) and the storage
-ratio (rag.storage: catalog + published read state + index bytes ÷ the titles and texts).
+ratio (rag.store.storage: catalog + published read state + index bytes ÷ the titles and texts).
 """
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from pipelines.cli import run_ingest  # noqa: E402
-from rag.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402
-from rag.catalog import Catalog  # noqa: E402
-from rag.publish import IngestSettings, subchunk_rows  # noqa: E402
-from rag.storage import measure  # noqa: E402
-from rag.summary import markdown_table  # noqa: E402
-from rag.tokens import default_counter  # noqa: E402
+from rag.models.tokens import default_counter  # noqa: E402
+from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402
+from rag.store.catalog import Catalog  # noqa: E402
+from rag.store.publish import IngestSettings, subchunk_rows  # noqa: E402
+from rag.store.storage import measure  # noqa: E402
+from rag.text.tables import markdown_table  # noqa: E402
 from resources.embedder import EmbedderResource  # noqa: E402
 
 

@@ -1,5 +1,5 @@
 """LongRAG retrieval benchmark: evidence recall and source completeness at several budgets, side by side with
-the short-chunk baseline, plus query latency, on one half of the fixed tune/report split (rag.benchmarks.half_of;
+the short-chunk baseline, plus query latency, on one half of the fixed tune/report split (rag.sources.benchmarks.half_of;
 report by default), with bootstrap intervals. Prints a table and writes bench/results/longrag-<name>-<half>.json.
 
 Each benchmark's whole docs.jsonl is the corpus (links derived from titles, one default ACL); the workspace
@@ -19,14 +19,21 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from pipelines.cli import run_ingest  # noqa: E402
-from rag.access import Caller  # noqa: E402
-from rag.benchmarks import (HALVES, add_benchmarks_option, benchmarks_option, complete, evidence_recall,  # noqa: E402
-                            load_questions, split_halves)
 from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
-from rag.embedding import Embedder  # noqa: E402
-from rag.longrag import LongRAGConfig, longrag_retrieve, shortchunk_retrieve  # noqa: E402
-from rag.summary import markdown_table  # noqa: E402
-from rag.workspace import Workspace  # noqa: E402
+from rag.models.embedders import Embedder  # noqa: E402
+from rag.query.workspace import Workspace  # noqa: E402
+from rag.retrieval.callers import Caller  # noqa: E402
+from rag.retrieval.longrag import LongRAGConfig, longrag_retrieve, shortchunk_retrieve  # noqa: E402
+from rag.sources.benchmarks import (  # noqa: E402
+    HALVES,
+    add_benchmarks_option,
+    benchmarks_option,
+    complete,
+    evidence_recall,
+    load_questions,
+    split_halves,
+)
+from rag.text.tables import markdown_table  # noqa: E402
 
 METHODS = {"longrag": longrag_retrieve, "shortchunk": shortchunk_retrieve}  # called directly: the config varies
 

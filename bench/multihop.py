@@ -22,16 +22,23 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.groupings import GROUPINGS, prepare  # noqa: E402
-from rag.access import Caller  # noqa: E402
-from rag.benchmarks import (HALVES, Question, add_benchmarks_option, benchmarks_option, complete,  # noqa: E402
-                            evidence_recall, load_questions, split_halves)
 from rag.evaluation.bootstrap import bootstrap_ci, paired_difference_ci  # noqa: E402
-from rag.hybrid import hybrid_explore, pack_hybrid  # noqa: E402
-from rag.longrag import (LongRAGConfig, longrag_candidates, longrag_retrieve, pack_ranked,  # noqa: E402
-                         shortchunk_retrieve)
-from rag.longrag_units import longrag_units_retrieve  # noqa: E402
-from rag.methods import rank_once  # noqa: E402
-from rag.summary import markdown_table  # noqa: E402
+from rag.query.hybrid import hybrid_explore, pack_hybrid  # noqa: E402
+from rag.query.methods import rank_once  # noqa: E402
+from rag.retrieval.callers import Caller  # noqa: E402
+from rag.retrieval.longrag import LongRAGConfig, longrag_candidates, longrag_retrieve, pack_ranked, shortchunk_retrieve  # noqa: E402
+from rag.retrieval.whole_units import longrag_units_retrieve  # noqa: E402
+from rag.sources.benchmarks import (  # noqa: E402
+    HALVES,
+    Question,
+    add_benchmarks_option,
+    benchmarks_option,
+    complete,
+    evidence_recall,
+    load_questions,
+    split_halves,
+)
+from rag.text.tables import markdown_table  # noqa: E402
 
 NAMES = ("hotpotqa", "musique", "2wikimultihopqa")
 CALLER = Caller(frozenset({"bench"}))
@@ -173,7 +180,7 @@ def main() -> None:
     args = p.parse_args()
     root = benchmarks_option(p, args)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from rag.embedding import Embedder
+    from rag.models.embedders import Embedder
 
     variants = [parse_variant(s) for s in args.variants.split(";")]
     if args.sensitivity:
@@ -182,7 +189,7 @@ def main() -> None:
     embedder = Embedder(threads=1)
     out = REPO / "bench" / "results" / f"multihop-{args.grouping}{'-' + args.tag if args.tag else ''}.json"
     figures = {"command": "python bench/multihop.py " + " ".join(sys.argv[1:]), "grouping": args.grouping,
-               "split": "rag.benchmarks.half_of: sha256('tune-report|<benchmark>|<qid>') last bit, 0 tune, 1 report",
+               "split": "rag.sources.benchmarks.half_of: sha256('tune-report|<benchmark>|<qid>') last bit, 0 tune, 1 report",
                "reference": variants[0].name, "budgets": budgets, "benchmarks": {}}
     for name in args.benchmark or NAMES:
         figures["benchmarks"][name] = run_benchmark(root / name, args.grouping, variants, budgets, embedder,

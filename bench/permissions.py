@@ -19,16 +19,16 @@ from tqdm import tqdm
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rag.access import Caller  # noqa: E402
-from rag.catalog import Catalog  # noqa: E402
 from rag.elite import EliteConfig, elite_retrieve  # noqa: E402
-from rag.embedding import Embedder  # noqa: E402
-from rag.index import SubchunkIndex  # noqa: E402
-from rag.methods import Request, Tools, method  # noqa: E402
-from rag.publish import IngestSettings, publish_documents, publish_index, publish_units  # noqa: E402
-from rag.snapshot import SharedCache, Snapshot  # noqa: E402
-from rag.snapshots import read_pointer  # noqa: E402
-from rag.tokens import default_counter  # noqa: E402
+from rag.models.embedders import Embedder  # noqa: E402
+from rag.models.tokens import default_counter  # noqa: E402
+from rag.query.methods import Request, Tools, method  # noqa: E402
+from rag.retrieval.callers import Caller  # noqa: E402
+from rag.retrieval.read_state import SharedCache, Snapshot  # noqa: E402
+from rag.store.catalog import Catalog  # noqa: E402
+from rag.store.index import SubchunkIndex  # noqa: E402
+from rag.store.publish import IngestSettings, publish_documents, publish_index, publish_units  # noqa: E402
+from rag.store.snapshot_files import read_pointer  # noqa: E402
 
 METHODS = ("longrag", "shortchunk", "elite")
 

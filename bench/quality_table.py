@@ -14,7 +14,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rag.summary import markdown_table  # noqa: E402
+from rag.text.tables import markdown_table  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
 

@@ -25,9 +25,9 @@ SAMPLES = REPO / "samples"
 def collect(workspace: Path) -> dict:
     import yaml
 
-    from rag.access import Caller
-    from rag.benchmarks import load_questions
-    from rag.workspace import Workspace
+    from rag.query.workspace import Workspace
+    from rag.retrieval.callers import Caller
+    from rag.sources.benchmarks import load_questions
 
     users = yaml.safe_load((SAMPLES / "users.yaml").read_text())
     reader, out = Workspace(workspace), {}

@@ -30,10 +30,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from pipelines.ingest_run import run_partitions  # noqa: E402
-from rag.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402
-from rag.partitions import discover  # noqa: E402
-from rag.summary import markdown_table  # noqa: E402
-from rag.watch import fingerprint, snapshot  # noqa: E402
+from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402
+from rag.sources.partitions import discover  # noqa: E402
+from rag.sources.watch import fingerprint, snapshot  # noqa: E402
+from rag.text.tables import markdown_table  # noqa: E402
 
 NAMES = ["hotpotqa", "musique", "2wikimultihopqa"]
 LINES_PER_FILE = 500
@@ -41,8 +41,8 @@ LINES_PER_FILE = 500
 
 WATCHER = """
 import sys, time
-from rag.access import Caller
-from rag.workspace import Workspace
+from rag.retrieval.callers import Caller
+from rag.query.workspace import Workspace
 ws, question, doc_id = Workspace(sys.argv[1]), sys.argv[2], sys.argv[3]
 ids = lambda: {i.doc_id for i in ws.retrieve("longrag", Caller(frozenset({"bench"})), question, 4000).items}
 print("visible" if doc_id in ids() else "absent", flush=True)

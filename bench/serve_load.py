@@ -27,8 +27,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from pipelines.ingest_run import run_ingest  # noqa: E402
-from rag.benchmarks import add_benchmarks_option, benchmarks_option, load_questions  # noqa: E402
-from rag.workspace import Workspace  # noqa: E402
+from rag.query.workspace import Workspace  # noqa: E402
+from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, load_questions  # noqa: E402
 
 GROUPS = [f"team-{k}" for k in range(5)]
 

@@ -37,15 +37,15 @@ import pyarrow as pa
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rag.catalog import Catalog  # noqa: E402
-from rag.linking import mentioned_titles  # noqa: E402
-from rag.text import mention_spans  # noqa: E402
-from rag.index import SubchunkIndex  # noqa: E402
-from rag.publish import IngestSettings, publish_documents, publish_index, publish_units  # noqa: E402
-from rag.snapshots import read_pointer  # noqa: E402
-from rag.storage import measure  # noqa: E402
-from rag.summary import bytes_on_disk, markdown_table  # noqa: E402
-from rag.tokens import default_counter  # noqa: E402
+from rag.models.tokens import default_counter  # noqa: E402
+from rag.store.catalog import Catalog  # noqa: E402
+from rag.store.index import SubchunkIndex  # noqa: E402
+from rag.store.publish import IngestSettings, publish_documents, publish_index, publish_units  # noqa: E402
+from rag.store.snapshot_files import read_pointer  # noqa: E402
+from rag.store.storage import measure  # noqa: E402
+from rag.text.analysis import mention_spans  # noqa: E402
+from rag.text.tables import bytes_on_disk, markdown_table  # noqa: E402
+from rag.units.linking import mentioned_titles  # noqa: E402
 
 BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 NAMES = ["hotpotqa", "musique", "2wikimultihopqa"]
@@ -117,7 +117,7 @@ def raw_text_bytes(ws: Path) -> int:
 
 
 def components(ws: Path) -> dict:
-    """Bytes on disk of each part of the workspace (rag.storage, the figure every report states) ÷ the raw text."""
+    """Bytes on disk of each part of the workspace (rag.store.storage, the figure every report states) ÷ the raw text."""
     stored = measure(ws / "catalog.duckdb", ws / "lancedb", raw_text_bytes(ws))
     parts = {"catalog": stored.catalog_bytes, "snapshots": stored.read_state_bytes, "lancedb": stored.index_bytes}
     parts["other"] = bytes_on_disk(ws) - stored.total()

@@ -1,10 +1,10 @@
-"""English figures with rag.text (issue 13) against the splitting before it: do they move?
+"""English figures with rag.text.analysis (issue 13) against the splitting before it: do they move?
 
-Issue 13 routed every method's text analysis through rag.text. Before it (78fd1de^) English text was split by
+Issue 13 routed every method's text analysis through rag.text.analysis. Before it (78fd1de^) English text was split by
 blingfire alone, words were the Unicode word pattern with our stems and stop words, BM25 tokens were bm25s's own,
 and ELITE's offline expansion read every chunk. This bench runs today's retrieval twice on the report half of
-each English dev set (rag.benchmarks.half_of): once as it is, once with those pre-13 rules patched into the
-modules that import rag.text's entry points (only here, never in the product). It prints completeness at each
+each English dev set (rag.sources.benchmarks.half_of): once as it is, once with those pre-13 rules patched into the
+modules that import rag.text.analysis's entry points (only here, never in the product). It prints completeness at each
 budget for LongRAG and ELITE (offline policy) in both modes with the paired difference (bootstrap interval), and
 an audit of every document and question: how many texts any entry point splits differently, and how many hold
 a Han character at all. The LongRAG index and units are built once at ingest (the sub-chunker's sentences, title
@@ -29,16 +29,17 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rag import lexical, text  # noqa: E402
-from rag.access import Caller  # noqa: E402
-from rag.benchmarks import add_benchmarks_option, benchmarks_option, complete, load_questions, split_halves  # noqa: E402
 from rag.elite import elite_explore, pack_exploration  # noqa: E402
 from rag.elite.counting import detect_count  # noqa: E402
 from rag.elite.sentences import STORES  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci, paired_difference_ci  # noqa: E402
-from rag.evaluation.workspace import prepare_workspace  # noqa: E402
-from rag.longrag import longrag_candidates, pack_ranked  # noqa: E402
-from rag.summary import markdown_table  # noqa: E402
+from rag.evaluation.prepared import prepare_workspace  # noqa: E402
+from rag.retrieval import lexical  # noqa: E402
+from rag.retrieval.callers import Caller  # noqa: E402
+from rag.retrieval.longrag import longrag_candidates, pack_ranked  # noqa: E402
+from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, complete, load_questions, split_halves  # noqa: E402
+from rag.text import analysis as text  # noqa: E402
+from rag.text.tables import markdown_table  # noqa: E402
 
 NAMES = ("hotpotqa", "musique", "2wikimultihopqa")
 CALLER = Caller(frozenset({"bench"}))
@@ -77,15 +78,15 @@ def pre13_mention_keys(t: str) -> set[str]:
     return set(re.findall(r"\w+", t))
 
 
-# Every module that imported an entry point of rag.text, and what that name meant before issue 13.
+# Every module that imported an entry point of rag.text.analysis, and what that name meant before issue 13.
 PRE13 = {
     "rag.elite.sentences": {"sentence_spans": pre13_sentence_spans, "words": pre13_words, "is_stop": pre13_is_stop,
                             "term": text.stem},
     "rag.elite.collect": {"content_terms": pre13_content_terms, "is_stop": pre13_is_stop, "term": text.stem,
                           "words": pre13_words, "mostly_han": lambda t: False},
     "rag.elite.policy": {"content_terms": pre13_content_terms, "sentences": pre13_sentences},
-    "rag.lexical": {"lexical_tokens": pre13_lexical_tokens},
-    "rag.longrag": {"content_terms": pre13_content_terms, "is_stop": pre13_is_stop, "sentences": pre13_sentences,
+    "rag.retrieval.lexical": {"lexical_tokens": pre13_lexical_tokens},
+    "rag.retrieval.longrag": {"content_terms": pre13_content_terms, "is_stop": pre13_is_stop, "sentences": pre13_sentences,
                     "term": text.stem, "words": pre13_words},
 }
 
@@ -148,7 +149,7 @@ def measure(snap, embedder, counter, questions, budgets: list[int]) -> dict:
 
 def run(folder: Path, budgets: list[int], limit: int | None, embedder, workdir: Path) -> dict:
     name = folder.name
-    from rag.tokens import default_counter
+    from rag.models.tokens import default_counter
 
     counter = default_counter()
     prepared = prepare_workspace(folder, workdir / name, embedder, counter)
@@ -182,13 +183,13 @@ def main() -> None:
     args = p.parse_args()
     root = benchmarks_option(p, args)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from rag.embedding import Embedder
+    from rag.models.embedders import Embedder
 
     embedder = Embedder(threads=1)
     budgets = [int(b) for b in args.budgets.split(",")]
     out = REPO / "bench" / "results" / f"text-regression{'-' + args.tag if args.tag else ''}.json"
     figures = {"command": "python bench/text_regression.py " + " ".join(sys.argv[1:]), "half": "report",
-               "split": "rag.benchmarks.half_of", "budgets": budgets, "policy": "offline", "benchmarks": {}}
+               "split": "rag.sources.benchmarks.half_of", "budgets": budgets, "policy": "offline", "benchmarks": {}}
     for name in args.benchmark or NAMES:
         result = figures["benchmarks"][name] = run(root / name, budgets, args.limit, embedder, Path(args.workdir))
         out.write_text(json.dumps(figures, indent=1) + "\n")
@@ -197,7 +198,7 @@ def main() -> None:
                  f"{c['rag_text_minus_pre13']['mean']:+.3f} [{c['rag_text_minus_pre13']['low']:+.3f}, "
                  f"{c['rag_text_minus_pre13']['high']:+.3f}]", c["questions_that_differ"]]
                 for m, cells in result["methods"].items() for b, c in cells.items()]
-        print(markdown_table(["method", "budget", "C rag.text", "C pre-13", "difference [95% CI]",
+        print(markdown_table(["method", "budget", "C rag.text.analysis", "C pre-13", "difference [95% CI]",
                               "questions that differ"], rows), flush=True)
 
 

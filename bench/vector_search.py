@@ -4,7 +4,7 @@ The rows are a workspace's real MiniLM vectors replicated (each copy with a litt
 into a LanceDB table per size with the normal schema and indexes (label list on acl, IVF_HNSW_SQ on the vectors
 from 50K rows), each row readable by one of five groups. Queries are questions (the sample questions by default)
 embedded with the workspace's embedder, searched as a caller of one group (20% of the rows). Interleaved per query:
-- memory: `rag.vector_state` (float32 matrix built from the table, mask per group set, one matrix product);
+- memory: `rag.retrieval.vectors` (float32 matrix built from the table, mask per group set, one matrix product);
 - lance-flat: LanceDB's exact search with the pre-filter (`bypass_vector_index`);
 - lance-ann: LanceDB's ANN index with the pre-filter (what a query used at ≥ 50K rows before).
 Reports p50/p95 ms, the top-50 overlap of each with the exact answer, build seconds and bytes. Writes
@@ -25,11 +25,11 @@ import pyarrow as pa
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rag.benchmarks import load_questions  # noqa: E402
-from rag.embedding import load_embedder  # noqa: E402
-from rag.index import SubchunkIndex, schema  # noqa: E402
-from rag.summary import markdown_table  # noqa: E402
-from rag.vector_state import load_state  # noqa: E402
+from rag.models.embedders import load_embedder  # noqa: E402
+from rag.retrieval.vectors import load_state  # noqa: E402
+from rag.sources.benchmarks import load_questions  # noqa: E402
+from rag.store.index import SubchunkIndex, schema  # noqa: E402
+from rag.text.tables import markdown_table  # noqa: E402
 
 GROUPS = 5
 TOP = 50

@@ -1,8 +1,8 @@
 """A job that answers one configured question, so anyone can ask from the Dagster UI's launchpad."""
 import dagster as dg
 
-from rag.access import Caller
-from rag.reader import answer
+from rag.answer.reader import answer
+from rag.retrieval.callers import Caller
 from resources import EmbedderResource, ReadSideResource
 from resources.llm import LLMResource
 

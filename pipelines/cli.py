@@ -11,7 +11,7 @@ from pipelines.errors import CliError
 from pipelines.eval_cli import add_eval_parser
 from pipelines.questions_cli import add_questions_parser
 from pipelines.serve_cli import add_serve_parser
-from rag.methods import METHODS
+from rag.query.methods import METHODS
 
 DEFAULT_WORKSPACE = ".rag/workspace"
 
@@ -34,10 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    from rag.access import UsersFileError
-    from rag.catalog import CatalogError
-    from rag.workspace import WorkspaceError
-    from rag.writer import WriterBusy
+    from rag.query.workspace import WorkspaceError
+    from rag.retrieval.callers import UsersFileError
+    from rag.store.catalog import CatalogError
+    from rag.store.writer_lock import WriterBusy
 
     try:
         return args.func(args)
@@ -171,7 +171,7 @@ def _question_args(p: argparse.ArgumentParser) -> None:
 
 def caller_of(args: argparse.Namespace):
     """The caller from --groups, or from --user through the users file; there is no superuser."""
-    from rag.access import Caller, load_users
+    from rag.retrieval.callers import Caller, load_users
 
     if args.groups is not None:
         groups = [g.strip() for g in args.groups.split(",") if g.strip()]
@@ -188,7 +188,7 @@ def caller_of(args: argparse.Namespace):
 
 def open_workspace(args: argparse.Namespace, embedder=None):
     """The read side of --workspace: published snapshots only, so it never waits for or blocks a writer."""
-    from rag.workspace import Workspace
+    from rag.query.workspace import Workspace
 
     return Workspace(args.workspace, lance_uri=args.lance_uri, embedder=embedder)
 
@@ -226,8 +226,8 @@ def default_reader() -> str:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from rag.llm import LLMError, chat_model
-    from rag.reader import answer
+    from rag.answer.llm import LLMError, chat_model
+    from rag.answer.reader import answer
 
     try:
         model = chat_model(args.reader or default_reader())
@@ -257,7 +257,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_llm_serve(args: argparse.Namespace) -> int:
-    from rag.local_llm import serve_forever
+    from rag.answer.local_llm import serve_forever
 
     serve_forever(port=args.port)
     return 0
@@ -279,7 +279,7 @@ def cmd_history(args: argparse.Namespace) -> int:
                           "units": [{"doc_version": dv, "unit": u, "status": s, "valid_from": fmt(f),
                                      "valid_to": fmt(t), "publish_id": p} for dv, u, s, f, t, p in units]}))
         return 0
-    from rag.summary import markdown_table
+    from rag.text.tables import markdown_table
 
     print(markdown_table(["version", "status", "valid from", "valid to", "publish", "source"],
                          [[v, s, fmt(f), fmt(t), p, src] for v, s, f, t, p, src in versions]))
@@ -324,7 +324,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from pipelines.ingest_run import run_ingest
-    from pipelines.workspace import SAMPLE_CORPUS, SAMPLE_CORPUS_ZH
+    from pipelines.workspace_resources import SAMPLE_CORPUS, SAMPLE_CORPUS_ZH
 
     zh = args.lang == "zh"
     workspace = args.workspace or (".rag/demo-zh" if zh else ".rag/demo")

@@ -7,15 +7,13 @@ from assets.evaluation import evaluation_definitions
 from assets.ingest import COLLECTIONS, build_ingest
 from pipelines.ask_job import ask
 from pipelines.sensors import collection_sensor, source_sensor
-from pipelines.workspace import resources_from_env
-
-evaluation = evaluation_definitions()
-
+from pipelines.workspace_resources import resources_from_env
 
 def build_definitions(resources: dict) -> dg.Definitions:
     settings = resources["source_settings"]
     workspace = resources["read_side"].workspace
     ingest = _partitioned_ingest(settings, workspace) if settings.partitioned else _whole_ingest(settings, workspace)
+    evaluation = evaluation_definitions()
     return dg.Definitions.merge(ingest, dg.Definitions(
         assets=evaluation.assets, jobs=[ask, *evaluation.jobs], schedules=evaluation.schedules,
         sensors=evaluation.sensors, resources=resources))
@@ -55,4 +53,7 @@ def _partitioned_ingest(settings, workspace: str) -> dg.Definitions:
     return dg.Definitions(assets=assets, asset_checks=checks, jobs=[job], schedules=[nightly], sensors=[sensor])
 
 
-defs = build_definitions(resources_from_env())
+@dg.definitions
+def defs() -> dg.Definitions:
+    """What `dagster dev` loads, when it loads it: the workspace the RAG_* environment variables name."""
+    return build_definitions(resources_from_env())

@@ -13,7 +13,7 @@ READERS = ("none", "local", "endpoint")
 
 def add_eval_parser(subparsers) -> argparse.ArgumentParser:
     """Register `rag eval` and its handler on the `rag` sub-command parsers."""
-    from rag.methods import METHODS
+    from rag.query.methods import METHODS
 
     p = subparsers.add_parser(
         "eval", help="evaluate retrieval methods on a benchmark folder or a workspace's questions",
@@ -90,15 +90,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
     """Run the evaluation and print the headline table; bad input becomes a one-line error (exit 2)."""
     import duckdb
 
-    from rag.access import Caller, UsersFileError, load_users
-    from rag.catalog import CatalogError
-    from rag.embedding import load_embedder
-    from rag.evaluation import (BudgetExceeded, EvalConfig, MethodUnavailable, QuestionsError, evaluate_benchmark,
-                                evaluate_workspace)
-    from rag.llm import LLMError, chat_model
-    from rag.publish import NothingToPublish
-    from rag.tokens import default_counter
-    from rag.workspace import WorkspaceError
+    from rag.answer.llm import LLMError, chat_model
+    from rag.evaluation import (
+        BudgetExceeded,
+        EvalConfig,
+        MethodUnavailable,
+        QuestionsError,
+        evaluate_benchmark,
+        evaluate_workspace,
+    )
+    from rag.models.embedders import load_embedder
+    from rag.models.tokens import default_counter
+    from rag.query.workspace import WorkspaceError
+    from rag.retrieval.callers import Caller, UsersFileError, load_users
+    from rag.store.catalog import CatalogError
+    from rag.store.publish import NothingToPublish
 
     if args.benchmark and not Path(args.benchmark).is_dir():
         raise CliError(f"{args.benchmark}: no such folder")
@@ -126,7 +132,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _print_headline(summary: dict, report: Path) -> None:
-    from rag.summary import markdown_table
+    from rag.text.tables import markdown_table
 
     def mean(value: dict | None) -> str:
         return f"{value['mean']:.3f}" if value else "–"

@@ -8,11 +8,19 @@ import dagster as dg
 
 from assets.ingest import COLLECTIONS, build_ingest, ingest_assets, ingest_checks
 from pipelines.errors import CliError
-from pipelines.workspace import workspace_resources
-from rag.partitions import (DEFAULT_SHARD_FILES, PartitionError, check_layout, discover, resolve, retire_store,
-                            retired_keys, store, vanished)
-from rag.union_catalog import shared_ids
-from rag.writer import WriterLock
+from pipelines.workspace_resources import workspace_resources
+from rag.query.workspace import shared_ids
+from rag.sources.partitions import (
+    PartitionError,
+    check_layout,
+    discover,
+    resolve,
+    retire_store,
+    retired_keys,
+    store,
+    vanished,
+)
+from rag.store.writer_lock import WriterLock
 
 _QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
@@ -38,7 +46,7 @@ def run_ingest(workspace: str, sources: list[str], default_acl: list[str] | None
 def run_partitions(workspace: str, sources: list[str], partitions: list[str] | None = None,
                    default_acl: list[str] | None = None, collection: str | None = None, derive_links: bool = False,
                    lance_uri: str | None = None, wait_s: float | None = None, embedder: str | None = None,
-                   allow_empty: bool = False, shard_files: int = DEFAULT_SHARD_FILES) -> dict:
+                   allow_empty: bool = False, shard_files: int | None = None) -> dict:
     """Materialise the named partitions (default: every collection the sources hold), one run each, in turn.
 
     Each run is its partition's one writer; runs of other partitions, in other processes, proceed meanwhile.

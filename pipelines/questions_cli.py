@@ -29,10 +29,10 @@ def add_questions_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from pipelines.cli import CliError
-    from rag.llm import LLMError, chat_model
-    from rag.questions import GenerationConfig, generate_questions, write_jsonl
-    from rag.workspace import Workspace, WorkspaceError
+    from pipelines.errors import CliError
+    from rag.answer.llm import LLMError, chat_model
+    from rag.answer.question_generation import GenerationConfig, generate_questions, write_jsonl
+    from rag.query.workspace import Workspace, WorkspaceError
 
     if min(args.single, args.multi) < 0:
         raise CliError("--single and --multi must not be negative")

@@ -6,8 +6,8 @@ import json
 
 import dagster as dg
 
-from rag.partitions import discover, retire_store, retired_keys, store, vanished
-from rag.watch import fingerprint, snapshot
+from rag.sources.partitions import discover, retire_store, retired_keys, store, vanished
+from rag.sources.watch import fingerprint, snapshot
 
 VANISHED = "vanished"   # the cursor's fingerprint of a collection gone from its source
 
@@ -32,7 +32,7 @@ def source_sensor(source: str, job: dg.UnresolvedAssetJobDefinition, interval_s:
 
 
 def collection_sensor(sources: list[str], workspace: str, job: dg.UnresolvedAssetJobDefinition,
-                      partitions: dg.DynamicPartitionsDefinition, shard_files: int,
+                      partitions: dg.DynamicPartitionsDefinition, shard_files: int | None,
                       interval_s: int = 30) -> dg.SensorDefinition:
     """Adds a partition for each new collection (or shard) and runs exactly the partitions whose files changed.
 

@@ -87,9 +87,9 @@ def worker_app():
 def build_app(settings: dict, warm: bool = True):
     """The service over the workspace, with the query embedder loaded and the read state built before any request."""
     from pipelines.server import Identity, create_app
-    from rag.access import load_users
-    from rag.llm import LLMError, chat_model
-    from rag.workspace import Workspace
+    from rag.answer.llm import LLMError, chat_model
+    from rag.query.workspace import Workspace
+    from rag.retrieval.callers import load_users
 
     identity = Identity(load_users(settings["users_file"]) if settings["users_file"] else {},
                         settings["groups_header"], settings["user_header"])

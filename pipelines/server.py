@@ -18,9 +18,9 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pipelines.http_body import BodyLimits
-from rag.access import Caller
-from rag.methods import MAX_QUESTION_CHARS, METHODS
-from rag.workspace import Workspace, WorkspaceError
+from rag.query.methods import MAX_QUESTION_CHARS, METHODS
+from rag.query.workspace import Workspace, WorkspaceError
+from rag.retrieval.callers import Caller
 
 log = logging.getLogger("rag.serve")
 # An absolute path left in a message after the workspace's own folder was named: shown by its last part only.
@@ -112,8 +112,8 @@ def create_app(workspace: Workspace, identity: Identity, model=None, reader: str
 
     @app.post("/ask", summary="Retrieve, then answer with the service's reader, citations checked")
     def ask(body: RetrieveRequest, request: Request) -> dict:
-        from rag.llm import LLMError
-        from rag.reader import answer
+        from rag.answer.llm import LLMError
+        from rag.answer.reader import answer
 
         result = _retrieve(body, request, model)
         try:

@@ -7,9 +7,9 @@ from typing import Iterator, Optional
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import PrivateAttr
 
-from rag.catalog import Catalog
-from rag.partitions import check_layout, claim_store, store
-from rag.writer import WriterLock
+from rag.sources.partitions import check_layout, claim_store, store
+from rag.store.catalog import Catalog
+from rag.store.writer_lock import WriterLock
 
 
 class CatalogResource(ConfigurableResource):

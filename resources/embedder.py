@@ -4,8 +4,8 @@ from functools import lru_cache
 
 from dagster import ConfigurableResource
 
-from rag.embedding import DEFAULT_EMBEDDER, load_embedder
-from rag.tokens import TokenCounter, default_counter
+from rag.models.embedders import DEFAULT_EMBEDDER, load_embedder
+from rag.models.tokens import TokenCounter, default_counter
 
 
 @lru_cache(maxsize=4)
@@ -14,7 +14,7 @@ def _embedder(name: str, batch_size: int, threads: int):
 
 
 class EmbedderResource(ConfigurableResource):
-    """The embedders of rag.embedding (MiniLM by default, USE multilingual on request), loaded once per process
+    """The embedders of rag.models.embedders (MiniLM by default, USE multilingual on request), loaded once per process
     and sha256-checked; the token counter is MiniLM's WordPiece whatever the embedder."""
 
     batch_size: int = 64

@@ -4,7 +4,7 @@ from typing import Optional
 
 from dagster import ConfigurableResource
 
-from rag.llm import ChatModel, chat_model
+from rag.answer.llm import ChatModel, chat_model
 
 
 class LLMResource(ConfigurableResource):

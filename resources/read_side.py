@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from dagster import ConfigurableResource
 
-from rag.embedding import workspace_embedder_name
-from rag.workspace import Workspace
+from rag.models.embedders import workspace_embedder_name
+from rag.query.workspace import Workspace
 from resources.embedder import EmbedderResource
 
 

@@ -4,9 +4,9 @@ from typing import Optional
 
 from dagster import ConfigurableResource
 
-from rag.partitions import DEFAULT_SHARD_FILES, resolve
-from rag.publish import IngestSettings
-from rag.units import DEFAULT_CAP
+from rag.sources.partitions import resolve
+from rag.store.publish import IngestSettings
+from rag.units.long_units import DEFAULT_CAP
 
 
 class SourceSettings(ConfigurableResource):
@@ -22,7 +22,7 @@ class SourceSettings(ConfigurableResource):
     embedder: Optional[str] = None  # minilm | use-multilingual; None keeps the workspace's choice
     allow_empty: bool = False
     partitioned: bool = False   # each collection (a source's sub-folder or its top-level files) is a partition
-    shard_files: int = DEFAULT_SHARD_FILES  # a collection with more files when first seen is hash-sharded
+    shard_files: Optional[int] = None  # $RAG_SHARD_FILES or 20,000: a collection with more files when first seen is hash-sharded
     workspace: Optional[str] = None   # where the partition layout and stores are (a partitioned workspace)
 
     def settings(self, partition: str | None = None) -> IngestSettings:

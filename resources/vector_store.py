@@ -4,8 +4,8 @@ from typing import Optional
 
 from dagster import ConfigurableResource
 
-from rag.index import SubchunkIndex
-from rag.partitions import partition_lance_uri, published_stores
+from rag.sources.partitions import partition_lance_uri, published_stores
+from rag.store.index import SubchunkIndex
 
 
 class VectorStoreResource(ConfigurableResource):

@@ -1,14 +1,14 @@
 """Shared fixtures, and how a test stays isolated when the suite runs in parallel (`make test`: pytest-xdist).
 
 Each xdist worker is its own process, so process-wide state (the loaded embedder, the local llama.cpp server of
-rag.local_llm, torch's thread pool) is per worker. A test that wants to pass under `-n 2` follows four rules:
+rag.answer.local_llm, torch's thread pool) is per worker. A test that wants to pass under `-n 2` follows four rules:
 
 - Files: write only under `tmp_path` / `tmp_path_factory` (per worker, per test) or the `corpus` / `workspace`
   fixtures below; never under the repository (`.rag/`) or a fixed /tmp path.
-- Ports: bind port 0 and ask the socket which port it got (`rag.local_llm.free_port()`); never a fixed port.
+- Ports: bind port 0 and ask the socket which port it got (`rag.answer.local_llm.free_port()`); never a fixed port.
 - Dagster: `dg.instance_for_test(temp_dir=str(tmp_path))`. DAGSTER_HOME is unset for the whole run, so code that
   falls back to the default instance (pipelines.ingest_run) gets an ephemeral one per process, never a shared one.
-- Benchmarks: `benchmark_dir(name)` (rag.benchmarks), i.e. the slices in samples/benchmarks/ unless
+- Benchmarks: `benchmark_dir(name)` (rag.sources.benchmarks), i.e. the slices in samples/benchmarks/ unless
   RAG_BENCHMARKS names another folder; nothing outside the repository.
 
 Expensive things are shared at session scope, once per worker: `embedder`, `multilingual` and `published_sample`
@@ -20,6 +20,7 @@ on one worker, and modules, not single tests, are spread over the workers.
 """
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,9 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples"
+# Tests mirror rag/'s layers in sub-folders and share helpers by module name (`from test_longrag import publish`),
+# the name pytest's prepend import mode gives each test module: every folder is importable from every other.
+sys.path += [str(d) for d in sorted(Path(__file__).parent.iterdir()) if d.is_dir() and d.name.isidentifier()]
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
@@ -58,14 +62,14 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def embedder():
-    from rag.embedding import Embedder
+    from rag.models.embedders import Embedder
 
     return Embedder(threads=1)
 
 
 @pytest.fixture(scope="session")
 def multilingual():
-    from rag.embedding import MultilingualEmbedder
+    from rag.models.embedders import MultilingualEmbedder
 
     return MultilingualEmbedder(threads=1)
 

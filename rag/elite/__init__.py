@@ -2,22 +2,23 @@
 
 `elite_retrieve` is the entry point; `model=None` runs the deterministic offline policy. The result's
 trace says which policy ran, and a counting question's answer is in `trace["direct_answer"]`.
+May import `rag.answer` (the LLM behind the policy) and the layers below it.
 """
 from __future__ import annotations
 
 import time
 
-from rag.access import Caller
-from rag.catalog import Catalog
-from rag.context import RetrievalResult, pack
+from rag.answer.llm import ChatModel
 from rag.elite.config import EliteConfig
 from rag.elite.explore import Exploration, explore
 from rag.elite.importance import Encoder
 from rag.elite.policy import LLMPolicy, OfflinePolicy
 from rag.elite.sentences import STORES
 from rag.elite.trace import format_trace
-from rag.llm import ChatModel
-from rag.tokens import TokenCounter, default_counter
+from rag.models.tokens import TokenCounter, default_counter
+from rag.retrieval.callers import Caller
+from rag.retrieval.context import RetrievalResult, pack
+from rag.store.catalog import Catalog
 
 __all__ = ["EliteConfig", "elite_retrieve", "elite_explore", "format_trace", "pack_exploration", "STORES"]
 
@@ -40,7 +41,7 @@ def elite_explore(catalog: Catalog, caller: Caller, question: str, *, model: Cha
 
 
 def pack_exploration(found: Exploration, budget: int) -> RetrievalResult:
-    """Fit the ranked candidates into the budget with `rag.context.pack`, as LongRAG does."""
+    """Fit the ranked candidates into the budget with `rag.retrieval.context.pack`, as LongRAG does."""
     start = time.perf_counter()
     items = pack(found.candidates, budget)
     trace = found.trace | {"packed": {"items": len(items), "tokens": sum(i.tokens for i in items), "budget": budget}}
@@ -50,6 +51,6 @@ def pack_exploration(found: Exploration, budget: int) -> RetrievalResult:
 
 
 def _default_embedder():
-    from rag.embedding import load_embedder
+    from rag.models.embedders import load_embedder
 
     return load_embedder(threads=1)   # one thread at query time (STACK.md: oversubscription costs 10–30×)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag.elite.sentences import SentenceStore
-from rag.text import content_terms, is_stop, mostly_han, term, words
+from rag.text.analysis import content_terms, is_stop, mostly_han, term, words
 
 # A capitalised word not at the start of a sentence: a name, a place, an organisation.
 _ENTITY = re.compile(r"(?<![.!?:]\s)(?<![.!?:]\n)\b(?<!^)[A-Z][\w'-]*")

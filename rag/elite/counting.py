@@ -14,7 +14,7 @@ import numpy as np
 
 from rag.elite.sentences import SentenceStore
 from rag.elite.terms import inflections
-from rag.text import check_question, has_han, word_bounds
+from rag.text.analysis import check_question, has_han, word_bounds
 
 # Every pattern below bounds what it captures, so detection stays linear in the question's length.
 # "How many times does the word 'cache' appear…", "how often is X mentioned", "count the occurrences of X".

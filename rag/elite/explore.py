@@ -7,19 +7,28 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rag.access import Caller
-from rag.catalog import Catalog
-from rag.context import ContextItem
-from rag.elite.collect import (Chunk, Term, coverage, expand, expansion_candidates, score_sentences, term_weights,
-                               terms_from, top_k)
+from rag.elite.collect import (
+    Chunk,
+    Term,
+    coverage,
+    expand,
+    expansion_candidates,
+    score_sentences,
+    term_weights,
+    terms_from,
+    top_k,
+)
 from rag.elite.config import EliteConfig
 from rag.elite.counting import count_occurrences, direct_answer
 from rag.elite.importance import Encoder, importance
 from rag.elite.policy import Evidence, Verdict
 from rag.elite.sentences import STORES, SentenceStore
-from rag.text import check_question
-from rag.tokens import TokenCounter
-from rag.units import render_header
+from rag.models.tokens import TokenCounter
+from rag.retrieval.callers import Caller
+from rag.retrieval.context import ContextItem
+from rag.store.catalog import Catalog
+from rag.text.analysis import check_question
+from rag.units.long_units import render_header
 
 
 @dataclass

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rag.answer.llm import ChatModel, LLMError, parse_json
 from rag.elite.counting import CountRequest, detect_count, forms_of
-from rag.llm import ChatModel, LLMError, parse_json
-from rag.text import content_terms, sentences
+from rag.text.analysis import content_terms, sentences
 
 UNKNOWN = "unknown"
 

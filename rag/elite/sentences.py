@@ -13,12 +13,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rag.access import Caller
-from rag.catalog import Catalog
-from rag.text import is_stop, sentence_spans, term, words
-
-_FINGERPRINT = ("SELECT count(*), coalesce(sum(hash(doc_id, version, content_hash, acl)), 0) "
-                "FROM documents WHERE status = 'current'")
+from rag.retrieval.callers import Caller
+from rag.store.catalog import Catalog
+from rag.store.rows import CurrentText
+from rag.text.analysis import is_stop, sentence_spans, term, words
 
 
 class Vocabulary:
@@ -43,10 +41,6 @@ class Vocabulary:
             self.stems.append(term)
         return tid
 
-    def lookup(self, terms: list[str]) -> np.ndarray:
-        """Ids of known stems (unknown ones are dropped: they match no sentence)."""
-        return np.array([self.ids[t] for t in terms if t in self.ids], dtype=np.int64)
-
 
 @dataclass(frozen=True)
 class ParsedDoc:
@@ -60,7 +54,7 @@ class ParsedDoc:
 
 
 def parse_document(title: str, text: str, vocab: Vocabulary) -> ParsedDoc:
-    """Split into sentences (offsets kept) and map each content word to its term id (rag.text's analysis)."""
+    """Split into sentences (offsets kept) and map each content word to its term id (rag.text.analysis's analysis)."""
     offsets = sentence_spans(text)
     sentence_of, term_ids = [], []
     for i, (s, e) in enumerate(offsets):
@@ -106,9 +100,6 @@ class SentenceStore:
     def title_postings(self, term_id: int) -> np.ndarray:
         return self.title_docs[self.title_ptr[term_id]:self.title_ptr[term_id + 1]]
 
-    def terms_of(self, sentence: int) -> np.ndarray:
-        return self.sent_terms[self.sent_ptr[sentence]:self.sent_ptr[sentence + 1]]
-
     def sentence_text(self, s: int) -> str:
         return self.texts[self.sent_doc[s]][self.starts[s]:self.ends[s]]
 
@@ -137,8 +128,8 @@ def _csr(rows: np.ndarray, cols: np.ndarray, n_rows: int) -> tuple[np.ndarray, n
     return np.concatenate([[0], np.cumsum(np.bincount(r, minlength=n_rows))]), c
 
 
-def assemble(docs: list[tuple], parsed: list[ParsedDoc], vocab: Vocabulary) -> SentenceStore:
-    """Concatenate per-document parses into one store; docs are (doc_id, version, title, text, acl) rows."""
+def assemble(docs: list[CurrentText], parsed: list[ParsedDoc], vocab: Vocabulary) -> SentenceStore:
+    """Concatenate per-document parses into one store, in the order of `docs`."""
     counts = np.array([len(p.starts) for p in parsed], dtype=np.int64)
     doc_ptr = np.concatenate([[0], np.cumsum(counts)])
     sent_doc = np.repeat(np.arange(len(parsed)), counts)
@@ -152,8 +143,8 @@ def assemble(docs: list[tuple], parsed: list[ParsedDoc], vocab: Vocabulary) -> S
     sent_ptr, sent_terms = _csr(word_sent, word_term, n_sent)
     title_ptr, title_docs = _csr(title_term, title_doc, n_terms)
     return SentenceStore(
-        keys=[(d[0], d[1]) for d in docs], titles=[d[2] for d in docs], texts=[d[3] for d in docs],
-        acls=[tuple(d[4]) for d in docs], vocab=vocab, doc_ptr=doc_ptr, sent_doc=sent_doc,
+        keys=[(d.doc_id, d.version) for d in docs], titles=[d.title for d in docs], texts=[d.text for d in docs],
+        acls=[d.acl for d in docs], vocab=vocab, doc_ptr=doc_ptr, sent_doc=sent_doc,
         starts=cat([p.starts for p in parsed]), ends=cat([p.ends for p in parsed]),
         term_ptr=term_ptr, term_sents=term_sents, sent_ptr=sent_ptr, sent_terms=sent_terms,
         title_ptr=title_ptr, title_docs=title_docs)
@@ -170,7 +161,7 @@ class StoreCache:
 
     def get(self, catalog: Catalog) -> tuple[SentenceStore, bool]:
         """The store for the catalog's current documents, and whether this call had to (re)build it."""
-        (fingerprint,) = catalog.rows(_FINGERPRINT)
+        fingerprint = catalog.current_fingerprint()
         with self._lock:
             store = self._stores.get(catalog.path)
             if store is not None and store.fingerprint == fingerprint:
@@ -189,14 +180,13 @@ class StoreCache:
         start = time.perf_counter()
         vocab = self._vocabs.setdefault(catalog.path, Vocabulary())
         old = self._parsed.get(catalog.path, {})
-        rows = catalog.rows("SELECT doc_id, version, title, text, acl, content_hash FROM documents "
-                            "WHERE status = 'current' ORDER BY doc_id")
+        rows = catalog.current_texts()
         parsed = {}
-        for doc_id, version, title, text, _, chash in rows:
-            key = (doc_id, version, chash)
-            parsed[key] = old.get(key) or parse_document(title or "", text or "", vocab)
+        for r in rows:
+            key = (r.doc_id, r.version, r.content_hash)
+            parsed[key] = old.get(key) or parse_document(r.title or "", r.text or "", vocab)
         self._parsed[catalog.path] = parsed     # superseded and deleted versions drop out here
-        store = assemble(rows, [parsed[(r[0], r[1], r[5])] for r in rows], vocab)
+        store = assemble(rows, [parsed[(r.doc_id, r.version, r.content_hash)] for r in rows], vocab)
         store.fingerprint = fingerprint
         store.build_seconds = time.perf_counter() - start
         return store

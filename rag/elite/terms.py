@@ -1,4 +1,4 @@
-"""Surface forms of an English word for the counting branch (stems and stop words live in rag.text)."""
+"""Surface forms of an English word for the counting branch (stems and stop words live in rag.text.analysis)."""
 from __future__ import annotations
 
 

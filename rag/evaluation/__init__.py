@@ -3,13 +3,14 @@
 `evaluate_benchmark` ingests a benchmark folder (`prepare_workspace`) and evaluates it; `evaluate_workspace`
 evaluates a published workspace as it is, on its own question set; `evaluate` runs questions × methods ×
 budgets, `summarise` adds bootstrap intervals, `write_report` writes the files.
+The top layer: may import every other.
 """
 from rag.evaluation.benchmark import Outcome, evaluate_benchmark, evaluate_workspace
+from rag.evaluation.prepared import Prepared, ingest_benchmark, open_prepared, prepare_workspace
 from rag.evaluation.questions import EvalQuestion, QuestionsError, load_questions
 from rag.evaluation.report import ReportFiles, write_report
 from rag.evaluation.run import METHODS, BudgetExceeded, EvalConfig, Evaluation, MethodUnavailable, Row, evaluate
 from rag.evaluation.summary import summarise
-from rag.evaluation.workspace import Prepared, ingest_benchmark, open_prepared, prepare_workspace
 
 __all__ = ["METHODS", "BudgetExceeded", "EvalConfig", "EvalQuestion", "Evaluation", "MethodUnavailable", "Outcome",
            "Prepared", "QuestionsError", "ReportFiles", "Row", "evaluate", "evaluate_benchmark", "evaluate_workspace",

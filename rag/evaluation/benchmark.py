@@ -4,13 +4,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag.evaluation.report import ReportFiles, write_report
+from rag.answer.llm import ChatModel
+from rag.evaluation.prepared import Prepared, open_prepared, prepare_workspace
 from rag.evaluation.questions import load_questions
+from rag.evaluation.report import ReportFiles, write_report
 from rag.evaluation.run import EvalConfig, Evaluation, evaluate
 from rag.evaluation.summary import summarise
-from rag.evaluation.workspace import Prepared, open_prepared, prepare_workspace
-from rag.llm import ChatModel
-from rag.tokens import TokenCounter
+from rag.models.tokens import TokenCounter
 
 
 @dataclass

@@ -2,9 +2,9 @@
 question none of the forbidden version. Lines are compared, so a leak through any method's rendering is caught."""
 from __future__ import annotations
 
-from rag.context import RetrievalResult
 from rag.evaluation.questions import EvalQuestion
-from rag.snapshot import Snapshot
+from rag.retrieval.context import RetrievalResult
+from rag.retrieval.read_state import Snapshot
 
 MIN_LINE_CHARS = 24  # shorter lines (headings, list stubs) are shared between documents too often to prove a leak
 
@@ -16,8 +16,7 @@ def forbidden_texts(snap: Snapshot, q: EvalQuestion) -> dict[tuple[str, str], st
     if q.expect == "absent_version":
         keys = [(d, q.absent_version) for d in q.gold_doc_ids]
     else:
-        current = dict(snap.catalog.rows("SELECT doc_id, version FROM documents WHERE status = 'current' "
-                                         "AND list_contains(?, doc_id)", [list(q.gold_doc_ids)]))
+        current = snap.catalog.current_versions_of(list(q.gold_doc_ids))
         keys = [(d, current[d]) for d in q.gold_doc_ids if d in current]
     texts = snap.texts(keys)
     return {k: texts[k][1] for k in keys if k in texts}

@@ -6,8 +6,8 @@ import string
 from collections import Counter
 from collections.abc import Iterable
 
-from rag.context import ContextItem
-from rag.text import HAN, has_han
+from rag.retrieval.context import ContextItem
+from rag.text.analysis import HAN, has_han
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = frozenset(string.punctuation)

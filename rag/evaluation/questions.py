@@ -1,11 +1,11 @@
 """Who asks an evaluation question: its groups, its user through the users file, or the run's default caller.
 
-The question model and its loader live with the benchmark format (rag/benchmarks.py); this adds the callers.
+The question model and its loader live with the benchmark format (rag/sources/benchmarks.py); this adds the callers.
 """
 from __future__ import annotations
 
-from rag.access import Caller
-from rag.benchmarks import EXPECTATIONS, Question, QuestionsError, load_questions
+from rag.retrieval.callers import Caller
+from rag.sources.benchmarks import EXPECTATIONS, Question, QuestionsError, load_questions
 
 EvalQuestion = Question  # the evaluation's name for it
 

@@ -9,7 +9,7 @@ import duckdb
 
 from rag.evaluation.plots import draw_plots
 from rag.evaluation.run import Evaluation
-from rag.summary import markdown_table
+from rag.text.tables import markdown_table
 
 PLOTS = {"quality": "Evidence recall, completeness and F1 by budget",
          "by_type": "Completeness by question type",
@@ -123,7 +123,7 @@ def render_markdown(summary: dict, plots: dict[str, str]) -> str:
                          f"{c['storage_bytes']:,}", c["storage_ratio_to_raw_text"]]
                         for m, c in summary["methods"].items()]),
         "",
-        "Storage is bytes on disk ÷ the UTF-8 bytes of the current documents' titles and texts (`rag.storage`, the "
+        "Storage is bytes on disk ÷ the UTF-8 bytes of the current documents' titles and texts (`rag.store.storage`, the "
         "figure the ingest metadata and the README state too): the writer's catalog and the published read state "
         "for every method, plus the LanceDB database (vectors, vector cache, versions kept for as-of reads) for the "
         "index-based methods.",

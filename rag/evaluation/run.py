@@ -8,19 +8,19 @@ from dataclasses import asdict, dataclass, field
 
 from tqdm import tqdm
 
-from rag.access import Caller
-from rag.benchmarks import complete, evidence_recall
-from rag.context import RetrievalResult
+from rag.answer.llm import ChatModel
+from rag.answer.reader import Answer, answer
 from rag.evaluation.expect import expectation_met, forbidden_texts
 from rag.evaluation.memo import CountMemo, QueryMemo
 from rag.evaluation.metrics import exact_match, f1, normalize_answer, sentence_recall
+from rag.evaluation.prepared import BENCH_ACL, Prepared
 from rag.evaluation.questions import EvalQuestion, asker_label, caller_for
-from rag.evaluation.workspace import BENCH_ACL, Prepared
-from rag.llm import ChatModel
-from rag.methods import METHODS as REGISTRY
-from rag.methods import Request, Tools
-from rag.reader import Answer, answer
-from rag.tokens import TokenCounter
+from rag.models.tokens import TokenCounter
+from rag.query.methods import METHODS as REGISTRY
+from rag.query.methods import Request, Tools
+from rag.retrieval.callers import Caller
+from rag.retrieval.context import RetrievalResult
+from rag.sources.benchmarks import complete, evidence_recall
 
 METHODS = tuple(REGISTRY)
 ELITE_POLICIES = ("offline", "reader")

@@ -8,9 +8,9 @@ from itertools import combinations
 import numpy as np
 
 from rag.evaluation.bootstrap import bootstrap_ci, paired_difference_ci
+from rag.evaluation.prepared import Prepared
 from rag.evaluation.run import Evaluation, Row
-from rag.evaluation.workspace import Prepared
-from rag.methods import METHODS as REGISTRY
+from rag.query.methods import METHODS as REGISTRY
 
 # Row field → name in the summary; every one gets a bootstrap interval over questions.
 METRICS = {"evidence_recall": "evidence_recall", "sentence_recall": "sentence_recall", "complete": "completeness",

@@ -11,9 +11,11 @@ from typing import Callable
 
 import numpy as np
 
-from rag.catalog import Catalog
-from rag.documents import Document
 from rag.elite.sentences import Vocabulary, assemble, parse_document
+from rag.sources.documents import Document
+from rag.store.catalog import Catalog
+from rag.store.rows import CurrentText
+from rag.store.source_log import sync_documents
 
 SOURCE = "/tests/elite/source.jsonl"
 
@@ -26,15 +28,15 @@ def doc(doc_id: str, text: str, acl=("staff",), version: str = "1", title: str |
 def catalog_with(path: Path, docs: list[Document]) -> Catalog:
     """A real DuckDB catalog whose current documents are exactly `docs` (later calls delete what is left out)."""
     catalog = Catalog(path)
-    catalog.sync_documents(catalog.begin_publish([SOURCE]), docs, [], [SOURCE])
+    sync_documents(catalog, catalog.begin_publish([SOURCE]), docs, [], [SOURCE])
     return catalog
 
 
 def store_of(*texts: str):
     """A sentence store over hand-made documents d0, d1, … (no catalog needed)."""
     vocab = Vocabulary()
-    rows = [(f"d{i}", "1", f"d{i}", t, ("staff",)) for i, t in enumerate(texts)]
-    return assemble(rows, [parse_document(r[2], r[3], vocab) for r in rows], vocab)
+    rows = [CurrentText(f"d{i}", "1", f"d{i}", t, ("staff",), "") for i, t in enumerate(texts)]
+    return assemble(rows, [parse_document(r.title, r.text, vocab) for r in rows], vocab)
 
 
 class HashEncoder:
@@ -78,7 +80,7 @@ def fake_chat(reply: Callable[[list[dict]], str | int]):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        from rag.llm import OpenAIChat
+        from rag.answer.llm import OpenAIChat
 
         yield OpenAIChat(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", model="fake", max_retries=0,
                          timeout=10), requests

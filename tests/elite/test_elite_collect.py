@@ -1,6 +1,6 @@
 import numpy as np
-
 from elite_helpers import store_of
+
 from rag.elite.collect import Term, coverage, expand, score_sentences, term_weights, terms_from, top_k
 
 

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
-
 from elite_helpers import store_of
+
 from rag.elite.counting import count_occurrences, detect_count, direct_answer, forms_of
-from rag.text import MAX_QUESTION_CHARS, QuestionTooLong
+from rag.text.analysis import MAX_QUESTION_CHARS, QuestionTooLong
 
 
 def test_counting_matches_whole_words_in_every_inflected_form_case_insensitively():

@@ -1,13 +1,14 @@
 import json
 
 import pytest
-
 from elite_helpers import HashEncoder, catalog_with, doc
-from rag.access import Caller
+
 from rag.elite import EliteConfig, elite_explore, elite_retrieve, format_trace, pack_exploration
 from rag.elite.explore import explore
 from rag.elite.policy import OfflinePolicy
-from rag.tokens import default_counter
+from rag.models.tokens import default_counter
+from rag.retrieval.callers import Caller
+from rag.store.source_log import sync_documents
 
 STAFF = Caller(frozenset({"staff"}))
 # Two hops: the film's document names the place; only a document about that place says when it was taken.
@@ -94,7 +95,7 @@ def test_the_trace_is_json_and_reads_as_text(catalog):
 def test_the_store_is_built_once_and_rebuilt_when_the_catalog_changes(catalog):
     assert run(catalog).trace["scope"]["store"] in ("built", "cached")
     assert run(catalog).trace["scope"]["store"] == "cached"
-    catalog.sync_documents(catalog.begin_publish([FILLER[0].source]), HOPS, [], [FILLER[0].source])
+    sync_documents(catalog, catalog.begin_publish([FILLER[0].source]), HOPS, [], [FILLER[0].source])
     after = run(catalog)
     assert after.trace["scope"]["store"] == "built" and after.trace["scope"]["documents"] == len(HOPS)
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
-
 from elite_helpers import HashEncoder
+
 from rag.elite.importance import importance, noise_levels, perturb
 from rag.elite.policy import UNKNOWN, OfflinePolicy
 

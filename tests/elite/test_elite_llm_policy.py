@@ -1,10 +1,10 @@
 import json
 
 import pytest
-
 from elite_helpers import HashEncoder, catalog_with, doc, fake_chat
-from rag.access import Caller
+
 from rag.elite import EliteConfig, elite_retrieve
+from rag.retrieval.callers import Caller
 
 STAFF = Caller(frozenset({"staff"}))
 DOCS = [doc("cache", "The offline cache holds 7 days of telemetry. Eviction starts at 90 percent."),

@@ -4,12 +4,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from elite_helpers import HashEncoder, catalog_with, doc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from elite_helpers import HashEncoder, catalog_with, doc
-from rag.access import Caller
 from rag.elite import EliteConfig, elite_retrieve
+from rag.retrieval.callers import Caller
 
 GROUPS = ["sales", "support", "security", "field"]
 WORDS = ["cache", "gateway", "alarm", "rotate", "firmware", "token", "harbour", "valve", "relay", "modem"]
@@ -61,9 +61,10 @@ def test_nothing_returned_comes_from_a_document_the_caller_may_not_read(spec, gr
 
 def test_an_acl_revoked_in_the_catalog_hides_the_document_at_once(tmp_path):
     """The sentence store is cached; a changed ACL column alone must still invalidate what a caller sees."""
-    from rag.catalog import Catalog
-    from rag.publish import IngestSettings, publish_documents
     from conftest import SAMPLES
+
+    from rag.store.catalog import Catalog
+    from rag.store.publish import IngestSettings, publish_documents
 
     catalog = Catalog(tmp_path / "catalog.duckdb")
     publish_documents(catalog, IngestSettings(sources=[str(SAMPLES / "corpus")]))

@@ -1,5 +1,5 @@
 from rag.elite.terms import inflections
-from rag.text import content_terms, stem
+from rag.text.analysis import content_terms, stem
 
 
 def test_inflected_forms_fold_onto_one_stem():

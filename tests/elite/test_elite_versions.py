@@ -1,11 +1,11 @@
 """Deleted and superseded versions are never scanned: their text never comes back (sample corpus)."""
 import pytest
-
 from elite_helpers import HashEncoder
-from rag.access import Caller
-from rag.catalog import Catalog
+
 from rag.elite import EliteConfig, elite_retrieve
-from rag.publish import IngestSettings, publish_documents
+from rag.retrieval.callers import Caller
+from rag.store.catalog import Catalog
+from rag.store.publish import IngestSettings, publish_documents
 
 EVERYONE = Caller(frozenset({"field-engineering", "support", "partners", "security-team", "everyone"}))
 CONFIG = EliteConfig(noise_samples=1)

@@ -7,7 +7,7 @@ import sys
 import pytest
 from conftest import REPO
 
-from rag.benchmarks import BUNDLED, BenchmarksError, benchmark_dir, benchmarks_root, load_questions
+from rag.sources.benchmarks import BUNDLED, BenchmarksError, benchmark_dir, benchmarks_root, load_questions
 
 NAMES = ("hotpotqa", "musique", "2wikimultihopqa", "cmrc2018", "drcd")
 

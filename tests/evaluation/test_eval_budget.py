@@ -1,9 +1,9 @@
 """Matched budgets: a context over its budget stops the run, whatever the items claim about their own size."""
 import pytest
 
-from rag.context import ContextItem, RetrievalResult
 from rag.evaluation.run import BudgetExceeded, check_budget
-from rag.tokens import default_counter
+from rag.models.tokens import default_counter
+from rag.retrieval.context import ContextItem, RetrievalResult
 
 TEXT = "## Lisa Raymond\n[lisa-raymond · version 1]\nRaymond has 11 Grand Slam titles to her name.\n"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from test_eval_end_to_end import rag_eval
 
-from rag.benchmarks import benchmark_dir
+from rag.sources.benchmarks import benchmark_dir
 
 
 def slice_of(name: str, dest: Path, n: int = 3, distractors: int = 12) -> Path:

@@ -11,10 +11,10 @@ import pytest
 
 from assets.evaluation import evaluation_definitions
 from pipelines.eval_cli import add_eval_parser
-from rag.benchmarks import benchmark_dir, evidence_recall, load_questions
-from rag.context import ContextItem, RetrievalResult
 from rag.evaluation import BudgetExceeded, EvalConfig, evaluate, prepare_workspace
 from rag.evaluation import load_questions as eval_questions
+from rag.retrieval.context import ContextItem, RetrievalResult
+from rag.sources.benchmarks import benchmark_dir, evidence_recall, load_questions
 from resources import EmbedderResource
 from resources.llm import LLMResource
 
@@ -119,14 +119,14 @@ def test_the_report_names_the_reader_the_corpus_and_the_command(run):
 
 
 def test_a_method_over_its_budget_stops_the_evaluation(run, monkeypatch, embedder):
-    import rag.longrag
-    from rag.tokens import default_counter
+    import rag.retrieval.longrag
+    from rag.models.tokens import default_counter
 
     def greedy(snap, ranked, budget):
         text = "word " * (budget + 1)
         return RetrievalResult("longrag", budget, [ContextItem("d", "1", "t", text, 1, ((0, 1),), 1.0)])
 
-    monkeypatch.setattr(rag.longrag, "pack_ranked", greedy)
+    monkeypatch.setattr(rag.retrieval.longrag, "pack_ranked", greedy)
     prepared = prepare_workspace(run["bench"], run["workspace"], embedder, default_counter())
     try:
         with pytest.raises(BudgetExceeded):

@@ -3,7 +3,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag.evaluation.memo import CountMemo, QueryMemo
-from rag.tokens import default_counter
+from rag.models.tokens import default_counter
 
 
 class Calls:

@@ -1,8 +1,8 @@
 """Per-question metrics on hand-made cases: SQuAD normalisation, exact match, F1, supporting-sentence recall."""
 import pytest
 
-from rag.context import ContextItem
 from rag.evaluation.metrics import exact_match, f1, normalize_answer, sentence_recall
+from rag.retrieval.context import ContextItem
 
 
 def item(doc_id: str, text: str) -> ContextItem:

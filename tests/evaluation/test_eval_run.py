@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag.access import Caller
 from rag.evaluation.questions import EvalQuestion, QuestionsError, caller_for, load_questions
 from rag.evaluation.run import EvalConfig, answer_sample
 from rag.evaluation.summary import wins
+from rag.retrieval.callers import Caller
 
 
 def questions(kinds: list[tuple[str, int]]) -> list[EvalQuestion]:

@@ -3,13 +3,13 @@ import json
 
 import pytest
 from conftest import SAMPLES
-
-from rag.access import load_users
-from rag.context import ContextItem, RetrievalResult
-from rag.evaluation.expect import expectation_met
-from rag.evaluation.questions import EvalQuestion, load_questions
 from test_eval_end_to_end import rag_eval
 from test_longrag import publish
+
+from rag.evaluation.expect import expectation_met
+from rag.evaluation.questions import EvalQuestion, load_questions
+from rag.retrieval.callers import load_users
+from rag.retrieval.context import ContextItem, RetrievalResult
 
 METHODS = ("longrag", "longrag-units", "elite", "hybrid", "shortchunk")
 QUESTIONS, USERS = SAMPLES / "questions.jsonl", SAMPLES / "users.yaml"
@@ -39,7 +39,7 @@ def test_the_set_has_every_kind_of_question_the_issue_asks_for():
 
 def sample_documents():
     """Every document (all versions) of the sample corpus, as the loader reads it."""
-    from rag.loaders import load_sources
+    from rag.sources.loaders import load_sources
 
     return load_sources([str(SAMPLES / "corpus")]).documents
 

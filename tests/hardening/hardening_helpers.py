@@ -1,10 +1,10 @@
 """Shared by the hardening tests: write a corpus, run the three publishing steps on a real catalog and index."""
 from pathlib import Path
 
-from rag.catalog import Catalog
-from rag.index import SubchunkIndex
-from rag.publish import IngestSettings, publish_documents, publish_index, publish_units
-from rag.tokens import default_counter
+from rag.models.tokens import default_counter
+from rag.store.catalog import Catalog
+from rag.store.index import SubchunkIndex
+from rag.store.publish import IngestSettings, publish_documents, publish_index, publish_units
 
 GOOD = "---\nid: {id}\nversion: \"{version}\"\nacl: [{acl}]\n---\n# {id}\n\n{text}\n"
 

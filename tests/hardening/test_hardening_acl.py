@@ -1,8 +1,8 @@
 """Class 1: a document's ACL is never guessed from front matter the parser would otherwise ignore."""
 import pytest
-
 from hardening_helpers import write
-from rag.loaders import load_sources
+
+from rag.sources.loaders import load_sources
 
 STAFF = ("staff",)
 

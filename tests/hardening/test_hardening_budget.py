@@ -1,12 +1,12 @@
 """Class 5: a token budget bounds the characters handed to the reader, whatever the text looks like."""
 import pytest
-
 from hardening_helpers import good, publish_all, write
-from rag.access import Caller
-from rag.chunking import subchunks
-from rag.methods import METHODS
-from rag.workspace import Workspace
-from rag.tokens import CHARS_PER_TOKEN, default_counter
+
+from rag.models.tokens import CHARS_PER_TOKEN, default_counter
+from rag.query.methods import METHODS
+from rag.query.workspace import Workspace
+from rag.retrieval.callers import Caller
+from rag.units.chunking import subchunks
 
 HOSTILE_TEXTS = {
     "one long word": "a" * 200_000,

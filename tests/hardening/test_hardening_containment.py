@@ -1,10 +1,10 @@
 """Class 3: one bad file or line is contained and named; the run still publishes and applies deletions."""
 import pytest
-
 from hardening_helpers import good, publish_all, write
-from rag.catalog import Catalog
-from rag.loaders import load_sources
-from rag.publish import IngestSettings, NothingToPublish, publish_documents
+
+from rag.sources.loaders import load_sources
+from rag.store.catalog import Catalog
+from rag.store.publish import IngestSettings, NothingToPublish, publish_documents
 
 DEEP = 100_000
 

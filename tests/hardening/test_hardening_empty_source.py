@@ -1,10 +1,10 @@
 """Class 10 (load side): emptying a source is an explicit, safe operation; an empty JSONL file gets a row."""
 import pytest
-
 from hardening_helpers import current, good, publish_all, write
-from rag import consistency
-from rag.catalog import Catalog
-from rag.publish import IngestSettings, NothingToPublish, publish_documents
+
+from rag.store import consistency
+from rag.store.catalog import Catalog
+from rag.store.publish import IngestSettings, NothingToPublish, publish_documents
 
 
 def sync(catalog, *sources, **kw):

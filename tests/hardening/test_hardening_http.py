@@ -9,14 +9,14 @@ import sys
 
 import httpx
 import pytest
+from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_server import GROUPS, WORDS, assert_readable_only, serving, user_of
 
-from conftest import REPO
 from pipelines.http_body import MAX_BODY_BYTES, MAX_DEPTH
 from pipelines.ingest_run import run_ingest, run_partitions
-from rag.workspace import Workspace
-from test_server import GROUPS, WORDS, assert_readable_only, serving, user_of
+from rag.query.workspace import Workspace
 
 Q = b'"question": "How long does the offline cache hold telemetry?", "user": "u-support"'
 JSON = {"content-type": "application/json"}

@@ -2,9 +2,9 @@
 import os
 
 import pytest
-
 from hardening_helpers import good, write
-from rag.loaders import load_sources
+
+from rag.sources.loaders import load_sources
 
 
 @pytest.fixture
@@ -110,7 +110,7 @@ def test_unreadable_subfolder_gets_a_row(tree):
 
 
 def test_a_file_swapped_for_a_link_after_the_listing_is_not_followed(tree):
-    from rag.loaders import _load_files
+    from rag.sources.loaders import _load_files
 
     src, outside = tree
     swapped = src / "swapped.md"

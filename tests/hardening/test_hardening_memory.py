@@ -9,12 +9,12 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
+
 from pipelines.cli import main
 from pipelines.ingest_run import run_ingest
 from rag.elite import _default_embedder
-from rag.embedding import load_embedder
+from rag.models.embedders import load_embedder
 
 
 def rss_mib() -> float:

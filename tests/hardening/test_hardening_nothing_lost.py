@@ -3,11 +3,11 @@ import json
 import shutil
 
 import pytest
-
 from hardening_helpers import current, good, write
-from rag.catalog import Catalog
-from rag.loaders import load_sources
-from rag.publish import IngestSettings, publish_documents
+
+from rag.sources.loaders import load_sources
+from rag.store.catalog import Catalog
+from rag.store.publish import IngestSettings, publish_documents
 
 
 def sync(catalog, *sources, **kw):
@@ -140,7 +140,7 @@ def test_default_ids_are_stable_across_runs(tmp_path, catalog):
 def test_the_one_default_id_collision_is_named_not_silent(tmp_path):
     write(tmp_path, "a.md", "# A\n\nMarkdown.\n")
     write(tmp_path, "a.txt", "Plain text.\n")
-    from rag.versions import reconcile_versions
+    from rag.sources.versions import reconcile_versions
 
     loaded = load_sources([tmp_path], default_acl=("support",))
     plan = reconcile_versions({}, loaded.documents, loaded.rejected, loaded.scanned)

@@ -10,13 +10,21 @@ import pytest
 
 from pipelines.cli import main
 from pipelines.definitions import build_definitions
-from pipelines.errors import CliError
 from pipelines.ingest_run import run_partitions
-from pipelines.workspace import workspace_resources
-from rag.access import Caller
-from rag.partitions import (PARTITIONS_DIR, STORE_INFO, PartitionError, partition_lance_uri, published_stores,
-                            resolve, retired_keys, slug, vanished)
-from rag.workspace import Workspace
+from pipelines.workspace_resources import workspace_resources
+from rag.query.workspace import Workspace
+from rag.retrieval.callers import Caller
+from rag.sources.partitions import (
+    PARTITIONS_DIR,
+    STORE_INFO,
+    PartitionError,
+    partition_lance_uri,
+    published_stores,
+    resolve,
+    retired_keys,
+    slug,
+    vanished,
+)
 
 STAFF = Caller(frozenset({"staff"}))
 METHODS = ("longrag", "shortchunk", "elite")

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from rag.access import Caller
 from rag.evaluation.questions import QuestionsError, caller_for, load_questions
-from rag.text import MAX_QUESTION_CHARS
+from rag.retrieval.callers import Caller
+from rag.text.analysis import MAX_QUESTION_CHARS
 
 GOOD = {"qid": "q1", "question": "How long is the cache kept?", "answer": "7 days", "gold_doc_ids": ["cache"]}
 

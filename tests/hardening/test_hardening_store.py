@@ -3,12 +3,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from hardening_helpers import good, publish_all, write
-from rag import consistency
-from rag.access import Caller
-from rag.index import IDENTITY_TABLE
-from rag.workspace import Workspace
+
+from rag.query.workspace import Workspace
+from rag.retrieval.callers import Caller
+from rag.store import consistency
+from rag.store.index import IDENTITY_TABLE
 
 LONG = " ".join(f"Sentence {i} explains how the turbine gearbox is serviced." for i in range(60))
 

@@ -1,12 +1,12 @@
 """Class 4: the order of version labels, refusal of what cannot be ordered, supersession recorded as such."""
 import pytest
+from hardening_helpers import good, publish_all, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hardening_helpers import good, publish_all, write
-from rag.documents import Document, UnorderableVersion, version_key, version_order
-from rag.loaders import load_sources
-from rag.versions import reconcile_versions
+from rag.sources.documents import Document, UnorderableVersion, version_key, version_order
+from rag.sources.loaders import load_sources
+from rag.sources.versions import reconcile_versions
 
 SRC = "/data/src"
 

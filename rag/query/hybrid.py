@@ -1,0 +1,42 @@
+"""The hybrid method: ELITE's lexical exploration restricted to the documents of LongRAG's top units.
+
+LongRAG's dense ranking (and its hops) chooses where to look; ELITE then picks sentence windows inside
+those documents, so more of the evidence fits a small budget than whole documents would. Both scopes are
+pre-filtered by the caller's groups, and the windows come from ELITE's current-version store.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rag.elite import EliteConfig, elite_explore, pack_exploration
+from rag.elite.explore import Exploration
+from rag.models.tokens import TokenCounter
+from rag.retrieval.callers import Caller
+from rag.retrieval.context import RetrievalResult
+from rag.retrieval.longrag import LongRAGConfig, longrag_candidates
+from rag.retrieval.read_state import Snapshot
+
+# Importance only decides when to stop; inside LongRAG's few dozen documents every round costs milliseconds,
+# so the hybrid explores all rounds instead.
+HYBRID_ELITE = EliteConfig(noise_samples=0)
+
+
+def hybrid_explore(snap: Snapshot, embedder, counter: TokenCounter, caller: Caller, question: str,
+                   config: LongRAGConfig = LongRAGConfig(), elite: EliteConfig = HYBRID_ELITE) -> Exploration:
+    """Budget-independent: ELITE's ranked windows over the documents LongRAG ranked for the question."""
+    ranked = longrag_candidates(snap, embedder.encode_query, counter, caller, question, config)
+    scope = frozenset(i.doc_id for i in ranked.items)
+    found = elite_explore(snap.catalog, caller, question, embedder=embedder, counter=counter, config=elite,
+                          within=scope)
+    found.trace["longrag"] = ranked.trace | {"scope_documents": len(scope)}
+    return found
+
+
+def hybrid_retrieve(snap: Snapshot, embedder, counter: TokenCounter, caller: Caller, question: str, budget: int,
+                    config: LongRAGConfig = LongRAGConfig(), elite: EliteConfig = HYBRID_ELITE) -> RetrievalResult:
+    """The hybrid's context within the budget, packed with the contract every method shares."""
+    return pack_hybrid(hybrid_explore(snap, embedder, counter, caller, question, config, elite), budget)
+
+
+def pack_hybrid(found: Exploration, budget: int) -> RetrievalResult:
+    return replace(pack_exploration(found, budget), method="hybrid")

@@ -1,0 +1,235 @@
+"""The read side of a workspace: the newest published snapshot, the embedder and the counter, bound once.
+
+A `Workspace` never opens the writer's catalog file and never takes the writer's lock. Each call checks the
+snapshot pointer (one `stat`), so a long-lived process follows new publishes without a restart, and a
+query that started on a snapshot finishes on it.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rag.answer.llm import ChatModel
+from rag.models.tokens import TokenCounter, default_counter
+from rag.query.methods import MAX_QUESTION_CHARS, METHODS, Request, Tools, method
+from rag.retrieval.callers import Caller
+from rag.retrieval.context import RetrievalResult
+from rag.retrieval.read_state import SharedCache, Snapshot
+from rag.sources.partitions import PARTITIONS_DIR, is_partitioned, published_stores
+from rag.store.catalog import Catalog, CatalogError
+from rag.store.index import SubchunkIndex
+from rag.store.index_union import IndexUnion
+from rag.store.snapshot_files import NoSnapshot, pointer_stamp, read_pointer
+from rag.store.union_catalog import UnionCatalog
+
+log = logging.getLogger("rag.query.workspace")
+
+
+class WorkspaceError(LookupError):
+    """The folder is not a readable workspace; the message is one line."""
+
+
+_EMBEDDER_LOCKS: "weakref.WeakKeyDictionary[object, threading.Lock]" = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+class _Serialised:
+    """The embedder behind a lock: its tokenizer must not be used by two threads at once.
+
+    One lock per embedder, not per workspace: workspaces of one process share the process's embedder.
+    """
+
+    def __init__(self, embedder):
+        self._embedder = embedder
+        with _LOCKS_GUARD:
+            try:
+                self._lock = _EMBEDDER_LOCKS.setdefault(embedder, threading.Lock())
+            except TypeError:   # neither hashable nor weakly referable (a test's stand-in): a lock of its own
+                self._lock = threading.Lock()
+
+    def encode(self, texts, *args, **kwargs):
+        with self._lock:
+            return self._embedder.encode(texts, *args, **kwargs)
+
+    def encode_query(self, text: str):
+        with self._lock:
+            return self._embedder.encode_query(text)
+
+    def encode_queries(self, texts: list[str]):
+        with self._lock:
+            return self._embedder.encode_queries(texts)
+
+    @property
+    def name(self) -> str:
+        return self._embedder.name
+
+
+class Workspace:
+    def __init__(self, root: str | Path, *, lance_uri: str | None = None, embedder=None,
+                 counter: TokenCounter | None = None, swap_in_background: bool = False):
+        self.root = Path(root)
+        if self.root.exists() and not self.root.is_dir():
+            raise WorkspaceError(f"{self.root}: is a file, not a workspace folder")
+        self.lance_uri = str(lance_uri or self.root / "lancedb")
+        self._embedder = _Serialised(embedder) if embedder is not None else None
+        self.counter = counter or default_counter()
+        self._shared = SharedCache()
+        self._snapshot: Snapshot | None = None
+        self._stamp: tuple | None = None
+        self._lock = threading.Lock()
+        # A server keeps answering from the current snapshot while the next one's read state is built beside it.
+        self._background, self._building = swap_in_background, None
+        self.snapshot()  # fail now, with one line, if nothing was published here
+        if swap_in_background:
+            self._snapshot.warm()
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from rag.models.embedders import workspace_embedder
+
+            # The space the index was built in; one thread per query is fastest under load (STACK.md).
+            self._embedder = _Serialised(workspace_embedder(self.snapshot().catalog, threads=1))
+        return self._embedder
+
+    def use_embedder(self, embedder) -> None:
+        """Embed questions with this (already loaded) embedder; it must be the workspace's own."""
+        self._embedder = _Serialised(embedder)
+
+    def snapshot(self) -> Snapshot:
+        """The newest published snapshot; reopened only when the pointer changed since the last call."""
+        stamp = self._stamp_now()
+        if self._snapshot is not None and stamp == self._stamp:
+            return self._snapshot
+        if self._background and self._snapshot is not None:
+            self._build_beside(stamp)
+            return self._snapshot
+        with self._lock:
+            if self._snapshot is None or stamp != self._stamp:
+                self._snapshot, self._stamp = self._open(), stamp
+            return self._snapshot
+
+    def _build_beside(self, stamp: tuple | None) -> None:
+        """Open and warm the newest snapshot in a thread of its own, then swap it in (one build per pointer)."""
+        with self._lock:
+            if self._building == stamp:
+                return
+            self._building = stamp
+        threading.Thread(target=self._swap_in, args=(stamp,), name="rag-read-state", daemon=True).start()
+
+    def _swap_in(self, stamp: tuple | None) -> None:
+        try:
+            snapshot = self._open()
+            snapshot.warm()
+        except Exception:  # keep serving the current snapshot; the next request tries again
+            log.exception("building the read state of %s failed", self.root)
+            with self._lock:
+                self._building = None
+            return
+        with self._lock:
+            self._snapshot, self._stamp, self._building = snapshot, stamp, None
+
+    def _stamp_now(self) -> tuple | None:
+        if not is_partitioned(self.root):
+            return pointer_stamp(self.root)
+        return tuple((s.key, pointer_stamp(s.folder)) for s in published_stores(self.root))
+
+    def _open(self) -> Snapshot:
+        if is_partitioned(self.root):
+            return self._open_partitions()
+        for attempt in range(3):  # the snapshot named by a pointer we read may be pruned a moment later
+            try:
+                info = read_pointer(self.root)
+            except NoSnapshot as err:
+                raise WorkspaceError(str(err)) from None
+            if not info.path(self.root).exists() and attempt < 2:
+                continue
+            try:
+                catalog = Catalog.snapshot(self.root, info)
+            except CatalogError as err:
+                raise WorkspaceError(str(err)) from None
+            try:
+                index = SubchunkIndex.reader(self.lance_uri, info.lance_version)
+            except LookupError as err:
+                catalog.close()
+                raise WorkspaceError(str(err)) from None
+            return Snapshot({"": info}, catalog, index, self._shared)
+        raise WorkspaceError(f"{self.root}: the published snapshot disappeared while opening it")
+
+    def _open_partitions(self) -> Snapshot:
+        """Every partition's newest snapshot, as one read-only state (each pointer is read once)."""
+        for attempt in range(3):
+            stores = published_stores(self.root)
+            if not stores:
+                raise WorkspaceError(f"{self.root}: no partition has published yet; materialise a partition first")
+            try:
+                infos = {s.key: read_pointer(s.folder) for s in stores}
+            except NoSnapshot as err:
+                raise WorkspaceError(str(err)) from None
+            if not all(i.path(s.folder).exists() for s, i in zip(stores, infos.values())) and attempt < 2:
+                continue
+            try:
+                catalog = UnionCatalog(self.root / PARTITIONS_DIR,
+                                       {s.key: infos[s.key].path(s.folder) for s in stores})
+            except CatalogError as err:
+                raise WorkspaceError(str(err)) from None
+            try:
+                index = IndexUnion.readers({s.key: s.lance_uri for s in stores},
+                                           {k: i.lance_version for k, i in infos.items()})
+            except LookupError as err:
+                catalog.close()
+                raise WorkspaceError(str(err)) from None
+            return Snapshot(infos, catalog, index, self._shared)
+        raise WorkspaceError(f"{self.root}: a partition's snapshot disappeared while opening it")
+
+    def retrieve(self, method_name: str, caller: Caller, question: str, budget: int, *,
+                 as_of: datetime | None = None, model: ChatModel | None = None) -> RetrievalResult:
+        """Context for the question as the caller, within `budget` tokens, from the newest snapshot."""
+        spec = method(method_name)
+        if len(question) > MAX_QUESTION_CHARS:
+            raise ValueError(f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}")
+        if not question.strip():
+            raise ValueError("the question is empty")
+        if budget <= 0:
+            raise ValueError("the budget must be a positive number of tokens")
+        if as_of is not None and not spec.as_of:
+            raise ValueError(f"as-of reads are not supported by {spec.name}; use "
+                             f"{', '.join(n for n, m in METHODS.items() if m.as_of)}")
+        return spec.run(self.snapshot(), Request(caller, question, budget, as_of, model),
+                        Tools(self.embedder, self.counter))
+
+    def resolve_as_of(self, value: str | None) -> datetime | None:
+        """`publish:N` or an ISO timestamp (UTC unless it carries an offset) as a naive UTC datetime."""
+        if not value:
+            return None
+        if value.startswith("publish:"):
+            try:
+                return self.snapshot().catalog.publish_finished(int(value.split(":", 1)[1]))
+            except ValueError:
+                raise ValueError(f"--as-of {value}: expected publish:N with a number N") from None
+        try:
+            when = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"--as-of {value}: expected an ISO timestamp or publish:N") from None
+        return when.astimezone(timezone.utc).replace(tzinfo=None) if when.tzinfo else when
+
+    def close(self) -> None:
+        if self._snapshot is not None:
+            self._snapshot.close()
+            self._snapshot = None
+
+
+def shared_ids(workspace: str | Path, lance_uri: str | None = None) -> dict[str, list[tuple[str, str, str]]]:
+    """Ids published by more than one partition of a workspace (hidden from readers), with every place of each."""
+    try:
+        reader = Workspace(workspace, lance_uri=lance_uri)
+    except WorkspaceError:
+        return {}
+    try:
+        catalog = reader.snapshot().catalog
+        return catalog.shared_places() if isinstance(catalog, UnionCatalog) else {}
+    finally:
+        reader.close()

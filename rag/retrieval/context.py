@@ -1,0 +1,72 @@
+"""What a retriever hands the reader: documents with visible headers, packed into a token budget."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+
+
+@dataclass(frozen=True)
+class ContextItem:
+    """One document (or a range of it) in the reader's context, rendered with its citable header."""
+
+    doc_id: str
+    doc_version: str
+    title: str
+    text: str                                  # exactly what the reader sees, header included
+    tokens: int                                # of `text`, counted with rag.models.tokens (the one budget tokenizer)
+    ranges: tuple[tuple[int, int], ...]        # character ranges of the document's text that `text` shows
+    score: float
+    unit_id: str | None = None                 # LongRAG: the long unit it came from; ELITE: None
+    matched: str | None = None                 # the sub-chunk or sentence that matched the question
+    part: int = 0                              # k ≥ 1 when the document was split into parts at ingest
+
+
+@dataclass
+class RetrievalResult:
+    method: str
+    budget: int
+    items: list[ContextItem]
+    trace: dict = field(default_factory=dict)
+
+    @property
+    def tokens(self) -> int:
+        return sum(i.tokens for i in self.items)
+
+    def context(self) -> str:
+        return "\n".join(i.text for i in self.items)
+
+    def to_json(self) -> dict:
+        return {"method": self.method, "budget": self.budget, "tokens": self.tokens,
+                "items": [{k: v for k, v in asdict(i).items()} for i in self.items], "trace": self.trace}
+
+
+def pack(candidates: list[ContextItem], budget: int) -> list[ContextItem]:
+    """Take items in rank order; one that does not fit is skipped and the next is tried. Never exceeds budget.
+
+    The same contract for every method, so an evaluation compares like with like.
+    """
+    packed, used, seen = [], 0, set()
+    for item in candidates:
+        key = (item.doc_id, item.doc_version, item.ranges)
+        if key in seen or used + item.tokens > budget:
+            continue
+        packed.append(item)
+        seen.add(key)
+        used += item.tokens
+    return packed
+
+
+def pack_lazily(candidates: list[ContextItem], budget: int, count, batch: int = 24) -> list[ContextItem]:
+    """pack() for candidates whose tokens are not known yet: count them a batch at a time, only as far as needed."""
+    packed: list[ContextItem] = []
+    used = 0
+    for i in range(0, len(candidates), batch):
+        chunk = candidates[i : i + batch]
+        counted = [replace(c, tokens=int(n)) for c, n in zip(chunk, count([c.text for c in chunk]))]
+        taken = pack(packed + counted, budget)
+        packed, used = taken, sum(c.tokens for c in taken)
+        if budget - used < MIN_ITEM_TOKENS:
+            break
+    return packed
+
+
+MIN_ITEM_TOKENS = 16  # no header plus text is shorter, so a budget with less room left is full

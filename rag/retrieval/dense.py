@@ -1,0 +1,96 @@
+"""Sub-chunk search for LongRAG and short chunks: the snapshot's in-memory vectors, or LanceDB for past versions."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from rag.retrieval.callers import Caller
+from rag.retrieval.read_state import Snapshot
+from rag.retrieval.vectors import VectorState
+from rag.store.index import SubchunkIndex
+
+
+@dataclass(frozen=True)
+class Hit:
+    unit_key: str
+    doc_id: str
+    part: int
+    start: int
+    end: int
+    score: float
+
+
+def search(index: SubchunkIndex, query_vector: np.ndarray, caller: Caller, limit: int) -> list[Hit]:
+    table = index.search(query_vector, sorted(caller.groups), limit)
+    cols = {name: table.column(name).to_pylist() for name in ("unit_key", "doc_id", "part", "char_start", "char_end")}
+    scores = 1.0 - table.column("_distance").to_numpy()
+    return [Hit(k, d, p, s, e, float(sc)) for k, d, p, s, e, sc in
+            zip(cols["unit_key"], cols["doc_id"], cols["part"], cols["char_start"], cols["char_end"], scores)]
+
+
+def rescore(snap: Snapshot, query: np.ndarray, caller: Caller, unit_keys: list[str],
+            as_of: datetime | None = None) -> list[Hit]:
+    """Second pass: every readable sub-chunk of the candidate units, scored exactly, so each member has its MaxP."""
+    q = np.asarray(query, dtype=np.float32)
+    q = q / max(float(np.linalg.norm(q)), 1e-12)
+    hits = []
+    for key, rows in snap.unit_rows(unit_keys, as_of).items():
+        scores = rows.vectors @ q
+        hits += [Hit(key, rows.doc_ids[i], rows.parts[i], rows.starts[i], rows.ends[i], float(scores[i]))
+                 for i in range(len(scores)) if caller.may_read(rows.acls[i])]
+    return hits
+
+
+def nearest(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int,
+            as_of: datetime | None = None) -> tuple[list[Hit], "Dense | None"]:
+    """The nearest readable sub-chunks: from memory for the current snapshot, from LanceDB (the index of record)
+    at a past version; the in-memory scores come back for re-use, None for a past version."""
+    if as_of is None:
+        return dense_hits(snap, query, caller, limit)
+    return search(snap.index_at(as_of), query, caller, limit), None
+
+
+def dense_hits(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int) -> tuple[list[Hit], "Dense"]:
+    """The nearest readable sub-chunks from the snapshot's in-memory vectors, and the scores for re-use."""
+    state = snap.vectors
+    dense = Dense(state, state.scores(query), state.mask(caller.groups))
+    return dense.hits(dense.state.nearest(dense.scores, dense.mask, limit)), dense
+
+
+@dataclass(frozen=True)
+class Dense:
+    """One query's cosine against every row of the snapshot, and the caller's pre-filter mask."""
+
+    state: VectorState
+    scores: np.ndarray
+    mask: np.ndarray
+
+    def hits(self, rows: np.ndarray) -> list[Hit]:
+        s = self.state
+        return [Hit(s.unit_keys[i], s.doc_ids[i], int(s.parts[i]), int(s.starts[i]), int(s.ends[i]),
+                    float(self.scores[i])) for i in rows.tolist()]
+
+    def of_units(self, unit_keys: list[str]) -> list[Hit]:
+        """Every readable sub-chunk of these units, scored already (rescore's answer, without a second product)."""
+        rows_of = self.state.rows_of_unit
+        return self.hits(np.concatenate([r[self.mask[r]] for k in unit_keys if (r := rows_of.get(k)) is not None]
+                                        or [np.zeros(0, dtype=np.int64)]))
+
+
+def maxp(hits: list[Hit]) -> dict[str, float]:
+    """A unit's score is its best sub-chunk's score; ranking ties break by unit key."""
+    best: dict[str, float] = {}
+    for h in hits:
+        best[h.unit_key] = max(best.get(h.unit_key, -1.0), h.score)
+    return dict(sorted(best.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def best_hit_per_member(hits: list[Hit]) -> dict[tuple[str, str, int], Hit]:
+    own: dict[tuple[str, str, int], Hit] = {}
+    for h in hits:
+        key = (h.unit_key, h.doc_id, h.part)
+        if key not in own or h.score > own[key].score:
+            own[key] = h
+    return own

@@ -1,0 +1,350 @@
+"""LongRAG retrieval: pre-filtered sub-chunk search, MaxP per unit, units assembled at read time, packed to a budget."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Callable
+
+import numpy as np
+
+from rag.models.tokens import TokenCounter
+from rag.retrieval.callers import Caller
+from rag.retrieval.context import ContextItem, RetrievalResult, pack, pack_lazily
+from rag.retrieval.dense import Hit, best_hit_per_member, nearest, rescore
+from rag.retrieval.read_state import Snapshot
+from rag.text.analysis import MAX_QUESTION_CHARS, content_terms, is_stop, names, sentences, term, words
+from rag.units.long_units import render_header, render_member, split_unit_key
+
+
+@dataclass(frozen=True)
+class LongRAGConfig:
+    overfetch: int = 200          # sub-chunks fetched before grouping by unit
+    max_units: int = 40           # units considered for packing
+    link_boost: float = 0.45      # share of the best linked member's score a document inherits (multi-hop)
+    lexical_weight: float = 0.45  # weight of the BM25 channel (scaled to [0, 1]) added to a document's dense score
+    lexical_depth: int = 100      # documents taken from the BM25 channel
+    hops: int = 2                 # retrieval hops; each further hop follows the best documents of the one before
+    hop_query: str = "residual"   # a later hop's query: see _next_query ("residual", "names", "novel", "sentence")
+    hop_merge: str = "interleave"  # the hops' lists: rank-by-rank "interleave" or by their best score ("max")
+    hop_seeds: int = 2            # documents of a hop's list that each seed a query of the next hop
+    hop_names: int = 3            # names a "residual"/"names" query carries from its seed (the bridge candidates)
+
+
+# The two weights add shares of a BM25 score and of a linked member's score to a cosine, so they belong to the
+# embedder's vector space: its scale and how far its ranking can be trusted. The defaults were chosen with MiniLM
+# on the English multi-hop tune halves (bench/multihop.py --half tune), the hop settings with them. USE
+# multilingual's dense ranking is much weaker than BM25 over jieba words on Chinese (DRCD 0.75 vs 0.955 at 1K),
+# and its units' linked members crowded out single-hop answers: on the tune halves of CMRC 2018 and DRCD
+# (bench/chinese.py --half tune) these weights reach the BM25 anchor at every budget, with one hop, as measured.
+EMBEDDER_WEIGHTS: dict[str, dict[str, float]] = {"use-multilingual": {"link_boost": 0.1, "lexical_weight": 0.7,
+                                                                      "hops": 1}}
+
+
+def config_for(embedder_name: str, base: LongRAGConfig = LongRAGConfig()) -> LongRAGConfig:
+    """The base configuration with the channel weights tuned for this embedder (the defaults for MiniLM)."""
+    return replace(base, **EMBEDDER_WEIGHTS.get(embedder_name, {}))
+
+
+def longrag_retrieve(snap: Snapshot, embed_query: Callable[[str], np.ndarray], counter: TokenCounter,
+                     caller: Caller, question: str, budget: int, config: LongRAGConfig = LongRAGConfig(),
+                     as_of: datetime | None = None) -> RetrievalResult:
+    """Context for the question within the budget; with `as_of`, what was current then (index and catalog)."""
+    t = time.perf_counter()
+    ranked = longrag_candidates(snap, embed_query, counter, caller, question, config, as_of)
+    search_s = time.perf_counter() - t
+    t = time.perf_counter()
+    result = pack_ranked(snap, ranked, budget)
+    result.trace |= {"search_s": round(search_s, 4), "assemble_s": round(time.perf_counter() - t, 4)}
+    return result
+
+
+def pack_ranked(snap: Snapshot, ranked: Ranked, budget: int) -> RetrievalResult:
+    """Pack the ranked members into the budget and render them: one ranking serves every budget."""
+    return RetrievalResult("longrag", budget, _with_text(snap, pack(ranked.items, budget), ranked.own),
+                           dict(ranked.trace))
+
+
+@dataclass
+class Ranked:
+    """LongRAG's readable member documents in packing order (text not yet read), with each member's best hit."""
+
+    items: list[ContextItem]
+    own: dict[tuple[str, str, int], Hit]
+    trace: dict
+
+
+def longrag_candidates(snap: Snapshot, embed_query: Callable[[str], np.ndarray], counter: TokenCounter,
+                       caller: Caller, question: str, config: LongRAGConfig = LongRAGConfig(),
+                       as_of: datetime | None = None) -> Ranked:
+    """Every hop's ranked members, merged by `hop_merge`; budget-independent, so hybrid methods can build on it."""
+    ranked, own, units, hits = _hop(snap, embed_query(question), counter, caller, question, config, as_of)
+    lists, seeds, source = [ranked], [], ranked
+    for _ in range(1, config.hops):
+        branches = []
+        for query, vector, placed in _hop_queries(snap, embed_query, question, source, seeds, own, config):
+            more, more_own, _, _ = _hop(snap, vector, counter, caller, query, config, as_of)
+            branches.append([i for i in more if i.doc_id not in placed])  # the seed is placed; find what it names
+            for key, hit in more_own.items():  # a member's matched sub-chunk: its best match under any hop's query
+                if key not in own or hit.score > own[key].score:
+                    own[key] = hit
+        if not branches:
+            break
+        lists += branches
+        source = branches[0]
+    merged = interleave(lists) if config.hop_merge == "interleave" else by_best_score(lists)
+    return Ranked(merged, own, {"units_ranked": len(units), "subchunk_hits": len(hits),
+                                "queries": len(lists), "seeds": list(seeds)})
+
+
+def _hop_queries(snap: Snapshot, embed_query: Callable[[str], np.ndarray], question: str, source: list[ContextItem],
+                 seeds: list[str], own: dict[tuple[str, str, int], Hit], config: LongRAGConfig):
+    """A hop's (query, vector, seeds placed so far) triples, one per seed. Queries that read only the source list
+    are embedded in one batch; "novel" and "sentence" read the matched sub-chunks, which the previous branch
+    updates, so they go one by one."""
+    if config.hop_query not in ("names", "residual"):
+        for _ in range(config.hop_seeds):
+            query = _next_query(snap, question, source, seeds, own, config.hop_query, config.hop_names)
+            if query is None:
+                return
+            yield query, embed_query(query), set(seeds)
+        return
+    queries = []
+    for _ in range(config.hop_seeds):
+        query = _next_query(snap, question, source, seeds, own, config.hop_query, config.hop_names)
+        if query is None:
+            break
+        queries.append((query, set(seeds)))  # a branch hides the seeds placed up to its own, not later ones
+    batch = getattr(getattr(embed_query, "__self__", None), "encode_queries", None)  # the embedder behind it
+    texts = [q for q, _ in queries]
+    vectors = batch(texts) if batch is not None and len(texts) > 1 else [embed_query(q) for q in texts]
+    for (query, placed), vector in zip(queries, vectors):
+        yield query, vector, placed
+
+
+def _hop(snap: Snapshot, query: np.ndarray, counter: TokenCounter, caller: Caller, text: str,
+         config: LongRAGConfig, as_of: datetime | None):
+    """One retrieval hop: dense and lexical channels, units by MaxP, member documents in packing order."""
+    hits, dense = nearest(snap, query, caller, config.overfetch, as_of)
+    lexical = _lexical(snap, caller, text, config) if as_of is None else {}
+    units = _rank_units(snap, hits, lexical, config)
+    if units:
+        hits += dense.of_units(list(units)) if dense else rescore(snap, query, caller, list(units), as_of)
+    own = best_hit_per_member(hits)
+    candidates = _candidates(snap, caller, own, hits, lexical, units, config, as_of)
+    if as_of is None:
+        candidates = _with_unindexed(snap, caller, counter, candidates, hits, lexical, config)
+    return candidates, own, units, hits
+
+
+def _next_query(snap: Snapshot, question: str, source: list[ContextItem], seeds: list[str],
+                own: dict[tuple[str, str, int], Hit], mode: str, limit: int) -> str | None:
+    """The next query from the source list's strongest document not yet a seed, or None when it offers none.
+
+    Multi-hop dense retrieval's idea: the bridge entity is named in the first hop's evidence, not in the
+    question, so the next query carries that evidence. "residual" (the default) asks what the seed leaves
+    open plus the names it adds (bridge_query); "names" keeps the whole question; "novel" adds the matched
+    sub-chunk's content words the question lacks, "sentence" its sentence sharing most of the question's
+    terms, each after the seed's title.
+    """
+    seed = next((i for i in source if i.unit_id is not None and i.doc_id not in seeds), None)
+    if seed is None:
+        return None
+    seeds.append(seed.doc_id)
+    _, text = snap.texts([(seed.doc_id, seed.doc_version)])[(seed.doc_id, seed.doc_version)]
+    member = text[seed.ranges[0][0]:seed.ranges[0][1]]
+    if mode in ("names", "residual"):
+        return bridge_query(question, seed.title, member, mode == "residual", limit)
+    hit = own.get((seed.unit_id, seed.doc_id, seed.part))
+    evidence = text[hit.start:hit.end] if hit else member
+    asked = set(content_terms(question))
+    if mode == "sentence":
+        evidence = max(sentences(evidence), key=lambda s: len(asked & set(content_terms(s))))
+    elif mode == "novel":
+        evidence = " ".join(w for w in dict.fromkeys(words(evidence)) if not is_stop(w) and term(w) not in asked)
+    return f"{question}\n{seed.title}\n{evidence}"[:MAX_QUESTION_CHARS]  # a long question keeps its own words
+
+
+def bridge_query(question: str, title: str, text: str, residual: bool, limit: int) -> str | None:
+    """The question (or what the seed leaves unanswered) plus the names the seed adds, its best sentences first.
+
+    A sentence is better the more of the question beyond the seed's title it shares: the title is what matched,
+    the rest of the question is what the bridge sentence answers.
+    """
+    asked, titled = set(content_terms(question)), set(content_terms(title))
+    known, beyond = asked | titled, asked - titled
+    ordered = sorted(sentences(text), key=lambda s: -len(beyond & set(content_terms(s))))
+    bridges = [n for s in ordered for n in names(s) if not set(content_terms(n)) <= known]
+    bridges = list(dict.fromkeys(bridges))[:limit]
+    if not bridges:
+        return None
+    seen = set(content_terms(text)) | titled
+    head = " ".join(w for w in words(question) if not is_stop(w) and term(w) not in seen) if residual else question
+    return f"{head}\n{' '.join(bridges)}"[:MAX_QUESTION_CHARS]
+
+
+def by_best_score(lists: list[list[ContextItem]]) -> list[ContextItem]:
+    """Every hop's members by their best score under any hop (scores of one scale: cosine plus shares of BM25)."""
+    best: dict[tuple, ContextItem] = {}
+    for ranked in lists:
+        for item in ranked:
+            key = (item.doc_id, item.doc_version, item.ranges)
+            if key not in best or item.score > best[key].score:
+                best[key] = item
+    return sorted(best.values(), key=lambda i: -i.score)
+
+
+def interleave(lists: list[list[ContextItem]]) -> list[ContextItem]:
+    """Rank-by-rank round robin over the hops' lists, first occurrence kept: no weight between hops to tune."""
+    out, seen = [], set()
+    for rank in range(max((len(x) for x in lists), default=0)):
+        for ranked in lists:
+            if rank < len(ranked):
+                key = (ranked[rank].doc_id, ranked[rank].doc_version, ranked[rank].ranges)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(ranked[rank])
+    return out
+
+
+def _lexical(snap: Snapshot, caller: Caller, question: str, config: LongRAGConfig) -> dict[str, float]:
+    """BM25 scores of the documents the caller may read (the index covers all; ranking must not see the rest)."""
+    if config.lexical_weight <= 0:
+        return {}
+    scores = snap.lexical.search(question, config.lexical_depth)
+    readable = snap.readable_ids(list(scores), caller.groups)
+    return {d: s for d, s in scores.items() if d in readable}
+
+
+def _rank_units(snap: Snapshot, hits: list[Hit], lexical: dict[str, float], config: LongRAGConfig) -> dict[str, float]:
+    """Units by their best member (MaxP), where a member's score adds the lexical channel to its dense score."""
+    dense = {(h.unit_key, h.doc_id): h.score for h in sorted(hits, key=lambda h: h.score)}
+    floor = min((h.score for h in hits), default=0.0)
+    best: dict[str, float] = {}
+    for (unit_key, doc_id), score in dense.items():
+        best[unit_key] = max(best.get(unit_key, -1.0), score + config.lexical_weight * lexical.get(doc_id, 0.0))
+    for doc_id, unit_key in snap.units_of(list(lexical)).items():
+        score = dense.get((unit_key, doc_id), floor) + config.lexical_weight * lexical[doc_id]
+        best[unit_key] = max(best.get(unit_key, -1.0), score)
+    ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+    return dict(ranked[: config.max_units])
+
+
+def _candidates(snap: Snapshot, caller: Caller, own: dict[tuple[str, str, int], Hit], hits: list[Hit],
+                lexical: dict[str, float], units: dict[str, float], config: LongRAGConfig,
+                as_of: datetime | None) -> list[ContextItem]:
+    """Whole member documents of the ranked units, readable ones only, ordered for packing (text not yet read).
+
+    A member's score is its own MaxP (plus the lexical channel) and a share of the best other readable
+    member of its unit: the unit's links are LongRAG's bet that a document next to a strong match carries
+    the next hop, and packing members (not whole units) keeps that bet affordable under small budgets.
+    Token counts are the exact ones stored at ingest for the rendered block.
+    """
+    floor = min((h.score for h in hits), default=0.0)
+    members: dict[str, list[tuple]] = {}
+    for m in snap.members(list(units), as_of):
+        if caller.may_read(m.acl):  # a hit on one member never authorises the rest of its unit
+            hit = own.get((m.unit_key, m.doc_id, m.part))
+            score = (hit.score if hit else floor) + config.lexical_weight * lexical.get(m.doc_id, 0.0)
+            item = ContextItem(m.doc_id, m.doc_version, m.title, "", m.tokens, ((m.start, m.end),), 0.0, m.unit_key,
+                               part=m.part)
+            members.setdefault(m.unit_key, []).append((score, m.position, item))
+    scored = []
+    for unit_key, entries in members.items():
+        ranked = sorted((e[0] for e in entries), reverse=True)
+        for own_score, position, item in entries:
+            score = own_score + config.link_boost * _best_other(own_score, ranked)
+            scored.append((-score, unit_key, position, replace(item, score=round(score, 6))))
+    scored.sort(key=lambda s: s[:3])
+    return [s[3] for s in scored]
+
+
+def _with_unindexed(snap: Snapshot, caller: Caller, counter: TokenCounter, candidates: list[ContextItem],
+                    hits: list[Hit], lexical: dict[str, float], config: LongRAGConfig) -> list[ContextItem]:
+    """Add current versions the documents step recorded but no unit holds yet, whole, in their place.
+
+    Between the documents step and the index step (or after a run killed between them) the old version is
+    already hidden; this serves the new one instead of nothing. Its rank comes from its previous version's
+    sub-chunks, still in the index, and from the lexical channel, which reads the current text.
+    """
+    dense: dict[str, float] = {}
+    for h in hits:
+        dense[h.doc_id] = max(dense.get(h.doc_id, -1.0), h.score)
+    wanted = snap.readable_ids(sorted(set(dense) | set(lexical)), caller.groups)
+    fresh = snap.unindexed(sorted(wanted))
+    if not fresh:
+        return candidates
+    floor = min((h.score for h in hits), default=0.0)
+    texts = snap.texts([(v.doc_id, v.version) for v in fresh])
+    extra = []
+    for v in fresh:
+        _, text = texts[(v.doc_id, v.version)]
+        rendered = render_member(v.title, v.doc_id, v.version, text)
+        score = dense.get(v.doc_id, floor) + config.lexical_weight * lexical.get(v.doc_id, 0.0)
+        extra.append(ContextItem(v.doc_id, v.version, v.title, rendered, counter.count_one(rendered),
+                                 ((0, len(text)),), round(score, 6)))
+    return sorted(candidates + extra, key=lambda item: -item.score)
+
+
+def _best_other(own_score: float, ranked: list[float]) -> float:
+    """The best score among the other members of a unit (0 for a unit of one)."""
+    if len(ranked) < 2:
+        return 0.0
+    return ranked[1] if own_score == ranked[0] else ranked[0]
+
+
+def _with_text(snap: Snapshot, items: list[ContextItem], own: dict[tuple[str, str, int], Hit]) -> list[ContextItem]:
+    """Render the packed members from the catalog: header, the member's range of the text, matched sub-chunk."""
+    texts = snap.texts([(i.doc_id, i.doc_version) for i in items])
+    out = []
+    for item in items:
+        if item.unit_id is None:  # an unindexed version, rendered whole already
+            out.append(item)
+            continue
+        title, text = texts[(item.doc_id, item.doc_version)]
+        (start, end), = item.ranges
+        hit = own.get((item.unit_id, item.doc_id, item.part))
+        out.append(replace(item, text=render_member(title, item.doc_id, item.doc_version, text[start:end], item.part),
+                           unit_id=split_unit_key(item.unit_id)[0], matched=text[hit.start:hit.end] if hit else None))
+    return out
+
+
+def shortchunk_retrieve(snap: Snapshot, embed_query: Callable[[str], np.ndarray], counter: TokenCounter,
+                        caller: Caller, question: str, budget: int, config: LongRAGConfig = LongRAGConfig(),
+                        as_of: datetime | None = None) -> RetrievalResult:
+    """The baseline: the top sub-chunks themselves, each with its document header, packed into the budget."""
+    return pack_chunks(shortchunk_candidates(snap, embed_query, caller, question, config, as_of), budget, counter)
+
+
+@dataclass
+class Chunks:
+    """The baseline's readable sub-chunks in score order, rendered; budget-independent."""
+
+    items: list[ContextItem]
+    hits: int
+    seconds: float
+
+
+def shortchunk_candidates(snap: Snapshot, embed_query: Callable[[str], np.ndarray], caller: Caller, question: str,
+                          config: LongRAGConfig = LongRAGConfig(), as_of: datetime | None = None) -> Chunks:
+    t = time.perf_counter()
+    hits, _ = nearest(snap, embed_query(question), caller, config.overfetch, as_of)
+    members = {(m.unit_key, m.doc_id, m.part): m for m in snap.members([h.unit_key for h in hits], as_of)}
+    visible = [(h, members[(h.unit_key, h.doc_id, h.part)]) for h in hits if (h.unit_key, h.doc_id, h.part) in members
+               and caller.may_read(members[(h.unit_key, h.doc_id, h.part)].acl)]
+    texts = snap.texts([m for _, m in visible])
+    blocks = []
+    for h, m in visible:
+        title, text = texts[(m.doc_id, m.doc_version)]
+        chunk = text[h.start:h.end]
+        blocks.append(ContextItem(m.doc_id, m.doc_version, title,
+                                  render_header(title, m.doc_id, m.doc_version, m.part) + chunk + "\n", 0,
+                                  ((h.start, h.end),), round(h.score, 6), split_unit_key(h.unit_key)[0], chunk, m.part))
+    return Chunks(blocks, len(hits), time.perf_counter() - t)
+
+
+def pack_chunks(chunks: Chunks, budget: int, counter: TokenCounter) -> RetrievalResult:
+    t = time.perf_counter()
+    items = pack_lazily(chunks.items, budget, counter.count)
+    return RetrievalResult("shortchunk", budget, items, {
+        "subchunk_hits": chunks.hits, "retrieve_s": round(chunks.seconds + time.perf_counter() - t, 4)})

@@ -1,0 +1,226 @@
+"""One published state of a workspace, read-only: the catalog snapshot, the index at its version, lookups in memory.
+
+A snapshot file never changes, so everything read from it can be kept for the snapshot's life: the current
+members of every unit and the current ACLs are loaded once, and per-query permission and version checks
+become dictionary look-ups instead of DuckDB scans. Document texts are keyed by content hash and shared
+across snapshots (a version's text never changes), so a new publish re-reads only new texts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+
+import numpy as np
+
+from rag.retrieval.lexical import LexicalIndex, lexical_index
+from rag.retrieval.vectors import VectorState, load_state, union
+from rag.store.catalog import Catalog
+from rag.store.index import SubchunkIndex
+from rag.store.index_union import IndexUnion
+from rag.store.rows import CurrentVersion, MemberRow
+from rag.store.snapshot_files import SnapshotInfo
+from rag.store.union_catalog import UnionCatalog
+
+
+@dataclass
+class SharedCache:
+    """What one workspace's snapshots may share: texts by content hash, sub-chunk rows by unit version, and
+    each partition's current state by its snapshot.
+
+    All are immutable for their key: a version's text never changes, a unit version's rows are written once
+    and deleted, never rewritten, and a partition's snapshot file is never rewritten.
+    """
+
+    texts: dict[tuple[str, str, str], tuple[str, str]] = field(default_factory=dict)
+    units: dict[str, "UnitRows"] = field(default_factory=dict)
+    states: dict[str, tuple[int, "CurrentState"]] = field(default_factory=dict)  # partition → (snapshot seq, state)
+    vectors: dict[str, tuple[int, VectorState]] = field(default_factory=dict)  # index URI → (table version, rows)
+
+
+@dataclass(frozen=True)
+class UnitRows:
+    """The sub-chunks of one unit version: where each lies, who may read it, its unit-length vector."""
+
+    doc_ids: list[str]
+    parts: list[int]
+    starts: list[int]
+    ends: list[int]
+    acls: list[frozenset[str]]
+    vectors: np.ndarray
+
+
+@dataclass(frozen=True)
+class CurrentState:
+    """The current units' readable members and the current documents' ACLs, as one snapshot has them."""
+
+    members: dict[str, list[MemberRow]]     # unit key → members in order
+    unit_of: dict[str, str]                 # doc_id → the current unit holding its current version
+    versions: dict[str, CurrentVersion]     # doc_id → its current version (indexed in a unit or not yet)
+    hashes: dict[tuple[str, str], str]      # (doc_id, version) → content hash, for the text cache
+
+    @property
+    def acls(self) -> dict[str, tuple[str, ...]]:
+        return {d: v.acl for d, v in self.versions.items()}
+
+
+def current_state(catalog: Catalog) -> CurrentState:
+    members: dict[str, list[MemberRow]] = {}
+    unit_of: dict[str, str] = {}
+    for row in catalog.current_members():
+        members.setdefault(row.unit_key, []).append(row)
+        if row.doc_id not in unit_of or row.unit_key < unit_of[row.doc_id]:
+            unit_of[row.doc_id] = row.unit_key
+    versions = catalog.current_versions()
+    hashes = {(v.doc_id, v.version): v.content_hash for v in versions.values()}
+    return CurrentState(members, unit_of, versions, hashes)
+
+
+def merged_state(states: list[CurrentState], hidden: set[str]) -> CurrentState:
+    """The partitions' states as one, without the documents two partitions claim (see rag.store.union_catalog)."""
+    members: dict[str, list[MemberRow]] = {}
+    unit_of: dict[str, str] = {}
+    versions: dict[str, CurrentVersion] = {}
+    hashes: dict[tuple[str, str], str] = {}
+    for state in states:
+        for key, rows in state.members.items():
+            kept = [r for r in rows if r.doc_id not in hidden]
+            if kept:
+                members[key] = kept
+        unit_of.update((d, u) for d, u in state.unit_of.items() if d not in hidden)
+        versions.update((d, v) for d, v in state.versions.items() if d not in hidden)
+        hashes.update((k, h) for k, h in state.hashes.items() if k[0] not in hidden)
+    return CurrentState(members, unit_of, versions, hashes)
+
+
+class Snapshot:
+    """`parts` maps each partition key to its published snapshot ("" alone for an unpartitioned workspace)."""
+
+    def __init__(self, parts: dict[str, SnapshotInfo], catalog: Catalog, index: SubchunkIndex | IndexUnion,
+                 shared: SharedCache):
+        self.parts, self.catalog, self.index, self._shared = parts, catalog, index, shared
+
+    @property
+    def info(self) -> SnapshotInfo:
+        """The one snapshot of an unpartitioned workspace."""
+        if list(self.parts) != [""]:
+            raise LookupError("a partitioned workspace has one snapshot per partition: see `parts`")
+        return self.parts[""]
+
+    @property
+    def label(self) -> str:
+        if list(self.parts) == [""]:
+            return f"snapshot {self.parts[''].seq}"
+        return f"{len(self.parts)} partitions (" + ", ".join(f"{k}: {i.seq}" for k, i in self.parts.items()) + ")"
+
+    @cached_property
+    def current(self) -> CurrentState:
+        if not isinstance(self.catalog, UnionCatalog):
+            return current_state(self.catalog)
+        # A partition's snapshot never changes, so its state is read once per process; only changed ones are.
+        states = []
+        for key, info in self.parts.items():
+            seq, state = self._shared.states.get(key, (None, None))
+            if seq != info.seq:
+                part = Catalog(self.catalog.path, snapshot=self.catalog.parts[key])
+                try:
+                    state = current_state(part)
+                finally:
+                    part.close()
+                self._shared.states[key] = (info.seq, state)
+            states.append(state)
+        return merged_state(states, set(self.catalog.hidden_ids()))
+
+    def members(self, unit_keys: list[str], as_of: datetime | None = None) -> list[MemberRow]:
+        """Members of these unit versions that are current (or were at `as_of`), in unit and position order."""
+        if as_of is not None:
+            return self.catalog.current_members(unit_keys, as_of)
+        current = self.current.members
+        return [row for key in sorted(set(unit_keys)) for row in current.get(key, ())]
+
+    def units_of(self, doc_ids: list[str]) -> dict[str, str]:
+        unit_of = self.current.unit_of
+        return {d: unit_of[d] for d in doc_ids if d in unit_of}
+
+    def readable_ids(self, doc_ids: list[str], groups: frozenset[str]) -> set[str]:
+        """Which of these documents have a current version whose ACL admits one of the groups."""
+        versions = self.current.versions
+        return {d for d in doc_ids if d in versions and not groups.isdisjoint(versions[d].acl)}
+
+    def unindexed(self, doc_ids: list[str]) -> list[CurrentVersion]:
+        """Current versions no current unit holds yet: recorded by the documents step, not yet indexed."""
+        current = self.current
+        return [current.versions[d] for d in doc_ids if d in current.versions and d not in current.unit_of]
+
+    def texts(self, rows: list[MemberRow] | list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
+        """(doc_id, version) → (title, text), from memory where already read by this process."""
+        keys = {(r.doc_id, r.doc_version) if isinstance(r, MemberRow) else r for r in rows}
+        hashes = self.current.hashes
+        cache = self._shared.texts
+        out, missing = {}, []
+        for key in keys:
+            hit = cache.get((*key, hashes.get(key, "")))
+            if hit is None:
+                missing.append(key)
+            else:
+                out[key] = hit
+        if missing:
+            fetched = self.catalog.document_texts(sorted(missing))
+            out.update(fetched)
+            for key, value in fetched.items():
+                if key in hashes:  # only current versions are cached by hash; as-of texts are read each time
+                    cache[(*key, hashes[key])] = value
+        return out
+
+    @cached_property
+    def lexical(self) -> LexicalIndex:
+        """BM25 over the current documents (reused across snapshots while they are unchanged)."""
+        return lexical_index(self.catalog)
+
+    def unit_rows(self, unit_keys: list[str], as_of: datetime | None = None) -> dict[str, UnitRows]:
+        """Sub-chunk rows of these unit versions, read from the index once per process and then kept."""
+        cache = self._shared.units
+        missing = [k for k in set(unit_keys) if k not in cache]
+        if missing:
+            table, vectors = self.index_at(as_of).rows_of_units(missing)
+            vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+            cols = {c: table.column(c).to_pylist() for c in ("unit_key", "doc_id", "part", "char_start", "char_end",
+                                                             "acl")}
+            rows: dict[str, list[int]] = {}
+            for i, key in enumerate(cols["unit_key"]):
+                rows.setdefault(key, []).append(i)
+            for key, idx in rows.items():
+                cache[key] = UnitRows([cols["doc_id"][i] for i in idx], [cols["part"][i] for i in idx],
+                                      [cols["char_start"][i] for i in idx], [cols["char_end"][i] for i in idx],
+                                      [frozenset(cols["acl"][i]) for i in idx], vectors[idx])
+        return {k: cache[k] for k in unit_keys if k in cache}
+
+    @cached_property
+    def vectors(self) -> VectorState:
+        """The in-memory serving copy of this snapshot's index; a partition's or table's rows are read once per
+        table version, and a new version re-reads only the units it added."""
+        parts = self.index.parts if isinstance(self.index, IndexUnion) else {"": self.index}
+        states = []
+        for index in parts.values():
+            version, state = self._shared.vectors.get(index.uri, (None, None))
+            if version != index.version:
+                state = load_state(index, state)
+                self._shared.vectors[index.uri] = (index.version, state)
+            states.append(state)
+        return states[0] if len(states) == 1 else union(states, self.index.dimension)
+
+    def warm(self) -> None:
+        """Build everything a query reads from memory (members, ACLs, vectors, BM25) now, not in a query."""
+        for name in ("current", "vectors", "lexical"):
+            getattr(self, name)  # cached properties: built once per snapshot
+
+    def index_at(self, as_of: datetime | None) -> SubchunkIndex:
+        """The index as this snapshot pinned it, or as the last publish before `as_of` left it."""
+        if as_of is None:
+            return self.index
+        if isinstance(self.catalog, UnionCatalog):
+            return self.index.at(self.catalog.versions_at(as_of))
+        return self.index.as_of(self.catalog.publish_at(as_of)[1])
+
+    def close(self) -> None:
+        self.catalog.close()

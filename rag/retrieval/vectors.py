@@ -1,0 +1,153 @@
+"""The serving copy of a snapshot's sub-chunk vectors: one unit-length float32 matrix in memory per snapshot.
+
+LanceDB stays the index of record (what is published and versioned); this copy is derived from the table
+version a snapshot pins, so exact search is one matrix product and the ACL pre-filter is a boolean mask,
+computed once per group set. A unit version's rows never change, so the next snapshot's copy keeps the rows
+of the units it shares with the previous one and reads only the new units' rows: building it costs what changed.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rag.store.index import SEARCH_COLUMNS, SubchunkIndex, _matrix
+
+MASKS_KEPT = 256  # group sets whose pre-filter mask is kept (callers repeat their group sets)
+
+
+@dataclass
+class VectorState:
+    """Every row of one table version: where it lies, who may read it, its unit-length vector."""
+
+    matrix: np.ndarray            # (rows, dimension) float32, unit length
+    unit_keys: np.ndarray         # object array of str
+    doc_ids: np.ndarray           # object array of str
+    parts: np.ndarray             # int32
+    starts: np.ndarray            # int32
+    ends: np.ndarray              # int32
+    acl_ids: np.ndarray           # int32: index into acl_sets
+    acl_sets: list[frozenset[str]]
+    _masks: dict = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def rows_of_unit(self) -> dict[str, np.ndarray]:
+        """Unit key → its rows (built on first use, then kept)."""
+        if not hasattr(self, "_rows_of_unit"):
+            keys, inverse = np.unique(self.unit_keys, return_inverse=True)
+            order = np.argsort(inverse, kind="stable")
+            bounds = np.searchsorted(inverse[order], np.arange(len(keys) + 1))
+            self._rows_of_unit = {k: order[bounds[i]:bounds[i + 1]] for i, k in enumerate(keys.tolist())}
+        return self._rows_of_unit
+
+    def __len__(self) -> int:
+        return len(self.unit_keys)
+
+    def mask(self, groups: frozenset[str]) -> np.ndarray:
+        """Rows whose ACL admits one of the groups (rule 1's pre-filter), computed once per group set."""
+        found = self._masks.get(groups)
+        if found is None:
+            readable = np.fromiter((not groups.isdisjoint(s) for s in self.acl_sets), dtype=bool,
+                                   count=len(self.acl_sets))
+            found = readable[self.acl_ids] if len(self.acl_ids) else np.zeros(0, dtype=bool)
+            with self._lock:
+                if len(self._masks) >= MASKS_KEPT:
+                    self._masks.pop(next(iter(self._masks)))
+                self._masks[groups] = found
+        return found
+
+    def scores(self, query: np.ndarray) -> np.ndarray:
+        """Cosine of every row with the query: one matrix product."""
+        q = np.asarray(query, dtype=np.float32)
+        if len(q) != self.matrix.shape[1]:
+            raise ValueError(f"the query vector has {len(q)} dimensions but the index holds {self.matrix.shape[1]}; "
+                             f"embed questions with the workspace's embedder")
+        return self.matrix @ (q / max(float(np.linalg.norm(q)), 1e-12))
+
+    def nearest(self, scores: np.ndarray, mask: np.ndarray, limit: int) -> np.ndarray:
+        """The readable rows with the highest scores, best first (ties by row order)."""
+        readable = np.flatnonzero(mask)
+        if len(readable) > limit:
+            part = np.argpartition(-scores[readable], limit - 1)[:limit]
+            readable = readable[part]
+        return readable[np.lexsort((readable, -scores[readable]))]
+
+
+def load_state(index: SubchunkIndex, previous: VectorState | None = None) -> VectorState:
+    """Every row of the index's table version, re-using the rows of units the previous state already holds."""
+    dataset = index.table.to_lance()
+    keys = dataset.to_table(columns=["unit_key"]).column("unit_key")
+    wanted = pc.unique(keys)
+    kept = previous if previous is not None and len(previous) else None
+    if kept is not None:
+        have = pa.array(list(previous.rows_of_unit), pa.string())
+        keep_rows = np.flatnonzero(pc.is_in(pa.array(previous.unit_keys, pa.string()),
+                                            value_set=wanted).to_numpy(zero_copy_only=False))
+        new_keys = pc.filter(wanted, pc.invert(pc.is_in(wanted, value_set=have)))
+    else:
+        keep_rows, new_keys = np.zeros(0, dtype=np.int64), wanted
+    fresh = _read(index, dataset, new_keys, everything=kept is None)
+    if kept is None:
+        return fresh
+    return _concat(_take(previous, keep_rows), fresh)
+
+
+def _read(index: SubchunkIndex, dataset, keys: pa.Array, everything: bool) -> VectorState:
+    columns = [*SEARCH_COLUMNS, "acl", "vector"]
+    if everything:
+        data = dataset.to_table(columns=columns)
+    elif len(keys):
+        data = dataset.to_table(columns=columns, filter=pc.is_in(pc.field("unit_key"), keys))
+    else:
+        data = None
+    if data is None or data.num_rows == 0:
+        return _empty(index.dimension)
+    matrix = _matrix(data.column("vector"), index.dimension)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    acl_sets: dict[frozenset[str], int] = {}
+    acl_ids = np.fromiter((acl_sets.setdefault(frozenset(a), len(acl_sets)) for a in data.column("acl").to_pylist()),
+                          dtype=np.int32, count=data.num_rows)
+    return VectorState(matrix, _objects(data, "unit_key"), _objects(data, "doc_id"), _ints(data, "part"),
+                       _ints(data, "char_start"), _ints(data, "char_end"), acl_ids, list(acl_sets))
+
+
+def _objects(data: pa.Table, name: str) -> np.ndarray:
+    return np.asarray(data.column(name).to_pylist(), dtype=object)
+
+
+def _ints(data: pa.Table, name: str) -> np.ndarray:
+    return data.column(name).to_numpy().astype(np.int32)
+
+
+def _empty(dimension: int) -> VectorState:
+    none = np.zeros(0, dtype=np.int32)
+    return VectorState(np.zeros((0, dimension), dtype=np.float32), np.zeros(0, dtype=object),
+                       np.zeros(0, dtype=object), none, none, none, none, [])
+
+
+def _take(state: VectorState, rows: np.ndarray) -> VectorState:
+    return VectorState(state.matrix[rows], state.unit_keys[rows], state.doc_ids[rows], state.parts[rows],
+                       state.starts[rows], state.ends[rows], state.acl_ids[rows], state.acl_sets)
+
+
+def _concat(a: VectorState, b: VectorState) -> VectorState:
+    """Rows of a, then rows of b, with b's ACL sets renumbered into a's."""
+    sets = {s: i for i, s in enumerate(a.acl_sets)}
+    remap = np.array([sets.setdefault(s, len(sets)) for s in b.acl_sets], dtype=np.int32)
+    b_ids = remap[b.acl_ids] if len(b.acl_ids) else b.acl_ids
+    return VectorState(np.concatenate([a.matrix, b.matrix]), np.concatenate([a.unit_keys, b.unit_keys]),
+                       np.concatenate([a.doc_ids, b.doc_ids]), np.concatenate([a.parts, b.parts]),
+                       np.concatenate([a.starts, b.starts]), np.concatenate([a.ends, b.ends]),
+                       np.concatenate([a.acl_ids, b_ids]).astype(np.int32), list(sets))
+
+
+def union(states: list[VectorState], dimension: int) -> VectorState:
+    """Several partitions' states searched as one."""
+    out = _empty(dimension)
+    for state in states:
+        out = _concat(out, state)
+    return out

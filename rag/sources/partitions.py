@@ -1,0 +1,297 @@
+"""Collections as partitions: which files a partition reads, and the store (catalog, lock, index) it writes alone.
+
+A source folder's sub-folders are its collections, and its top-level files form one more collection named after
+the source. A collection with more files than `shard_files` when first seen is split into a power of two of
+hash shards, fixed from then on (`partitions/layout.json`), so growth never moves a file to another shard.
+Each partition writes only its own store, so partitions never contend; readers see the union of all stores.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+PARTITIONS_DIR = "partitions"
+LAYOUT = "layout.json"
+STORE_INFO = "partition.json"
+_SHARD = re.compile(r"^(?P<name>.+)~(?P<k>\d+)of(?P<n>\d+)$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+MAX_KEY_CHARS = 400
+
+
+def default_shard_files() -> int:
+    """Files a collection may hold when first seen before it is hash-sharded: $RAG_SHARD_FILES or 20,000."""
+    return int(os.environ.get("RAG_SHARD_FILES", "20000"))
+
+
+class PartitionError(ValueError):
+    """A partition key that names no collection or shard of the configured sources; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which files of a source folder one partition reads: only the top level, and/or one hash shard."""
+
+    top_level_only: bool = False
+    shard: tuple[int, int] | None = None   # (k, n): files whose path hash is k modulo n
+    vanished: bool = False   # the collection is gone from its (readable) source: every file it published is deleted
+
+    def admits(self, relative: str) -> bool:
+        if self.vanished or (self.top_level_only and "/" in relative):
+            return False
+        return self.shard is None or shard_of(relative, self.shard[1]) == self.shard[0]
+
+
+@dataclass(frozen=True)
+class PartitionSpec:
+    """One partition: its key (the Dagster partition key), the folder it reads and which of its files."""
+
+    key: str
+    folder: Path
+    selection: Selection
+
+
+@dataclass(frozen=True)
+class Store:
+    """Where one partition keeps its state; only that partition's run ever writes here."""
+
+    key: str
+    folder: Path
+    lance_uri: str
+
+    @property
+    def catalog_path(self) -> Path:
+        return self.folder / "catalog.duckdb"
+
+
+def shard_of(relative: str, n: int) -> int:
+    """A file's shard among n, from its path inside the collection (stable across machines and runs)."""
+    return int.from_bytes(hashlib.sha1(relative.encode()).digest()[:8], "big") % n
+
+
+def shards_for(files: int, shard_files: int) -> int:
+    """A power of two, so that a collection needs re-sharding rarely; 1 below the threshold."""
+    n = 1
+    while files > n * shard_files:
+        n *= 2
+    return n
+
+
+def slug(key: str) -> str:
+    """A folder name for a partition key: readable, and unique thanks to a short hash."""
+    return f"{_UNSAFE.sub('_', key)[:60]}-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
+
+
+def store(workspace: str | Path, key: str, lance_base: str | None = None) -> Store:
+    return Store(key, Path(workspace) / PARTITIONS_DIR / slug(key),
+                 partition_lance_uri(lance_base or str(Path(workspace) / "lancedb"), key))
+
+
+def partition_lance_uri(lance_base: str, key: str) -> str:
+    """A partition's own LanceDB database under the workspace's URI (a local path or object storage)."""
+    return f"{lance_base.rstrip('/')}/{PARTITIONS_DIR}/{slug(key)}"
+
+
+def claim_store(s: Store) -> None:
+    """Write the partition's name into its folder, so readers can list stores without the sources."""
+    s.folder.mkdir(parents=True, exist_ok=True)
+    if not (s.folder / STORE_INFO).exists():
+        _write_info(s, {"key": s.key, "lance_uri": s.lance_uri})
+
+
+def published_stores(workspace: str | Path) -> list[Store]:
+    """Every partition store of the workspace that has published at least once, by key."""
+    return [s for s, _ in _stores(workspace)]
+
+
+def retired_keys(workspace: str | Path) -> set[str]:
+    """Stores whose collection vanished and whose deletion was published (kept for as-of reads)."""
+    return {s.key for s, meta in _stores(workspace) if meta.get("retired_at")}
+
+
+def retire_store(s: Store, retired: bool = True) -> None:
+    """Mark (or unmark, when its collection came back) a store whose collection vanished and was deleted."""
+    meta = json.loads((s.folder / STORE_INFO).read_text())
+    if bool(meta.get("retired_at")) != retired:
+        meta.pop("retired_at", None)
+        _write_info(s, meta | ({"retired_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+                               if retired else {}))
+
+
+def _stores(workspace: str | Path) -> list[tuple[Store, dict]]:
+    root = Path(workspace) / PARTITIONS_DIR
+    found = []
+    for info in sorted(root.glob(f"*/{STORE_INFO}")):
+        if (info.parent / "snapshots" / "CURRENT").exists():
+            meta = json.loads(info.read_text())
+            found.append((Store(meta["key"], info.parent, meta["lance_uri"]), meta))
+    return sorted(found, key=lambda sm: sm[0].key)
+
+
+def _write_info(s: Store, meta: dict) -> None:
+    tmp = s.folder / f".{STORE_INFO}.tmp"
+    tmp.write_text(json.dumps(meta))
+    os.replace(tmp, s.folder / STORE_INFO)
+
+
+def is_partitioned(workspace: str | Path) -> bool:
+    return (Path(workspace) / PARTITIONS_DIR).is_dir()
+
+
+def check_layout(workspace: str | Path, partitioned: bool) -> None:
+    """Refuse to write a workspace in the other layout: readers would see its documents twice."""
+    ws = Path(workspace)
+    if partitioned and (ws / "catalog.duckdb").exists():
+        raise PartitionError(f"{ws}: holds a whole (unpartitioned) catalog; ingest partitions into a new workspace")
+    if not partitioned and is_partitioned(ws):
+        raise PartitionError(f"{ws}: is partitioned by collection; ingest with --partitioned or --partition")
+
+
+def discover(sources: list[str], workspace: str | Path, shard_files: int | None = None) -> list[PartitionSpec]:
+    """The partitions the sources hold now; new large collections are sharded and the layout recorded."""
+    specs, layout, changed = _plan(sources, workspace, shard_files)
+    if changed:
+        _write_layout(workspace, layout)
+    return specs
+
+
+def vanished(sources: list[str], workspace: str | Path, shard_files: int | None = None) -> list[str]:
+    """Published, not yet retired stores whose collection is gone from a source folder that is still readable.
+
+    A source that is missing or unreadable as a whole (an unmounted share) deletes nothing; a store left by a
+    key that never named a collection (`src/hr/`, `src/./hr`) counts as vanished, so it stops hiding the ids
+    it shares with the real collection.
+    """
+    known = {s.key for s in _plan(sources, workspace, shard_files)[0]}
+    retired = retired_keys(workspace)
+    return [s.key for s in published_stores(workspace)
+            if s.key not in known and s.key not in retired and _readable_source(sources, s.key) is not None]
+
+
+def check_key(key: str) -> str:
+    """The key, Unicode-normalised (NFC), or a one-line PartitionError if it holds anything a path acts on."""
+    if not isinstance(key, str) or not key:
+        raise PartitionError("a partition key must be a non-empty string")
+    k = unicodedata.normalize("NFC", key)
+    problem = (f"is longer than {MAX_KEY_CHARS} characters" if len(k) > MAX_KEY_CHARS else
+               "holds a control character" if _CONTROL.search(k) else
+               "holds a backslash" if "\\" in k else
+               "starts or ends with '/'" if k.startswith("/") or k.endswith("/") else
+               "has an empty, '.' or '..' part" if any(p in ("", ".", "..") for p in k.split("/")) else None)
+    if problem:
+        raise PartitionError(f"partition {show_key(key)} {problem}; a key names a collection or shard exactly")
+    return k
+
+
+def show_key(key: str) -> str:
+    """A key as one printable line: control characters escaped, cut at 80 characters."""
+    return "'" + key[:80].encode("unicode_escape").decode("ascii") + ("…'" if len(key) > 80 else "'")
+
+
+def resolve(sources: list[str], key: str, workspace: str | Path | None = None,
+            shard_files: int | None = None) -> PartitionSpec:
+    """The partition a key names exactly (after NFC normalisation; never resolved as a path).
+
+    With the workspace, a published store whose collection has vanished resolves to a selection that deletes
+    everything it published. Anything else is refused with one line naming the known keys.
+    """
+    specs, layout, changed = _plan(sources, workspace, shard_files)
+    by_key = {unicodedata.normalize("NFC", s.key): s for s in specs}
+    published = {s.key for s in published_stores(workspace)} if workspace is not None else set()
+    if key in published and key not in by_key and _readable_source(sources, key) is not None:
+        # Exactly a store this workspace published (perhaps under a key older code let through) whose collection
+        # is gone: it reads nothing, so no part of the key reaches a path, and deletes what it published.
+        return PartitionSpec(key, _readable_source(sources, key), Selection(vanished=True))
+    try:
+        k = check_key(key)
+    except PartitionError as err:
+        raise PartitionError(f"{err}; known: {_listing(sorted(by_key))}") from None
+    if k in by_key:
+        if changed and workspace is not None:
+            _write_layout(workspace, layout)
+        return by_key[k]
+    raise PartitionError(f"partition {show_key(key)} is not a collection or shard of the sources; known: "
+                         f"{_listing(sorted(by_key))}")
+
+
+def _listing(keys: list[str], most: int = 12) -> str:
+    if not keys:
+        return "none (the sources hold no collection)"
+    shown = ", ".join(show_key(k)[1:-1] for k in keys[:most])
+    return shown + (f" and {len(keys) - most} more" if len(keys) > most else "")
+
+
+def _readable_source(sources: list[str], key: str) -> Path | None:
+    """The configured source folder a key's collection lived in, if that folder can be listed now."""
+    for source in _named_sources(sources):
+        root = Path(source)
+        if key == root.name or key.startswith((root.name + "/", root.name + "~")):
+            try:
+                os.listdir(root)
+            except OSError:
+                return None
+            return root
+    return None
+
+
+def _plan(sources: list[str], workspace: str | Path | None, shard_files: int | None
+          ) -> tuple[list[PartitionSpec], dict, bool]:
+    shard_files = shard_files or default_shard_files()
+    """The partitions the sources hold now, with the layout (shard counts) they imply and whether it is new."""
+    layout = _read_layout(workspace) if workspace is not None else {}
+    before = dict(layout)
+    specs: list[PartitionSpec] = []
+    for source in _named_sources(sources):
+        root = Path(source)
+        groups: dict[str, Path | None] = {}
+        for entry in sorted(root.iterdir()) if root.is_dir() else []:
+            if entry.name.startswith(".") or entry.is_symlink():
+                continue
+            if entry.is_dir():
+                groups[f"{root.name}/{entry.name}"] = entry
+            else:
+                groups.setdefault(root.name, None)
+        for name, folder in sorted(groups.items()):
+            if name not in layout:   # only a collection seen for the first time is counted
+                files = (sum(len(f) for _, _, f in os.walk(folder)) if folder is not None else
+                         sum(1 for e in root.iterdir() if not e.name.startswith(".") and not e.is_symlink()
+                             and not e.is_dir()))
+                layout[name] = shards_for(files, shard_files)
+            specs += [_spec(name, root, k, layout[name]) for k in range(layout[name])]
+    changed = workspace is not None and (layout != before or not (Path(workspace) / PARTITIONS_DIR / LAYOUT).exists())
+    return specs, layout, changed
+
+
+def _spec(name: str, root: Path, k: int, n: int) -> PartitionSpec:
+    key = name if n == 1 else f"{name}~{k}of{n}"
+    shard = None if n == 1 else (k, n)
+    if name == root.name:
+        return PartitionSpec(key, root, Selection(top_level_only=True, shard=shard))
+    return PartitionSpec(key, root / name.split("/", 1)[1], Selection(shard=shard))
+
+
+def _named_sources(sources: list[str]) -> list[str]:
+    resolved = [str(Path(s).resolve()) for s in sources]
+    names = [Path(s).name for s in resolved]
+    if len(set(names)) != len(names):
+        raise PartitionError("partitioned sources need distinct folder names: " + ", ".join(sorted(names)))
+    return resolved
+
+
+def _read_layout(workspace: str | Path) -> dict[str, int]:
+    path = Path(workspace) / PARTITIONS_DIR / LAYOUT
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _write_layout(workspace: str | Path, layout: dict[str, int]) -> None:
+    folder = Path(workspace) / PARTITIONS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{LAYOUT}.tmp"
+    tmp.write_text(json.dumps(layout, indent=1, sort_keys=True))
+    os.replace(tmp, folder / LAYOUT)

@@ -1,0 +1,373 @@
+"""The catalog: a DuckDB file holding every document version, units, membership, publish log, quarantine."""
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from rag.sources.documents import Document, Rejected
+from rag.store.rows import CurrentText, CurrentVersion, MemberRow, UnitChanges
+from rag.store.schema import BLOCK_SIZE, SCHEMA, SETTINGS_SCHEMA
+from rag.store.snapshot_files import SnapshotInfo, load_read_state, publish_snapshot
+from rag.store.writer_lock import WriterLock
+from rag.units.long_units import Member, Unit, UnitPlan, split_unit_key, unit_key
+
+
+def _split_keys(unit_keys: list[str]) -> tuple[list[str], list[int]]:
+    """'unit_id@version' keys as two parallel lists, for a join instead of a per-row string build."""
+    ids, versions = zip(*map(split_unit_key, unit_keys)) if unit_keys else ((), ())
+    return list(ids), list(versions)
+
+
+def utc_now() -> datetime:
+    """The catalog's clock: naive UTC, as DuckDB's TIMESTAMP columns hold it."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+class CatalogError(RuntimeError):
+    """The catalog file cannot be opened (not a DuckDB file, a folder, unreadable)."""
+
+
+class Catalog:
+    """The writer's catalog (holding the workspace's writer lock), or a read-only published snapshot of it.
+
+    `path` is always the workspace's `catalog.duckdb`, so caches keyed by it survive new snapshots;
+    `file` is what this connection reads.
+    """
+
+    def __init__(self, path: str | Path, *, snapshot: Path | None = None, entry: str = "rag",
+                 wait_s: float | None = None):
+        self.path = str(path)
+        self.file = str(snapshot or path)
+        self.read_only = snapshot is not None
+        self._lock = threading.Lock()  # one DuckDB connection serves every thread of a reader
+        self._writer = None
+        if not self.read_only:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self._writer = WriterLock(Path(path).parent, entry, wait_s)
+            self._writer.acquire()
+        try:
+            if not self.read_only:
+                self.con = duckdb.connect(self.file, config={"default_block_size": str(BLOCK_SIZE)})
+            else:  # a manifest's state is built in memory; a whole-catalog copy (the format before) is opened
+                copy = not self.file.endswith(".json")
+                self.con = duckdb.connect(self.file if copy else ":memory:", read_only=copy)
+        except duckdb.Error as err:
+            self._release()
+            raise CatalogError(f"{self.file}: cannot open the catalog ({str(err).splitlines()[0]})") from None
+        try:
+            if self.file.endswith(".json"):  # its tables built in memory, its texts read where they lie
+                load_read_state(self.con, Path(self.file))
+            elif not self.read_only:
+                self.con.execute(SCHEMA)
+        except (duckdb.Error, OSError, ValueError, KeyError) as err:
+            self.con.close()
+            self._release()
+            raise CatalogError(f"{self.file}: cannot open the catalog ({str(err).splitlines()[0]})") from None
+
+    @classmethod
+    def snapshot(cls, workspace: str | Path, info: SnapshotInfo) -> "Catalog":
+        """A read-only connection to a published snapshot; it never takes the writer's lock."""
+        return cls(Path(workspace) / "catalog.duckdb", snapshot=info.path(workspace))
+
+    def close(self) -> None:
+        self.con.close()
+        self._release()
+
+    def _release(self) -> None:
+        if self._writer:
+            self._writer.release()
+            self._writer = None
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Everything written inside commits together or not at all."""
+        self.con.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    def execute_many(self, sql: str, params: list[list]) -> None:
+        if params:
+            self.con.executemany(sql, params)
+
+    def bulk_insert(self, table: str, columns: dict[str, list]) -> None:
+        """Insert many rows at once through Arrow (executemany costs a statement per row)."""
+        if columns and len(next(iter(columns.values()))):
+            self.con.register("_bulk_rows", pa.table(columns))
+            try:
+                self.con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM _bulk_rows")
+            finally:
+                self.con.unregister("_bulk_rows")
+
+    def rows(self, sql: str, params: list | None = None) -> list[tuple]:
+        with self._lock:
+            return self.con.execute(sql, params or []).fetchall()
+
+    def publish_snapshot(self, publish_id: int, lance_version: int | None = None) -> SnapshotInfo:
+        """Make the catalog's committed state the one readers see (see rag.store.snapshot_files)."""
+        self.con.execute("CHECKPOINT")  # the write-ahead log folded into the file, so it never outgrows the change
+        return publish_snapshot(self.con, self.path, publish_id, lance_version)
+
+    # publish log -----------------------------------------------------------------------------------
+
+    def begin_publish(self, sources: list[str]) -> int:
+        (last,), = self.rows("SELECT coalesce(max(publish_id), 0) FROM publish_log")
+        pid = last + 1
+        self.con.execute("UPDATE publish_log SET status = 'interrupted' WHERE status = 'running'")
+        self.con.execute("INSERT INTO publish_log (publish_id, started_at, status, sources) VALUES (?, ?, 'running', ?)",
+                         [pid, utc_now(), sources])
+        return pid
+
+    def latest_publish(self) -> int:
+        (pid,), = self.rows("SELECT coalesce(max(publish_id), 0) FROM publish_log")
+        return pid
+
+    def record_problems(self, publish_id: int, severity: str, problems: list[Rejected]) -> None:
+        if problems:
+            self.execute_many(
+                "INSERT INTO quarantine VALUES (?, ?, ?, ?, ?, ?)",
+                [[publish_id, severity, p.source_path, p.doc_id, p.reason, utc_now()] for p in problems])
+
+    def quarantine(self, publish_id: int | None = None) -> list[tuple]:
+        where, params = ("WHERE publish_id = ?", [publish_id]) if publish_id else ("", [])
+        return self.rows(f"SELECT severity, source_path, doc_id, reason FROM quarantine {where} "
+                         "ORDER BY source_path", params)
+
+    # documents -------------------------------------------------------------------------------------
+
+    def current_fingerprint(self) -> tuple[int, int]:
+        """Changes whenever a current version, its text or its readers change: (count, hash over them)."""
+        (count, digest), = self.rows("SELECT count(*), coalesce(sum(hash(doc_id, version, content_hash, acl)), 0) "
+                                     "FROM documents WHERE status = 'current'")
+        return count, digest
+
+    def current_texts(self) -> list[CurrentText]:
+        """Every current version's title and text, by doc id."""
+        return [CurrentText(d, v, t, x, tuple(acl), h) for d, v, t, x, acl, h in self.rows(
+            "SELECT doc_id, version, title, text, acl, content_hash FROM documents "
+            "WHERE status = 'current' ORDER BY doc_id")]
+
+    def current_versions_of(self, doc_ids: list[str]) -> dict[str, str]:
+        """doc_id → its current version, for those of `doc_ids` that have one."""
+        return dict(self.rows("SELECT doc_id, version FROM documents WHERE status = 'current' "
+                              "AND list_contains(?, doc_id)", [list(doc_ids)]))
+
+    def current_counts(self) -> tuple[int, int]:
+        """(current documents, current units)."""
+        (documents,), = self.rows("SELECT count(*) FROM documents WHERE status = 'current'")
+        (units,), = self.rows("SELECT count(*) FROM units WHERE status = 'current'")
+        return documents, units
+
+    def embedding_time(self) -> tuple[float, int]:
+        """Seconds the publishes that embedded anything took, and the sub-chunks they embedded."""
+        (seconds, embedded), = self.rows(
+            "SELECT coalesce(sum(epoch(finished_at) - epoch(started_at)), 0), coalesce(sum(subchunks_embedded), 0) "
+            "FROM publish_log WHERE status = 'published' AND subchunks_embedded > 0")
+        return float(seconds), int(embedded)
+
+    def current_documents(self) -> list[Document]:
+        """Every current document version, by doc id."""
+        return [Document(doc_id=r[0], version=r[1], title=r[2], text=r[3], acl=tuple(r[4]), links=tuple(r[5]),
+                         collection=r[6], source=r[7], source_path=r[8])
+                for r in self.rows("SELECT doc_id, version, title, text, acl, links, collection, source, "
+                                   "source_path FROM documents WHERE status = 'current' ORDER BY doc_id")]
+
+    def document_texts(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
+        """(doc_id, version) → (title, text) for the given versions, whatever their status."""
+        if not keys:
+            return {}
+        return {(d, v): (t, x) for d, v, t, x in self.rows(
+            "SELECT d.doc_id, d.version, d.title, d.text FROM documents d "
+            "JOIN (SELECT unnest(?) AS doc_id, unnest(?) AS version) k USING (doc_id, version)",
+            [[k[0] for k in keys], [k[1] for k in keys]])}
+
+    # units -----------------------------------------------------------------------------------------
+
+    def current_units(self) -> dict[str, tuple[int, str]]:
+        return {u: (v, h) for u, v, h in self.rows(
+            "SELECT unit_id, unit_version, content_hash FROM units WHERE status = 'current'")}
+
+    def stage_units(self, publish_id: int, plan: UnitPlan) -> UnitChanges:
+        """Write the plan's new or changed units as pending; they become visible only at commit."""
+        current = self.current_units()
+        with self.transaction():
+            self.con.execute("UPDATE units SET status = 'abandoned' WHERE status = 'pending'")
+            latest = dict(self.rows("SELECT unit_id, max(unit_version) FROM units GROUP BY unit_id"))
+            changes = UnitChanges()
+            planned = set()
+            for unit in plan.units:
+                planned.add(unit.unit_id)
+                cur = current.get(unit.unit_id)
+                if cur and cur[1] == unit.content_hash:
+                    changes.unchanged += 1
+                    continue
+                version = latest.get(unit.unit_id, 0) + 1
+                self._insert_unit(publish_id, unit, version)
+                changes.published.append((unit.unit_id, version))
+                if cur:
+                    changes.retired.append((unit.unit_id, cur[0]))
+            changes.retired += [(u, v) for u, (v, _) in current.items() if u not in planned]
+            self.con.execute("UPDATE publish_log SET units_published = ?, units_retired = ? WHERE publish_id = ?",
+                             [[unit_key(u, v) for u, v in changes.published],
+                              [unit_key(u, v) for u, v in changes.retired], publish_id])
+        return changes
+
+    def _insert_unit(self, publish_id: int, unit: Unit, version: int) -> None:
+        self.con.execute("INSERT INTO units VALUES (?, ?, ?, ?, ?, ?, 'pending', NULL, NULL, ?)",
+                         [unit.unit_id, version, list(unit.acl), unit.collection, unit.tokens,
+                          unit.content_hash, publish_id])
+        self.execute_many(
+            "INSERT INTO unit_members VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [[unit.unit_id, version, i, m.doc_id, m.doc_version, m.part, m.start, m.end, m.tokens]
+             for i, m in enumerate(unit.members)])
+
+    def live_units(self) -> dict[str, list[tuple]]:
+        """Units that must have rows in the index (current and pending), with their members."""
+        rows = self.rows(
+            "SELECT u.unit_id || '@' || u.unit_version, u.acl, u.collection, m.doc_id, m.doc_version, m.part, "
+            "m.char_start, m.char_end, m.tokens FROM units u JOIN unit_members m USING (unit_id, unit_version) "
+            "WHERE u.status IN ('current', 'pending') ORDER BY 1, m.position")
+        out: dict[str, list[tuple]] = {}
+        for key, acl, coll, *member in rows:
+            out.setdefault(key, []).append((tuple(acl), coll, Member(*member)))
+        return out
+
+    def commit_units(self, publish_id: int, lance_version: int, embedded: int) -> None:
+        """Make the pending units current and retire the ones they replace, atomically."""
+        (retired,), = self.rows("SELECT units_retired FROM publish_log WHERE publish_id = ?", [publish_id])
+        now = utc_now()
+        with self.transaction():
+            self.execute_many("UPDATE units SET status = 'retired', valid_to = ? "
+                                 "WHERE unit_id || '@' || unit_version = ? AND status = 'current'",
+                                 [[now, key] for key in retired or []])
+            self.con.execute("UPDATE units SET status = 'current', valid_from = ? WHERE status = 'pending'", [now])
+            self.con.execute(
+                "UPDATE publish_log SET finished_at = ?, status = 'published', subchunks_embedded = ?, "
+                "lance_version = ? WHERE publish_id = ?", [now, embedded, lance_version, publish_id])
+
+    def running_publish(self) -> int:
+        """The publish a step belongs to: the latest still running, or a new one for a step run alone."""
+        rows = self.rows("SELECT max(publish_id) FROM publish_log WHERE status = 'running'")
+        return rows[0][0] or self.begin_publish([])
+
+    def set_lance_version(self, publish_id: int, lance_version: int) -> None:
+        self.con.execute("UPDATE publish_log SET lance_version = ? WHERE publish_id = ?", [lance_version, publish_id])
+
+    def finish_failed(self, publish_id: int) -> None:
+        self.con.execute("UPDATE publish_log SET status = 'failed', finished_at = ? WHERE publish_id = ?",
+                         [utc_now(), publish_id])
+
+    def raw_text_bytes(self) -> int:
+        """UTF-8 bytes of the current documents' titles and texts: the denominator of the storage ratio."""
+        (n,), = self.rows("SELECT coalesce(sum(strlen(coalesce(title, '')) + strlen(text)), 0) FROM documents "
+                          "WHERE status = 'current'")
+        return n
+
+    def current_members(self, unit_keys: list[str] | None = None, as_of: datetime | None = None) -> list[MemberRow]:
+        """Members of these unit versions (all current units when None) if still current, or current at `as_of`.
+
+        The read-time check of rules 1–3: a retired unit, or a member whose version is no longer current,
+        yields nothing, whatever the index still holds.
+        """
+        if unit_keys is not None and not unit_keys:
+            return []
+        if as_of is None:
+            unit_ok, doc_ok, params = "u.status = 'current'", "d.status = 'current'", []
+        else:
+            unit_ok = "u.valid_from <= ? AND (u.valid_to IS NULL OR u.valid_to > ?)"
+            doc_ok = "d.valid_from <= ? AND (d.valid_to IS NULL OR d.valid_to > ?)"
+            params = [as_of] * 4
+        keys = "" if unit_keys is None else \
+            "JOIN (SELECT unnest(?) AS unit_id, unnest(?)::INTEGER AS unit_version) k USING (unit_id, unit_version) "
+        return [MemberRow(*r[:9], tuple(r[9]), r[10]) for r in self.rows(
+            "SELECT u.unit_id || '@' || u.unit_version AS unit_key, m.position, m.doc_id, m.doc_version, m.part, "
+            "m.char_start, m.char_end, m.tokens, d.title, d.acl, d.content_hash FROM units u " + keys +
+            "JOIN unit_members m USING (unit_id, unit_version) "
+            f"JOIN documents d ON d.doc_id = m.doc_id AND d.version = m.doc_version AND {doc_ok} "
+            f"WHERE {unit_ok} ORDER BY unit_key, m.position",
+            [*(_split_keys(unit_keys) if unit_keys is not None else []), *params])]
+
+    def current_versions(self) -> dict[str, CurrentVersion]:
+        """doc_id → its current version, title, ACL and content hash."""
+        return {r[0]: CurrentVersion(r[0], r[1], r[2], tuple(r[3]), r[4]) for r in self.rows(
+            "SELECT doc_id, version, title, acl, content_hash FROM documents WHERE status = 'current'")}
+
+    def publish_at(self, when: datetime) -> tuple[int, int]:
+        """(publish_id, LanceDB table version) of the last publish finished at or before `when`."""
+        rows = self.rows("SELECT publish_id, lance_version FROM publish_log WHERE status = 'published' "
+                         "AND finished_at <= ? ORDER BY publish_id DESC LIMIT 1", [when])
+        if not rows:
+            raise LookupError(f"nothing was published at or before {when:%Y-%m-%d %H:%M:%S}")
+        return rows[0]
+
+    def publish_finished(self, publish_id: int) -> datetime:
+        rows = self.rows("SELECT finished_at FROM publish_log WHERE publish_id = ? AND status = 'published'",
+                         [publish_id])
+        if not rows:
+            raise LookupError(f"publish {publish_id} is not a finished publish")
+        return rows[0][0]
+
+    def history(self, doc_id: str) -> tuple[list[tuple], list[tuple]]:
+        """A document's versions (with status and validity) and the unit versions that carried each."""
+        versions = self.rows("SELECT version, status, valid_from, valid_to, publish_id, source_path FROM documents "
+                             "WHERE doc_id = ? ORDER BY valid_from NULLS FIRST, version", [doc_id])
+        units = self.rows(
+            "SELECT m.doc_version, u.unit_id || '@' || u.unit_version, u.status, u.valid_from, u.valid_to, "
+            "u.publish_id FROM unit_members m JOIN units u USING (unit_id, unit_version) WHERE m.doc_id = ? "
+            "AND u.status IN ('current', 'retired') ORDER BY u.valid_from, 2", [doc_id])
+        return versions, units
+
+    def current_hashes(self) -> dict[str, list[tuple[str, str]]]:
+        """Partition ("" in a whole workspace) → (doc_id, content hash) of its current documents, by doc id."""
+        return {"": [tuple(r) for r in self.rows(
+            "SELECT doc_id, content_hash FROM documents WHERE status = 'current' ORDER BY doc_id")]}
+
+    def texts_by_hash(self, hashes: list[str]) -> dict[str, str]:
+        """Content hash → the title and text it is the hash of (what BM25 indexes)."""
+        if not hashes:
+            return {}
+        return dict(self.rows("SELECT content_hash, any_value(title || '\n' || text) FROM documents "
+                              "JOIN (SELECT unnest(?) AS content_hash) USING (content_hash) GROUP BY content_hash",
+                              [hashes]))
+
+    # workspace settings ----------------------------------------------------------------------------
+
+    def setting(self, key: str) -> str | None:
+        """A workspace setting (such as the embedder its index was built with), or None if never set."""
+        (exists,), = self.rows("SELECT count(*) FROM (SELECT table_name AS name FROM duckdb_tables() UNION ALL "
+                               "SELECT view_name FROM duckdb_views()) WHERE name = 'workspace_settings'")
+        if not exists:
+            return None
+        rows = self.rows("SELECT value FROM workspace_settings WHERE key = ?", [key])
+        return rows[0][0] if rows else None
+
+    def set_setting(self, key: str, value: str) -> None:
+        self.con.execute(SETTINGS_SCHEMA)
+        self.con.execute("INSERT OR REPLACE INTO workspace_settings VALUES (?, ?, ?)", [key, value, utc_now()])
+
+    def store_id(self) -> str:
+        """This catalog's identity, made once: an index carrying another identity was built for another catalog."""
+        rows = self.rows("SELECT store_id FROM store_identity")
+        if not rows:
+            self.con.execute("INSERT INTO store_identity VALUES (?)", [uuid.uuid4().hex])
+            rows = self.rows("SELECT store_id FROM store_identity")
+        return rows[0][0]
+
+    def index_row_truth(self) -> dict[tuple[str, str, str, int], tuple[tuple[str, ...], int, int, str, str]]:
+        """(unit key, doc id, doc version, part) of each current unit's member → (document ACL, member range,
+        title, text): what every index row of that member must agree with."""
+        rows = self.rows(
+            "SELECT u.unit_id || '@' || u.unit_version, m.doc_id, m.doc_version, m.part, d.acl, m.char_start, "
+            "m.char_end, d.title, d.text FROM units u JOIN unit_members m USING (unit_id, unit_version) "
+            "JOIN documents d ON d.doc_id = m.doc_id AND d.version = m.doc_version WHERE u.status = 'current'")
+        return {(k, d, v, p): (tuple(acl), s, e, t, x) for k, d, v, p, acl, s, e, t, x in rows}

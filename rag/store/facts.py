@@ -1,0 +1,150 @@
+"""Planning facts stored per document version, so an unchanged document is never re-tokenised or re-scanned.
+
+A version's title and text never change, so the token count of its rendered block, its parts when it is
+larger than the cap and the titles its text mentions are computed once. Titles in `mention_titles` are the
+ones every stored mention list was checked for; a title new to that set is looked for in the stored texts
+that contain it as a substring (a mention is an exact occurrence, so none is missed). A token index of the
+texts did that before: it held ~63 rows per version and was slower than the substring scan (bench/storage.py).
+The groups of each link-connected component are kept by signature.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from rag.models.tokens import TokenCounter
+from rag.sources.documents import Document
+from rag.store.catalog import Catalog
+from rag.units.chunking import Span
+from rag.units.components import Component, PlanDoc
+from rag.units.linking import first_tokens_of, mentionable, mentioned_titles
+from rag.units.long_units import UnitPlan, assemble, oversize_parts, render_member
+
+
+@dataclass
+class PlanFacts:
+    docs: list[PlanDoc]
+    mentions: dict[str, set[str]]
+    computed: int        # versions tokenised and scanned in this run
+    titles_checked: int  # titles new to the mention index, looked for in the documents holding their tokens
+
+
+class FactStore:
+    """The catalog's stored planning facts (the SQL for them lives here, on the catalog's connection)."""
+
+    def __init__(self, catalog: Catalog, counter: TokenCounter):
+        self.catalog = catalog
+        self.counter = counter
+
+    def plan_facts(self) -> PlanFacts:
+        """Facts of every current document version, computing (and storing) only the ones missing."""
+        cat = self.catalog
+        rows = cat.rows(
+            "SELECT d.doc_id, d.version, d.title, d.acl, d.collection, d.links, f.fact_id, f.block_tokens, "
+            "f.text_chars FROM documents d LEFT JOIN doc_facts f USING (doc_id, version) "
+            "WHERE d.status = 'current' ORDER BY d.doc_id")
+        titles = {r[2] for r in rows if mentionable(r[2])}
+        known = {t for (t,) in cat.rows("SELECT title FROM mention_titles")}
+        missing = [(r[0], r[1]) for r in rows if r[6] is None]
+        texts = cat.document_texts(missing)
+        (last,), = cat.rows("SELECT coalesce(max(fact_id), 0) FROM doc_facts")
+        first = first_tokens_of(titles) if missing else set()
+        new_ids = {key: last + 1 + n for n, key in enumerate(missing)}
+        counts = self.counter.count([render_member(texts[k][0], k[0], k[1], texts[k][1]) for k in missing])
+        found = self._mentions_of_new_titles(titles - known)
+        with cat.transaction():
+            cat.bulk_insert("doc_facts", {
+                "fact_id": list(new_ids.values()), "doc_id": [k[0] for k in missing], "version": [k[1] for k in missing],
+                "block_tokens": [int(n) for n in counts], "text_chars": [len(texts[k][1]) for k in missing]})
+            found += [(new_ids[k], t) for k in missing for t in mentioned_titles(texts[k][1], titles, first)]
+            cat.bulk_insert("doc_mentions", {"fact_id": [f for f, _ in found], "title": [t for _, t in found]})
+            # A title that left is forgotten, so if it comes back the stored texts are scanned again: versions
+            # stored meanwhile were scanned for the titles of their day only.
+            if known - titles:
+                cat.con.execute("DELETE FROM mention_titles WHERE title IN (SELECT unnest(?))", [sorted(known - titles)])
+            cat.bulk_insert("mention_titles", {"title": sorted(titles - known)})
+        counted = dict(zip(missing, (int(n) for n in counts)))
+        docs = [PlanDoc(r[0], r[1], r[2], tuple(r[3]), r[4], tuple(r[5]),
+                        r[7] if r[6] is not None else counted[(r[0], r[1])],
+                        r[8] if r[6] is not None else len(texts[(r[0], r[1])][1])) for r in rows]
+        return PlanFacts(docs, self._current_mentions(), len(missing), len(titles - known))
+
+    def _mentions_of_new_titles(self, new: set[str]) -> list[tuple[int, str]]:
+        """(fact id, title) for each stored version whose text mentions a new title (substring scan, exact check)."""
+        if not new:
+            return []
+        candidates = self.catalog.rows(
+            "SELECT f.fact_id, d.text, list(n.title) FROM doc_facts f JOIN documents d USING (doc_id, version) "
+            "JOIN (SELECT unnest(?) AS title) n ON contains(d.text, n.title) GROUP BY ALL", [sorted(new)])
+        return [(f, t) for f, text, titles in candidates for t in mentioned_titles(text, set(titles))]
+
+    def _current_mentions(self) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = defaultdict(set)
+        for doc_id, title in self.catalog.rows(
+                "SELECT d.doc_id, m.title FROM documents d JOIN doc_facts f USING (doc_id, version) "
+                "JOIN doc_mentions m USING (fact_id) WHERE d.status = 'current'"):
+            out[doc_id].add(title)
+        return out
+
+    def parts(self, docs: list[PlanDoc], cap: int) -> dict[str, list[Span]]:
+        """The parts of each document over the cap, stored per version and cap."""
+        if not docs:
+            return {}
+        cat = self.catalog
+        keys = [(d.doc_id, d.version) for d in docs]
+        out: dict[str, list[Span]] = defaultdict(list)
+        for doc_id, start, end, tokens in cat.rows(
+                "SELECT p.doc_id, p.char_start, p.char_end, p.tokens FROM doc_parts p "
+                "JOIN (SELECT unnest(?) AS doc_id, unnest(?) AS version) k USING (doc_id, version) "
+                "WHERE p.cap = ? ORDER BY p.doc_id, p.part", [[k[0] for k in keys], [k[1] for k in keys], cap]):
+            out[doc_id].append(Span(start, end, tokens))
+        todo = [k for k in keys if k[0] not in out]
+        texts = cat.document_texts(todo)
+        rows = []
+        for doc_id, version in todo:
+            title, text = texts[(doc_id, version)]
+            out[doc_id] = oversize_parts(Document(doc_id, title, text, version, ()), self.counter, cap)
+            rows += [(doc_id, version, cap, k, p.start, p.end, p.tokens) for k, p in enumerate(out[doc_id], 1)]
+        if rows:
+            cat.bulk_insert("doc_parts", {c: [r[i] for r in rows] for i, c in enumerate(
+                ("doc_id", "version", "cap", "part", "char_start", "char_end", "tokens"))})
+        return out
+
+    def cached_groups(self, comps: list[Component], group_one) -> dict[str, list[list[str]]]:
+        """Every component's groups: kept ones by signature, the others grouped now and kept."""
+        cat = self.catalog
+        cat.con.register("_signatures", pa.table({"signature": [c.signature for c in comps]}))
+        try:
+            groups: dict[str, list[list[str]]] = {}
+            for sig, grp, doc_id in cat.rows(
+                    "SELECT g.signature, g.grp, g.doc_id FROM component_groups g JOIN _signatures USING (signature) "
+                    "ORDER BY g.signature, g.grp, g.position"):
+                held = groups.setdefault(sig, [])
+                if len(held) == grp:
+                    held.append([])
+                held[grp].append(doc_id)
+            fresh = {c.signature: group_one(c) for c in comps if c.signature not in groups}
+            rows = [(s, g, p, i) for s, grps in fresh.items() for g, grp in enumerate(grps) for p, i in enumerate(grp)]
+            with cat.transaction():
+                cat.con.execute("DELETE FROM component_groups WHERE signature NOT IN (SELECT signature FROM _signatures)")
+                cat.bulk_insert("component_groups", {c: [r[i] for r in rows] for i, c in enumerate(
+                    ("signature", "grp", "position", "doc_id"))})
+        finally:
+            cat.con.unregister("_signatures")
+        return groups | fresh
+
+
+def plan_from_facts(catalog: Catalog, counter: TokenCounter, cap: int, derive_links: bool) -> UnitPlan:
+    """The unit plan of the current documents, equal to `plan_units` over them, from stored facts.
+
+    Only versions never seen are tokenised and scanned, and only components whose signature is new are grouped.
+    """
+    store = FactStore(catalog, counter)
+    facts = store.plan_facts()
+    parts = store.parts([d for d in facts.docs if d.tokens > cap], cap)
+    plan = assemble(facts.docs, facts.mentions if derive_links else None, cap, lambda d: parts[d.doc_id],
+                    store.cached_groups)
+    plan.facts_computed = facts.computed
+    return plan

@@ -1,0 +1,231 @@
+"""The sub-chunk index: one LanceDB row per sub-chunk, keyed by unit version, ACL as a list column."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from lancedb.index import BTree, IvfHnswSq, LabelList
+
+from rag.models.embedders import DEFAULT_EMBEDDER, DIMENSION, EMBEDDERS
+
+TABLE = "subchunks"
+CACHE_TABLE = "vector_cache"
+# Table versions older than this are removed at the next publish: as-of reads reach back this far.
+VECTOR_INDEX_MIN_ROWS = 50_000  # below this a flat scan answers in a few ms (STACK.md)
+MAX_FRAGMENTS = 16  # rows of the newest publishes sit in fragments of their own until there are this many
+# Half precision halves the index (vectors dominate it) and changes cosine scores by ~1e-3.
+VECTOR_TYPE = pa.float16()
+
+
+def schema(dimension: int = DIMENSION, embedder: str = DEFAULT_EMBEDDER) -> pa.Schema:
+    """The sub-chunk table's schema; the vector width follows the embedder, whose name the table carries."""
+    return pa.schema([
+        ("chunk_id", pa.string()), ("unit_key", pa.string()), ("unit_id", pa.string()),
+        ("unit_version", pa.int32()), ("doc_id", pa.string()), ("doc_version", pa.string()),
+        ("part", pa.int32()), ("acl", pa.list_(pa.string())), ("collection", pa.string()),
+        ("char_start", pa.int32()), ("char_end", pa.int32()), ("tokens", pa.int32()),
+        ("text_hash", pa.string()), ("vector", pa.list_(VECTOR_TYPE, dimension)),
+    ], metadata={"embedder": embedder})
+
+
+def cache_schema(dimension: int = DIMENSION, embedder: str = DEFAULT_EMBEDDER) -> pa.Schema:
+    return pa.schema([("text_hash", pa.string()), ("vector", pa.list_(VECTOR_TYPE, dimension))],
+                     metadata={"embedder": embedder})
+
+
+SCHEMA = schema()
+SEARCH_COLUMNS = ["unit_key", "unit_id", "doc_id", "doc_version", "part", "char_start", "char_end"]
+IDENTITY_TABLE = "store_identity"
+IDENTITY_SCHEMA = pa.schema([("store_id", pa.string())])
+
+
+@dataclass
+class SubchunkRow:
+    chunk_id: str
+    unit_key: str
+    unit_id: str
+    unit_version: int
+    doc_id: str
+    doc_version: str
+    part: int
+    acl: tuple[str, ...]
+    collection: str
+    char_start: int
+    char_end: int
+    tokens: int
+    text_hash: str
+
+
+class SubchunkIndex:
+    """Rows are written before the catalog makes their unit current, and deleted after it retires it."""
+
+    def __init__(self, uri: str | Path):
+        self.uri = str(uri)
+        self.db = lancedb.connect(self.uri)
+        self.table = self._open(TABLE, schema())
+        self.cache = self._open(CACHE_TABLE, cache_schema())
+
+    def _open(self, name: str, schema: pa.Schema, replace: bool = False):
+        if name in self.db.list_tables().tables and not replace:
+            return self.db.open_table(name)
+        return self.db.create_table(name, schema=schema, mode="overwrite" if replace else "create")
+
+    @property
+    def dimension(self) -> int:
+        return self.table.schema.field("vector").type.list_size
+
+    @property
+    def embedder(self) -> str:
+        """The embedder whose space the table's vectors are in (a table from before the choice existed: MiniLM)."""
+        meta = self.table.schema.metadata or {}
+        return meta.get(b"embedder", DEFAULT_EMBEDDER.encode()).decode()
+
+    def reset(self, embedder: str) -> None:
+        """Empty the table and the vector cache and re-create them for another embedder's vector space."""
+        dim = EMBEDDERS[embedder].dimension
+        self.table = self._open(TABLE, schema(dim, embedder), replace=True)
+        self.cache = self._open(CACHE_TABLE, cache_schema(dim, embedder), replace=True)
+
+    @classmethod
+    def reader(cls, uri: str | Path, version: int | None) -> "SubchunkIndex":
+        """A read-only view at a table version (a published snapshot's); it creates and writes nothing."""
+        view = cls.__new__(cls)
+        view.uri, view.db = str(uri), lancedb.connect(str(uri))
+        try:
+            view.table = view.db.open_table(TABLE)
+            if version is not None:
+                view.table.checkout(version)
+        except Exception as err:  # lance raises several types for a missing, cleaned-up or unknown version
+            raise LookupError(f"{uri}: index table version {version} is not available "
+                              f"({str(err).splitlines()[0][:200]})") from None
+        view.cache = None
+        return view
+
+    def as_of(self, version: int) -> "SubchunkIndex":
+        """A read-only view of the table as a past publish left it (LanceDB keeps old versions until cleanup)."""
+        return SubchunkIndex.reader(self.uri, version)
+
+    @property
+    def version(self) -> int:
+        return self.table.version
+
+    def count(self) -> int:
+        return self.table.count_rows()
+
+    def unit_keys(self) -> set[str]:
+        col = self.table.to_lance().to_table(columns=["unit_key"]).column("unit_key")
+        return set(pc.unique(col).to_pylist())
+
+    def cached_vectors(self, hashes: list[str], elsewhere: list["SubchunkIndex"] = ()) -> dict[str, np.ndarray]:
+        """Vectors already computed for these texts: live rows, the cache of removed rows, then other indexes'
+        rows in the same vector space (another partition's, read-only)."""
+        wanted = pa.array(sorted(set(hashes)), pa.string())
+        found: dict[str, np.ndarray] = {}
+        others = [o.table for o in elsewhere if (o.embedder, o.dimension) == (self.embedder, self.dimension)]
+        for tbl in (self.table, self.cache, *others):
+            if not len(wanted) or tbl.count_rows() == 0:
+                continue
+            data = tbl.to_lance().to_table(columns=["text_hash", "vector"],
+                                           filter=pc.is_in(pc.field("text_hash"), wanted))
+            vecs = _matrix(data.column("vector"), self.dimension)
+            for h, v in zip(data.column("text_hash").to_pylist(), vecs):
+                found.setdefault(h, v)
+            wanted = pa.array([h for h in wanted.to_pylist() if h not in found], pa.string())
+        return found
+
+    def rows_of_units(self, unit_keys: list[str]) -> tuple[pa.Table, np.ndarray]:
+        """Every sub-chunk row of these unit versions (scalar-index look-up, no vector search) and its vectors."""
+        data = self.table.to_lance().to_table(
+            columns=[*SEARCH_COLUMNS, "acl", "vector"],
+            filter=pc.is_in(pc.field("unit_key"), pa.array(sorted(set(unit_keys)), pa.string())))
+        return data.drop_columns(["vector"]), _matrix(data.column("vector"), self.dimension)
+
+    def add(self, rows: list[SubchunkRow], vectors: np.ndarray) -> None:
+        if not rows:
+            return
+        cols = {name: [getattr(r, name) for r in rows] for name in SCHEMA.names if name != "vector"}
+        cols["acl"] = [list(a) for a in cols["acl"]]
+        flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float16).ravel())
+        cols["vector"] = pa.FixedSizeListArray.from_arrays(flat, self.dimension)
+        self.table.add(pa.table(cols, schema=self.table.schema))
+
+    def remove_units(self, unit_keys: set[str]) -> int:
+        """Delete the rows of these unit versions, keeping their vectors in the cache for re-use."""
+        if not unit_keys:
+            return 0
+        keys = pa.array(sorted(unit_keys), pa.string())
+        gone = self.table.to_lance().to_table(columns=["text_hash", "vector"],
+                                              filter=pc.is_in(pc.field("unit_key"), keys))
+        if gone.num_rows:
+            _, first = np.unique(np.asarray(gone.column("text_hash").to_pylist(), dtype=object), return_index=True)
+            (self.cache.merge_insert("text_hash").when_not_matched_insert_all()
+             .execute(gone.take(pa.array(first))))
+        self.table.delete(f"unit_key IN ({_sql_list(unit_keys)})")
+        return gone.num_rows
+
+    def search(self, vector: np.ndarray, groups: list[str], limit: int) -> pa.Table:
+        """Nearest sub-chunks among rows whose ACL admits one of the groups (the pre-filter of rule 1)."""
+        if len(vector) != self.dimension:
+            raise ValueError(f"{self.uri}: the query vector has {len(vector)} dimensions but the index holds "
+                             f"{self.dimension} ({self.embedder}); embed questions with the workspace's embedder")
+        where = f"array_has_any(acl, [{_sql_list(groups)}])"
+        return (self.table.search(np.asarray(vector, dtype=np.float32)).distance_type("cosine")
+                .where(where, prefilter=True).limit(limit).select(SEARCH_COLUMNS + ["_distance"]).to_arrow())
+
+    def ensure_indexes(self) -> None:
+        """Label-list index on acl for the pre-filter; a vector index once a flat scan gets slow."""
+        names = {i.name for i in self.table.list_indices()}
+        rows = self.table.count_rows()
+        if rows and "acl_idx" not in names:
+            self.table.create_index("acl", config=LabelList(), name="acl_idx")
+        if rows and "unit_key_idx" not in names:
+            self.table.create_index("unit_key", config=BTree(), name="unit_key_idx")
+        if rows >= VECTOR_INDEX_MIN_ROWS and "vector_idx" not in names:
+            self.table.create_index("vector", config=IvfHnswSq(distance_type="cosine"), name="vector_idx")
+        elif names:
+            self.maintain()
+
+    def maintain(self) -> None:
+        """Drop table versions past the retention; compact (and fold new rows into the indexes) only once a
+        publish has left many fragments, since compaction rewrites every fragment it merges and old versions
+        keep the files it replaced: compacting each publish would keep a copy of the table per publish."""
+        retention = timedelta(days=float(os.environ.get("RAG_INDEX_RETENTION_DAYS", "7")))
+        for table in (self.table, self.cache):
+            if len(table.to_lance().get_fragments()) > MAX_FRAGMENTS:
+                table.optimize(cleanup_older_than=retention)
+            else:
+                table.to_lance().cleanup_old_versions(older_than=retention)
+
+    def store_id(self) -> str | None:
+        """The catalog identity this index was built for (None: never claimed)."""
+        if IDENTITY_TABLE not in self.db.list_tables().tables:
+            return None
+        ids = self.db.open_table(IDENTITY_TABLE).to_arrow().column("store_id").to_pylist()
+        return ids[0] if ids else None
+
+    def claim(self, store_id: str) -> None:
+        """Record which catalog this index now belongs to (after its foreign rows were removed)."""
+        exists = IDENTITY_TABLE in self.db.list_tables().tables
+        self.db.create_table(IDENTITY_TABLE, pa.table({"store_id": [store_id]}, schema=IDENTITY_SCHEMA),
+                             mode="overwrite" if exists else "create")  # "overwrite" of nothing prints a WARN
+
+    def row_facts(self) -> pa.Table:
+        """What the consistency checks compare with the catalog, for every row."""
+        return self.table.to_lance().to_table(columns=["unit_key", "doc_id", "doc_version", "part", "acl",
+                                                       "char_start", "char_end", "text_hash"])
+
+
+def _matrix(column: pa.ChunkedArray, dimension: int) -> np.ndarray:
+    if column.num_chunks == 0:
+        return np.zeros((0, dimension), dtype=np.float32)
+    return column.combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, dimension).astype(np.float32)
+
+
+def _sql_list(values) -> str:
+    return ", ".join("'" + str(v).replace("'", "''") + "'" for v in sorted(values))

@@ -1,0 +1,185 @@
+"""The three publishing steps behind the assets: documents → units → index, each safe to re-run."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from rag.models.embedders import DEFAULT_EMBEDDER, EMBEDDER_SETTING, embedder_spec
+from rag.models.tokens import TokenCounter
+from rag.sources.documents import LoadResult, Rejected, content_hash
+from rag.sources.partitions import Selection
+from rag.store.catalog import Catalog
+from rag.store.facts import plan_from_facts
+from rag.store.index import SubchunkIndex, SubchunkRow
+from rag.store.rows import DocChanges, UnitChanges
+from rag.store.source_log import read_sources, sync_sources
+from rag.units.chunking import subchunks
+from rag.units.long_units import DEFAULT_CAP, Member, UnitPlan, plan_units, split_unit_key, unit_key
+
+
+@dataclass
+class IngestSettings:
+    sources: list[str] = field(default_factory=list)
+    default_acl: tuple[str, ...] = ()
+    collection: str | None = None
+    derive_links: bool = False
+    unit_cap: int = DEFAULT_CAP
+    chunk_target: int = 112
+    chunk_max: int = 128
+    embedder: str | None = None   # None keeps the workspace's embedder (MiniLM for a new workspace)
+    allow_empty: bool = False  # a source that holds no document deletes what it published (an explicit choice)
+    select: Selection | None = None  # a partition's files of its source folder (rag.sources.partitions)
+    rescan: bool = False  # re-read every file and re-plan every unit from the texts, ignoring what is stored
+
+
+@dataclass
+class IndexReport:
+    subchunks: int
+    embedded: int
+    reused: int
+    units_indexed: int
+    rows_removed: int
+    lance_version: int
+    embedder: str = DEFAULT_EMBEDDER
+    replaced_embedder: str | None = None   # set when this run emptied another embedder's index and re-embedded all
+    foreign_rows_removed: int = 0  # rows of an index built for another catalog (a lost or replaced store)
+
+
+class NothingToPublish(RuntimeError):
+    """No source yielded a readable document; the catalog is left as it was."""
+
+    def __init__(self, message: str, rejected: list[Rejected]):
+        super().__init__(message)
+        self.rejected = rejected
+
+
+def publish_documents(catalog: Catalog, settings: IngestSettings) -> tuple[DocChanges, LoadResult]:
+    """Read the sources (only files changed since the last run) and record new versions, supersessions and
+    deletions in the catalog.
+
+    With no readable document at all the run stops (nothing is deleted), unless empty sources are allowed
+    and at least one source was read: then its documents are deleted, which is how a source is emptied.
+    """
+    sources = [str(Path(s).resolve()) for s in settings.sources]
+    publish_id = catalog.begin_publish(sources)
+    view = read_sources(catalog, sources, settings.default_acl, settings.collection, settings.rescan,
+                        settings.select)
+    loaded = view.loaded()
+    catalog.record_problems(publish_id, "skipped", loaded.skipped)
+    if not view.holding and not (settings.allow_empty and loaded.scanned):
+        catalog.record_problems(publish_id, "rejected", loaded.rejected)
+        catalog.finish_failed(publish_id)
+        first = f"; first problem: {loaded.rejected[0].source_path}: {loaded.rejected[0].reason}" if loaded.rejected else ""
+        hint = "; to delete every document of an empty source, allow empty sources" if loaded.scanned else ""
+        raise NothingToPublish(f"no readable documents in {', '.join(sources) or 'no sources'}"
+                               f" ({len(loaded.rejected)} inputs rejected{first}){hint}", loaded.rejected)
+    changes = sync_sources(catalog, publish_id, view, settings.allow_empty, settings.rescan)
+    if changes.new or changes.superseded or changes.deleted or changes.updated_in_place:
+        catalog.publish_snapshot(publish_id)  # readers hide deleted and superseded text from their next query
+    return changes, loaded
+
+
+def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSettings) -> tuple[UnitPlan, UnitChanges]:
+    """Group the current documents and stage the units that are new or changed."""
+    publish_id = catalog.running_publish()
+    if settings.rescan:
+        plan = plan_units(catalog.current_documents(), counter, settings.unit_cap, settings.derive_links)
+    else:
+        plan = plan_from_facts(catalog, counter, settings.unit_cap, settings.derive_links)
+    catalog.record_problems(publish_id, "warning", [
+        Rejected(doc_id, f"link to missing document '{link}'", doc_id) for doc_id, link in plan.missing_links])
+    return plan, catalog.stage_units(publish_id, plan)
+
+
+def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[str]], np.ndarray],
+                  counter: TokenCounter, settings: IngestSettings, embedder: str = DEFAULT_EMBEDDER,
+                  siblings: Callable[[], list[SubchunkIndex]] = list) -> IndexReport:
+    """Bring the index to the catalog's live units, embedding only texts never embedded before, then commit.
+
+    `embed` must be `embedder`'s; an index in another embedder's space is emptied first, so every unit is
+    re-embedded and no vector space is ever mixed with another. `siblings` gives other partitions' indexes,
+    whose vectors are re-used (a document moved between collections or copied into several is embedded once).
+    """
+    publish_id = catalog.running_publish()
+    replaced = switch_vector_space(catalog, index, embedder)
+    foreign = adopt_index(catalog, index)
+    live = catalog.live_units()
+    have = index.unit_keys()
+    missing = sorted(set(live) - have)
+    rows, texts = subchunk_rows({k: live[k] for k in missing}, catalog, counter, settings)
+    hashes = [r.text_hash for r in rows]
+    vectors = np.zeros((len(rows), index.dimension), dtype=np.float32)
+    cached = index.cached_vectors(hashes)
+    if len(cached) < len(set(hashes)):
+        cached.update(index.cached_vectors([h for h in hashes if h not in cached], siblings()))
+    first: dict[str, int] = {}  # identical texts (boilerplate, copies) are embedded once per run
+    for i, h in enumerate(hashes):
+        if h not in cached:
+            first.setdefault(h, i)
+    if first:
+        cached.update(zip(first, embed([texts[i] for i in first.values()])))
+    for i, h in enumerate(hashes):
+        vectors[i] = cached[h]
+    index.add(rows, vectors)
+    catalog.commit_units(publish_id, index.version, len(first))
+    current = {unit_key(u, v) for u, (v, _) in catalog.current_units().items()}
+    removed = index.remove_units(index.unit_keys() - current)
+    index.ensure_indexes()
+    catalog.set_lance_version(publish_id, index.version)
+    catalog.publish_snapshot(publish_id, index.version)
+    return IndexReport(index.count(), len(first), len(rows) - len(first), len(missing), removed, index.version,
+                       embedder, replaced, foreign)
+
+
+def switch_vector_space(catalog: Catalog, index: SubchunkIndex, embedder: str) -> str | None:
+    """Make the index hold `embedder`'s space and record the choice; the embedder replaced if it held rows.
+
+    The index is emptied before the catalog names the new embedder: a run killed in between leaves an empty
+    index that the next run fills, never vectors of one space queried with the other.
+    """
+    spec = embedder_spec(embedder)
+    previous = index.embedder if index.count() else None
+    if index.embedder != spec.name or index.dimension != spec.dimension:
+        index.reset(spec.name)
+    if catalog.setting(EMBEDDER_SETTING) != spec.name:
+        catalog.set_setting(EMBEDDER_SETTING, spec.name)
+    return previous if previous != spec.name else None
+
+
+def adopt_index(catalog: Catalog, index: SubchunkIndex) -> int:
+    """Empty an index that was built for another catalog (or none), so every unit is indexed afresh.
+
+    Unit keys restart with a new catalog, so a foreign row could pass for a current unit with another ACL
+    and other offsets. Its vectors stay in the cache: texts that did not change are not embedded again.
+    """
+    store = catalog.store_id()
+    if index.store_id() == store:
+        return 0
+    removed = index.remove_units(index.unit_keys())
+    index.claim(store)
+    return removed
+
+
+def subchunk_rows(units: dict[str, list[tuple]], catalog: Catalog, counter: TokenCounter,
+                  settings: IngestSettings) -> tuple[list[SubchunkRow], list[str]]:
+    """Sentence-aligned sub-chunks of every member, with offsets into the document and the text to embed."""
+    members: list[tuple[str, tuple, str, int, Member]] = []
+    for key, entries in units.items():
+        for pos, (acl, collection, m) in enumerate(entries):
+            members.append((key, acl, collection, pos, m))
+    texts_by_key = catalog.document_texts(sorted({(m.doc_id, m.doc_version) for *_, m in members}))
+    rows: list[SubchunkRow] = []
+    texts: list[str] = []
+    for key, acl, collection, pos, m in members:
+        title, text = texts_by_key[(m.doc_id, m.doc_version)]
+        unit_id, version = split_unit_key(key)
+        for k, span in enumerate(subchunks(text[m.start:m.end], counter, settings.chunk_target, settings.chunk_max)):
+            start, end = m.start + span.start, m.start + span.end
+            embedded = f"{title}\n{text[start:end]}"
+            rows.append(SubchunkRow(f"{key}:{pos}:{k}", key, unit_id, version, m.doc_id, m.doc_version,
+                                    m.part, acl, collection, start, end, span.tokens, content_hash(embedded)))
+            texts.append(embedded)
+    return rows, texts

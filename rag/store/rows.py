@@ -1,0 +1,63 @@
+"""Typed rows the catalog returns: a unit member as a reader sees it, current versions, what a publish changed."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rag.sources.documents import Rejected
+
+
+@dataclass(frozen=True)
+class MemberRow:
+    """A member of a unit version as a reader sees it: where its range lies and who may read it."""
+
+    unit_key: str
+    position: int
+    doc_id: str
+    doc_version: str
+    part: int
+    start: int
+    end: int
+    tokens: int
+    title: str
+    acl: tuple[str, ...]
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class CurrentVersion:
+    doc_id: str
+    version: str
+    title: str
+    acl: tuple[str, ...]
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class CurrentText:
+    """A current document version's text, with the hash that says whether a cached parse of it still holds."""
+
+    doc_id: str
+    version: str
+    title: str
+    text: str
+    acl: tuple[str, ...]
+    content_hash: str
+
+
+@dataclass
+class DocChanges:
+    new: list[tuple[str, str]] = field(default_factory=list)
+    superseded: list[tuple[str, str]] = field(default_factory=list)
+    deleted: list[tuple[str, str]] = field(default_factory=list)
+    updated_in_place: list[tuple[str, str]] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    current: int = 0
+    warnings: list[Rejected] = field(default_factory=list)
+    reading: dict[str, int] = field(default_factory=dict)   # files read, unchanged and removed; lines parsed
+
+
+@dataclass
+class UnitChanges:
+    published: list[tuple[str, int]] = field(default_factory=list)
+    retired: list[tuple[str, int]] = field(default_factory=list)
+    unchanged: int = 0

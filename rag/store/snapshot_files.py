@@ -1,0 +1,250 @@
+"""Published read state: what readers open instead of the writer's catalog, written in proportion to the change.
+
+DuckDB lets one process write a file or several read it, never both, so readers never touch `catalog.duckdb`.
+At each publish point the writer appends one Parquet segment per read table holding only the rows that are
+new or changed since the last publish (found by a hash of each row) and a tombstone per vanished key; texts
+are a table of their own keyed by content hash, written once per text. A manifest (`snapshots/NNNNNNNN.json`)
+lists each table's segments; the `snapshots/CURRENT` pointer names the manifest and the LanceDB table version
+that goes with it, and is swapped with an atomic rename: a reader sees the old state or the new one, never half
+of either. A reader builds each table as the newest row per key over its segments (`load_read_state`).
+
+Segments are never rewritten, so a manifest is an immutable state. When a table has more than
+`MAX_SEGMENTS` segments, the ones after its base are merged into one (or all of them, once they outweigh the
+base): amortised, a publish writes in proportion to its change. Files no kept manifest names are deleted.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+
+SNAPSHOT_DIR = "snapshots"
+SEGMENT_DIR = "segments"
+POINTER = "CURRENT"
+MAX_SEGMENTS = 16
+# Table → key columns (empty: the whole row is its own key). `texts` holds each document text once.
+READ_TABLES: dict[str, tuple[str, ...]] = {
+    "documents": ("doc_id", "version"), "texts": ("content_hash",), "units": ("unit_id", "unit_version"),
+    "unit_members": ("unit_id", "unit_version", "position"), "publish_log": ("publish_id",),
+    "quarantine": (), "store_identity": (), "workspace_settings": ("key",)}
+_SOURCES = {"documents": "SELECT * EXCLUDE (text) FROM documents",
+            "texts": "SELECT content_hash, any_value(text) AS text FROM documents GROUP BY content_hash"}
+
+
+def snapshots_kept() -> int:
+    """Published snapshots kept for readers still on an older one: $RAG_SNAPSHOTS_KEPT or 4."""
+    return int(os.environ.get("RAG_SNAPSHOTS_KEPT", "4"))
+
+
+class NoSnapshot(LookupError):
+    """Nothing has been published in this workspace yet."""
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """What the pointer says: which manifest, the LanceDB table version to read with it, when it was made."""
+
+    seq: int
+    file: str                 # the manifest's name inside snapshots/
+    publish_id: int
+    lance_version: int | None
+    created_at: str
+
+    def path(self, workspace: Path) -> Path:
+        return Path(workspace) / SNAPSHOT_DIR / self.file
+
+
+def read_pointer(workspace: str | Path) -> SnapshotInfo:
+    path = Path(workspace) / SNAPSHOT_DIR / POINTER
+    try:
+        return SnapshotInfo(**json.loads(path.read_text()))
+    except FileNotFoundError:
+        raise NoSnapshot(f"{workspace}: nothing published yet; run `rag ingest --workspace {workspace}` first") from None
+    except (OSError, ValueError, TypeError, RecursionError) as err:
+        raise NoSnapshot(f"{workspace}: unreadable snapshot pointer {SNAPSHOT_DIR}/{POINTER} "
+                         f"({err.__class__.__name__}); nothing is served until the next publish") from None
+
+
+def pointer_stamp(workspace: str | Path) -> tuple[int, int] | None:
+    """A cheap identity of the pointer file (inode, mtime), to notice a publish without reading it."""
+    try:
+        st = (Path(workspace) / SNAPSHOT_DIR / POINTER).stat()
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_mtime_ns
+
+
+def read_manifest(path: Path) -> dict[str, list[str]]:
+    """Table → its segment files (absolute paths), oldest first."""
+    tables = json.loads(Path(path).read_text())["tables"]
+    folder = Path(path).parent / SEGMENT_DIR
+    return {t: [str(folder / f) for f in files] for t, files in tables.items()}
+
+
+def publish_snapshot(con: duckdb.DuckDBPyConnection, catalog_path: str | Path, publish_id: int,
+                     lance_version: int | None, keep: int | None = None) -> SnapshotInfo:
+    """Write the committed catalog's changes since the last publish and make the result current."""
+    folder = Path(catalog_path).parent / SNAPSHOT_DIR
+    (folder / SEGMENT_DIR).mkdir(parents=True, exist_ok=True)
+    try:
+        previous = read_pointer(folder.parent)
+    except NoSnapshot:
+        previous = None
+    # A pointer to a whole-catalog copy (the format before segments) starts the segments afresh.
+    manifest = previous.path(folder.parent) if previous and previous.file.endswith(".json") else None
+    tables = json.loads(manifest.read_text())["tables"] if manifest and manifest.exists() else {}
+    seq = (previous.seq if previous else 0) + 1
+    if lance_version is None and previous:
+        lance_version = previous.lance_version
+    present = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    for table, key in READ_TABLES.items():
+        if table in present or table == "texts":
+            tables[table] = _publish_table(con, folder / SEGMENT_DIR, table, key, tables.get(table, []), seq)
+    name = f"{seq:08d}.json"
+    _write_atomic(folder / name, json.dumps({"seq": seq, "publish_id": publish_id, "tables": tables}))
+    info = SnapshotInfo(seq, name, publish_id, lance_version,
+                        datetime.now(timezone.utc).isoformat(timespec="milliseconds"))
+    _write_atomic(folder / POINTER, json.dumps(asdict(info)))
+    _prune(folder, seq, snapshots_kept() if keep is None else keep)
+    return info
+
+
+def _publish_table(con, folder: Path, table: str, key: tuple[str, ...], segments: list[str], seq: int) -> list[str]:
+    """Append a segment of this table's changes (none if nothing changed); merge segments when there are many.
+
+    Only keys and row hashes are compared (a hash aggregate, no sort); whole rows are read for the changes only.
+    """
+    key_cols = ", ".join(key) if key else "_h"
+    files = [str(folder / f) for f in segments]
+    if table == "texts":  # a text never changes for its hash: compare hashes only, never tombstone one
+        current = "SELECT content_hash, hash(content_hash) AS _h FROM (SELECT DISTINCT content_hash FROM documents)"
+    else:
+        current = f"SELECT s.*, hash(s) AS _h FROM ({_source(table)}) s"
+    if files:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _published AS {published_keys(files, key)}")
+        gone = "" if table == "texts" else (
+            f" UNION ALL BY NAME SELECT {', '.join('p.' + c for c in dict.fromkeys([*key, '_h']))}, true AS _gone "
+            f"FROM _published p ANTI JOIN ({current}) c USING ({key_cols})")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _delta AS SELECT c.*, false AS _gone FROM ({current}) c "
+                    f"ANTI JOIN _published p USING ({', '.join([*key, '_h'])}){gone}")
+    else:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _delta AS SELECT *, false AS _gone FROM ({current})")
+    (changed,), = con.execute("SELECT count(*) FROM _delta").fetchall()
+    if changed or not files:  # a table's first segment is written even when empty: it carries the schema
+        name = f"{seq:08d}-{table}.parquet"
+        rows = ("SELECT d.*, t.text FROM _delta d LEFT JOIN (SELECT content_hash, any_value(text) AS text "
+                "FROM documents WHERE content_hash IN (SELECT content_hash FROM _delta) GROUP BY 1) t "
+                "USING (content_hash)") if table == "texts" else "SELECT * FROM _delta"
+        _copy(con, f"SELECT *, {seq}::BIGINT AS _seq FROM ({rows}) ORDER BY {key_cols}", folder / name)
+        segments = [*segments, name]
+    con.execute("DROP TABLE IF EXISTS _published; DROP TABLE IF EXISTS _delta")
+    return _merge(con, folder, table, key_cols, segments, seq) if len(segments) > MAX_SEGMENTS else segments
+
+
+def published_keys(files: list[str], key: tuple[str, ...]) -> str:
+    """SQL for the key and row hash of every live row over these segments: the newest per key, not a tombstone."""
+    listed = ", ".join("'" + _quote(f) + "'" for f in files)
+    if len(files) == 1:  # a single segment (a table's first, or merged) holds one row per key
+        return f"SELECT {', '.join(dict.fromkeys([*key, '_h']))} FROM read_parquet([{listed}]) WHERE NOT _gone"
+    if not key:
+        return f"SELECT _h FROM read_parquet([{listed}]) GROUP BY _h HAVING NOT arg_max(_gone, _seq)"
+    cols = ", ".join(key)
+    return (f"SELECT {cols}, arg_max(_h, _seq) AS _h FROM read_parquet([{listed}], union_by_name = true) "
+            f"GROUP BY {cols} HAVING NOT arg_max(_gone, _seq)")
+
+
+def _source(table: str) -> str:
+    return "SELECT * EXCLUDE (text) FROM documents" if table == "documents" else f"SELECT * FROM {table}"
+
+
+def _merge(con, folder: Path, table: str, key_cols: str, segments: list[str], seq: int) -> list[str]:
+    """The segments after the base as one (tombstones kept), or all of them as one once they outweigh the base."""
+    sizes = [(folder / s).stat().st_size for s in segments]
+    whole = sum(sizes[1:]) >= sizes[0]
+    chosen = segments if whole else segments[1:]
+    rows = newest_rows([str(folder / s) for s in chosen], key_cols)
+    name = f"{seq:08d}-{table}-merged.parquet"
+    _copy(con, f"SELECT * FROM ({rows}) {'WHERE NOT _gone' if whole else ''} ORDER BY {key_cols}", folder / name)
+    return [name] if whole else [segments[0], name]
+
+
+def newest_rows(files: list[str], key_cols: str, columns=None) -> str:
+    """SQL for the newest row of each key over these segments (of the given columns, or all)."""
+    listed = ", ".join("'" + _quote(f) + "'" for f in files)
+    return (f"SELECT {', '.join(columns) if columns else '*'} FROM read_parquet([{listed}], union_by_name = true) "
+            f"QUALIFY row_number() OVER (PARTITION BY {key_cols} ORDER BY _seq DESC) = 1")
+
+
+def load_read_state(con: duckdb.DuckDBPyConnection, manifest: Path, schema: str = "main") -> None:
+    """Build the published catalog's tables in `schema` of an in-memory connection, as a reader sees them.
+
+    Every table but the texts is materialised (the newest row per key); `texts` stays in its Parquet
+    segments and `documents` joins it, so a reader holds no text it does not read.
+    """
+    for table, files in read_manifest(manifest).items():
+        key = ", ".join(READ_TABLES[table]) or "_h"
+        if table == "texts":
+            listed = ", ".join("'" + _quote(f) + "'" for f in files)
+            con.execute(f"CREATE VIEW {schema}.texts AS SELECT content_hash, text FROM read_parquet([{listed}])")
+            continue
+        name = "doc_rows" if table == "documents" else table
+        con.execute(f"CREATE TABLE {schema}.{name} AS SELECT * EXCLUDE (_h, _gone, _seq) FROM "
+                    f"({_newest_over_base(files, key)}) WHERE NOT _gone")
+    con.execute(f"CREATE VIEW {schema}.documents AS SELECT d.*, t.text FROM {schema}.doc_rows d "
+                f"LEFT JOIN {schema}.texts t ON t.content_hash = d.content_hash")
+
+
+def _newest_over_base(files: list[str], key_cols: str) -> str:
+    """The newest row per key: the base segment's rows no later segment touches, and the newest of the later
+    ones (small), so the base is filtered by a hash join instead of being sorted."""
+    base = f"SELECT * FROM read_parquet(['{_quote(files[0])}'])"
+    if len(files) == 1:
+        return base
+    later = ", ".join("'" + _quote(f) + "'" for f in files[1:])
+    return (f"{base} ANTI JOIN (SELECT DISTINCT {key_cols} FROM read_parquet([{later}], union_by_name = true)) "
+            f"USING ({key_cols}) UNION ALL BY NAME {newest_rows(files[1:], key_cols)}")
+
+
+def _copy(con, query: str, dest: Path) -> None:
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    con.execute(f"COPY ({query}) TO '{_quote(str(tmp))}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 8192)")
+    _fsync(tmp)
+    os.replace(tmp, dest)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    _fsync(tmp)
+    os.replace(tmp, path)
+
+
+def _prune(folder: Path, seq: int, keep: int) -> None:
+    """Delete manifests older than the newest `keep` and every segment none of the kept ones names."""
+    kept: set[str] = set()
+    for path in folder.glob("*.json"):
+        if path.stem.isdigit() and int(path.stem) <= seq - max(keep, 1):
+            path.unlink(missing_ok=True)
+        elif path.stem.isdigit():
+            kept.update(f for files in json.loads(path.read_text())["tables"].values() for f in files)
+    for path in (folder / SEGMENT_DIR).glob("*.parquet"):
+        if path.name not in kept and int(path.name[:8]) <= seq:
+            path.unlink(missing_ok=True)
+    for path in folder.glob("*.duckdb"):  # whole-catalog copies of the format before segments
+        path.unlink(missing_ok=True)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _quote(value: str) -> str:
+    return value.replace("'", "''")

@@ -1,0 +1,245 @@
+"""Recording what the sources hold now: versions reconciled over the ids a change touched, in one transaction.
+
+Only files whose stat or content changed are read (see rag.sources.scan). The ids a change touches are those of
+the records that changed or went away, plus the ids refused at the last run and the current documents no
+file holds any more (their deletion may be held back): everything else is as the last run left it, so
+`reconcile_versions` over the touched ids decides what it would decide over all of them.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+from rag.sources.documents import Document, LoadResult
+from rag.sources.loaders import _load_files, jsonl_lines, jsonl_record
+from rag.sources.partitions import Selection
+from rag.sources.scan import FileState, Record, Scan, scan_sources
+from rag.sources.versions import VersionPlan, reconcile_versions
+from rag.store.catalog import Catalog, utc_now
+from rag.store.rows import DocChanges
+
+_RECORD_COLUMNS = ("file", "source", "position", "line_hash", "source_path", "doc_id", "version", "content_hash",
+                   "meta_hash", "acl", "links", "collection", "reason", "holds", "empty")
+_STATE_COLUMNS = ("path", "source", "root", "size", "mtime_ns", "ctime_ns", "ino", "content_hash", "settings",
+                  "checked_ns")
+
+
+class SourceChanged(RuntimeError):
+    """A file changed between the run's listing and its reading of a document it needed."""
+
+
+@dataclass
+class SourceView:
+    """The sources as this run sees them: what it read, and what unchanged files still hold."""
+
+    scan: Scan
+    default_acl: tuple[str, ...]
+    collection: str | None
+    removed: list[str] = field(default_factory=list)
+    kept_rejections: list[Record] = field(default_factory=list)   # of files not read anew
+    holding: set[str] = field(default_factory=set)   # sources that hold any document
+
+    @property
+    def stale(self) -> list[str]:
+        """Files whose stored records are replaced (read anew) or dropped (gone)."""
+        return sorted(set(self.scan.changed) | set(self.removed))
+
+    def loaded(self) -> LoadResult:
+        """What this run parsed, every rejection (read now or still standing) and every skip."""
+        fresh = [r for recs in self.scan.changed.values() for r in recs if not r.is_document]
+        order = {path: n for n, path in enumerate(self.scan.states)}   # the listing's order, as a full read has it
+        standing = sorted(fresh + self.kept_rejections, key=lambda r: (order.get(r.file, len(order)), r.position))
+        return LoadResult(documents=list(self.scan.parsed.values()),
+                          rejected=self.scan.passed_over.rejected + [r.rejected() for r in standing],
+                          skipped=self.scan.passed_over.skipped, scanned=self.scan.scanned)
+
+    def reading(self) -> dict[str, int]:
+        changed = set(self.scan.changed)
+        return {"files_read": len(changed), "files_unchanged": len(set(self.scan.states) - changed),
+                "files_removed": len(self.removed), "lines_parsed": self.scan.lines_parsed}
+
+
+def read_sources(catalog: Catalog, sources: list[str], default_acl: tuple[str, ...], collection: str | None,
+                 rescan: bool = False, select: Selection | None = None) -> SourceView:
+    """List the sources (only a partition's files with `select`), read what changed since the catalog's last
+    reading, and gather what still stands."""
+    known = _states(catalog)
+    scan = scan_sources(sources, default_acl, collection, known, lambda files: _records(catalog, files), rescan,
+                        select)
+    view = SourceView(scan, default_acl, collection)
+    scanned = set(scan.scanned)
+    view.removed = sorted(p for p, st in known.items() if st.source in scanned and p not in scan.states)
+    keep = _kept()
+    view.kept_rejections = [_record(r) for r in catalog.rows(
+        f"SELECT {', '.join(_RECORD_COLUMNS)} FROM source_records WHERE reason IS NOT NULL AND {keep} "
+        "ORDER BY file, position", [scan.scanned, view.stale])]
+    view.holding = {r.source for recs in scan.changed.values() for r in recs if r.is_document}
+    view.holding |= {s for (s,) in catalog.rows(
+        f"SELECT DISTINCT source FROM source_records WHERE reason IS NULL AND {keep}", [scan.scanned, view.stale])}
+    return view
+
+
+def sync_sources(catalog: Catalog, publish_id: int, view: SourceView, allow_empty: bool, rescan: bool = False
+                 ) -> DocChanges:
+    """Reconcile the touched ids (every id with `rescan`) and store the new file states and records with them."""
+    scan = view.scan
+    touched = None if rescan else _touched(catalog, view)
+    fresh = [r for recs in scan.changed.values() for r in recs
+             if r.is_document and (touched is None or r.doc_id in touched)]
+    loaded: list = [scan.parsed.get((r.file, r.position), r) for r in fresh]
+    if touched is not None:
+        loaded += [_record(r) for r in catalog.rows(
+            f"SELECT {', '.join(_RECORD_COLUMNS)} FROM source_records WHERE reason IS NULL AND {_kept()} "
+            "AND doc_id IN (SELECT unnest(?::VARCHAR[]))", [scan.scanned, view.stale, sorted(touched)])]
+    existing = existing_versions(catalog, None if touched is None else sorted(touched))
+    plan = reconcile_versions(existing, loaded, view.loaded().rejected, scan.scanned, allow_empty, view.holding)
+    plan.insert = _documents(plan.insert, view)
+    changes = apply_versions(catalog, publish_id, plan, lambda: _store(catalog, view))
+    changes.reading = view.reading()
+    return changes
+
+
+def _touched(catalog: Catalog, view: SourceView) -> set[str]:
+    scan = view.scan
+    ids: set[str] = set()
+    for file, now in scan.changed.items():
+        old = {_identity(r) for r in scan.before.get(file, [])}
+        new = {_identity(r) for r in now}
+        ids |= {r.doc_id for r in now if _identity(r) not in old and r.doc_id}
+        ids |= {r.doc_id for r in scan.before.get(file, []) if _identity(r) not in new and r.doc_id}
+    ids |= {d for (d,) in catalog.rows(
+        "SELECT DISTINCT doc_id FROM source_records WHERE doc_id IS NOT NULL AND file IN (SELECT unnest(?::VARCHAR[]))",
+        [view.removed])}
+    # Refusals are decided against the catalog, not the file alone: the ids refused last time are asked again.
+    ids |= {d for (d,) in catalog.rows(
+        "SELECT DISTINCT doc_id FROM quarantine WHERE severity = 'rejected' AND doc_id IS NOT NULL AND publish_id = "
+        "(SELECT max(publish_id) FROM publish_log WHERE documents_new IS NOT NULL)")}
+    fresh = {r.doc_id for recs in scan.changed.values() for r in recs if r.is_document}
+    ids |= {d for (d,) in catalog.rows(
+        "SELECT DISTINCT d.doc_id FROM documents d WHERE d.status = 'current' AND "
+        "d.source IN (SELECT unnest(?::VARCHAR[])) AND NOT EXISTS (SELECT 1 FROM source_records r WHERE "
+        f"r.doc_id = d.doc_id AND r.reason IS NULL AND {_kept('r.')})", [scan.scanned, scan.scanned, view.stale])} - fresh
+    return ids
+
+
+def _identity(r: Record) -> tuple:
+    return r.position, r.line_hash, r.source_path, r.source
+
+
+def _kept(prefix: str = "") -> str:
+    """SQL: a stored record of an unchanged file of a scanned source (parameters: scanned, stale)."""
+    return (f"{prefix}source IN (SELECT unnest(?::VARCHAR[])) AND {prefix}file NOT IN (SELECT unnest(?::VARCHAR[]))")
+
+
+def _documents(items: list, view: SourceView) -> list[Document]:
+    """The documents to insert: a record kept from an earlier reading is read again from its file."""
+    wanted: dict[str, list[Record]] = defaultdict(list)
+    for item in items:
+        if isinstance(item, Record):
+            wanted[item.file].append(item)
+    read: dict[tuple[str, int], Document] = {}
+    for file, records in wanted.items():
+        state, path = view.scan.states[file], Path(file)
+        if path.suffix == ".jsonl":
+            positions = {r.position for r in records}
+            outcomes = {n: jsonl_record(path, n, line, view.default_acl, view.collection)
+                        for n, line in jsonl_lines(path) if n in positions}
+        else:
+            outcomes = {0: d for d in _load_files([path], Path(state.root), view.default_acl, view.collection).documents}
+        for r in records:
+            doc = outcomes.get(r.position)
+            if not isinstance(doc, Document) or (doc.doc_id, doc.version, doc.content_hash) != (
+                    r.doc_id, r.version, r.content_hash):
+                raise SourceChanged(f"{r.source_path}: changed while the run was reading it; run the ingest again")
+            read[(file, r.position)] = replace(doc, source=r.source, source_path=r.source_path)
+    return [read[(i.file, i.position)] if isinstance(i, Record) else i for i in items]
+
+
+def _store(catalog: Catalog, view: SourceView) -> None:
+    """Replace the states and records of the files read anew or gone (inside the version plan's transaction)."""
+    scan = view.scan
+    written = sorted(set(scan.changed) | set(scan.restated))
+    catalog.con.execute("DELETE FROM source_files WHERE path IN (SELECT unnest(?::VARCHAR[]))",
+                        [sorted(set(written) | set(view.removed))])
+    states = [scan.states[p] for p in written]
+    catalog.bulk_insert("source_files", {c: [getattr(s, c) for s in states] for c in _STATE_COLUMNS})
+    catalog.con.execute("DELETE FROM source_records WHERE file IN (SELECT unnest(?::VARCHAR[]))", [view.stale])
+    records = [r for recs in scan.changed.values() for r in recs]
+    catalog.bulk_insert("source_records", {c: [_column(getattr(r, c)) for r in records] for c in _RECORD_COLUMNS})
+
+
+def _column(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _states(catalog: Catalog) -> dict[str, FileState]:
+    return {r[0]: FileState(*r) for r in catalog.rows(f"SELECT {', '.join(_STATE_COLUMNS)} FROM source_files")}
+
+
+def _records(catalog: Catalog, files: list[str]) -> dict[str, list[Record]]:
+    out: dict[str, list[Record]] = defaultdict(list)
+    if files:
+        for row in catalog.rows(f"SELECT {', '.join(_RECORD_COLUMNS)} FROM source_records "
+                                "WHERE file IN (SELECT unnest(?::VARCHAR[])) ORDER BY file, position", [files]):
+            out[row[0]].append(_record(row))
+    return out
+
+
+def _record(row: tuple) -> Record:
+    values = dict(zip(_RECORD_COLUMNS, row))
+    values["acl"], values["links"] = tuple(values["acl"] or ()), tuple(values["links"] or ())
+    return Record(**values)
+
+
+def sync_documents(catalog: Catalog, publish_id: int, loaded: list[Document], rejected: list,
+                   scanned_sources: list[str], allow_empty: bool = False) -> DocChanges:
+    """Record a full reading of the sources: new versions, supersessions and deletions, in one transaction."""
+    plan = reconcile_versions(existing_versions(catalog), loaded, rejected, scanned_sources, allow_empty)
+    return apply_versions(catalog, publish_id, plan)
+
+
+def existing_versions(catalog: Catalog, doc_ids: list[str] | None = None) -> dict[tuple[str, str], tuple]:
+    """(doc_id, version) → (content hash, meta hash, status, source, source path), for these ids or all."""
+    where, params = ("WHERE doc_id IN (SELECT unnest(?::VARCHAR[]))", [doc_ids]) if doc_ids is not None else ("", [])
+    return {(d, v): (h, m, s, src, path) for d, v, h, m, s, src, path in catalog.rows(
+        f"SELECT doc_id, version, content_hash, meta_hash, status, source, source_path FROM documents {where}",
+        params)}
+
+
+def apply_versions(catalog: Catalog, publish_id: int, plan: VersionPlan, also: Callable[[], None] | None = None
+                   ) -> DocChanges:
+    """Write a version plan (and `also`'s writes) in one transaction."""
+    now = utc_now()
+    with catalog.transaction():
+        new = plan.insert
+        catalog.bulk_insert("documents", {
+            **{c: [getattr(d, c) for d in new] for c in ("doc_id", "version", "title", "text", "collection", "source",
+                                                         "source_path", "content_hash", "meta_hash")},
+            "acl": [list(d.acl) for d in new], "links": [list(d.links) for d in new],
+            "status": ["superseded"] * len(new), "publish_id": [publish_id] * len(new)})
+        catalog.execute_many(
+            "UPDATE documents SET acl = ?, links = ?, collection = ?, source = ?, source_path = ?, meta_hash = ? "
+            "WHERE doc_id = ? AND version = ?",
+            [[list(d.acl), list(d.links), d.collection, d.source, d.source_path, d.meta_hash, d.doc_id,
+              d.version] for d in plan.update_meta])
+        for status, keys in (("superseded", plan.supersede), ("deleted", plan.delete)):
+            catalog.execute_many(
+                "UPDATE documents SET status = ?, valid_to = ? WHERE doc_id = ? AND version = ?",
+                [[status, now, d, v] for d, v in keys])
+        catalog.execute_many(
+            "UPDATE documents SET status = 'current', valid_from = ?, valid_to = NULL, publish_id = ? "
+            "WHERE doc_id = ? AND version = ?", [[now, publish_id, d, v] for d, v in plan.make_current])
+        catalog.record_problems(publish_id, "rejected", plan.rejected)
+        catalog.record_problems(publish_id, "warning", plan.warnings)
+        catalog.con.execute("UPDATE publish_log SET documents_new = ?, documents_superseded = ?, "
+                         "documents_deleted = ? WHERE publish_id = ?",
+                         [len(plan.insert), len(plan.supersede), len(plan.delete), publish_id])
+        if also:
+            also()
+    (current,), = catalog.rows("SELECT count(*) FROM documents WHERE status = 'current'")
+    return DocChanges(new=[(d.doc_id, d.version) for d in plan.insert], superseded=plan.supersede,
+                      deleted=plan.delete, updated_in_place=[(d.doc_id, d.version) for d in plan.update_meta],
+                      rejected=plan.rejected, current=current, warnings=plan.warnings)
+

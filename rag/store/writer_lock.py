@@ -1,0 +1,97 @@
+"""One writer per workspace: an advisory lock on `<workspace>/writer.lock`, whatever the entry point.
+
+The kernel releases a `flock` when its holder dies, so a killed run never leaves a stale lock. The lock is
+re-entrant within a process, so a Dagster run can hold it from its first step to its last while each step
+opens the catalog again.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+LOCK_FILE = "writer.lock"
+
+
+class WriterBusy(RuntimeError):
+    """Another process holds the workspace's writer lock and did not release it in time."""
+
+
+@dataclass
+class _Held:
+    fd: int
+    depth: int
+
+
+_HELD: dict[str, _Held] = {}
+_GUARD = threading.Lock()
+
+
+def _describe(path: Path) -> str:
+    try:
+        holder = json.loads(path.read_text() or "{}")
+    except (OSError, ValueError):
+        holder = {}
+    if not holder:
+        return "another process"
+    return f"pid {holder.get('pid')} ({holder.get('entry', 'unknown')}), since {holder.get('since')}"
+
+
+class WriterLock:
+    """Hold the workspace for writing; a second writer waits up to `wait_s`, then raises `WriterBusy`."""
+
+    def __init__(self, workspace: str | Path, entry: str = "rag", wait_s: float | None = None):
+        self.path = Path(workspace).resolve() / LOCK_FILE
+        self.entry = entry
+        self.wait_s = float(os.environ.get("RAG_WRITER_WAIT_S", "60")) if wait_s is None else wait_s
+
+    def acquire(self) -> None:
+        key = str(self.path)
+        with _GUARD:
+            held = _HELD.get(key)
+            if held:
+                held.depth += 1
+                return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise WriterBusy(f"{self.path.parent}: another writer holds this workspace "
+                                     f"({_describe(self.path)}); gave up after {self.wait_s:g} s") from None
+                time.sleep(0.1)
+        since = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "entry": self.entry, "since": since}).encode(), 0)
+        with _GUARD:
+            _HELD[key] = _Held(fd, 1)
+
+    def release(self) -> None:
+        key = str(self.path)
+        with _GUARD:
+            held = _HELD.get(key)
+            if not held:
+                return
+            held.depth -= 1
+            if held.depth:
+                return
+            del _HELD[key]
+        os.ftruncate(held.fd, 0)
+        os.close(held.fd)  # closing the descriptor releases the flock
+
+    def __enter__(self) -> "WriterLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()

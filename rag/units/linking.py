@@ -1,0 +1,100 @@
+"""Links between documents: explicit (by id or exact title) and derived from title mentions."""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Protocol
+
+from rag.text.analysis import has_han, mention_spans
+
+MIN_TITLE_CHARS = 4
+MIN_HAN_TITLE_CHARS = 2   # a Chinese name of two characters (北京) is as specific as a four-letter word
+MAX_TITLE_TOKENS = 24     # words, or Han characters: longer titles are never looked for
+
+
+class Linkable(Protocol):
+    doc_id: str
+    title: str
+    links: tuple[str, ...]
+
+
+@dataclass
+class LinkGraph:
+    """Undirected adjacency between doc ids, plus the links that pointed nowhere."""
+
+    neighbours: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    missing: list[tuple[str, str]] = field(default_factory=list)
+
+    def add(self, a: str, b: str) -> None:
+        if a != b:
+            self.neighbours[a].add(b)
+            self.neighbours[b].add(a)
+
+    def degree(self, doc_id: str) -> int:
+        return len(self.neighbours.get(doc_id, ()))
+
+
+def mentionable(title: str) -> bool:
+    """Whether a title is specific enough to be looked for in other documents' texts."""
+    if title.isdigit():
+        return False
+    return len(title) >= (MIN_HAN_TITLE_CHARS if has_han(title) else MIN_TITLE_CHARS)
+
+
+def build_links(docs: Iterable[Linkable], mentions: Mapping[str, Iterable[str]] | None = None) -> LinkGraph:
+    """The link graph; `mentions` (doc id → titles its text mentions) adds derived links, None leaves them out.
+
+    Titles in `mentions` that no document carries now are ignored, so stored mentions may hold past titles.
+    """
+    docs = list(docs)
+    graph = LinkGraph()
+    by_id = {d.doc_id for d in docs}
+    by_title: dict[str, list[str]] = defaultdict(list)
+    for d in sorted(docs, key=lambda d: d.doc_id):
+        by_title[d.title].append(d.doc_id)
+    for d in docs:
+        for link in d.links:
+            targets = [link] if link in by_id else by_title.get(link, [])
+            if not targets:
+                graph.missing.append((d.doc_id, link))
+            for t in targets:
+                graph.add(d.doc_id, t)
+    if mentions is not None:
+        titles = {t: ids for t, ids in by_title.items() if mentionable(t)}
+        for ids in titles.values():   # paragraphs that share a title (one article split in several documents)
+            for other in ids[1:]:
+                graph.add(ids[0], other)
+        for d in docs:
+            for title in mentions.get(d.doc_id, ()):
+                for other in titles.get(title, ()):
+                    graph.add(d.doc_id, other)
+    return graph
+
+
+def mentioned_titles(text: str, titles: set[str], first_tokens: set[str] | None = None) -> set[str]:
+    """The titles of `titles` that the text mentions exactly, starting and ending on token boundaries.
+
+    Tokens are words, and single Han characters, so a Chinese title is found inside Chinese text.
+    """
+    if first_tokens is None:
+        first_tokens = first_tokens_of(titles)
+    spans = mention_spans(text)
+    found: set[str] = set()
+    for i, (start, _) in enumerate(spans):
+        if text[start:spans[i][1]] not in first_tokens:
+            continue
+        for j in range(i, min(i + MAX_TITLE_TOKENS, len(spans))):
+            candidate = text[start:spans[j][1]]
+            if candidate in titles:
+                found.add(candidate)
+    return found
+
+
+def first_tokens_of(titles: Iterable[str]) -> set[str]:
+    """The first token of each title: only where one occurs can a mention start."""
+    out = set()
+    for t in titles:
+        spans = mention_spans(t)
+        if spans and spans[0][0] == 0:
+            out.add(t[: spans[0][1]])
+    return out

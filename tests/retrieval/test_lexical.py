@@ -1,0 +1,55 @@
+"""BM25 over partitions: the same scores bm25s gives one index of all the documents, rebuilt per partition."""
+import bm25s
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rag.retrieval.lexical import LexicalIndex, Vocabulary, postings
+from rag.text.analysis import lexical_tokens
+
+WORDS = ["gateway", "firmware", "modbus", "cache", "offline", "heartbeat", "tunnel", "rotation", "secure", "boot"]
+texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=25).map(" ".join)
+
+
+def index_of(parts: list[dict[str, str]]) -> LexicalIndex:
+    vocab = Vocabulary()
+    built = []
+    for i, docs in enumerate(parts):
+        pairs = sorted((d, f"h-{i}-{d}") for d in docs)
+        text_of = {f"h-{i}-{d}": t for d, t in docs.items()}
+        built.append(postings(str(i), pairs, lambda hs, m=text_of: {h: m[h] for h in hs}, vocab))
+    return LexicalIndex(built, vocab)
+
+
+@given(st.lists(texts, min_size=2, max_size=30), st.integers(1, 4), texts)
+@settings(max_examples=80, deadline=None)
+def test_partitioned_scores_equal_one_bm25s_index_of_every_document(corpus, n_parts, question):
+    ids = [f"d{i:03d}" for i in range(len(corpus))]
+    parts = [{d: t for j, (d, t) in enumerate(zip(ids, corpus)) if j % n_parts == p} for p in range(n_parts)]
+    ours = index_of([p for p in parts if p]).search(question, len(ids))
+
+    reference = bm25s.BM25()
+    reference.index([lexical_tokens(t) for t in corpus], show_progress=False)
+    got, scores = reference.retrieve([lexical_tokens(question)], k=len(ids), show_progress=False)
+    raw = {ids[i]: float(s) for i, s in zip(got[0], scores[0]) if s > 0}
+    best = max(raw.values(), default=0.0)
+    want = {d: s / best for d, s in raw.items()} if best > 0 else {}
+    assert set(ours) == set(want)
+    assert np.allclose([ours[d] for d in sorted(want)], [want[d] for d in sorted(want)], rtol=1e-5)
+
+
+def test_a_question_sharing_no_word_with_the_documents_finds_nothing():
+    index = index_of([{"a": "gateway firmware", "b": "modbus cache"}])
+    assert index.search("tunnel rotation", 10) == {}
+
+
+def test_an_unchanged_text_is_tokenised_once_however_often_its_partition_is_rebuilt():
+    vocab, calls = Vocabulary(), []
+
+    def text_of(hashes):
+        calls.append(list(hashes))
+        return {h: "gateway firmware rotation" for h in hashes}
+
+    postings("1", [("a", "h1")], text_of, vocab)
+    postings("2", [("a", "h1"), ("b", "h2")], text_of, vocab)
+    assert calls == [["h1"], ["h2"]]

@@ -1,0 +1,91 @@
+"""The in-memory serving copy of a LanceDB sub-chunk table: the same nearest readable rows as LanceDB's exact
+search, rebuilt incrementally per table version, the ACL pre-filter as a mask."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rag.retrieval.vectors import load_state
+from rag.store.index import SubchunkIndex, SubchunkRow
+
+GROUPS = ["a", "b", "c", "d"]
+
+
+def rows_for(unit: str, n: int, rng: np.random.Generator) -> tuple[list[SubchunkRow], np.ndarray]:
+    rows = [SubchunkRow(f"{unit}:{i}", f"{unit}@1", unit, 1, f"{unit}-doc{i % 2}", "1", i % 2,
+                        tuple(sorted(rng.choice(GROUPS, size=int(rng.integers(0, 3)), replace=False).tolist())),
+                        "c", i * 10, i * 10 + 9, 3, f"h-{unit}-{i}") for i in range(n)]
+    vectors = rng.normal(size=(n, 384)).astype(np.float32)
+    return rows, vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def build(folder) -> SubchunkIndex:
+    idx, rng = SubchunkIndex(folder / "lancedb"), np.random.default_rng(7)
+    for u in range(12):
+        idx.add(*rows_for(f"u{u}", 25, rng))
+    return idx
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory):
+    """Read only by the tests that use it."""
+    return build(tmp_path_factory.mktemp("vectors"))
+
+
+@pytest.fixture
+def index(tmp_path):
+    return build(tmp_path)
+
+
+def lance_exact(idx: SubchunkIndex, q: np.ndarray, groups: list[str], limit: int) -> list[str]:
+    where = "array_has_any(acl, [" + ", ".join(f"'{g}'" for g in groups) + "])"
+    table = (idx.table.search(q).distance_type("cosine").where(where, prefilter=True).bypass_vector_index()
+             .limit(limit).select(["unit_key", "doc_id", "char_start", "_distance"]).to_arrow())
+    return [f"{k}/{d}/{s}" for k, d, s in zip(*(table.column(c).to_pylist() for c in ("unit_key", "doc_id",
+                                                                                      "char_start")))]
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), groups=st.sets(st.sampled_from(GROUPS), min_size=1), limit=st.integers(1, 60))
+def test_nearest_readable_rows_are_lancedb_exact_searchs(searched, seed, groups, limit):
+    """The same rows as LanceDB, except where two rows' cosines differ by less than LanceDB's half-precision
+    arithmetic resolves (the matrix scores in float32: its order there is the exact one)."""
+    state = load_state(searched)
+    q = np.random.default_rng(seed).normal(size=384).astype(np.float32)
+    scores = state.scores(q)
+    rows = state.nearest(scores, state.mask(frozenset(groups)), limit)
+    position = {f"{state.unit_keys[i]}/{state.doc_ids[i]}/{state.starts[i]}": i for i in range(len(state))}
+    theirs = [position[k] for k in lance_exact(searched, q, sorted(groups), limit)]
+    assert len(rows) == len(theirs)
+    assert np.allclose(np.sort(scores[rows]), np.sort(scores[theirs]), atol=2e-3)
+    assert all(set(groups) & state.acl_sets[state.acl_ids[i]] for i in rows)  # never a row the groups may not read
+    readable = [i for i in range(len(state)) if set(groups) & state.acl_sets[state.acl_ids[i]]]
+    exact = sorted(readable, key=lambda i: (-scores[i], i))[:limit]
+    assert rows.tolist() == exact
+
+
+def test_rows_without_an_acl_are_readable_by_nobody(searched):
+    state = load_state(searched)
+    empty = [i for i in range(len(state)) if not state.acl_sets[state.acl_ids[i]]]
+    assert empty and not state.mask(frozenset(GROUPS))[empty].any()
+
+
+def test_a_new_table_version_reuses_kept_units_and_reads_only_new_ones(index, monkeypatch):
+    before = load_state(index)
+    index.remove_units({"u0@1", "u1@1"})
+    index.add(*rows_for("u99", 30, np.random.default_rng(3)))
+    import rag.retrieval.vectors as vs
+
+    read, original = [], vs._read
+    monkeypatch.setattr(vs, "_read", lambda idx, ds, keys, everything: read.append(keys.to_pylist())
+                        or original(idx, ds, keys, everything))
+    incremental = load_state(index, before)
+    assert read == [["u99@1"]]  # the kept units' rows come from the previous state
+    monkeypatch.setattr(vs, "_read", original)
+    fresh = load_state(index)
+    key = lambda s: sorted(zip(s.unit_keys, s.doc_ids, s.starts, map(lambda i: s.acl_sets[i], s.acl_ids)))  # noqa
+    assert key(incremental) == key(fresh)
+    order = {k: i for i, k in enumerate(zip(fresh.unit_keys, fresh.starts))}
+    perm = [order[k] for k in zip(incremental.unit_keys, incremental.starts)]
+    assert np.array_equal(incremental.matrix, fresh.matrix[perm])
+    assert "u0@1" not in incremental.rows_of_unit and len(incremental.rows_of_unit["u99@1"]) == 30

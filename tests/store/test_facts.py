@@ -1,0 +1,159 @@
+"""Stored planning facts: the incremental plan equals a full re-plan, and unchanged versions cost nothing."""
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rag.models.tokens import default_counter
+from rag.sources.documents import Document
+from rag.store.catalog import Catalog
+from rag.store.facts import plan_from_facts
+from rag.store.source_log import sync_documents
+from rag.units.linking import mentioned_titles
+from rag.units.long_units import plan_units
+
+SRC = "/data/src"
+TITLES = ["Gateway Connectivity", "Log Rotation Policy", "North Star", "北京大学", "长江", "Alpha Beta Gamma",
+          "北京", "Star", "Delta Force One"]
+WORDS = ["the", "uplink", "restarts", "after", "a", "timeout", "并且", "我们", "去过", "logs", "rotate", "nightly"]
+
+
+@pytest.fixture(scope="module")
+def counter():
+    return default_counter()
+
+
+def sync(catalog, docs):
+    pid = catalog.begin_publish([SRC])
+    sync_documents(catalog, pid, list(docs), [], [SRC])
+
+
+def doc(doc_id, title, text, version=1, acl=("a",), collection="c1", links=()):
+    return Document(doc_id=doc_id, title=title, text=text, version=str(version), acl=acl, links=tuple(links),
+                    collection=collection, source=SRC, source_path=f"{SRC}/{doc_id}.md")
+
+
+texts = st.lists(st.sampled_from(WORDS + TITLES), min_size=1, max_size=30).map(
+    lambda ws: " ".join(ws) + ".")
+long_texts = st.integers(min_value=1, max_value=4).map(
+    lambda n: " ".join(f"Sentence {i} tells the North Star story again." for i in range(n * 12)))
+
+
+@st.composite
+def documents(draw, doc_id, version=1):
+    return doc(doc_id, draw(st.sampled_from(TITLES + [doc_id])), draw(st.one_of(texts, texts, texts, long_texts)),
+               version, draw(st.sampled_from([("a",), ("b",)])), draw(st.sampled_from(["c1", "c2"])),
+               draw(st.lists(st.sampled_from([f"d{i}" for i in range(8)] + TITLES + ["nowhere"]), max_size=3)))
+
+
+@st.composite
+def histories(draw):
+    """An initial corpus and a sequence of edits, deletions, re-versions, ACL and link changes."""
+    ids = [f"d{i}" for i in range(draw(st.integers(min_value=1, max_value=8)))]
+    corpus = {i: draw(documents(i)) for i in ids}
+    states = [dict(corpus)]
+    for _ in range(draw(st.integers(min_value=1, max_value=5))):
+        corpus = dict(corpus)
+        for _ in range(draw(st.integers(min_value=1, max_value=3))):
+            op = draw(st.sampled_from(["edit", "delete", "add", "acl", "links", "title"]))
+            target = draw(st.sampled_from(sorted(corpus) or ["d0"]))
+            old = corpus.get(target)
+            if op == "add" or old is None:
+                corpus[target] = draw(documents(target, int(old.version) + 1 if old else 1))
+            elif op == "delete":
+                del corpus[target]
+            elif op == "edit":
+                corpus[target] = replace(old, version=str(int(old.version) + 1), text=draw(texts))
+            elif op == "title":
+                corpus[target] = replace(old, version=str(int(old.version) + 1), title=draw(st.sampled_from(TITLES)))
+            elif op == "acl":
+                corpus[target] = replace(old, acl=draw(st.sampled_from([("a",), ("b",), ("a", "b")])))
+            else:
+                corpus[target] = replace(old, links=tuple(draw(st.lists(st.sampled_from(ids + TITLES), max_size=3))))
+        states.append(corpus)
+    return states, draw(st.sampled_from([60, 120, 400])), draw(st.booleans())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories())
+def test_incremental_plan_equals_a_full_replan_after_every_change(counter, history):
+    states, cap, derive = history
+    with tempfile.TemporaryDirectory() as tmp:
+        catalog = Catalog(Path(tmp) / "c.duckdb")
+        try:
+            for corpus in states:
+                sync(catalog, corpus.values())
+                full = plan_units(catalog.current_documents(), counter, cap, derive)
+                incremental = plan_from_facts(catalog, counter, cap, derive)
+                assert incremental.units == full.units
+                assert incremental.missing_links == full.missing_links
+        finally:
+            catalog.close()
+
+
+def test_an_unchanged_corpus_is_neither_tokenised_nor_regrouped(tmp_path, counter):
+    docs = [doc(f"d{i}", f"Title number {i}", f"Text {i} mentions Title number {i + 1}.") for i in range(20)]
+    catalog = Catalog(tmp_path / "c.duckdb")
+    sync(catalog, docs)
+    first = plan_from_facts(catalog, counter, 400, True)
+    again = plan_from_facts(catalog, counter, 400, True)
+    assert (first.facts_computed, first.replanned) == (20, first.components)
+    assert (again.facts_computed, again.replanned) == (0, 0)
+    assert again.units == first.units
+
+    sync(catalog, [replace(docs[0], version="2", text="Text 0 now stands alone."), *docs[1:]])
+    edited = plan_from_facts(catalog, counter, 400, True)
+    assert edited.facts_computed == 1
+    assert 1 <= edited.replanned <= 2   # the component that held d0, split in two
+    assert edited.units == plan_units(catalog.current_documents(), counter, 400, True).units
+
+
+def test_a_new_title_links_the_documents_that_already_mention_it(tmp_path, counter):
+    catalog = Catalog(tmp_path / "c.duckdb")
+    older = [doc("a", "Apples", "A report on Cellular modem provisioning."), doc("b", "Pears", "Nothing here.")]
+    sync(catalog, older)
+    plan_from_facts(catalog, counter, 4000, True)
+    sync(catalog, [*older, doc("c", "Cellular modem provisioning", "How to provision.")])
+    plan = plan_from_facts(catalog, counter, 4000, True)
+    assert plan.facts_computed == 1   # only the new document's text was read
+    assert sorted(sorted(m.doc_id for m in u.members) for u in plan.units) == [["a", "c"], ["b"]]
+
+
+def test_chinese_titles_are_found_inside_chinese_text():
+    text = "我们去过北京大学，也去过长江边。"
+    assert mentioned_titles(text, {"北京大学", "长江", "上海"}) == {"北京大学", "长江"}
+    assert mentioned_titles("He studied at 北京大学 in 1990.", {"北京大学"}) == {"北京大学"}
+    assert mentioned_titles("New Yorker magazine", {"New York"}) == set()
+
+
+def test_an_old_catalog_without_facts_computes_them_once(tmp_path, counter):
+    path = tmp_path / "c.duckdb"
+    catalog = Catalog(path)
+    docs = [doc("a", "Alpha", "Alpha mentions Beta.", links=("b",)), doc("b", "Beta", "Beta text.")]
+    sync(catalog, docs)
+    for table in ("doc_facts", "doc_parts", "doc_mentions", "mention_titles", "component_groups"):
+        catalog.con.execute(f"DROP TABLE {table}")
+    catalog.close()
+    catalog = Catalog(path)
+    first = plan_from_facts(catalog, counter, 4000, True)
+    assert first.facts_computed == 2 and first.units == plan_units(docs, counter, 4000, True).units
+    assert plan_from_facts(catalog, counter, 4000, True).facts_computed == 0
+    catalog.close()
+
+
+def test_a_link_to_another_acls_document_changes_no_group(tmp_path, counter):
+    """Groups follow link counts inside their own (acl, collection) group, so a collection planned alone (a
+    partition) gets the same units; the incremental plan still equals the full one."""
+    chain = [doc("x", "Xerxes", "Short.", links=("y",)), doc("y", "Yarrow", "Short.", links=("z",)),
+             doc("z", "Zinnia", "Short."), doc("w", "Walrus", "Short.", acl=("b",))]
+    cap = 2 * max(u.tokens for u in plan_units(chain, counter, 10_000).units[0].members) + 1
+    catalog = Catalog(tmp_path / "c.duckdb")
+    sync(catalog, chain)
+    before = plan_from_facts(catalog, counter, cap, False)
+    sync(catalog, [replace(chain[0], links=("y", "w")), *chain[1:]])
+    after = plan_from_facts(catalog, counter, cap, False)
+    assert after.units == before.units
+    assert after.units == plan_units(catalog.current_documents(), counter, cap, False).units

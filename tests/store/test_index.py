@@ -1,0 +1,41 @@
+"""The LanceDB sub-chunk table: rows per unit version, a vector cache that survives deletion, ACL pre-filter."""
+import numpy as np
+
+from rag.store.index import SubchunkIndex, SubchunkRow
+
+
+def rows_for(unit: str, version: int, acl: tuple[str, ...], n: int) -> list[SubchunkRow]:
+    key = f"{unit}@{version}"
+    return [SubchunkRow(f"{key}:0:{i}", key, unit, version, f"{unit}-doc", "1", 0, acl, "c", i * 10, i * 10 + 9, 5,
+                        f"hash-{unit}-{i}") for i in range(n)]
+
+
+def unit_vectors(n: int, seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).normal(size=(n, 384)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_removed_units_leave_their_vectors_in_the_cache(tmp_path):
+    index = SubchunkIndex(tmp_path / "lance")
+    vecs = unit_vectors(3, 0)
+    index.add(rows_for("u-a", 1, ("g1",), 3), vecs)
+    assert index.unit_keys() == {"u-a@1"}
+    assert np.allclose(index.cached_vectors(["hash-u-a-1"])["hash-u-a-1"], vecs[1], atol=1e-3)  # stored as float16
+
+    assert index.remove_units({"u-a@1"}) == 3
+    assert index.count() == 0 and index.unit_keys() == set()
+    cached = index.cached_vectors(["hash-u-a-0", "hash-u-a-2", "never-seen"])
+    assert set(cached) == {"hash-u-a-0", "hash-u-a-2"}
+    assert np.allclose(cached["hash-u-a-2"], vecs[2], atol=1e-3)
+
+
+def test_acl_prefilter_returns_only_rows_the_groups_may_read(tmp_path):
+    index = SubchunkIndex(tmp_path / "lance")
+    index.add(rows_for("u-open", 1, ("everyone",), 4) + rows_for("u-secret", 1, ("security-team",), 4),
+              unit_vectors(8, 1))
+    index.ensure_indexes()
+    assert "acl_idx" in {i.name for i in index.table.list_indices()}
+    hits = (index.table.search(unit_vectors(1, 2)[0]).where("array_has_any(acl, ['everyone', 'support'])",
+                                                            prefilter=True).limit(20).to_list())
+    assert len(hits) == 4
+    assert {h["unit_id"] for h in hits} == {"u-open"}

@@ -1,0 +1,150 @@
+"""Published read state: each publish writes only what changed, and readers see exactly the catalog's tables."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import duckdb
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rag.store import snapshot_files as snapshots
+from rag.store.catalog import Catalog
+from rag.store.snapshot_files import SEGMENT_DIR, SNAPSHOT_DIR, read_pointer
+
+TABLES = ("documents", "units", "unit_members", "publish_log", "quarantine", "store_identity")
+
+
+def _doc(cat: Catalog, doc_id: str, version: str, text: str, status: str = "current") -> None:
+    cat.con.execute("INSERT INTO documents (doc_id, version, title, text, acl, links, content_hash, status) "
+                    "VALUES (?, ?, ?, ?, ['g'], [], md5(? || ?), ?)", [doc_id, version, doc_id, text, doc_id, text,
+                                                                       status])
+
+
+def _same_as_writer(writer: Catalog, workspace) -> None:
+    reader = Catalog.snapshot(workspace, read_pointer(workspace))
+    try:
+        for table in TABLES:
+            cols = ", ".join(sorted(r[0] for r in writer.con.execute(f"DESCRIBE {table}").fetchall()))
+            assert sorted(map(repr, reader.rows(f"SELECT {cols} FROM {table}"))) == \
+                sorted(map(repr, writer.rows(f"SELECT {cols} FROM {table}"))), table
+    finally:
+        reader.close()
+
+
+def _segment_rows(workspace, seq: int) -> dict[str, int]:
+    folder = workspace / SNAPSHOT_DIR / SEGMENT_DIR
+    return {p.name[9:-8]: duckdb.sql(f"SELECT count(*) FROM '{p}'").fetchall()[0][0]
+            for p in folder.glob(f"{seq:08d}-*.parquet")}
+
+
+def test_a_one_document_edit_writes_only_its_rows(tmp_path):
+    cat = Catalog(tmp_path / "catalog.duckdb")
+    for k in range(200):
+        _doc(cat, f"d{k}", "1", f"text number {k} " * 20)
+    cat.publish_snapshot(cat.begin_publish([]))
+    cat.con.execute("UPDATE documents SET status = 'superseded' WHERE doc_id = 'd7'")
+    _doc(cat, "d7", "2", "a revised text")
+    cat.publish_snapshot(cat.begin_publish([]))
+    rows = _segment_rows(tmp_path, 2)
+    # the old and the new version, the new text, the new publish and the earlier one (now marked interrupted)
+    assert rows == {"documents": 2, "texts": 1, "publish_log": 2}
+    _same_as_writer(cat, tmp_path)
+    cat.close()
+
+
+def test_a_reader_keeps_its_state_while_later_publishes_land(tmp_path):
+    cat = Catalog(tmp_path / "catalog.duckdb")
+    _doc(cat, "a", "1", "first text")
+    cat.publish_snapshot(cat.begin_publish([]))
+    reader = Catalog.snapshot(tmp_path, read_pointer(tmp_path))
+    for k in range(snapshots.snapshots_kept() - 1):  # the manifests this reader's segments are kept for
+        cat.con.execute("UPDATE documents SET status = 'deleted' WHERE doc_id = 'a'")
+        _doc(cat, f"b{k}", "1", f"other text {k}")
+        cat.publish_snapshot(cat.begin_publish([]))
+    assert reader.document_texts([("a", "1")]) == {("a", "1"): ("a", "first text")}
+    assert reader.rows("SELECT doc_id, status FROM documents") == [("a", "current")]
+    reader.close()
+    cat.close()
+
+
+def test_nothing_changed_writes_no_segment_and_old_ones_are_pruned(tmp_path):
+    cat = Catalog(tmp_path / "catalog.duckdb")
+    _doc(cat, "a", "1", "text")
+    cat.publish_snapshot(cat.begin_publish([]))
+    for _ in range(30):
+        cat.publish_snapshot(cat.latest_publish())
+    folder = tmp_path / SNAPSHOT_DIR
+    assert sorted(p.name for p in folder.glob("*.json")) == [f"{s:08d}.json" for s in range(28, 32)]
+    named = {f for m in folder.glob("*.json") for fs in json.loads(m.read_text())["tables"].values() for f in fs}
+    assert {p.name for p in (folder / SEGMENT_DIR).glob("*.parquet")} == named
+    assert len(named) == 7  # one segment per table (no settings yet): nothing changed after the first publish
+    _same_as_writer(cat, tmp_path)
+    cat.close()
+
+
+_ops = st.lists(st.tuples(st.sampled_from(["add", "supersede", "delete", "acl", "problem", "publish"]),
+                          st.integers(0, 7)), min_size=1, max_size=40)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_ops)
+def test_the_published_tables_always_equal_the_writers(tmp_path_factory, monkeypatch, ops):
+    """Whatever rows were added, changed or removed, with segments merged along the way."""
+    monkeypatch.setattr(snapshots, "MAX_SEGMENTS", 3)
+    ws = tmp_path_factory.mktemp("ws")
+    cat = Catalog(ws / "catalog.duckdb")
+    versions: dict[str, int] = {}
+    try:
+        for op, k in [*ops, ("publish", 0)]:
+            doc = f"d{k}"
+            if op == "add":
+                versions[doc] = versions.get(doc, 0) + 1
+                cat.con.execute("UPDATE documents SET status = 'superseded' WHERE doc_id = ?", [doc])
+                _doc(cat, doc, str(versions[doc]), f"text {k} v{versions[doc]}")
+            elif op == "supersede":
+                cat.con.execute("UPDATE documents SET status = 'superseded', valid_to = now() WHERE doc_id = ?", [doc])
+            elif op == "delete":
+                cat.con.execute("DELETE FROM documents WHERE doc_id = ?", [doc])
+                versions.pop(doc, None)
+            elif op == "acl":
+                cat.con.execute("UPDATE documents SET acl = ['g', ?] WHERE doc_id = ?", [f"x{k}", doc])
+            elif op == "problem":
+                cat.con.execute("INSERT INTO quarantine VALUES (?, 'rejected', ?, ?, 'bad', now())", [k, doc, doc])
+            else:
+                cat.publish_snapshot(cat.begin_publish([]))
+                _same_as_writer(cat, ws)
+    finally:
+        cat.close()
+
+
+def test_a_damaged_segment_is_a_one_line_error(tmp_path):
+    cat = Catalog(tmp_path / "catalog.duckdb")
+    _doc(cat, "a", "1", "text")
+    cat.publish_snapshot(cat.begin_publish([]))
+    cat.close()
+    for seg in (tmp_path / SNAPSHOT_DIR / SEGMENT_DIR).glob("*-units.parquet"):
+        seg.write_bytes(b"garbage" * 100)
+    with pytest.raises(Exception, match="cannot open the catalog") as err:
+        Catalog.snapshot(tmp_path, read_pointer(tmp_path))
+    assert "\n" not in str(err.value)
+
+
+def test_a_workspace_published_as_whole_copies_is_read_then_moved_to_segments(tmp_path):
+    """The format before segments: the pointer named a copy of the catalog file."""
+    cat = Catalog(tmp_path / "catalog.duckdb")
+    _doc(cat, "a", "1", "text of a")
+    cat.con.execute("CHECKPOINT")
+    folder = tmp_path / SNAPSHOT_DIR
+    folder.mkdir()
+    shutil.copyfile(tmp_path / "catalog.duckdb", folder / "00000001.duckdb")
+    (folder / "CURRENT").write_text(json.dumps({"seq": 1, "file": "00000001.duckdb", "publish_id": 1,
+                                                "lance_version": None, "created_at": "2026-12-01T00:00:00"}))
+    old = Catalog.snapshot(tmp_path, read_pointer(tmp_path))
+    assert old.document_texts([("a", "1")]) == {("a", "1"): ("a", "text of a")}
+    old.close()
+    cat.publish_snapshot(cat.begin_publish([]))
+    assert read_pointer(tmp_path).file == "00000002.json" and not list(folder.glob("*.duckdb"))
+    _same_as_writer(cat, tmp_path)
+    cat.close()

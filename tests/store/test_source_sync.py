@@ -1,0 +1,182 @@
+"""Change detection per file: only changed files (JSONL: changed lines) are read, and the catalog ends up
+exactly as a run that re-reads every file would leave it."""
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rag.sources import scan
+from rag.store.catalog import Catalog
+from rag.store.publish import IngestSettings, NothingToPublish, publish_documents
+
+
+def md(doc_id, version, text, acl="support"):
+    return f"---\nid: {doc_id}\nversion: \"{version}\"\nacl: [{acl}]\n---\n{text}\n"
+
+
+def line(doc_id, version, text, acl=("support",)):
+    return json.dumps({"doc_id": doc_id, "version": str(version), "text": text, "acl": list(acl)})
+
+
+def run(catalog, folder, **kw):
+    changes, _ = publish_documents(catalog, IngestSettings(sources=[str(folder)], **kw))
+    return changes
+
+
+def documents(catalog):
+    return sorted(catalog.rows("SELECT doc_id, version, status, acl, links, collection, source, source_path, "
+                               "content_hash, meta_hash FROM documents"))
+
+
+def problems(catalog):
+    (pid,), = catalog.rows("SELECT max(publish_id) FROM publish_log")
+    return sorted(catalog.rows("SELECT severity, source_path, doc_id, reason FROM quarantine WHERE publish_id = ?",
+                               [pid]))
+
+
+def published(tmp_path, files: dict[str, str]):
+    """A source folder holding `files`, published once into a new catalog."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name, content in files.items():
+        (src / name).write_text(content)
+    catalog = Catalog(tmp_path / "c.duckdb")
+    return src, catalog, run(catalog, src)
+
+
+@pytest.fixture
+def settled(monkeypatch):
+    """Files count as settled at once, so the stat comparison (not the hash) decides, as it does in production."""
+    monkeypatch.setattr(scan, "RACY_NS", 0)
+
+
+def test_a_run_with_no_change_reads_no_file(tmp_path, settled):
+    files = {f"d{i}.md": md(f"d{i}", 1, f"Text {i}.") for i in range(5)}
+    files["many.jsonl"] = "\n".join(line(f"j{i}", 1, f"Line {i}.") for i in range(20)) + "\n"
+    src, catalog, first = published(tmp_path, files)
+    assert first.reading == {"files_read": 6, "files_unchanged": 0, "files_removed": 0, "lines_parsed": 20}
+    again = run(catalog, src)
+    assert again.reading == {"files_read": 0, "files_unchanged": 6, "files_removed": 0, "lines_parsed": 0}
+    assert (again.new, again.deleted, again.updated_in_place) == ([], [], [])
+
+
+def test_a_touched_file_is_hashed_but_not_parsed(tmp_path, settled):
+    src, catalog, _ = published(tmp_path, {"a.md": md("a", 1, "Alpha.")})
+    os.utime(src / "a.md", ns=(10**18, 10**18))
+    changes = run(catalog, src)
+    assert changes.reading["files_read"] == 0 and changes.reading["files_unchanged"] == 1
+
+
+def test_one_edited_jsonl_line_is_the_only_line_parsed(tmp_path, settled):
+    lines = [line(f"j{i}", 1, f"Line {i}.") for i in range(50)]
+    src, catalog, _ = published(tmp_path, {"many.jsonl": "\n".join(lines) + "\n"})
+    lines[7] = line("j7", 2, "Line 7, revised.")
+    (src / "many.jsonl").write_text("\n".join(lines) + "\n")
+    changes = run(catalog, src)
+    assert changes.reading["lines_parsed"] == 1
+    assert (changes.new, changes.superseded) == ([("j7", "2")], [("j7", "1")])
+
+
+def test_a_removed_file_deletes_its_documents_from_the_list_of_files(tmp_path, settled):
+    src, catalog, _ = published(tmp_path, {"a.md": md("a", 1, "Alpha."), "b.md": md("b", 1, "Beta.")})
+    (src / "b.md").unlink()
+    changes = run(catalog, src)
+    assert changes.deleted == [("b", "1")]
+    assert changes.reading == {"files_read": 0, "files_unchanged": 1, "files_removed": 1, "lines_parsed": 0}
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_a_file_made_unreadable_keeps_its_document_and_says_why(tmp_path, settled):
+    src, catalog, _ = published(tmp_path, {"a.md": md("a", 1, "Alpha."), "b.md": md("b", 1, "Beta.")})
+    (src / "b.md").chmod(0)
+    try:
+        for _ in range(2):   # the second run reads nothing, and still says why b is not read
+            run(catalog, src)
+            assert ("b", "1", "current") in [r[:3] for r in documents(catalog)]
+            assert [r[3] for r in problems(catalog) if r[1].endswith("b.md")] == ["cannot read file: Permission denied"]
+    finally:
+        (src / "b.md").chmod(0o644)
+
+
+# The property: incremental runs leave the catalog as runs that re-read every file do. ---------------------
+
+IDS = ["a", "b", "c", "d"]
+TEXTS = ["Alpha.", "Beta text.", "Gamma, revised.", "Delta."]
+
+
+@st.composite
+def steps(draw):
+    """One edit of the source folder: Markdown files and one JSONL file written, broken, moved or removed."""
+    kind = draw(st.sampled_from(["md", "md", "md-broken", "md-remove", "jsonl", "jsonl-remove", "jsonl-junk",
+                                 "jsonl-blank", "empty-jsonl"]))
+    return kind, draw(st.sampled_from(IDS)), draw(st.integers(1, 3)), draw(st.sampled_from(TEXTS)), \
+        draw(st.sampled_from(["support", "partners"])), draw(st.sampled_from(["x", "y"]))
+
+
+def apply(src: Path, step, clock: list[int], state: dict) -> None:
+    kind, doc_id, version, text, acl, name = step
+    jsonl = state.setdefault("lines", [])
+    if kind == "md":
+        (src / f"{name}-{doc_id}.md").write_text(md(doc_id, version, text, acl))
+    elif kind == "md-broken":
+        (src / f"{name}-{doc_id}.md").write_text(f"---\nid: {doc_id}\nacl: [unclosed\n{text}\n")
+    elif kind == "md-remove":
+        for p in src.glob(f"*-{doc_id}.md"):
+            p.unlink()
+    elif kind == "jsonl":
+        jsonl.insert(version % (len(jsonl) + 1), line(doc_id, version, text, (acl,)))
+    elif kind == "jsonl-remove" and jsonl:
+        jsonl.pop(version % len(jsonl))
+    elif kind == "jsonl-junk":
+        jsonl.insert(0, '{"doc_id": oops')
+    elif kind == "jsonl-blank":
+        jsonl.insert(0, "")
+    elif kind == "empty-jsonl":
+        jsonl.clear()
+    if kind.startswith(("jsonl", "empty")):
+        (src / "all.jsonl").write_text("\n".join(jsonl) + ("\n" if jsonl else ""))
+    clock[0] += 10**9
+    for p in src.iterdir():   # distinct timestamps per step, as a real clock gives edits seconds apart
+        if p.stat().st_mtime_ns < 10**17:
+            os.utime(p, ns=(clock[0], clock[0]))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(steps(), min_size=1, max_size=8), st.booleans(), st.booleans())
+def test_incremental_runs_leave_the_catalog_as_full_rereads_do(monkeypatch, history, settled_files, allow_empty):
+    if settled_files:
+        monkeypatch.setattr(scan, "RACY_NS", 0)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "src"
+        src.mkdir()
+        incremental, full = Catalog(Path(tmp) / "inc.duckdb"), Catalog(Path(tmp) / "full.duckdb")
+        clock, state = [0], {}
+        try:
+            for step in history:
+                apply(src, step, clock, state)
+                outcomes = []
+                for catalog, rescan in ((incremental, False), (full, True)):
+                    try:
+                        run(catalog, src, rescan=rescan, allow_empty=allow_empty, default_acl=("support",))
+                        outcomes.append("published")
+                    except NothingToPublish as err:
+                        outcomes.append(str(err))
+                assert outcomes[0] == outcomes[1]
+                assert documents(incremental) == documents(full)
+                assert problems(incremental) == problems(full)
+        finally:
+            incremental.close()
+            full.close()
+
+
+def test_a_refusal_is_repeated_while_its_file_stays_as_it_is(tmp_path, settled):
+    """A refusal depends on the catalog too (here: an older label), so an unchanged file is still refused."""
+    src, catalog, _ = published(tmp_path, {"new.md": md("a", 2, "Alpha, second.")})
+    (src / "old.md").write_text(md("a", 1, "Alpha, first."))
+    for _ in range(2):
+        run(catalog, src)
+        assert [r[3] for r in problems(catalog)] == ["version 1 of 'a' is older than the published version 2"]

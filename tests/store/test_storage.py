@@ -1,0 +1,23 @@
+"""The storage figure: every part a workspace keeps on disk, over the titles and texts it serves."""
+from __future__ import annotations
+
+from rag.store.catalog import Catalog
+from rag.store.storage import measure
+
+
+def test_the_ratio_counts_catalog_read_state_and_index_over_titles_and_texts(tmp_path):
+    cat = Catalog(tmp_path / "catalog.duckdb")
+    cat.con.execute("INSERT INTO documents (doc_id, version, title, text, content_hash, status) VALUES "
+                    "('a', '1', 'Ünïcode', 'text of a', 'h1', 'current'), ('a', '0', 'Old', 'old text', 'h0', "
+                    "'superseded')")
+    cat.publish_snapshot(cat.begin_publish([]))
+    assert cat.raw_text_bytes() == len("Ünïcode".encode()) + len("text of a")  # current versions, UTF-8 bytes
+    (tmp_path / "lancedb").mkdir()
+    (tmp_path / "lancedb" / "vectors.bin").write_bytes(b"\0" * 1000)
+    stored = measure(tmp_path / "catalog.duckdb", tmp_path / "lancedb", cat.raw_text_bytes())
+    files = {p: p.stat().st_size for p in tmp_path.rglob("*") if p.is_file() and p.name != "writer.lock"}
+    assert stored.total() == sum(files.values())
+    assert stored.read_state_bytes == sum(n for p, n in files.items() if "snapshots" in p.parts) > 0
+    assert stored.total(with_index=False) == stored.total() - 1000
+    assert stored.ratio() == round(stored.total() / cat.raw_text_bytes(), 2)
+    cat.close()

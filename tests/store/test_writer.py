@@ -1,0 +1,117 @@
+"""One writer per workspace, whatever the entry point: a second one waits, or stops with one line naming the holder."""
+import json
+import subprocess
+import sys
+import time
+
+import yaml
+from conftest import REPO
+
+from rag.store import consistency
+from rag.store.catalog import Catalog
+from rag.store.index import SubchunkIndex
+from rag.store.writer_lock import WriterBusy, WriterLock
+
+HOLD = """
+import sys, time
+from rag.store.writer_lock import WriterLock
+WriterLock(sys.argv[1], "test holder").acquire()
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def hold(workspace, seconds: float) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(workspace), str(seconds)], cwd=REPO,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def ingest(corpus, workspace, *extra) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "pipelines.cli", "ingest", "--source", str(corpus),
+                             "--workspace", str(workspace), "--json", *extra], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_a_second_writer_gives_up_after_its_wait_with_one_line_naming_the_holder(corpus, workspace):
+    holder = hold(workspace, 3600)  # killed below; long enough for a slow start of the second writer
+    try:
+        start = time.monotonic()
+        out, err = ingest(corpus, workspace, "--wait", "1").communicate(timeout=300)
+        waited = time.monotonic() - start
+    finally:
+        holder.kill()
+    assert err.strip(), out
+    [line] = err.strip().splitlines()
+    assert line.startswith("rag ingest: error: ") and f"pid {holder.pid} (test holder), since 20" in line
+    assert "gave up after 1 s" in line and out == "" and waited >= 1
+
+
+def test_a_second_writer_waits_for_the_first_and_both_publish_without_interleaving(corpus, workspace):
+    first = ingest(corpus, workspace)
+    time.sleep(2)  # let the first one take the lock
+    (corpus / "operations" / "extra.md").write_text("---\nid: extra\ntitle: Extra\nacl: [support]\n---\nExtra text.\n")
+    second = ingest(corpus, workspace, "--wait", "600")
+    outputs = [p.communicate(timeout=900) for p in (first, second)]
+    assert [p.returncode for p in (first, second)] == [0, 0], [e for _, e in outputs]
+    assert all(json.loads(out)["checks_passed"] for out, _ in outputs)
+    catalog = Catalog(workspace / "catalog.duckdb")
+    runs = catalog.rows("SELECT started_at, finished_at FROM publish_log WHERE status = 'published' ORDER BY 1")
+    assert len(runs) == 2 and runs[0][1] <= runs[1][0]  # the second began after the first had finished
+    index = SubchunkIndex(workspace / "lancedb")
+    assert consistency.index_matches_current_units(catalog, index).passed
+    assert consistency.documents_in_exactly_one_unit(catalog).passed
+    catalog.close()
+
+
+def test_the_lock_is_reentrant_in_a_process_and_released_when_the_last_holder_leaves(tmp_path):
+    outer, inner = WriterLock(tmp_path, "outer", wait_s=0), WriterLock(tmp_path, "inner", wait_s=0)
+    with outer:
+        with inner:
+            pass
+        probe = subprocess.run([sys.executable, "-c", _TRY, str(tmp_path)], cwd=REPO, capture_output=True, text=True)
+        assert probe.stdout.strip() == "busy"
+    probe = subprocess.run([sys.executable, "-c", _TRY, str(tmp_path)], cwd=REPO, capture_output=True, text=True)
+    assert probe.stdout.strip() == "free"
+
+
+_TRY = """
+import sys
+from rag.store.writer_lock import WriterBusy, WriterLock
+try:
+    WriterLock(sys.argv[1], wait_s=0).acquire()
+    print("free")
+except WriterBusy:
+    print("busy")
+"""
+
+
+def test_a_killed_holder_frees_the_workspace_at_once(tmp_path):
+    holder = hold(tmp_path, 3600)
+    try:
+        WriterLock(tmp_path, wait_s=0).acquire()
+        raise AssertionError("acquired a lock another process holds")
+    except WriterBusy:
+        pass
+    holder.kill()
+    holder.wait()
+    lock = WriterLock(tmp_path, wait_s=2)
+    lock.acquire()
+    lock.release()
+
+
+def test_dagster_queues_one_run_per_workspace_value_and_per_partition():
+    config = yaml.safe_load((REPO / "dagster.yaml").read_text())["run_coordinator"]["config"]
+    assert config["tag_concurrency_limits"] == [
+        {"key": "rag/workspace", "value": {"applyLimitPerUniqueValue": True}, "limit": 1},
+        {"key": "dagster/partition", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}]
+
+
+def test_the_ingest_job_is_tagged_with_its_workspace_and_runs_its_steps_in_one_process(corpus, workspace):
+    from pipelines.definitions import build_definitions
+    from pipelines.workspace_resources import workspace_resources
+
+    job = build_definitions(workspace_resources(workspace, [str(corpus)])).resolve_job_def("ingest")
+    assert job.tags["rag/workspace"] == str(workspace.resolve())
+    assert job.executor_def.name == "in_process"
