@@ -10,7 +10,7 @@ from typing import Optional
 
 import dagster as dg
 
-from rag.evaluation import EvalConfig, Outcome, evaluate_workspace, ingest_benchmark, open_prepared
+from rag.evaluation import EvalConfig, Evaluator, Outcome, evaluate_workspace, ingest_benchmark, open_prepared
 from rag.evaluation.report import render_markdown
 from rag.evaluation.summary import trend
 from rag.query.methods import METHODS
@@ -96,11 +96,12 @@ def evaluation_definitions(benchmarks: Path | None = None, cron: str = "0 4 * * 
         name = context.partition_key
         from rag.evaluation.benchmark import evaluate_prepared
 
-        prepared = open_prepared(name, default_root / name, embedder.embedder(), embedder.counter())
-        outcome = evaluate_prepared(
-            prepared, benchmarks / name / "questions.jsonl", Path(config.out_root) / name, config.eval_config(),
-            embedder.embedder(), embedder.counter(), llm.chat_model() if config.answers else None,
-            f"dagster asset materialize -m pipelines.definitions --select retrieval_evaluation --partition {name}")
+        ev = Evaluator(config.eval_config(), embedder.embedder(), embedder.counter(),
+                       llm.chat_model() if config.answers else None,
+                       f"dagster asset materialize -m pipelines.definitions --select retrieval_evaluation "
+                       f"--partition {name}")
+        prepared = open_prepared(name, default_root / name, ev.embedder, ev.counter)
+        outcome = evaluate_prepared(ev, prepared, benchmarks / name / "questions.jsonl", Path(config.out_root) / name)
         context.log.info(f"{name}: {outcome.summary['questions']} questions in "
                          f"{outcome.summary['evaluation_seconds']:.0f} s; report in {outcome.files.report_md}")
         return dg.MaterializeResult(metadata=report_metadata(outcome))
@@ -111,20 +112,20 @@ def evaluation_definitions(benchmarks: Path | None = None, cron: str = "0 4 * * 
     def workspace_evaluation(context: dg.AssetExecutionContext, config: EvaluationConfig, read_side: ReadSideResource,
                              source_settings: SourceSettings, embedder: EmbedderResource,
                              llm: LLMResource) -> dg.MaterializeResult:
-        from rag.retrieval.callers import Caller, load_users
+        from rag.retrieval.callers import load_users, resolve_caller
 
         questions = Path(config.questions) if config.questions else questions_beside(source_settings.sources)
         if questions is None:
             raise dg.Failure(f"no questions.jsonl beside the sources ({', '.join(source_settings.sources)}); "
                              "write one or set the questions config")
         users_file = questions.parent / "users.yaml"
-        outcome = evaluate_workspace(
-            "workspace", Path(read_side.workspace), questions, Path(config.out_root) / "workspace",
-            config.eval_config(), embedder.embedder(), embedder.counter(),
-            llm.chat_model() if config.answers else None,
-            "dagster asset materialize -m pipelines.definitions --select workspace_evaluation", read_side.lance_uri,
-            load_users(users_file) if users_file.is_file() else {},
-            Caller(frozenset(config.default_groups)) if config.default_groups else None)
+        ev = Evaluator(config.eval_config(), embedder.embedder(), embedder.counter(),
+                       llm.chat_model() if config.answers else None,
+                       "dagster asset materialize -m pipelines.definitions --select workspace_evaluation",
+                       load_users(users_file) if users_file.is_file() else {},
+                       resolve_caller(groups=config.default_groups) if config.default_groups else None)
+        outcome = evaluate_workspace(ev, "workspace", Path(read_side.workspace), questions,
+                                     Path(config.out_root) / "workspace", read_side.lance_uri)
         context.log.info(f"{questions}: {outcome.summary['questions']} questions, "
                          f"{len(outcome.summary['expectations'])} expectation failures")
         return dg.MaterializeResult(metadata=report_metadata(outcome))

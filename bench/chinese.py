@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 import blingfire  # noqa: E402
 import jieba  # noqa: E402
 
-from rag.elite import elite_explore, pack_exploration  # noqa: E402
+from rag.elite import elite_explore, explorer_for, pack_exploration  # noqa: E402
 from rag.elite.sentences import STORES, StoreCache  # noqa: E402
 from rag.evaluation.bootstrap import paired_difference_ci  # noqa: E402
 from rag.evaluation.prepared import BENCH_ACL, prepare_workspace  # noqa: E402
@@ -35,7 +35,9 @@ from rag.models.embedders import MultilingualEmbedder  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.retrieval.callers import Caller  # noqa: E402
 from rag.retrieval.lexical import lexical_index  # noqa: E402
-from rag.retrieval.longrag import LongRAGConfig, longrag_retrieve  # noqa: E402
+from rag.query.methods import method as registered  # noqa: E402
+from rag.retrieval.longrag import LongRAGConfig  # noqa: E402
+from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, complete, load_questions  # noqa: E402
 from rag.text import analysis as text  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
@@ -121,12 +123,12 @@ def run(folder: Path, budgets: list[int], limit: int, workdir: Path, half: str =
         seconds["longrag"].append((time.perf_counter() - t) / len(budgets))
         t = time.perf_counter()
         for b in budgets:   # the weights tuned with MiniLM on English, for comparison
-            result = longrag_retrieve(prepared.reader.snapshot(), embedder.encode_query, counter, CALLER, q.question,
-                                      b, LongRAGConfig())
+            result = registered("longrag").run(prepared.reader.snapshot(), Request(CALLER, q.question, b),
+                                               Tools(embedder, counter, longrag=LongRAGConfig()))
             hits["longrag_minilm_weights"][b].append(complete({i.doc_id for i in result.items}, gold))
         seconds["longrag_minilm_weights"].append((time.perf_counter() - t) / len(budgets))
         t = time.perf_counter()
-        found = elite_explore(catalog, CALLER, q.question, embedder=embedder, counter=counter)
+        found = elite_explore(catalog, CALLER, q.question, explorer_for(embedder=embedder, counter=counter))
         for b in budgets:
             result = pack_exploration(found, b)
             assert result.tokens <= b

@@ -21,7 +21,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rag.elite import EliteConfig, elite_explore, pack_exploration  # noqa: E402
+from rag.elite import EliteConfig, elite_explore, explorer_for, pack_exploration  # noqa: E402
 from rag.elite.collect import expand, score_sentences, term_weights, terms_from, top_k  # noqa: E402
 from rag.elite.sentences import STORES, StoreCache  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
@@ -29,7 +29,8 @@ from rag.models.tokens import default_counter  # noqa: E402
 from rag.retrieval.callers import Caller  # noqa: E402
 from rag.sources.benchmarks import HALVES, add_benchmarks_option, benchmarks_option, half_of  # noqa: E402
 from rag.store.catalog import Catalog  # noqa: E402
-from rag.store.publish import IngestSettings, publish_documents  # noqa: E402
+from rag.store.publish import publish_documents  # noqa: E402
+from rag.store.settings import IngestSettings  # noqa: E402
 
 NAMES = ("hotpotqa", "musique", "2wikimultihopqa")
 CALLER = Caller(frozenset({"bench"}))
@@ -103,7 +104,7 @@ def evaluate(root: Path, workdir: Path, name: str, budgets: list[int], limit: in
         calls, llm_tokens, rounds = [], [], []
         qs = [q for q in questions(root / name, None) if half_of(name, q["qid"]) == half][:limit]
         for q in qs:
-            found = elite_explore(catalog, CALLER, q["question"], embedder=embedder, config=config)
+            found = elite_explore(catalog, CALLER, q["question"], explorer_for(embedder=embedder, config=config))
             rounds.append(len(found.trace["rounds"]))
             calls.append(found.trace["llm_totals"]["calls"])
             llm_tokens.append(found.trace["llm_totals"]["input_tokens"] + found.trace["llm_totals"]["output_tokens"])

@@ -20,7 +20,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from rag.answer.llm import chat_model  # noqa: E402
 from rag.elite import EliteConfig  # noqa: E402
-from rag.evaluation import EvalConfig, evaluate, load_questions, open_prepared  # noqa: E402
+from rag.evaluation import EvalConfig, Evaluator, evaluate, load_questions, open_prepared  # noqa: E402
 from rag.evaluation.run import answer_sample  # noqa: E402
 from rag.models.embedders import Embedder  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
@@ -64,8 +64,8 @@ def main() -> None:
                             elite_policy="reader" if policy_model is not None else "offline")
         start = time.perf_counter()
         try:
-            evaluation = evaluate(prepared, questions, config, embedder, counter, policy_model,
-                                  elite_config=SETTINGS[setting])
+            evaluation = evaluate(prepared, questions, Evaluator(config, embedder, counter, policy_model,
+                                                                 elite_config=SETTINGS[setting]))
         finally:
             prepared.close()
         wall = time.perf_counter() - start

@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rag.evaluation import METHODS, EvalConfig, prepare_workspace  # noqa: E402
+from rag.evaluation import METHODS, EvalConfig, Evaluator, prepare_workspace  # noqa: E402
 from rag.evaluation.benchmark import evaluate_prepared  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
 from rag.models.embedders import Embedder  # noqa: E402
@@ -54,8 +54,8 @@ def main() -> None:
         start = time.perf_counter()
         out = REPO / "bench" / "results" / "eval" / "dev-retrieval" / name
         questions = half_questions(root / name, args.half, Path(args.workspace_root))
-        outcome = evaluate_prepared(prepared, questions, out, config, embedder, counter,
-                                    None, figures["command"])
+        outcome = evaluate_prepared(Evaluator(config, embedder, counter, command=figures["command"]), prepared,
+                                    questions, out)
         wall = time.perf_counter() - start
         total += wall
         s = outcome.summary

@@ -17,7 +17,15 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from rag.answer.llm import chat_model  # noqa: E402
-from rag.evaluation import EvalConfig, evaluate, load_questions, open_prepared, summarise, write_report  # noqa: E402
+from rag.evaluation import (  # noqa: E402
+    EvalConfig,
+    Evaluator,
+    evaluate,
+    load_questions,
+    open_prepared,
+    summarise,
+    write_report,
+)
 from rag.evaluation.run import answer_sample  # noqa: E402
 from rag.models.embedders import Embedder  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
@@ -47,7 +55,7 @@ def main() -> None:
     prepared = open_prepared(name, Path(args.workspace_root) / name, embedder, counter)
     start = time.perf_counter()
     try:
-        evaluation = evaluate(prepared, questions, config, embedder, counter, model)
+        evaluation = evaluate(prepared, questions, Evaluator(config, embedder, counter, model))
         summary = summarise(evaluation, prepared, command)
     finally:
         prepared.close()

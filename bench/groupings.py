@@ -20,7 +20,8 @@ from rag.evaluation.prepared import BENCH_ACL, Prepared, open_prepared, prepare_
 from rag.models.tokens import default_counter
 from rag.store.catalog import Catalog
 from rag.store.index import SubchunkIndex
-from rag.store.publish import IngestSettings, publish_documents, publish_index, publish_units
+from rag.store.publish import publish_documents, publish_index, publish_units
+from rag.store.settings import IngestSettings
 from rag.units.linking import LinkGraph, build_links
 
 GROUPINGS = ("title-links", "shared-titles", "none")

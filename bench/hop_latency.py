@@ -25,8 +25,9 @@ sys.path.insert(1, str(REPO))
 from bench.multihop import CALLER, parse_variant  # noqa: E402
 from rag.evaluation.prepared import prepare_workspace  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
-from rag.query.hybrid import hybrid_retrieve  # noqa: E402
-from rag.retrieval.longrag import longrag_retrieve, shortchunk_retrieve  # noqa: E402
+from rag.query.hybrid import hybrid_explore, pack_hybrid  # noqa: E402
+from rag.query.methods import method as registered  # noqa: E402
+from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, load_questions, split_halves  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
 
@@ -76,10 +77,10 @@ class TimedEmbedder:
 
 
 def call(variant, snap, embedder, counter, question: str, budget: int):
+    request, tools = Request(CALLER, question, budget), Tools(embedder, counter, longrag=variant.config)
     if variant.method == "hybrid":
-        return hybrid_retrieve(snap, embedder, counter, CALLER, question, budget, variant.config)
-    fn = longrag_retrieve if variant.method == "longrag" else shortchunk_retrieve
-    return fn(snap, embedder.encode_query, counter, CALLER, question, budget, variant.config)
+        return pack_hybrid(hybrid_explore(snap, request, tools, variant.config), budget)
+    return registered(variant.method).run(snap, request, tools)
 
 
 def main() -> None:

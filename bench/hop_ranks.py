@@ -20,6 +20,7 @@ sys.path.insert(0, str(REPO))
 from bench.groupings import prepare  # noqa: E402
 from bench.multihop import CALLER, parse_variant  # noqa: E402
 from rag.retrieval.longrag import longrag_candidates  # noqa: E402
+from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import HALVES, add_benchmarks_option, benchmarks_option, load_questions, split_halves  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
 
@@ -28,7 +29,7 @@ def ranks(snap, embedder, counter, config, questions) -> dict[int, list[int | No
     """Per gold position, each question's rank of that document in the ranked list (None: not in it)."""
     out: dict[int, list[int | None]] = {}
     for q in questions:
-        ranked = longrag_candidates(snap, embedder.encode_query, counter, CALLER, q.question, config)
+        ranked = longrag_candidates(snap, Request(CALLER, q.question, 1), Tools(embedder, counter), config)
         first = {}
         for i, item in enumerate(ranked.items):
             first.setdefault(item.doc_id, i)

@@ -25,7 +25,8 @@ sys.path.insert(0, str(REPO))
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402
 from rag.store.catalog import Catalog  # noqa: E402
-from rag.store.publish import IngestSettings, publish_documents, publish_units  # noqa: E402
+from rag.store.publish import publish_documents, publish_units  # noqa: E402
+from rag.store.settings import IngestSettings  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
 
 NAMES = ["hotpotqa", "musique", "2wikimultihopqa"]

@@ -16,11 +16,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pipelines.cli import run_ingest  # noqa: E402
+from pipelines.ingest_run import run_ingest  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402
 from rag.store.catalog import Catalog  # noqa: E402
-from rag.store.publish import IngestSettings, subchunk_rows  # noqa: E402
+from rag.store.publish import subchunk_rows  # noqa: E402
+from rag.store.settings import IngestSettings  # noqa: E402
 from rag.store.storage import measure  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
 from resources.embedder import EmbedderResource  # noqa: E402
@@ -42,7 +43,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp) / "ws"
         t = time.perf_counter()
-        counts = run_ingest(str(ws), [str(bench / "docs.jsonl")], default_acl=["bench"], derive_links=True)
+        counts = run_ingest(IngestSettings(workspace=str(ws), sources=[str(bench / "docs.jsonl")],
+                                            default_acl=("bench",), derive_links=True))
         ingest_s = time.perf_counter() - t
 
         catalog = Catalog(ws / "catalog.duckdb")

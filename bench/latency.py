@@ -28,11 +28,12 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pipelines.cli import run_ingest  # noqa: E402
+from pipelines.ingest_run import run_ingest  # noqa: E402
 from rag.models.embedders import Embedder  # noqa: E402
 from rag.query.workspace import Workspace  # noqa: E402
 from rag.retrieval.callers import Caller  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, load_questions  # noqa: E402
+from rag.store.settings import IngestSettings  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
 
 NAMES = ["hotpotqa", "musique", "2wikimultihopqa"]
@@ -42,12 +43,12 @@ CALLERS = {"one group (20% of rows)": ["group-0"], "all five groups": [f"group-{
 # The baseline's API: longrag_retrieve(catalog, index, embed_query, counter, caller, question, budget).
 BASELINE_DRIVER = """
 import json, sys, time
-from rag.retrieval.callers import Caller
-from rag.store.catalog import Catalog
-from rag.models.embedders import Embedder
-from rag.store.index import SubchunkIndex
-from rag.retrieval.longrag import longrag_retrieve
-from rag.models.tokens import default_counter
+from rag.access import Caller
+from rag.catalog import Catalog
+from rag.embedding import Embedder
+from rag.index import SubchunkIndex
+from rag.longrag import longrag_retrieve
+from rag.tokens import default_counter
 ws, questions, callers = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 catalog, index = Catalog(ws + "/catalog.duckdb"), SubchunkIndex(ws + "/lancedb")
 embedder, counter = Embedder(threads=1), default_counter()
@@ -78,7 +79,7 @@ def build(root: Path, ws: Path) -> dict:
                         doc = json.loads(line)
                         g.write(json.dumps({"doc_id": f"c{k}:{doc['doc_id']}", "title": doc["title"],
                                             "text": doc["text"], "acl": [f"group-{k}"]}) + "\n")
-    return run_ingest(str(ws), [str(src)], derive_links=True)
+    return run_ingest(IngestSettings(workspace=str(ws), sources=[str(src)], derive_links=True))
 
 
 def percentiles(seconds: list[float]) -> dict:

@@ -18,12 +18,14 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pipelines.cli import run_ingest  # noqa: E402
+from pipelines.ingest_run import run_ingest  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
 from rag.models.embedders import Embedder  # noqa: E402
 from rag.query.workspace import Workspace  # noqa: E402
 from rag.retrieval.callers import Caller  # noqa: E402
-from rag.retrieval.longrag import LongRAGConfig, longrag_retrieve, shortchunk_retrieve  # noqa: E402
+from rag.query.methods import method as registered  # noqa: E402
+from rag.retrieval.longrag import LongRAGConfig  # noqa: E402
+from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import (  # noqa: E402
     HALVES,
     add_benchmarks_option,
@@ -33,25 +35,28 @@ from rag.sources.benchmarks import (  # noqa: E402
     load_questions,
     split_halves,
 )
+from rag.store.settings import IngestSettings  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
 
-METHODS = {"longrag": longrag_retrieve, "shortchunk": shortchunk_retrieve}  # called directly: the config varies
+METHODS = ("longrag", "shortchunk")  # through the registry, with the config under test
 
 
 def run(folder: Path, budgets: list[int], limit: int | None, config: LongRAGConfig, half: str) -> dict:
     name = folder.name
     ws = REPO / ".rag" / "bench" / name
-    run_ingest(str(ws), [str(folder / "docs.jsonl")], default_acl=["bench"], derive_links=True)
+    run_ingest(IngestSettings(workspace=str(ws), sources=[str(folder / "docs.jsonl")], default_acl=("bench",),
+                              derive_links=True))
     reader = Workspace(ws, embedder=Embedder(threads=1))
     snap, embedder, counter, caller = reader.snapshot(), reader.embedder, reader.counter, Caller(frozenset({"bench"}))
     questions = split_halves(name, load_questions(folder))[half][:limit]
     rows, latency = [], {m: [] for m in METHODS}
-    for method, fn in METHODS.items():
+    tools = Tools(embedder, counter, longrag=config)
+    for method in METHODS:
         for budget in budgets:
             recall, full, used = [], [], []
             for q in questions:
                 t = time.perf_counter()
-                result = fn(snap, embedder.encode_query, counter, caller, q.question, budget, config)
+                result = registered(method).run(snap, Request(caller, q.question, budget), tools)
                 latency[method].append(time.perf_counter() - t)
                 assert result.tokens <= budget
                 ids = {i.doc_id for i in result.items}

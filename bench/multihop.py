@@ -24,10 +24,11 @@ sys.path.insert(0, str(REPO))
 from bench.groupings import GROUPINGS, prepare  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci, paired_difference_ci  # noqa: E402
 from rag.query.hybrid import hybrid_explore, pack_hybrid  # noqa: E402
+from rag.query.methods import method as registered  # noqa: E402
 from rag.query.methods import rank_once  # noqa: E402
 from rag.retrieval.callers import Caller  # noqa: E402
-from rag.retrieval.longrag import LongRAGConfig, longrag_candidates, longrag_retrieve, pack_ranked, shortchunk_retrieve  # noqa: E402
-from rag.retrieval.whole_units import longrag_units_retrieve  # noqa: E402
+from rag.retrieval.longrag import LongRAGConfig, longrag_candidates, pack_ranked  # noqa: E402
+from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import (  # noqa: E402
     HALVES,
     Question,
@@ -43,7 +44,7 @@ from rag.text.tables import markdown_table  # noqa: E402
 NAMES = ("hotpotqa", "musique", "2wikimultihopqa")
 CALLER = Caller(frozenset({"bench"}))
 FREE_WEIGHTS = ("link_boost", "lexical_weight", "hop_names", "hop_seeds")
-DIRECT = {"longrag": longrag_retrieve, "shortchunk": shortchunk_retrieve, "longrag-units": longrag_units_retrieve}
+DIRECT = ("longrag", "shortchunk", "longrag-units")  # run per budget through the registry
 
 
 @dataclass(frozen=True)
@@ -55,16 +56,16 @@ class Variant:
     def run(self, snap, embedder, counter, question: str, budgets: list[int]):
         """(result, seconds) per budget; LongRAG and the hybrid rank once and pack per budget (what their
         retrieve functions do for one budget), so each budget's seconds are the ranking's plus its packing."""
+        request, tools = Request(CALLER, question, max(budgets)), Tools(embedder, counter, longrag=self.config)
         if self.method == "hybrid":
-            return rank_once(lambda: hybrid_explore(snap, embedder, counter, CALLER, question, self.config),
-                                pack_hybrid, budgets)
+            return rank_once(lambda: hybrid_explore(snap, request, tools, self.config), pack_hybrid, budgets)
         if self.method == "longrag":
-            return rank_once(lambda: longrag_candidates(snap, embedder.encode_query, counter, CALLER, question,
-                                                           self.config), lambda r, b: pack_ranked(snap, r, b), budgets)
+            return rank_once(lambda: longrag_candidates(snap, request, tools, self.config),
+                             lambda r, b: pack_ranked(snap, r, b), budgets)
         out = []
         for b in budgets:
             start = time.perf_counter()
-            result = DIRECT[self.method](snap, embedder.encode_query, counter, CALLER, question, b, self.config)
+            result = registered(self.method).run(snap, Request(CALLER, question, b), tools)
             out.append((result, time.perf_counter() - start))
         return out
 

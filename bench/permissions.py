@@ -19,7 +19,7 @@ from tqdm import tqdm
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rag.elite import EliteConfig, elite_retrieve  # noqa: E402
+from rag.elite import EliteConfig, elite_retrieve, explorer_for  # noqa: E402
 from rag.models.embedders import Embedder  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.query.methods import Request, Tools, method  # noqa: E402
@@ -27,7 +27,8 @@ from rag.retrieval.callers import Caller  # noqa: E402
 from rag.retrieval.read_state import SharedCache, Snapshot  # noqa: E402
 from rag.store.catalog import Catalog  # noqa: E402
 from rag.store.index import SubchunkIndex  # noqa: E402
-from rag.store.publish import IngestSettings, publish_documents, publish_index, publish_units  # noqa: E402
+from rag.store.publish import publish_documents, publish_index, publish_units  # noqa: E402
+from rag.store.settings import IngestSettings  # noqa: E402
 from rag.store.snapshot_files import read_pointer  # noqa: E402
 
 METHODS = ("longrag", "shortchunk", "elite")
@@ -74,8 +75,8 @@ def main() -> None:
                 # A snapshot over the writer's connection sees the revocation of the open transaction.
                 snap = Snapshot(read_pointer(tmp), catalog, index, SharedCache())
                 if name == "elite":
-                    result = elite_retrieve(catalog, Caller(groups), question, budget, embedder=embedder,
-                                            counter=counter, config=FAST_ELITE)
+                    result = elite_retrieve(catalog, Caller(groups), question, budget,
+                                            explorer_for(embedder=embedder, counter=counter, config=FAST_ELITE))
                 else:
                     result = method(name).run(snap, Request(Caller(groups), question, budget), Tools(embedder, counter))
             finally:

@@ -33,6 +33,7 @@ from pipelines.ingest_run import run_partitions  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402
 from rag.sources.partitions import discover  # noqa: E402
 from rag.sources.watch import fingerprint, snapshot  # noqa: E402
+from rag.store.settings import IngestSettings  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
 
 NAMES = ["hotpotqa", "musique", "2wikimultihopqa"]
@@ -76,7 +77,7 @@ def collection_docs(all_docs: list[dict], size: int) -> list[dict]:
 
 def ingest(ws: Path, src: Path, keys: list[str]) -> tuple[float, dict]:
     t = time.perf_counter()
-    counts = run_partitions(str(ws), [str(src)], keys, derive_links=True, wait_s=600)
+    counts = run_partitions(IngestSettings(workspace=str(ws), sources=[str(src)], derive_links=True, wait_s=600), keys)
     return time.perf_counter() - t, counts
 
 

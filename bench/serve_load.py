@@ -29,6 +29,7 @@ sys.path.insert(0, str(REPO))
 from pipelines.ingest_run import run_ingest  # noqa: E402
 from rag.query.workspace import Workspace  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, load_questions  # noqa: E402
+from rag.store.settings import IngestSettings  # noqa: E402
 
 GROUPS = [f"team-{k}" for k in range(5)]
 
@@ -87,7 +88,7 @@ def main() -> None:
     bench = benchmarks_option(p, args) / "hotpotqa"
     ws = REPO / ".rag" / "bench" / "serve-load"
     src, acls = corpus(bench, ws, args.seed)
-    run_ingest(str(ws / "workspace"), [str(src)], derive_links=True)
+    run_ingest(IngestSettings(workspace=str(ws / "workspace"), sources=[str(src)], derive_links=True))
     users = {f"user-{k}": sorted(random.Random(k).sample(GROUPS, 2)) for k in range(10)}
     (ws / "users.yaml").write_text(yaml.safe_dump(users))
     port = free_port()

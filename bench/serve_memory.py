@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from pipelines.ingest_run import run_ingest  # noqa: E402
+from rag.store.settings import IngestSettings  # noqa: E402
 
 QUESTIONS = ["How long does the offline cache hold telemetry?", "Why does clock drift break TLS on a gateway?",
              "How are gateway certificates rotated?"]
@@ -90,7 +91,7 @@ def measure(publishes: int, warmup: int, root: Path) -> dict:
     corpus, ws, users = root / "corpus", root / "ws", root / "users.yaml"
     shutil.copytree(REPO / "samples" / "corpus", corpus)
     users.write_text(yaml.safe_dump({"bench": ["support", "field-engineering", "security-team", "partners"]}))
-    run_ingest(str(ws), [str(corpus)])
+    run_ingest(IngestSettings(workspace=str(ws), sources=[str(corpus)]))
     proc, client = start(ws, users)
     samples = []
     try:
@@ -99,7 +100,7 @@ def measure(publishes: int, warmup: int, root: Path) -> dict:
         for k in range(1, publishes + 1):
             start_s = time.perf_counter()
             revise(corpus, k)
-            run_ingest(str(ws), [str(corpus)])
+            run_ingest(IngestSettings(workspace=str(ws), sources=[str(corpus)]))
             ask(client, json.loads((ws / "snapshots" / "CURRENT").read_text())["seq"])
             samples.append({"publish": k, "rss_kib": rss_kib(proc.pid), "open_files": open_files(proc.pid),
                             "seconds": round(time.perf_counter() - start_s, 3)})

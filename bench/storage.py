@@ -40,7 +40,8 @@ sys.path.insert(0, str(REPO))
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.store.catalog import Catalog  # noqa: E402
 from rag.store.index import SubchunkIndex  # noqa: E402
-from rag.store.publish import IngestSettings, publish_documents, publish_index, publish_units  # noqa: E402
+from rag.store.publish import publish_documents, publish_index, publish_units  # noqa: E402
+from rag.store.settings import IngestSettings  # noqa: E402
 from rag.store.snapshot_files import read_pointer  # noqa: E402
 from rag.store.storage import measure  # noqa: E402
 from rag.text.analysis import mention_spans  # noqa: E402

@@ -29,14 +29,15 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rag.elite import elite_explore, pack_exploration  # noqa: E402
+from rag.elite import elite_explore, explorer_for, pack_exploration  # noqa: E402
 from rag.elite.counting import detect_count  # noqa: E402
 from rag.elite.sentences import STORES  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci, paired_difference_ci  # noqa: E402
 from rag.evaluation.prepared import prepare_workspace  # noqa: E402
 from rag.retrieval import lexical  # noqa: E402
 from rag.retrieval.callers import Caller  # noqa: E402
-from rag.retrieval.longrag import longrag_candidates, pack_ranked  # noqa: E402
+from rag.retrieval.longrag import LongRAGConfig, longrag_candidates, pack_ranked  # noqa: E402
+from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, complete, load_questions, split_halves  # noqa: E402
 from rag.text import analysis as text  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
@@ -138,8 +139,8 @@ def measure(snap, embedder, counter, questions, budgets: list[int]) -> dict:
     """Per method and budget, each question's completeness (0/1)."""
     hits = {m: {b: [] for b in budgets} for m in ("longrag", "elite")}
     for q in questions:
-        ranked = longrag_candidates(snap, embedder.encode_query, counter, CALLER, q.question)
-        found = elite_explore(snap.catalog, CALLER, q.question, embedder=embedder, counter=counter)
+        ranked = longrag_candidates(snap, Request(CALLER, q.question, 1), Tools(embedder, counter), LongRAGConfig())
+        found = elite_explore(snap.catalog, CALLER, q.question, explorer_for(embedder=embedder, counter=counter))
         for b in budgets:
             for method, result in (("longrag", pack_ranked(snap, ranked, b)), ("elite", pack_exploration(found, b))):
                 assert result.tokens <= b

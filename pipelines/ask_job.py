@@ -2,7 +2,7 @@
 import dagster as dg
 
 from rag.answer.reader import answer
-from rag.retrieval.callers import Caller
+from rag.retrieval.callers import resolve_caller
 from resources import EmbedderResource, ReadSideResource
 from resources.llm import LLMResource
 
@@ -17,7 +17,7 @@ class AskConfig(dg.Config):
 @dg.op(description="Retrieve as the configured caller, answer with the configured reader, log the citations.")
 def answer_question(context: dg.OpExecutionContext, config: AskConfig, read_side: ReadSideResource,
                     embedder: EmbedderResource, llm: LLMResource) -> dict:
-    caller, model = Caller(frozenset(config.groups)), llm.chat_model()
+    caller, model = resolve_caller(groups=config.groups), llm.chat_model()
     # The read side: the published snapshot, so asking never waits for (or blocks) an ingest run.
     ws = read_side.open(embedder)
     try:

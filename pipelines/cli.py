@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from pipelines.errors import CliError
@@ -17,15 +18,6 @@ DEFAULT_WORKSPACE = ".rag/workspace"
 
 
 READERS = ("local", "endpoint", "extractive")
-
-
-def __getattr__(name: str):
-    """`run_ingest` and `run_partitions` on first use: they load Dagster, which `rag retrieve` must not pay for."""
-    if name in ("run_ingest", "run_partitions"):
-        from pipelines import ingest_run
-
-        return getattr(ingest_run, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,19 +163,14 @@ def _question_args(p: argparse.ArgumentParser) -> None:
 
 def caller_of(args: argparse.Namespace):
     """The caller from --groups, or from --user through the users file; there is no superuser."""
-    from rag.retrieval.callers import Caller, load_users
+    from rag.retrieval.callers import CallerError, resolve_caller
 
-    if args.groups is not None:
-        groups = [g.strip() for g in args.groups.split(",") if g.strip()]
-        if not groups:
-            raise CliError("--groups is empty")
-        return Caller(frozenset(groups))
-    if not args.users_file:
+    if args.groups is None and not args.users_file:
         raise CliError("--user needs --users-file (or $RAG_USERS_FILE)")
-    caller = load_users(args.users_file).get(args.user)
-    if caller is None:
-        raise CliError(f"{args.users_file}: no user '{args.user}'")
-    return caller
+    try:
+        return resolve_caller(groups=args.groups, user=args.user, users_file=args.users_file)
+    except CallerError as err:
+        raise CliError("--groups is empty" if args.groups is not None else str(err)) from None
 
 
 def open_workspace(args: argparse.Namespace, embedder=None):
@@ -271,21 +258,23 @@ def cmd_history(args: argparse.Namespace) -> int:
         return _shared_history(args, places)
     if not versions:
         raise CliError(f"no document '{args.doc_id}' in {args.workspace}")
-    fmt = lambda t: t.isoformat(sep=" ", timespec="seconds") if t else ""  # noqa: E731
+    def fields(row) -> dict:
+        out = asdict(row)
+        for key in ("valid_from", "valid_to"):
+            out[key] = out[key].isoformat(sep=" ", timespec="seconds") if out[key] else ""
+        return out
+
+    versions, units = [fields(v) for v in versions], [fields(u) for u in units]
     if args.json:
-        print(json.dumps({"doc_id": args.doc_id,
-                          "versions": [{"version": v, "status": s, "valid_from": fmt(f), "valid_to": fmt(t),
-                                        "publish_id": p, "source_path": src} for v, s, f, t, p, src in versions],
-                          "units": [{"doc_version": dv, "unit": u, "status": s, "valid_from": fmt(f),
-                                     "valid_to": fmt(t), "publish_id": p} for dv, u, s, f, t, p in units]}))
+        print(json.dumps({"doc_id": args.doc_id, "versions": versions, "units": units}))
         return 0
     from rag.text.tables import markdown_table
 
     print(markdown_table(["version", "status", "valid from", "valid to", "publish", "source"],
-                         [[v, s, fmt(f), fmt(t), p, src] for v, s, f, t, p, src in versions]))
+                         [list(v.values()) for v in versions]))
     print()
     print(markdown_table(["doc version", "unit", "status", "valid from", "valid to", "publish"],
-                         [[dv, u, s, fmt(f), fmt(t), p] for dv, u, s, f, t, p in units]))
+                         [list(u.values()) for u in units]))
     return 0
 
 
@@ -306,15 +295,17 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     for s in args.source:
         if not Path(s).exists():
             raise CliError(f"{s}: no such file or folder")
-    common = dict(default_acl=args.default_acl, collection=args.collection,
-                  derive_links=args.derive_links == "titles", lance_uri=args.lance_uri, wait_s=args.wait,
-                  embedder=args.embedder, allow_empty=args.allow_empty)
     from pipelines.ingest_run import run_ingest, run_partitions
+    from rag.store.settings import IngestSettings
 
+    settings = IngestSettings(
+        workspace=args.workspace, sources=args.source, default_acl=tuple(args.default_acl or ()),
+        collection=args.collection, derive_links=args.derive_links == "titles", lance_uri=args.lance_uri,
+        wait_s=args.wait, embedder=args.embedder, allow_empty=args.allow_empty)
     if args.partition or args.partitioned:
-        counts = run_partitions(args.workspace, args.source, args.partition or None, **common)
+        counts = run_partitions(settings, args.partition or None)
     else:
-        counts = run_ingest(args.workspace, args.source, **common)
+        counts = run_ingest(settings)
     if args.json:
         print(json.dumps(counts))
     else:
@@ -325,11 +316,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from pipelines.ingest_run import run_ingest
     from pipelines.workspace_resources import SAMPLE_CORPUS, SAMPLE_CORPUS_ZH
+    from rag.store.settings import IngestSettings
 
     zh = args.lang == "zh"
     workspace = args.workspace or (".rag/demo-zh" if zh else ".rag/demo")
-    counts = run_ingest(workspace, [str(SAMPLE_CORPUS_ZH if zh else SAMPLE_CORPUS)],
-                        embedder="use-multilingual" if zh else None)
+    counts = run_ingest(IngestSettings(workspace=workspace, sources=[str(SAMPLE_CORPUS_ZH if zh else SAMPLE_CORPUS)],
+                                       embedder="use-multilingual" if zh else None))
     _print_summary(counts, workspace)
     print("\nNext: open the Dagster UI with `make ui` (http://127.0.0.1:3000) to see the asset graph, "
           "its metadata and the asset checks.")

@@ -9,6 +9,7 @@ from pipelines.ask_job import ask
 from pipelines.sensors import collection_sensor, source_sensor
 from pipelines.workspace_resources import resources_from_env
 
+
 def build_definitions(resources: dict) -> dg.Definitions:
     settings = resources["source_settings"]
     workspace = resources["read_side"].workspace

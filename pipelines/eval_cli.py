@@ -94,6 +94,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from rag.evaluation import (
         BudgetExceeded,
         EvalConfig,
+        Evaluator,
         MethodUnavailable,
         QuestionsError,
         evaluate_benchmark,
@@ -102,7 +103,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from rag.models.embedders import load_embedder
     from rag.models.tokens import default_counter
     from rag.query.workspace import WorkspaceError
-    from rag.retrieval.callers import Caller, UsersFileError, load_users
+    from rag.retrieval.callers import UsersFileError, load_users, resolve_caller
     from rag.store.catalog import CatalogError
     from rag.store.publish import NothingToPublish
 
@@ -111,17 +112,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         config = EvalConfig(args.methods, args.budgets, args.limit, args.answer_sample, args.elite_policy,
                             args.answer_budgets, args.sample_seed)
-        model = None if args.reader == "none" else chat_model(args.reader)
-        embedder, counter = load_embedder(args.embedder, threads=1), default_counter()
+        ev = Evaluator(config, load_embedder(args.embedder, threads=1), default_counter(),
+                       None if args.reader == "none" else chat_model(args.reader), command_line(args),
+                       load_users(args.users_file) if args.users_file else {},
+                       resolve_caller(groups=args.groups) if args.groups else None)
         if args.benchmark:
-            outcome = evaluate_benchmark(Path(args.benchmark), Path(args.workspace), Path(args.out), config,
-                                         embedder, counter, model, command_line(args), args.lance_uri)
+            outcome = evaluate_benchmark(ev, Path(args.benchmark), Path(args.workspace), Path(args.out),
+                                         args.lance_uri)
         else:
-            users = load_users(args.users_file) if args.users_file else {}
-            caller = Caller(frozenset(args.groups)) if args.groups else None
-            outcome = evaluate_workspace(Path(args.workspace).name, Path(args.workspace), Path(args.questions),
-                                         Path(args.out), config, embedder, counter, model, command_line(args),
-                                         args.lance_uri, users, caller)
+            outcome = evaluate_workspace(ev, Path(args.workspace).name, Path(args.workspace), Path(args.questions),
+                                         Path(args.out), args.lance_uri)
     except (ValueError, FileNotFoundError, LLMError, NothingToPublish, MethodUnavailable, BudgetExceeded,
             QuestionsError, UsersFileError, WorkspaceError, CatalogError) as err:
         raise CliError(str(err)) from None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
@@ -20,39 +21,35 @@ from rag.sources.partitions import (
     store,
     vanished,
 )
+from rag.store.settings import IngestSettings
 from rag.store.writer_lock import WriterLock
 
 _QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
-def run_ingest(workspace: str, sources: list[str], default_acl: list[str] | None = None,
-               collection: str | None = None, derive_links: bool = False, lance_uri: str | None = None,
-               wait_s: float | None = None, embedder: str | None = None, allow_empty: bool = False) -> dict:
+def run_ingest(settings: IngestSettings) -> dict:
     """Materialise the ingest assets and their checks as the workspace's one writer; return the counts."""
-    ws = _folder(workspace)
+    ws = _folder(settings.workspace)
     try:
         check_layout(ws, partitioned=False)
     except PartitionError as err:
         raise CliError(str(err)) from None
-    resources = workspace_resources(workspace, sources, default_acl, collection, derive_links, lance_uri, wait_s,
-                                    embedder, allow_empty)
+    resources = workspace_resources(replace(settings, partitioned=False))
     # Held across all steps (the catalog resource re-enters it), so no other writer interleaves between them.
-    with WriterLock(ws, "rag ingest", wait_s):
+    with WriterLock(ws, "rag ingest", settings.wait_s):
         result = dg.materialize([*ingest_assets, *ingest_checks], resources=resources, instance=_instance(),
                                 raise_on_error=False, tags={"rag/workspace": str(ws.resolve())}, run_config=_QUIET)
     return {**_counts(result), "workspace": str(ws.resolve())}
 
 
-def run_partitions(workspace: str, sources: list[str], partitions: list[str] | None = None,
-                   default_acl: list[str] | None = None, collection: str | None = None, derive_links: bool = False,
-                   lance_uri: str | None = None, wait_s: float | None = None, embedder: str | None = None,
-                   allow_empty: bool = False, shard_files: int | None = None) -> dict:
+def run_partitions(settings: IngestSettings, partitions: list[str] | None = None) -> dict:
     """Materialise the named partitions (default: every collection the sources hold), one run each, in turn.
 
     Each run is its partition's one writer; runs of other partitions, in other processes, proceed meanwhile.
     Without names, a published collection that vanished from its source is run too: its documents are deleted.
     """
-    ws = _folder(workspace)
+    ws, sources, shard_files, lance_uri = (_folder(settings.workspace), settings.sources, settings.shard_files,
+                                           settings.lance_uri)
     try:
         check_layout(ws, partitioned=True)
         if partitions:   # every key is checked before any store is touched
@@ -63,15 +60,14 @@ def run_partitions(workspace: str, sources: list[str], partitions: list[str] | N
             keys = [s.key for s in discover(sources, ws, shard_files)] + sorted(gone)
     except PartitionError as err:
         raise CliError(str(err)) from None
-    resources = workspace_resources(workspace, sources, default_acl, collection, derive_links, lance_uri, wait_s,
-                                    embedder, allow_empty, partitioned=True)
+    resources = workspace_resources(replace(settings, partitioned=True))
     assets, checks = build_ingest(COLLECTIONS)
     instance = _instance()
     instance.add_dynamic_partitions(COLLECTIONS.name, [k for k in keys if not instance.has_dynamic_partition(
         COLLECTIONS.name, k)])
     runs, retired = {}, retired_keys(ws)
     for key in keys:
-        with WriterLock(store(ws, key, lance_uri).folder, f"rag ingest {key}", wait_s):
+        with WriterLock(store(ws, key, lance_uri).folder, f"rag ingest {key}", settings.wait_s):
             result = dg.materialize([*assets, *checks], resources=resources, instance=instance, partition_key=key,
                                     raise_on_error=False, run_config=_QUIET)
         runs[key] = _counts(result, key) | ({"vanished": True} if key in gone else {})
@@ -83,7 +79,7 @@ def run_partitions(workspace: str, sources: list[str], partitions: list[str] | N
     for key, run in runs.items():
         run["shared_ids"] = [{"doc_id": d, "partitions": [p for p, _, _ in places]}
                              for d, places in shared.items() if key in {p for p, _, _ in places}]
-    return {**totals, "embedder": next(iter(runs.values()))["embedder"] if runs else embedder,
+    return {**totals, "embedder": next(iter(runs.values()))["embedder"] if runs else settings.embedder,
             "embedder_replaced": None, "checks_passed": all(r["checks_passed"] for r in runs.values()),
             "vanished": sorted(gone), "shared_ids": [{"doc_id": d, "places": [
                 {"partition": p, "version": v, "source_path": path} for p, v, path in places]}

@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from pipelines.http_body import BodyLimits
 from rag.query.methods import MAX_QUESTION_CHARS, METHODS
 from rag.query.workspace import Workspace, WorkspaceError
-from rag.retrieval.callers import Caller
+from rag.retrieval.callers import Caller, CallerError, UnknownUser, resolve_caller
 
 log = logging.getLogger("rag.serve")
 # An absolute path left in a message after the workspace's own folder was named: shown by its last part only.
@@ -39,10 +39,11 @@ class Identity:
         if self.groups_header:
             if user is not None:
                 raise HTTPException(400, "user is set by the authenticating proxy, not by the request")
-            groups = [g.strip() for g in request.headers.get(self.groups_header, "").split(",") if g.strip()]
-            if not groups:
-                raise HTTPException(401, f"missing {self.groups_header} header (set by the authenticating proxy)")
-            return Caller(frozenset(groups))
+            try:
+                return resolve_caller(groups=request.headers.get(self.groups_header, ""))
+            except CallerError:
+                raise HTTPException(401, f"missing {self.groups_header} header (set by the authenticating proxy)"
+                                    ) from None
         if self.user_header:
             if user is not None:
                 raise HTTPException(400, "user is set by the authenticating proxy, not by the request")
@@ -51,10 +52,10 @@ class Identity:
                 raise HTTPException(401, f"missing {self.user_header} header (set by the authenticating proxy)")
         if not user:
             raise HTTPException(401, "name the asking user in the request's 'user' field")
-        caller = self.users.get(user)
-        if caller is None:
-            raise HTTPException(403, f"unknown user '{user}'")
-        return caller
+        try:
+            return resolve_caller(user=user, users=self.users)
+        except UnknownUser as err:
+            raise HTTPException(403, str(err)) from None
 
 
 class RetrieveRequest(BaseModel):

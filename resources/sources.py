@@ -5,35 +5,44 @@ from typing import Optional
 from dagster import ConfigurableResource
 
 from rag.sources.partitions import resolve
-from rag.store.publish import IngestSettings
-from rag.units.long_units import DEFAULT_CAP
+from rag.store.settings import IngestSettings
+
+_DEFAULT = IngestSettings()  # the defaults are written once, there
 
 
 class SourceSettings(ConfigurableResource):
-    """Where documents come from and how they become units."""
+    """Where documents come from and how they become units: `IngestSettings` as Dagster config."""
 
     sources: list[str]
     default_acl: list[str] = []
     collection: Optional[str] = None
-    derive_links: bool = False
-    unit_cap: int = DEFAULT_CAP
-    chunk_target: int = 112
-    chunk_max: int = 128
+    derive_links: bool = _DEFAULT.derive_links
+    unit_cap: int = _DEFAULT.unit_cap
+    chunk_target: int = _DEFAULT.chunk_target
+    chunk_max: int = _DEFAULT.chunk_max
     embedder: Optional[str] = None  # minilm | use-multilingual; None keeps the workspace's choice
-    allow_empty: bool = False
-    partitioned: bool = False   # each collection (a source's sub-folder or its top-level files) is a partition
-    shard_files: Optional[int] = None  # $RAG_SHARD_FILES or 20,000: a collection with more files when first seen is hash-sharded
+    allow_empty: bool = _DEFAULT.allow_empty
+    partitioned: bool = _DEFAULT.partitioned   # each collection (a source's sub-folder or top-level files) is one
+    shard_files: Optional[int] = None  # None: $RAG_SHARD_FILES or 20,000 files before a new collection is sharded
     workspace: Optional[str] = None   # where the partition layout and stores are (a partitioned workspace)
+
+    @classmethod
+    def of(cls, s: IngestSettings) -> SourceSettings:
+        return cls(sources=list(s.sources), default_acl=list(s.default_acl), collection=s.collection,
+                   derive_links=s.derive_links, unit_cap=s.unit_cap, chunk_target=s.chunk_target,
+                   chunk_max=s.chunk_max, embedder=s.embedder, allow_empty=s.allow_empty, partitioned=s.partitioned,
+                   shard_files=s.shard_files, workspace=s.workspace if s.partitioned else None)
 
     def settings(self, partition: str | None = None) -> IngestSettings:
         """The whole workspace's settings, or one partition's: its folder and which of its files.
 
         A partition whose collection vanished reads nothing and deletes everything it published.
         """
-        spec = resolve(list(self.sources), partition, self.workspace, self.shard_files) if partition else None
-        gone = spec is not None and spec.selection.vanished
-        return IngestSettings(sources=[str(spec.folder)] if spec else list(self.sources),
-                              select=spec.selection if spec else None, default_acl=tuple(self.default_acl),
-                              collection=self.collection, derive_links=self.derive_links,
-                              unit_cap=self.unit_cap, chunk_target=self.chunk_target, chunk_max=self.chunk_max,
-                              embedder=self.embedder, allow_empty=self.allow_empty or gone)
+        whole = IngestSettings(sources=list(self.sources), default_acl=tuple(self.default_acl),
+                               collection=self.collection, derive_links=self.derive_links, unit_cap=self.unit_cap,
+                               chunk_target=self.chunk_target, chunk_max=self.chunk_max, embedder=self.embedder,
+                               allow_empty=self.allow_empty, partitioned=self.partitioned,
+                               shard_files=self.shard_files, workspace=self.workspace or _DEFAULT.workspace)
+        if not partition:
+            return whole
+        return whole.for_partition(resolve(list(self.sources), partition, self.workspace, self.shard_files))

@@ -116,6 +116,20 @@ def test_no_module_outgrows_one_concept():
     assert long == {}
 
 
+def test_no_function_takes_more_than_seven_parameters():
+    """Bind state once (a Workspace, an Evaluator, IngestSettings, Request and Tools) instead of long signatures."""
+    long = []
+    for top in ("rag", "pipelines", "assets", "resources"):
+        for path in (REPO / top).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    args = node.args
+                    names = [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
+                    if len([n for n in names if n not in ("self", "cls")]) > 7:
+                        long.append(f"{path.relative_to(REPO)}:{node.name}")
+    assert long == []
+
+
 def test_no_two_modules_share_a_name():
     """resources/ is left out on purpose: each resource is named for the core object it hands out."""
     names = defaultdict(list)

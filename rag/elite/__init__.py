@@ -10,7 +10,7 @@ import time
 
 from rag.answer.llm import ChatModel
 from rag.elite.config import EliteConfig
-from rag.elite.explore import Exploration, explore
+from rag.elite.explore import Exploration, Explorer, explore
 from rag.elite.importance import Encoder
 from rag.elite.policy import LLMPolicy, OfflinePolicy
 from rag.elite.sentences import STORES
@@ -20,24 +20,27 @@ from rag.retrieval.callers import Caller
 from rag.retrieval.context import RetrievalResult, pack
 from rag.store.catalog import Catalog
 
-__all__ = ["EliteConfig", "elite_retrieve", "elite_explore", "format_trace", "pack_exploration", "STORES"]
+__all__ = ["EliteConfig", "Explorer", "elite_retrieve", "elite_explore", "explorer_for", "format_trace",
+           "pack_exploration", "STORES"]
 
 
-def elite_retrieve(catalog: Catalog, caller: Caller, question: str, budget: int, *, model: ChatModel | None = None,
-                   embedder: Encoder | None = None, counter: TokenCounter | None = None,
-                   config: EliteConfig = EliteConfig()) -> RetrievalResult:
+def elite_retrieve(catalog: Catalog, caller: Caller, question: str, budget: int,
+                   explorer: Explorer | None = None) -> RetrievalResult:
     """ELITE over the documents `caller` may read now, packed into `budget` tokens (the shared contract)."""
-    found = elite_explore(catalog, caller, question, model=model, embedder=embedder, counter=counter, config=config)
-    return pack_exploration(found, budget)
+    return pack_exploration(elite_explore(catalog, caller, question, explorer), budget)
 
 
-def elite_explore(catalog: Catalog, caller: Caller, question: str, *, model: ChatModel | None = None,
-                  embedder: Encoder | None = None, counter: TokenCounter | None = None,
-                  config: EliteConfig = EliteConfig(), within: frozenset[str] | None = None) -> Exploration:
+def elite_explore(catalog: Catalog, caller: Caller, question: str, explorer: Explorer | None = None,
+                  within: frozenset[str] | None = None) -> Exploration:
     """Every step but packing: budget-independent, so one exploration can be packed at several budgets."""
-    policy = LLMPolicy(model) if model is not None else OfflinePolicy()
-    return explore(catalog, caller, question, policy=policy, encoder=embedder or _default_embedder(),
-                   counter=counter or default_counter(), config=config, within=within)
+    return explore(catalog, caller, question, explorer or explorer_for(), within)
+
+
+def explorer_for(model: ChatModel | None = None, embedder: Encoder | None = None, counter: TokenCounter | None = None,
+                 config: EliteConfig = EliteConfig()) -> Explorer:
+    """The LLM's policy when a model is given, else the offline one; the workspace's embedder and counter."""
+    return Explorer(LLMPolicy(model) if model is not None else OfflinePolicy(), embedder or _default_embedder(),
+                    counter or default_counter(), config)
 
 
 def pack_exploration(found: Exploration, budget: int) -> RetrievalResult:

@@ -52,13 +52,41 @@ class _Stages:
             self.seconds[stage] = round(self.seconds.get(stage, 0.0) + time.perf_counter() - start, 6)
 
 
-def explore(catalog: Catalog, caller: Caller, question: str, *, policy, encoder: Encoder | None,
-            counter: TokenCounter, config: EliteConfig, within: frozenset[str] | None = None) -> Exploration:
-    """Everything but packing; `elite_retrieve` packs the candidates into the budget.
+@dataclass(frozen=True)
+class Explorer:
+    """What an exploration uses besides the question: the term policy (LLM or offline), the encoder that scores
+    importance (None: not scored), the budget's token counter and the settings."""
+
+    policy: object
+    encoder: Encoder | None
+    counter: TokenCounter
+    config: EliteConfig = EliteConfig()
+
+
+@dataclass(frozen=True)
+class _Round:
+    """What one round searched, found and decided, for the trace."""
+
+    number: int
+    terms: list[Term]
+    hits: np.ndarray
+    scores: np.ndarray
+    chunks: list[Chunk]
+    together: float
+    focus: float
+    verdict: Verdict
+    sufficient: bool
+    rule: str
+
+
+def explore(catalog: Catalog, caller: Caller, question: str, explorer: Explorer,
+            within: frozenset[str] | None = None) -> Exploration:
+    """Everything but packing; `pack_exploration` packs the candidates into a budget.
 
     `within` narrows the scope to those document ids (the hybrid's LongRAG units); it never widens the ACL's.
     """
     check_question(question)
+    policy, counter, config = explorer.policy, explorer.counter, explorer.config
     stages = _Stages()
     with stages("scope"):
         store, built = STORES.get(catalog)
@@ -101,7 +129,7 @@ def explore(catalog: Catalog, caller: Caller, question: str, *, policy, encoder:
         shown_to_judge = policy.reads_importance and config.judge_sees_importance
         if shown_to_judge or (together >= config.min_coverage and focus >= config.min_focus):
             with stages("importance"):
-                scored |= _importance(question, chunks, texts, scored, policy, encoder, config,
+                scored |= _importance(question, chunks, texts, scored, explorer,
                                       None if shown_to_judge else config.min_importance)
         imps = [getattr(scored.get(_key(c)), "score", None) for c in chunks]
         with stages("judge"):
@@ -118,8 +146,8 @@ def explore(catalog: Catalog, caller: Caller, question: str, *, policy, encoder:
                                            ("depth", verdict.depth, config.depth_weight)):
                 new += terms_from(proposed, kind, round_ + 1, weight, known | {t.stem for t in new}
                                   )[: config.expansion_terms]
-        trace["rounds"].append(_round_trace(store, round_, terms, hits, scores, chunks, scored, together, focus,
-                                            verdict, sufficient, rule))
+        trace["rounds"].append(_round_trace(store, _Round(round_, terms, hits, scores, chunks, together, focus,
+                                                          verdict, sufficient, rule), scored))
         if sufficient or not new:
             trace["stopped"] = "sufficient" if sufficient else (
                 "iteration cap" if round_ == config.max_rounds else "no new terms")
@@ -131,10 +159,11 @@ def explore(catalog: Catalog, caller: Caller, question: str, *, policy, encoder:
     return Exploration(candidates, _finish(trace))
 
 
-def _importance(question: str, chunks: list[Chunk], texts: list[str], scored: dict, policy, encoder: Encoder | None,
-                config: EliteConfig, enough: float | None) -> dict:
+def _importance(question: str, chunks: list[Chunk], texts: list[str], scored: dict, explorer: Explorer,
+                enough: float | None) -> dict:
     """Importance of the round's best chunks not scored yet, in one batch, or one by one until a score reaches
     `enough`. Each chunk's noise is seeded by the chunk itself, so its score never depends on what was scored."""
+    config, encoder = explorer.config, explorer.encoder
     todo = [i for i, c in enumerate(chunks[: config.importance_chunks]) if _key(c) not in scored]
     if not todo or not config.noise_samples or encoder is None:
         return {}
@@ -143,7 +172,8 @@ def _importance(question: str, chunks: list[Chunk], texts: list[str], scored: di
     out = {}
     for batch in ([todo] if enough is None else [[i] for i in todo]):
         rngs = [np.random.default_rng([config.seed, *_key(chunks[i])]) for i in batch]
-        fresh = importance(question, [texts[i] for i in batch], policy.answer, encoder, config.noise_samples, rngs)
+        fresh = importance(question, [texts[i] for i in batch], explorer.policy.answer, encoder, config.noise_samples,
+                           rngs)
         out |= {_key(chunks[i]): imp for i, imp in zip(batch, fresh)}
         if enough is not None and any(imp.score >= enough for imp in fresh):
             break
@@ -226,24 +256,23 @@ def _occurrence_items(store: SentenceStore, found, counter: TokenCounter) -> lis
             for (s, k), t, n in zip(ranked, texts, counter.count(texts))]
 
 
-def _round_trace(store: SentenceStore, round_: int, terms: list[Term], hits: np.ndarray, scores: np.ndarray,
-                 chunks: list[Chunk], scored: dict, together: float, focus: float, verdict: Verdict,
-                 sufficient: bool, rule: str) -> dict:
+def _round_trace(store: SentenceStore, r: _Round, scored: dict) -> dict:
     def where(doc: int) -> dict:
         return {"doc_id": store.keys[doc][0], "version": store.keys[doc][1]}
 
     return {
-        "round": round_,
-        "terms": [{"term": t.stem, "kind": t.kind, "weight": t.weight, "new": t.round == round_} for t in terms],
+        "round": r.number,
+        "terms": [{"term": t.stem, "kind": t.kind, "weight": t.weight, "new": t.round == r.number} for t in r.terms],
         "hits": [where(int(store.sent_doc[s])) | {"start": int(store.starts[s]), "end": int(store.ends[s]),
-                                                   "score": round(float(scores[s]), 4),
-                                                   "text": store.sentence_text(int(s))[:160]} for s in hits],
+                                                   "score": round(float(r.scores[s]), 4),
+                                                   "text": store.sentence_text(int(s))[:160]} for s in r.hits],
         "chunks": [where(c.doc) | {"start": int(store.starts[c.first]), "end": int(store.ends[c.last]),
                                    "score": round(c.score, 4), "hits": len(c.hits)}
-                   | _importance_trace(scored.get(_key(c))) for c in chunks],
-        "coverage": round(together, 4), "focus": round(focus, 4),
-        "judge": {"llm": verdict.sufficient, "irrelevant": sorted(verdict.irrelevant), "rule": rule,
-                  "sufficient": sufficient, "proposed_breadth": verdict.breadth, "proposed_depth": verdict.depth},
+                   | _importance_trace(scored.get(_key(c))) for c in r.chunks],
+        "coverage": round(r.together, 4), "focus": round(r.focus, 4),
+        "judge": {"llm": r.verdict.sufficient, "irrelevant": sorted(r.verdict.irrelevant), "rule": r.rule,
+                  "sufficient": r.sufficient, "proposed_breadth": r.verdict.breadth,
+                  "proposed_depth": r.verdict.depth},
     }
 
 

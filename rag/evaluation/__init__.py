@@ -9,9 +9,19 @@ from rag.evaluation.benchmark import Outcome, evaluate_benchmark, evaluate_works
 from rag.evaluation.prepared import Prepared, ingest_benchmark, open_prepared, prepare_workspace
 from rag.evaluation.questions import EvalQuestion, QuestionsError, load_questions
 from rag.evaluation.report import ReportFiles, write_report
-from rag.evaluation.run import METHODS, BudgetExceeded, EvalConfig, Evaluation, MethodUnavailable, Row, evaluate
+from rag.evaluation.run import (
+    METHODS,
+    BudgetExceeded,
+    EvalConfig,
+    Evaluation,
+    Evaluator,
+    MethodUnavailable,
+    Row,
+    evaluate,
+)
 from rag.evaluation.summary import summarise
 
-__all__ = ["METHODS", "BudgetExceeded", "EvalConfig", "EvalQuestion", "Evaluation", "MethodUnavailable", "Outcome",
-           "Prepared", "QuestionsError", "ReportFiles", "Row", "evaluate", "evaluate_benchmark", "evaluate_workspace",
-           "ingest_benchmark", "load_questions", "open_prepared", "prepare_workspace", "summarise", "write_report"]
+__all__ = ["METHODS", "BudgetExceeded", "EvalConfig", "EvalQuestion", "Evaluation", "Evaluator", "MethodUnavailable",
+           "Outcome", "Prepared", "QuestionsError", "ReportFiles", "Row", "evaluate", "evaluate_benchmark",
+           "evaluate_workspace", "ingest_benchmark", "load_questions", "open_prepared", "prepare_workspace", "summarise",
+           "write_report"]

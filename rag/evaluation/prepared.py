@@ -11,7 +11,8 @@ from rag.query.workspace import Workspace
 from rag.store import consistency
 from rag.store.catalog import Catalog
 from rag.store.index import SubchunkIndex
-from rag.store.publish import IngestSettings, publish_documents, publish_index, publish_units
+from rag.store.publish import publish_documents, publish_index, publish_units
+from rag.store.settings import IngestSettings
 from rag.store.storage import Storage, measure
 
 BENCH_ACL = "bench"  # the one default ACL every benchmark document gets

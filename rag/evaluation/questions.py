@@ -4,7 +4,7 @@ The question model and its loader live with the benchmark format (rag/sources/be
 """
 from __future__ import annotations
 
-from rag.retrieval.callers import Caller
+from rag.retrieval.callers import Caller, UnknownUser, resolve_caller
 from rag.sources.benchmarks import EXPECTATIONS, Question, QuestionsError, load_questions
 
 EvalQuestion = Question  # the evaluation's name for it
@@ -19,10 +19,12 @@ def caller_for(q: EvalQuestion, default: Caller | None, users: dict[str, Caller]
             raise QuestionsError(f"{_at(q)}question {q.qid}: no asked_as, and this evaluation has no default caller")
         return default
     if isinstance(q.asked_as, tuple):
-        return Caller(frozenset(q.asked_as))
-    if q.asked_as not in users:
-        raise QuestionsError(f"{_at(q)}question {q.qid}: asked_as user {q.asked_as!r} is not in the users file")
-    return users[q.asked_as]
+        return resolve_caller(groups=q.asked_as)
+    try:
+        return resolve_caller(user=q.asked_as, users=users)
+    except UnknownUser:
+        raise QuestionsError(f"{_at(q)}question {q.qid}: asked_as user {q.asked_as!r} is not in the users file"
+                             ) from None
 
 
 def _at(q: EvalQuestion) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import random
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from tqdm import tqdm
@@ -17,9 +18,9 @@ from rag.evaluation.prepared import BENCH_ACL, Prepared
 from rag.evaluation.questions import EvalQuestion, asker_label, caller_for
 from rag.models.tokens import TokenCounter
 from rag.query.methods import METHODS as REGISTRY
-from rag.query.methods import Request, Tools
 from rag.retrieval.callers import Caller
 from rag.retrieval.context import RetrievalResult
+from rag.retrieval.request import Tools
 from rag.sources.benchmarks import complete, evidence_recall
 
 METHODS = tuple(REGISTRY)
@@ -150,12 +151,10 @@ class Retrievers:
 
     def run(self, method: str, caller: Caller, question: str,
             budgets: tuple[int, ...]) -> list[tuple[RetrievalResult, float]]:
-        spec = REGISTRY[method]
         # The question is embedded once for all methods; each method that uses the vector is charged that time.
-        embedding = self.embedder.seconds(question) if spec.uses_index else 0.0
-        request = Request(caller, question, max(budgets), model=self.policy_model)
-        return [(result, seconds + embedding)
-                for result, seconds in spec.at_budgets(self.prepared.reader.snapshot(), request, self.tools, budgets)]
+        embedding = self.embedder.seconds(question) if REGISTRY[method].uses_index else 0.0
+        return [(result, seconds + embedding) for result, seconds in self.prepared.reader.retrieve_at_budgets(
+            method, caller, question, budgets, model=self.policy_model, tools=self.tools)]
 
     def prepare(self, methods: tuple[str, ...]) -> dict[str, float]:
         """Build, from scratch and timed, the in-memory structures each method needs before its first query."""
@@ -183,18 +182,29 @@ def ensure_available(methods: tuple[str, ...]) -> None:
                                     ) from err
 
 
-def evaluate(prepared: Prepared, questions: list[EvalQuestion], config: EvalConfig, embedder, counter: TokenCounter,
-             model: ChatModel | None, users: dict[str, Caller] | None = None,
-             default_caller: Caller | None = None, elite_config=None) -> Evaluation:
-    """Run every question through every method at every budget; with `model=None` nothing is answered.
+@dataclass(frozen=True)
+class Evaluator:
+    """What an evaluation run shares, bound once: what to run, the embedder and counter, the reader's model (None:
+    nothing is answered), who asks questions that do not say, and the command the report names."""
 
-    `elite_config` (an EliteConfig) overrides ELITE's settings, for the benches that look for affordable ones.
-    """
+    config: EvalConfig
+    embedder: object
+    counter: TokenCounter
+    model: ChatModel | None = None
+    command: str = ""
+    users: Mapping[str, Caller] = field(default_factory=dict)
+    default_caller: Caller | None = None
+    elite_config: object = None  # an EliteConfig overriding ELITE's settings (the benches that look for cheap ones)
+
+
+def evaluate(prepared: Prepared, questions: list[EvalQuestion], ev: Evaluator) -> Evaluation:
+    """Run every question through every method at every budget, as its asker."""
+    config, model = ev.config, ev.model
     ensure_available(config.methods)
-    default_caller = default_caller or Caller(frozenset({BENCH_ACL}))
-    callers = {q.qid: caller_for(q, default_caller, users or {}) for q in questions}  # a bad asker fails first
-    retrievers = Retrievers(prepared, embedder, counter, model if config.elite_policy == "reader" else None,
-                            elite_config)
+    default_caller = ev.default_caller or Caller(frozenset({BENCH_ACL}))
+    callers = {q.qid: caller_for(q, default_caller, ev.users) for q in questions}  # a bad asker fails first
+    retrievers = Retrievers(prepared, ev.embedder, ev.counter, model if config.elite_policy == "reader" else None,
+                            ev.elite_config)
     prepare = retrievers.prepare(config.methods)
     start = time.perf_counter()
     sample = answer_sample(questions, config.answer_sample, config.sample_seed) if model is not None else set()

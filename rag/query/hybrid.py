@@ -8,34 +8,26 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rag.elite import EliteConfig, elite_explore, pack_exploration
+from rag.elite import EliteConfig, elite_explore, explorer_for, pack_exploration
 from rag.elite.explore import Exploration
-from rag.models.tokens import TokenCounter
-from rag.retrieval.callers import Caller
 from rag.retrieval.context import RetrievalResult
 from rag.retrieval.longrag import LongRAGConfig, longrag_candidates
 from rag.retrieval.read_state import Snapshot
+from rag.retrieval.request import Request, Tools
 
 # Importance only decides when to stop; inside LongRAG's few dozen documents every round costs milliseconds,
 # so the hybrid explores all rounds instead.
 HYBRID_ELITE = EliteConfig(noise_samples=0)
 
 
-def hybrid_explore(snap: Snapshot, embedder, counter: TokenCounter, caller: Caller, question: str,
-                   config: LongRAGConfig = LongRAGConfig(), elite: EliteConfig = HYBRID_ELITE) -> Exploration:
+def hybrid_explore(snap: Snapshot, req: Request, tools: Tools, config: LongRAGConfig) -> Exploration:
     """Budget-independent: ELITE's ranked windows over the documents LongRAG ranked for the question."""
-    ranked = longrag_candidates(snap, embedder.encode_query, counter, caller, question, config)
+    ranked = longrag_candidates(snap, replace(req, as_of=None), tools, config)
     scope = frozenset(i.doc_id for i in ranked.items)
-    found = elite_explore(snap.catalog, caller, question, embedder=embedder, counter=counter, config=elite,
-                          within=scope)
+    explorer = explorer_for(embedder=tools.embedder, counter=tools.counter, config=HYBRID_ELITE)
+    found = elite_explore(snap.catalog, req.caller, req.question, explorer, within=scope)
     found.trace["longrag"] = ranked.trace | {"scope_documents": len(scope)}
     return found
-
-
-def hybrid_retrieve(snap: Snapshot, embedder, counter: TokenCounter, caller: Caller, question: str, budget: int,
-                    config: LongRAGConfig = LongRAGConfig(), elite: EliteConfig = HYBRID_ELITE) -> RetrievalResult:
-    """The hybrid's context within the budget, packed with the contract every method shares."""
-    return pack_hybrid(hybrid_explore(snap, embedder, counter, caller, question, config, elite), budget)
 
 
 def pack_hybrid(found: Exploration, budget: int) -> RetrievalResult:

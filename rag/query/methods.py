@@ -3,38 +3,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from datetime import datetime
 from functools import partial
 from typing import Callable
 
-from rag.answer.llm import ChatModel
-from rag.models.tokens import TokenCounter
-from rag.retrieval.callers import Caller
 from rag.retrieval.context import RetrievalResult
 from rag.retrieval.read_state import Snapshot
+from rag.retrieval.request import Request, Tools
 
 # Longer questions are refused: every per-question cost (terms, counting, embedding) grows with the text.
 MAX_QUESTION_CHARS = 2000
-
-
-@dataclass(frozen=True)
-class Request:
-    """One retrieval as a caller: the question, the reader's budget and, optionally, a point in time."""
-
-    caller: Caller
-    question: str
-    budget: int
-    as_of: datetime | None = None
-    model: ChatModel | None = None       # drives ELITE's exploration when given; the offline policy otherwise
-
-
-@dataclass(frozen=True)
-class Tools:
-    """What a method may use besides the snapshot: the query embedder and the one budget tokenizer."""
-
-    embedder: object
-    counter: TokenCounter
-    elite: object = None  # an EliteConfig overriding ELITE's defaults (the benches that look for affordable ones)
 
 
 @dataclass(frozen=True)
@@ -79,11 +56,10 @@ def rank_once(rank: Callable[[], object], pack: Callable[[object, int], Retrieva
 
 def _longrag(snap: Snapshot, req: Request, tools: Tools, hops: int | None = None):
     """LongRAG with the embedder's settings; `hops` overrides their hop count."""
-    from rag.retrieval.longrag import config_for, longrag_candidates
+    from rag.retrieval.longrag import configured, longrag_candidates
 
-    config = config_for(tools.embedder.name)
-    return longrag_candidates(snap, tools.embedder.encode_query, tools.counter, req.caller, req.question,
-                              config if hops is None else replace(config, hops=hops), as_of=req.as_of)
+    config = configured(tools)
+    return longrag_candidates(snap, req, tools, config if hops is None else replace(config, hops=hops))
 
 
 def _pack_longrag(snap: Snapshot, ranked, budget: int, tools: Tools) -> RetrievalResult:
@@ -93,9 +69,10 @@ def _pack_longrag(snap: Snapshot, ranked, budget: int, tools: Tools) -> Retrieva
 
 
 def _longrag_units(snap: Snapshot, req: Request, tools: Tools):
+    from rag.retrieval.longrag import configured
     from rag.retrieval.whole_units import rank_units
 
-    return rank_units(snap, tools.embedder.encode_query, req.caller, req.question, as_of=req.as_of)
+    return rank_units(snap, req, tools, configured(tools))
 
 
 def _pack_units(snap: Snapshot, ranking, budget: int, tools: Tools) -> RetrievalResult:
@@ -105,9 +82,9 @@ def _pack_units(snap: Snapshot, ranking, budget: int, tools: Tools) -> Retrieval
 
 
 def _shortchunk(snap: Snapshot, req: Request, tools: Tools):
-    from rag.retrieval.longrag import shortchunk_candidates
+    from rag.retrieval.longrag import configured, shortchunk_candidates
 
-    return shortchunk_candidates(snap, tools.embedder.encode_query, req.caller, req.question, as_of=req.as_of)
+    return shortchunk_candidates(snap, req, tools, configured(tools))
 
 
 def _pack_chunks(snap: Snapshot, chunks, budget: int, tools: Tools) -> RetrievalResult:
@@ -118,12 +95,11 @@ def _pack_chunks(snap: Snapshot, chunks, budget: int, tools: Tools) -> Retrieval
 
 def _hybrid(snap: Snapshot, req: Request, tools: Tools):
     from rag.query.hybrid import hybrid_explore
-    from rag.retrieval.longrag import config_for
+    from rag.retrieval.longrag import configured
 
     # One hop: on the English tune halves ELITE's step inside LongRAG's units gained nothing from the second hop
     # (mean C@1K 0.587 with it, 0.598 without; bench/results/multihop-title-links-tune.json).
-    return hybrid_explore(snap, tools.embedder, tools.counter, req.caller, req.question,
-                          replace(config_for(tools.embedder.name), hops=1))
+    return hybrid_explore(snap, req, tools, replace(configured(tools), hops=1))
 
 
 def _pack_hybrid(snap: Snapshot, found, budget: int, tools: Tools) -> RetrievalResult:
@@ -133,10 +109,10 @@ def _pack_hybrid(snap: Snapshot, found, budget: int, tools: Tools) -> RetrievalR
 
 
 def _elite(snap: Snapshot, req: Request, tools: Tools):
-    from rag.elite import EliteConfig, elite_explore
+    from rag.elite import EliteConfig, elite_explore, explorer_for
 
-    return elite_explore(snap.catalog, req.caller, req.question, model=req.model, embedder=tools.embedder,
-                         counter=tools.counter, config=tools.elite or EliteConfig())
+    return elite_explore(snap.catalog, req.caller, req.question, explorer_for(
+        model=req.model, embedder=tools.embedder, counter=tools.counter, config=tools.elite or EliteConfig()))
 
 
 def _pack_elite(snap: Snapshot, found, budget: int, tools: Tools) -> RetrievalResult:

@@ -14,10 +14,11 @@ from pathlib import Path
 
 from rag.answer.llm import ChatModel
 from rag.models.tokens import TokenCounter, default_counter
-from rag.query.methods import MAX_QUESTION_CHARS, METHODS, Request, Tools, method
+from rag.query.methods import MAX_QUESTION_CHARS, METHODS, method
 from rag.retrieval.callers import Caller
 from rag.retrieval.context import RetrievalResult
 from rag.retrieval.read_state import SharedCache, Snapshot
+from rag.retrieval.request import Request, Tools
 from rag.sources.partitions import PARTITIONS_DIR, is_partitioned, published_stores
 from rag.store.catalog import Catalog, CatalogError
 from rag.store.index import SubchunkIndex
@@ -188,18 +189,26 @@ class Workspace:
     def retrieve(self, method_name: str, caller: Caller, question: str, budget: int, *,
                  as_of: datetime | None = None, model: ChatModel | None = None) -> RetrievalResult:
         """Context for the question as the caller, within `budget` tokens, from the newest snapshot."""
+        (result, _), = self.retrieve_at_budgets(method_name, caller, question, (budget,), as_of=as_of, model=model)
+        return result
+
+    def retrieve_at_budgets(self, method_name: str, caller: Caller, question: str, budgets: tuple[int, ...], *,
+                            as_of: datetime | None = None, model: ChatModel | None = None,
+                            tools: Tools | None = None) -> list[tuple[RetrievalResult, float]]:
+        """One ranking packed at every budget, with each budget's seconds; `tools` replaces the workspace's own
+        embedder and counter (the evaluation's memoised ones)."""
         spec = method(method_name)
         if len(question) > MAX_QUESTION_CHARS:
             raise ValueError(f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}")
         if not question.strip():
             raise ValueError("the question is empty")
-        if budget <= 0:
+        if not budgets or min(budgets) <= 0:
             raise ValueError("the budget must be a positive number of tokens")
         if as_of is not None and not spec.as_of:
             raise ValueError(f"as-of reads are not supported by {spec.name}; use "
                              f"{', '.join(n for n, m in METHODS.items() if m.as_of)}")
-        return spec.run(self.snapshot(), Request(caller, question, budget, as_of, model),
-                        Tools(self.embedder, self.counter))
+        return spec.at_budgets(self.snapshot(), Request(caller, question, max(budgets), as_of, model),
+                               tools or Tools(self.embedder, self.counter), tuple(budgets))
 
     def resolve_as_of(self, value: str | None) -> datetime | None:
         """`publish:N` or an ISO timestamp (UTC unless it carries an offset) as a naive UTC datetime."""

@@ -1,6 +1,7 @@
 """Who is asking: callers and their groups, and the users file that names them."""
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,34 @@ class Caller:
 
     def may_read(self, acl: tuple[str, ...] | list[str]) -> bool:
         return not self.groups.isdisjoint(acl)
+
+
+class CallerError(ValueError):
+    """Nothing says who is asking; the message is one line."""
+
+
+class UnknownUser(CallerError):
+    """A user the users file does not name."""
+
+
+def resolve_caller(*, groups: str | Iterable[str] | None = None, user: str | None = None,
+                   users: Mapping[str, Caller] | None = None, users_file: str | Path | None = None) -> Caller:
+    """Who is asking: the groups named (comma-separated or a list), else the user through the users mapping or
+    file. The CLI, the server, the ask job and the evaluation all resolve callers here; there is no superuser."""
+    if groups is not None:
+        names = frozenset(g.strip() for g in (groups.split(",") if isinstance(groups, str) else groups) if g.strip())
+        if not names:
+            raise CallerError("no group named")
+        return Caller(names)
+    if not user:
+        raise CallerError("name the asking user or their groups")
+    if users is None:
+        if users_file is None:
+            raise CallerError(f"user '{user}' needs a users file to know their groups")
+        users = load_users(users_file)
+    if user not in users:
+        raise UnknownUser(f"{users_file}: no user '{user}'" if users_file else f"unknown user '{user}'")
+    return users[user]
 
 
 class UsersFileError(ValueError):

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from datetime import datetime
-from typing import Callable
 
 import numpy as np
 
@@ -13,6 +11,7 @@ from rag.retrieval.callers import Caller
 from rag.retrieval.context import ContextItem, RetrievalResult, pack, pack_lazily
 from rag.retrieval.dense import Hit, best_hit_per_member, nearest, rescore
 from rag.retrieval.read_state import Snapshot
+from rag.retrieval.request import Request, Tools
 from rag.text.analysis import MAX_QUESTION_CHARS, content_terms, is_stop, names, sentences, term, words
 from rag.units.long_units import render_header, render_member, split_unit_key
 
@@ -46,17 +45,9 @@ def config_for(embedder_name: str, base: LongRAGConfig = LongRAGConfig()) -> Lon
     return replace(base, **EMBEDDER_WEIGHTS.get(embedder_name, {}))
 
 
-def longrag_retrieve(snap: Snapshot, embed_query: Callable[[str], np.ndarray], counter: TokenCounter,
-                     caller: Caller, question: str, budget: int, config: LongRAGConfig = LongRAGConfig(),
-                     as_of: datetime | None = None) -> RetrievalResult:
-    """Context for the question within the budget; with `as_of`, what was current then (index and catalog)."""
-    t = time.perf_counter()
-    ranked = longrag_candidates(snap, embed_query, counter, caller, question, config, as_of)
-    search_s = time.perf_counter() - t
-    t = time.perf_counter()
-    result = pack_ranked(snap, ranked, budget)
-    result.trace |= {"search_s": round(search_s, 4), "assemble_s": round(time.perf_counter() - t, 4)}
-    return result
+def configured(tools: Tools) -> LongRAGConfig:
+    """The tools' override, else the configuration tuned for their embedder."""
+    return tools.longrag or config_for(tools.embedder.name)
 
 
 def pack_ranked(snap: Snapshot, ranked: Ranked, budget: int) -> RetrievalResult:
@@ -74,16 +65,16 @@ class Ranked:
     trace: dict
 
 
-def longrag_candidates(snap: Snapshot, embed_query: Callable[[str], np.ndarray], counter: TokenCounter,
-                       caller: Caller, question: str, config: LongRAGConfig = LongRAGConfig(),
-                       as_of: datetime | None = None) -> Ranked:
-    """Every hop's ranked members, merged by `hop_merge`; budget-independent, so hybrid methods can build on it."""
-    ranked, own, units, hits = _hop(snap, embed_query(question), counter, caller, question, config, as_of)
+def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongRAGConfig) -> Ranked:
+    """Every hop's ranked members, merged by `hop_merge`; budget-independent, so hybrid methods can build on it.
+    With `req.as_of`, what was current then (index and catalog)."""
+    question, embedder = req.question, tools.embedder
+    ranked, own, units, hits = _hop(snap, embedder.encode_query(question), req, tools.counter, question, config)
     lists, seeds, source = [ranked], [], ranked
     for _ in range(1, config.hops):
         branches = []
-        for query, vector, placed in _hop_queries(snap, embed_query, question, source, seeds, own, config):
-            more, more_own, _, _ = _hop(snap, vector, counter, caller, query, config, as_of)
+        for query, vector, placed in _hop_queries(snap, embedder, question, source, seeds, own, config):
+            more, more_own, _, _ = _hop(snap, vector, req, tools.counter, query, config)
             branches.append([i for i in more if i.doc_id not in placed])  # the seed is placed; find what it names
             for key, hit in more_own.items():  # a member's matched sub-chunk: its best match under any hop's query
                 if key not in own or hit.score > own[key].score:
@@ -97,8 +88,8 @@ def longrag_candidates(snap: Snapshot, embed_query: Callable[[str], np.ndarray],
                                 "queries": len(lists), "seeds": list(seeds)})
 
 
-def _hop_queries(snap: Snapshot, embed_query: Callable[[str], np.ndarray], question: str, source: list[ContextItem],
-                 seeds: list[str], own: dict[tuple[str, str, int], Hit], config: LongRAGConfig):
+def _hop_queries(snap: Snapshot, embedder, question: str, source: list[ContextItem], seeds: list[str],
+                 own: dict[tuple[str, str, int], Hit], config: LongRAGConfig):
     """A hop's (query, vector, seeds placed so far) triples, one per seed. Queries that read only the source list
     are embedded in one batch; "novel" and "sentence" read the matched sub-chunks, which the previous branch
     updates, so they go one by one."""
@@ -107,7 +98,7 @@ def _hop_queries(snap: Snapshot, embed_query: Callable[[str], np.ndarray], quest
             query = _next_query(snap, question, source, seeds, own, config.hop_query, config.hop_names)
             if query is None:
                 return
-            yield query, embed_query(query), set(seeds)
+            yield query, embedder.encode_query(query), set(seeds)
         return
     queries = []
     for _ in range(config.hop_seeds):
@@ -115,23 +106,23 @@ def _hop_queries(snap: Snapshot, embed_query: Callable[[str], np.ndarray], quest
         if query is None:
             break
         queries.append((query, set(seeds)))  # a branch hides the seeds placed up to its own, not later ones
-    batch = getattr(getattr(embed_query, "__self__", None), "encode_queries", None)  # the embedder behind it
     texts = [q for q, _ in queries]
-    vectors = batch(texts) if batch is not None and len(texts) > 1 else [embed_query(q) for q in texts]
+    vectors = embedder.encode_queries(texts) if len(texts) > 1 else [embedder.encode_query(q) for q in texts]
     for (query, placed), vector in zip(queries, vectors):
         yield query, vector, placed
 
 
-def _hop(snap: Snapshot, query: np.ndarray, counter: TokenCounter, caller: Caller, text: str,
-         config: LongRAGConfig, as_of: datetime | None):
-    """One retrieval hop: dense and lexical channels, units by MaxP, member documents in packing order."""
+def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter, text: str, config: LongRAGConfig):
+    """One retrieval hop for `text` (embedded as `query`): dense and lexical channels, units by MaxP, member
+    documents in packing order."""
+    caller, as_of = req.caller, req.as_of
     hits, dense = nearest(snap, query, caller, config.overfetch, as_of)
     lexical = _lexical(snap, caller, text, config) if as_of is None else {}
     units = _rank_units(snap, hits, lexical, config)
     if units:
         hits += dense.of_units(list(units)) if dense else rescore(snap, query, caller, list(units), as_of)
     own = best_hit_per_member(hits)
-    candidates = _candidates(snap, caller, own, hits, lexical, units, config, as_of)
+    candidates = _candidates(snap, req, own, hits, lexical, units, config)
     if as_of is None:
         candidates = _with_unindexed(snap, caller, counter, candidates, hits, lexical, config)
     return candidates, own, units, hits
@@ -230,9 +221,8 @@ def _rank_units(snap: Snapshot, hits: list[Hit], lexical: dict[str, float], conf
     return dict(ranked[: config.max_units])
 
 
-def _candidates(snap: Snapshot, caller: Caller, own: dict[tuple[str, str, int], Hit], hits: list[Hit],
-                lexical: dict[str, float], units: dict[str, float], config: LongRAGConfig,
-                as_of: datetime | None) -> list[ContextItem]:
+def _candidates(snap: Snapshot, req: Request, own: dict[tuple[str, str, int], Hit], hits: list[Hit],
+                lexical: dict[str, float], units: dict[str, float], config: LongRAGConfig) -> list[ContextItem]:
     """Whole member documents of the ranked units, readable ones only, ordered for packing (text not yet read).
 
     A member's score is its own MaxP (plus the lexical channel) and a share of the best other readable
@@ -240,9 +230,9 @@ def _candidates(snap: Snapshot, caller: Caller, own: dict[tuple[str, str, int], 
     the next hop, and packing members (not whole units) keeps that bet affordable under small budgets.
     Token counts are the exact ones stored at ingest for the rendered block.
     """
-    floor = min((h.score for h in hits), default=0.0)
+    floor, caller = min((h.score for h in hits), default=0.0), req.caller
     members: dict[str, list[tuple]] = {}
-    for m in snap.members(list(units), as_of):
+    for m in snap.members(list(units), req.as_of):
         if caller.may_read(m.acl):  # a hit on one member never authorises the rest of its unit
             hit = own.get((m.unit_key, m.doc_id, m.part))
             score = (hit.score if hit else floor) + config.lexical_weight * lexical.get(m.doc_id, 0.0)
@@ -309,13 +299,6 @@ def _with_text(snap: Snapshot, items: list[ContextItem], own: dict[tuple[str, st
     return out
 
 
-def shortchunk_retrieve(snap: Snapshot, embed_query: Callable[[str], np.ndarray], counter: TokenCounter,
-                        caller: Caller, question: str, budget: int, config: LongRAGConfig = LongRAGConfig(),
-                        as_of: datetime | None = None) -> RetrievalResult:
-    """The baseline: the top sub-chunks themselves, each with its document header, packed into the budget."""
-    return pack_chunks(shortchunk_candidates(snap, embed_query, caller, question, config, as_of), budget, counter)
-
-
 @dataclass
 class Chunks:
     """The baseline's readable sub-chunks in score order, rendered; budget-independent."""
@@ -325,10 +308,11 @@ class Chunks:
     seconds: float
 
 
-def shortchunk_candidates(snap: Snapshot, embed_query: Callable[[str], np.ndarray], caller: Caller, question: str,
-                          config: LongRAGConfig = LongRAGConfig(), as_of: datetime | None = None) -> Chunks:
+def shortchunk_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongRAGConfig) -> Chunks:
+    """The baseline: the top sub-chunks themselves, each with its document header, in score order."""
     t = time.perf_counter()
-    hits, _ = nearest(snap, embed_query(question), caller, config.overfetch, as_of)
+    caller, as_of = req.caller, req.as_of
+    hits, _ = nearest(snap, tools.embedder.encode_query(req.question), caller, config.overfetch, as_of)
     members = {(m.unit_key, m.doc_id, m.part): m for m in snap.members([h.unit_key for h in hits], as_of)}
     visible = [(h, members[(h.unit_key, h.doc_id, h.part)]) for h in hits if (h.unit_key, h.doc_id, h.part) in members
                and caller.may_read(members[(h.unit_key, h.doc_id, h.part)].acl)]

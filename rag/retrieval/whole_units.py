@@ -9,24 +9,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable
 
-import numpy as np
-
-from rag.models.tokens import TokenCounter
 from rag.retrieval.callers import Caller
 from rag.retrieval.context import ContextItem, RetrievalResult
 from rag.retrieval.dense import best_hit_per_member, maxp, rescore, search
 from rag.retrieval.longrag import LongRAGConfig
 from rag.retrieval.read_state import Snapshot
+from rag.retrieval.request import Request, Tools
 from rag.units.long_units import render_member, split_unit_key
-
-
-def longrag_units_retrieve(snap: Snapshot, embed_query: Callable[[str], np.ndarray], counter: TokenCounter,
-                           caller: Caller, question: str, budget: int, config: LongRAGConfig = LongRAGConfig(),
-                           as_of: datetime | None = None) -> RetrievalResult:
-    """Whole readable units by dense MaxP (exact over each candidate unit's readable sub-chunks) within the budget."""
-    return pack_units(snap, rank_units(snap, embed_query, caller, question, config, as_of), budget)
 
 
 @dataclass
@@ -39,10 +29,10 @@ class UnitRanking:
     seconds: float
 
 
-def rank_units(snap: Snapshot, embed_query: Callable[[str], np.ndarray], caller: Caller, question: str,
-               config: LongRAGConfig = LongRAGConfig(), as_of: datetime | None = None) -> UnitRanking:
-    start = time.perf_counter()
-    query = embed_query(question)
+def rank_units(snap: Snapshot, req: Request, tools: Tools, config: LongRAGConfig) -> UnitRanking:
+    """Whole readable units by dense MaxP, exact over each candidate unit's readable sub-chunks."""
+    start, caller, as_of = time.perf_counter(), req.caller, req.as_of
+    query = tools.embedder.encode_query(req.question)
     hits = search(snap.index_at(as_of), query, caller, config.overfetch)
     candidates = list(maxp(hits))[: config.max_units]
     hits += rescore(snap, query, caller, candidates, as_of)

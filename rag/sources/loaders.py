@@ -17,7 +17,7 @@ from typing import Any, Iterable
 from rag.sources.documents import Document, InputError, LoadResult, Rejected
 from rag.sources.front_matter import split_front_matter, unique_pairs
 from rag.sources.partitions import Selection
-from rag.sources.records import default_id, document, recover_id
+from rag.sources.records import Origin, default_id, document, recover_id
 
 TEXT_SUFFIXES = {".md", ".markdown", ".txt"}
 MAX_FILE_BYTES = 64 * 2**20
@@ -193,8 +193,8 @@ def parse_markdown(
     body = body.strip()
     if not body:
         raise InputError("empty body (front matter only)")
-    return document(meta or {}, body, id_key="id", default_id=default_id(path, root), may_default=meta is None,
-                    default_acl=default_acl, collection=collection, source_path=str(path), text_sets_acl=meta is None)
+    return document(meta or {}, body, Origin(str(path), "id", default_id(path, root), meta is None, default_acl,
+                                             collection, text_sets_acl=meta is None))
 
 
 def load_jsonl(path: Path, default_acl: tuple[str, ...] = (), collection: str | None = None) -> LoadResult:
@@ -232,8 +232,8 @@ def jsonl_record(path: Path, lineno: int, line: bytes | None, default_acl: tuple
         return Rejected(where, f"line is longer than {MAX_LINE_BYTES // 2**20} MB", holds=str(path))
     try:
         record = _json_record(line)
-        return document(record, _record_text(record), id_key="doc_id", default_id=None, may_default=True,
-                        default_acl=default_acl, collection=collection, source_path=where)
+        return document(record, _record_text(record), Origin(where, "doc_id", default_acl=default_acl,
+                                                             collection=collection))
     except Exception as err:  # noqa: BLE001 - one bad line never stops the file
         doc_id = _maybe_id(line)
         return Rejected(where, _reason(err), doc_id, holds=None if doc_id or _parses(line) else str(path))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +20,30 @@ _JOINERS = {"\u200c", "\u200d"}  # zero-width (non-)joiners belong to emoji and 
 _RECOVER_ID = re.compile(r"""^\s*(?:id|"doc_id")\s*:\s*["']?([^"'\n#,}]+?)["']?\s*(?:[,}#].*)?$""", re.MULTILINE)
 
 
-def document(fields: dict[str, Any], text: str, *, id_key: str, default_id: str | None, may_default: bool,
-             default_acl: tuple[str, ...], collection: str | None, source_path: str, text_sets_acl: bool = False
-             ) -> Document:
-    """Validate the fields and build the document.
+@dataclass(frozen=True)
+class Origin:
+    """Where a record was read and what it may leave unsaid.
 
     `may_default`: no ACL could have been written (see the README's rules); `text_sets_acl`: refuse a text
     with a line that sets an ACL (a Markdown file without front matter).
     """
+
+    source_path: str
+    id_key: str
+    default_id: str | None = None
+    may_default: bool = True
+    default_acl: tuple[str, ...] = ()
+    collection: str | None = None
+    text_sets_acl: bool = False
+
+
+def document(fields: dict[str, Any], text: str, origin: Origin) -> Document:
+    """Validate the fields and build the document."""
     _check_keys(fields)
     _check_text(text)
-    doc_id = _string(fields, id_key) or default_id
+    doc_id = _string(fields, origin.id_key) or origin.default_id
     if not doc_id:
-        raise InputError(f"missing {id_key}")
+        raise InputError(f"missing {origin.id_key}")
     version = _string(fields, "version") or "1"
     try:
         version_order(version)
@@ -42,10 +54,10 @@ def document(fields: dict[str, Any], text: str, *, id_key: str, default_id: str 
         title=_string(fields, "title") or _first_heading(text) or Path(doc_id).name,
         text=text,
         version=version,
-        acl=_acl(fields, may_default, default_acl, text if text_sets_acl else ""),
+        acl=_acl(fields, origin.may_default, origin.default_acl, text if origin.text_sets_acl else ""),
         links=_str_list(fields.get("links"), "links"),
-        collection=_string(fields, "collection") or collection or "default",
-        source_path=source_path,
+        collection=_string(fields, "collection") or origin.collection or "default",
+        source_path=origin.source_path,
     )
 
 

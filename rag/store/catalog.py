@@ -12,8 +12,8 @@ import duckdb
 import pyarrow as pa
 
 from rag.sources.documents import Document, Rejected
-from rag.store.rows import CurrentText, CurrentVersion, MemberRow, UnitChanges
-from rag.store.schema import BLOCK_SIZE, SCHEMA, SETTINGS_SCHEMA
+from rag.store.rows import CurrentText, CurrentVersion, MemberRow, UnitChanges, UnitEvent, VersionEvent
+from rag.store.schema import BLOCK_SIZE, SCHEMA, SETTINGS_SCHEMA, unit_key_sql
 from rag.store.snapshot_files import SnapshotInfo, load_read_state, publish_snapshot
 from rag.store.writer_lock import WriterLock
 from rag.units.long_units import Member, Unit, UnitPlan, split_unit_key, unit_key
@@ -234,7 +234,7 @@ class Catalog:
     def live_units(self) -> dict[str, list[tuple]]:
         """Units that must have rows in the index (current and pending), with their members."""
         rows = self.rows(
-            "SELECT u.unit_id || '@' || u.unit_version, u.acl, u.collection, m.doc_id, m.doc_version, m.part, "
+            f"SELECT {unit_key_sql('u')}, u.acl, u.collection, m.doc_id, m.doc_version, m.part, "
             "m.char_start, m.char_end, m.tokens FROM units u JOIN unit_members m USING (unit_id, unit_version) "
             "WHERE u.status IN ('current', 'pending') ORDER BY 1, m.position")
         out: dict[str, list[tuple]] = {}
@@ -248,7 +248,7 @@ class Catalog:
         now = utc_now()
         with self.transaction():
             self.execute_many("UPDATE units SET status = 'retired', valid_to = ? "
-                                 "WHERE unit_id || '@' || unit_version = ? AND status = 'current'",
+                                 f"WHERE {unit_key_sql()} = ? AND status = 'current'",
                                  [[now, key] for key in retired or []])
             self.con.execute("UPDATE units SET status = 'current', valid_from = ? WHERE status = 'pending'", [now])
             self.con.execute(
@@ -290,7 +290,7 @@ class Catalog:
         keys = "" if unit_keys is None else \
             "JOIN (SELECT unnest(?) AS unit_id, unnest(?)::INTEGER AS unit_version) k USING (unit_id, unit_version) "
         return [MemberRow(*r[:9], tuple(r[9]), r[10]) for r in self.rows(
-            "SELECT u.unit_id || '@' || u.unit_version AS unit_key, m.position, m.doc_id, m.doc_version, m.part, "
+            f"SELECT {unit_key_sql('u')} AS unit_key, m.position, m.doc_id, m.doc_version, m.part, "
             "m.char_start, m.char_end, m.tokens, d.title, d.acl, d.content_hash FROM units u " + keys +
             "JOIN unit_members m USING (unit_id, unit_version) "
             f"JOIN documents d ON d.doc_id = m.doc_id AND d.version = m.doc_version AND {doc_ok} "
@@ -317,15 +317,15 @@ class Catalog:
             raise LookupError(f"publish {publish_id} is not a finished publish")
         return rows[0][0]
 
-    def history(self, doc_id: str) -> tuple[list[tuple], list[tuple]]:
+    def history(self, doc_id: str) -> tuple[list[VersionEvent], list[UnitEvent]]:
         """A document's versions (with status and validity) and the unit versions that carried each."""
         versions = self.rows("SELECT version, status, valid_from, valid_to, publish_id, source_path FROM documents "
                              "WHERE doc_id = ? ORDER BY valid_from NULLS FIRST, version", [doc_id])
         units = self.rows(
-            "SELECT m.doc_version, u.unit_id || '@' || u.unit_version, u.status, u.valid_from, u.valid_to, "
+            f"SELECT m.doc_version, {unit_key_sql('u')}, u.status, u.valid_from, u.valid_to, "
             "u.publish_id FROM unit_members m JOIN units u USING (unit_id, unit_version) WHERE m.doc_id = ? "
             "AND u.status IN ('current', 'retired') ORDER BY u.valid_from, 2", [doc_id])
-        return versions, units
+        return [VersionEvent(*r) for r in versions], [UnitEvent(*r) for r in units]
 
     def current_hashes(self) -> dict[str, list[tuple[str, str]]]:
         """Partition ("" in a whole workspace) → (doc_id, content hash) of its current documents, by doc id."""
@@ -367,7 +367,7 @@ class Catalog:
         """(unit key, doc id, doc version, part) of each current unit's member → (document ACL, member range,
         title, text): what every index row of that member must agree with."""
         rows = self.rows(
-            "SELECT u.unit_id || '@' || u.unit_version, m.doc_id, m.doc_version, m.part, d.acl, m.char_start, "
+            f"SELECT {unit_key_sql('u')}, m.doc_id, m.doc_version, m.part, d.acl, m.char_start, "
             "m.char_end, d.title, d.text FROM units u JOIN unit_members m USING (unit_id, unit_version) "
             "JOIN documents d ON d.doc_id = m.doc_id AND d.version = m.doc_version WHERE u.status = 'current'")
         return {(k, d, v, p): (tuple(acl), s, e, t, x) for k, d, v, p, acl, s, e, t, x in rows}

@@ -1,7 +1,7 @@
 """The three publishing steps behind the assets: documents → units → index, each safe to re-run."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -10,29 +10,14 @@ import numpy as np
 from rag.models.embedders import DEFAULT_EMBEDDER, EMBEDDER_SETTING, embedder_spec
 from rag.models.tokens import TokenCounter
 from rag.sources.documents import LoadResult, Rejected, content_hash
-from rag.sources.partitions import Selection
 from rag.store.catalog import Catalog
 from rag.store.facts import plan_from_facts
 from rag.store.index import SubchunkIndex, SubchunkRow
 from rag.store.rows import DocChanges, UnitChanges
+from rag.store.settings import IngestSettings
 from rag.store.source_log import read_sources, sync_sources
 from rag.units.chunking import subchunks
-from rag.units.long_units import DEFAULT_CAP, Member, UnitPlan, plan_units, split_unit_key, unit_key
-
-
-@dataclass
-class IngestSettings:
-    sources: list[str] = field(default_factory=list)
-    default_acl: tuple[str, ...] = ()
-    collection: str | None = None
-    derive_links: bool = False
-    unit_cap: int = DEFAULT_CAP
-    chunk_target: int = 112
-    chunk_max: int = 128
-    embedder: str | None = None   # None keeps the workspace's embedder (MiniLM for a new workspace)
-    allow_empty: bool = False  # a source that holds no document deletes what it published (an explicit choice)
-    select: Selection | None = None  # a partition's files of its source folder (rag.sources.partitions)
-    rescan: bool = False  # re-read every file and re-plan every unit from the texts, ignoring what is stored
+from rag.units.long_units import Member, UnitPlan, plan_units, split_unit_key, unit_key
 
 
 @dataclass

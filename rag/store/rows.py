@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from rag.sources.documents import Rejected
 
@@ -42,6 +43,30 @@ class CurrentText:
     text: str
     acl: tuple[str, ...]
     content_hash: str
+
+
+@dataclass(frozen=True)
+class VersionEvent:
+    """One version of a document in its history: its status and when it was current."""
+
+    version: str
+    status: str
+    valid_from: datetime | None
+    valid_to: datetime | None
+    publish_id: int | None
+    source_path: str | None
+
+
+@dataclass(frozen=True)
+class UnitEvent:
+    """One unit version that carried a version of the document, and when it was current."""
+
+    doc_version: str
+    unit: str
+    status: str
+    valid_from: datetime | None
+    valid_to: datetime | None
+    publish_id: int | None
 
 
 @dataclass

@@ -50,3 +50,9 @@ BLOCK_SIZE = 65536
 SETTINGS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS workspace_settings (key VARCHAR PRIMARY KEY, value VARCHAR, updated_at TIMESTAMP);
 """
+
+
+def unit_key_sql(alias: str = "") -> str:
+    """`rag.units.long_units.unit_key` in SQL, over a `units` row: the one place SQL spells `unit_id@version`."""
+    prefix = f"{alias}." if alias else ""
+    return f"{prefix}unit_id || '@' || {prefix}unit_version"

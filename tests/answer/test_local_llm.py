@@ -188,16 +188,17 @@ def test_the_two_step_reader_on_the_local_model_cites_the_document_it_answers_fr
 def test_elite_runs_its_llm_policy_through_the_real_local_server(local_model, tmp_path):
     from conftest import SAMPLES
 
-    from rag.elite import EliteConfig, elite_retrieve
+    from rag.elite import EliteConfig, elite_retrieve, explorer_for
     from rag.retrieval.callers import Caller
     from rag.store.catalog import Catalog
-    from rag.store.publish import IngestSettings, publish_documents
+    from rag.store.publish import publish_documents
+    from rag.store.settings import IngestSettings
 
     catalog = Catalog(tmp_path / "catalog.duckdb")
     publish_documents(catalog, IngestSettings(sources=[str(SAMPLES / "corpus")]))
     small = EliteConfig(max_rounds=1, importance_chunks=1, noise_samples=1)
     result = elite_retrieve(catalog, Caller(frozenset({"support"})), "How long does the offline cache hold data?",
-                            600, model=local_model, config=small)
+                            600, explorer_for(model=local_model, config=small))
     assert result.trace["policy"] == f"llm:{MODEL_NAME}"
     assert result.items and result.tokens <= 600
     assert all(i.doc_version != "2025" for i in result.items)

@@ -2,7 +2,7 @@
 the core, whichever method or embedder it reaches first, before any work on the corpus."""
 import pytest
 
-from rag.elite import elite_retrieve
+from rag.elite import elite_retrieve, explorer_for
 from rag.retrieval.callers import Caller
 from rag.retrieval.lexical import lexical_index
 from rag.sources.documents import Document
@@ -26,7 +26,7 @@ def catalog(tmp_path):
 
 def test_elite_refuses_an_over_long_question(catalog, embedder):
     with pytest.raises(QuestionTooLong, match=f"the limit is {MAX_QUESTION_CHARS:,}"):
-        elite_retrieve(catalog, Caller(frozenset({"staff"})), LONG, 1000, embedder=embedder)
+        elite_retrieve(catalog, Caller(frozenset({"staff"})), LONG, 1000, explorer_for(embedder=embedder))
 
 
 def test_the_bm25_channel_refuses_an_over_long_question(catalog):
@@ -43,5 +43,5 @@ def test_both_embedders_refuse_to_embed_an_over_long_question(embedder, multilin
 
 def test_a_question_at_the_limit_is_answered(catalog, embedder):
     question = ("what does the cache hold " * 100)[:MAX_QUESTION_CHARS]
-    result = elite_retrieve(catalog, Caller(frozenset({"staff"})), question, 1000, embedder=embedder)
+    result = elite_retrieve(catalog, Caller(frozenset({"staff"})), question, 1000, explorer_for(embedder=embedder))
     assert [i.doc_id for i in result.items] == ["a"]

@@ -3,8 +3,8 @@ import json
 import pytest
 from elite_helpers import HashEncoder, catalog_with, doc
 
-from rag.elite import EliteConfig, elite_explore, elite_retrieve, format_trace, pack_exploration
-from rag.elite.explore import explore
+from rag.elite import EliteConfig, elite_explore, elite_retrieve, explorer_for, format_trace, pack_exploration
+from rag.elite.explore import Explorer, explore
 from rag.elite.policy import OfflinePolicy
 from rag.models.tokens import default_counter
 from rag.retrieval.callers import Caller
@@ -29,7 +29,8 @@ def catalog(tmp_path):
 
 
 def run(catalog, question=QUESTION, budget=4000, **config):
-    return elite_retrieve(catalog, STAFF, question, budget, embedder=HashEncoder(), config=EliteConfig(**config))
+    return elite_retrieve(catalog, STAFF, question, budget,
+                          explorer_for(embedder=HashEncoder(), config=EliteConfig(**config)))
 
 
 def test_a_second_round_searches_with_new_terms_and_finds_what_the_first_missed(catalog):
@@ -68,7 +69,7 @@ def test_the_budget_is_never_exceeded_and_items_keep_their_headers(catalog):
 
 
 def test_one_exploration_packed_at_a_budget_equals_a_direct_retrieve(catalog):
-    found = elite_explore(catalog, STAFF, QUESTION, embedder=HashEncoder())
+    found = elite_explore(catalog, STAFF, QUESTION, explorer_for(embedder=HashEncoder()))
     for budget in (60, 200):
         assert pack_exploration(found, budget).items == run(catalog, budget=budget).items
 
@@ -117,10 +118,10 @@ def test_offline_importance_is_computed_only_when_it_decides_and_never_changes_t
     for question in (QUESTION, "Which studio produced the action film Fist Power?"):
         for config in (EliteConfig(), EliteConfig(min_coverage=0.5, min_focus=0.5),
                        EliteConfig(min_coverage=0.0, min_focus=0.0, min_importance=0.3)):
-            lazy = explore(catalog, STAFF, question, policy=OfflinePolicy(), encoder=HashEncoder(),
-                           counter=default_counter(), config=config)
-            eager = explore(catalog, STAFF, question, policy=EagerOfflinePolicy(), encoder=HashEncoder(),
-                            counter=default_counter(), config=config)
+            lazy = explore(catalog, STAFF, question,
+                           Explorer(OfflinePolicy(), HashEncoder(), default_counter(), config))
+            eager = explore(catalog, STAFF, question,
+                            Explorer(EagerOfflinePolicy(), HashEncoder(), default_counter(), config))
             assert lazy.candidates == eager.candidates
             assert lazy.trace["stopped"] == eager.trace["stopped"]
             for lazy_round, eager_round in zip(lazy.trace["rounds"], eager.trace["rounds"], strict=True):

@@ -3,7 +3,7 @@ import json
 import pytest
 from elite_helpers import HashEncoder, catalog_with, doc, fake_chat
 
-from rag.elite import EliteConfig, elite_retrieve
+from rag.elite import EliteConfig, elite_retrieve, explorer_for
 from rag.retrieval.callers import Caller
 
 STAFF = Caller(frozenset({"staff"}))
@@ -30,8 +30,8 @@ def scripted(plan: dict, judge: dict, answer: str = "7 days"):
 
 
 def ask(catalog, model, question, **config):
-    return elite_retrieve(catalog, STAFF, question, 4000, model=model, embedder=HashEncoder(),
-                          config=EliteConfig(**config))
+    return elite_retrieve(catalog, STAFF, question, 4000,
+                          explorer_for(model=model, embedder=HashEncoder(), config=EliteConfig(**config)))
 
 
 def test_generated_terms_are_searched_and_every_call_is_logged_with_tokens(catalog):

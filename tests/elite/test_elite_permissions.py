@@ -8,7 +8,7 @@ from elite_helpers import HashEncoder, catalog_with, doc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag.elite import EliteConfig, elite_retrieve
+from rag.elite import EliteConfig, elite_retrieve, explorer_for
 from rag.retrieval.callers import Caller
 
 GROUPS = ["sales", "support", "security", "field"]
@@ -43,7 +43,7 @@ def test_nothing_returned_comes_from_a_document_the_caller_may_not_read(spec, gr
     caller = Caller(frozenset(groups))
     with tempfile.TemporaryDirectory() as tmp:
         catalog = catalog_with(Path(tmp) / "catalog.duckdb", docs)
-        result = elite_retrieve(catalog, caller, question, budget, embedder=HashEncoder(), config=FAST)
+        result = elite_retrieve(catalog, caller, question, budget, explorer_for(embedder=HashEncoder(), config=FAST))
         catalog.close()
     readable = {d.doc_id: d for d in docs if caller.may_read(d.acl)}
     hidden = [secret(i) for i, d in enumerate(docs) if d.doc_id not in readable]
@@ -64,13 +64,14 @@ def test_an_acl_revoked_in_the_catalog_hides_the_document_at_once(tmp_path):
     from conftest import SAMPLES
 
     from rag.store.catalog import Catalog
-    from rag.store.publish import IngestSettings, publish_documents
+    from rag.store.publish import publish_documents
+    from rag.store.settings import IngestSettings
 
     catalog = Catalog(tmp_path / "catalog.duckdb")
     publish_documents(catalog, IngestSettings(sources=[str(SAMPLES / "corpus")]))
     caller, question = Caller(frozenset({"support"})), "Which error code means the cache is full?"
-    before = elite_retrieve(catalog, caller, question, 2000, embedder=HashEncoder(), config=FAST)
+    before = elite_retrieve(catalog, caller, question, 2000, explorer_for(embedder=HashEncoder(), config=FAST))
     assert "error-codes-reference" in {i.doc_id for i in before.items}
     catalog.con.execute("UPDATE documents SET acl = ['security-team'] WHERE doc_id = 'error-codes-reference'")
-    after = elite_retrieve(catalog, caller, question, 2000, embedder=HashEncoder(), config=FAST)
+    after = elite_retrieve(catalog, caller, question, 2000, explorer_for(embedder=HashEncoder(), config=FAST))
     assert "error-codes-reference" not in {i.doc_id for i in after.items}

@@ -2,17 +2,18 @@
 import pytest
 from elite_helpers import HashEncoder
 
-from rag.elite import EliteConfig, elite_retrieve
+from rag.elite import EliteConfig, elite_retrieve, explorer_for
 from rag.retrieval.callers import Caller
 from rag.store.catalog import Catalog
-from rag.store.publish import IngestSettings, publish_documents
+from rag.store.publish import publish_documents
+from rag.store.settings import IngestSettings
 
 EVERYONE = Caller(frozenset({"field-engineering", "support", "partners", "security-team", "everyone"}))
 CONFIG = EliteConfig(noise_samples=1)
 
 
 def ask(catalog, question, budget=8000):
-    return elite_retrieve(catalog, EVERYONE, question, budget, embedder=HashEncoder(), config=CONFIG)
+    return elite_retrieve(catalog, EVERYONE, question, budget, explorer_for(embedder=HashEncoder(), config=CONFIG))
 
 
 @pytest.fixture
@@ -56,4 +57,4 @@ def test_the_sample_corpus_scope_follows_the_acl(catalog):
 
 
 def ask_as(catalog, caller, question):
-    return elite_retrieve(catalog, caller, question, 4000, embedder=HashEncoder(), config=CONFIG)
+    return elite_retrieve(catalog, caller, question, 4000, explorer_for(embedder=HashEncoder(), config=CONFIG))

@@ -11,7 +11,7 @@ import pytest
 
 from assets.evaluation import evaluation_definitions
 from pipelines.eval_cli import add_eval_parser
-from rag.evaluation import BudgetExceeded, EvalConfig, evaluate, prepare_workspace
+from rag.evaluation import BudgetExceeded, EvalConfig, Evaluator, evaluate, prepare_workspace
 from rag.evaluation import load_questions as eval_questions
 from rag.retrieval.context import ContextItem, RetrievalResult
 from rag.sources.benchmarks import benchmark_dir, evidence_recall, load_questions
@@ -130,8 +130,8 @@ def test_a_method_over_its_budget_stops_the_evaluation(run, monkeypatch, embedde
     prepared = prepare_workspace(run["bench"], run["workspace"], embedder, default_counter())
     try:
         with pytest.raises(BudgetExceeded):
-            evaluate(prepared, eval_questions(run["bench"], 1), EvalConfig(methods=("longrag",), budgets=(500,)),
-                     embedder, default_counter(), None)
+            evaluate(prepared, eval_questions(run["bench"], 1),
+                     Evaluator(EvalConfig(methods=("longrag",), budgets=(500,)), embedder, default_counter()))
     finally:
         prepared.close()
 

@@ -4,7 +4,8 @@ from pathlib import Path
 from rag.models.tokens import default_counter
 from rag.store.catalog import Catalog
 from rag.store.index import SubchunkIndex
-from rag.store.publish import IngestSettings, publish_documents, publish_index, publish_units
+from rag.store.publish import publish_documents, publish_index, publish_units
+from rag.store.settings import IngestSettings
 
 GOOD = "---\nid: {id}\nversion: \"{version}\"\nacl: [{acl}]\n---\n# {id}\n\n{text}\n"
 

@@ -4,7 +4,8 @@ from hardening_helpers import good, publish_all, write
 
 from rag.sources.loaders import load_sources
 from rag.store.catalog import Catalog
-from rag.store.publish import IngestSettings, NothingToPublish, publish_documents
+from rag.store.publish import NothingToPublish, publish_documents
+from rag.store.settings import IngestSettings
 
 DEEP = 100_000
 

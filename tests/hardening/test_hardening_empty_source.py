@@ -4,7 +4,8 @@ from hardening_helpers import current, good, publish_all, write
 
 from rag.store import consistency
 from rag.store.catalog import Catalog
-from rag.store.publish import IngestSettings, NothingToPublish, publish_documents
+from rag.store.publish import NothingToPublish, publish_documents
+from rag.store.settings import IngestSettings
 
 
 def sync(catalog, *sources, **kw):

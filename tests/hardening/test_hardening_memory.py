@@ -15,6 +15,7 @@ from pipelines.cli import main
 from pipelines.ingest_run import run_ingest
 from rag.elite import _default_embedder
 from rag.models.embedders import load_embedder
+from rag.store.settings import IngestSettings
 
 
 def rss_mib() -> float:
@@ -35,7 +36,7 @@ def test_one_embedder_per_process_and_settings_even_when_threads_race():
 
 @pytest.mark.slow
 def test_repeated_in_process_cli_calls_keep_memory_flat(corpus, workspace, capsys):
-    run_ingest(str(workspace), [str(corpus)])
+    run_ingest(IngestSettings(workspace=str(workspace), sources=[str(corpus)]))
     argv = ["retrieve", "How long does the offline cache hold telemetry?", "--workspace", str(workspace),
             "--groups", "support", "--json"]
     for _ in range(10):   # warm: the model, the snapshot's caches, the allocator's arenas

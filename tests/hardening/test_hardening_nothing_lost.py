@@ -7,7 +7,8 @@ from hardening_helpers import current, good, write
 
 from rag.sources.loaders import load_sources
 from rag.store.catalog import Catalog
-from rag.store.publish import IngestSettings, publish_documents
+from rag.store.publish import publish_documents
+from rag.store.settings import IngestSettings
 
 
 def sync(catalog, *sources, **kw):

@@ -25,6 +25,7 @@ from rag.sources.partitions import (
     slug,
     vanished,
 )
+from rag.store.settings import IngestSettings
 
 STAFF = Caller(frozenset({"staff"}))
 METHODS = ("longrag", "shortchunk", "elite")
@@ -89,7 +90,7 @@ def test_a_dagster_run_of_an_unknown_key_creates_no_catalog(tmp_path):
     """The UI can add any dynamic partition key: the run fails on the key before the store is opened."""
     src = tree(tmp_path)
     ws = tmp_path / "ws"
-    resources = workspace_resources(ws, [str(src)], partitioned=True)
+    resources = workspace_resources(IngestSettings(workspace=ws, sources=[str(src)], partitioned=True))
     from assets.ingest import COLLECTIONS, build_ingest
 
     assets, checks = build_ingest(COLLECTIONS)
@@ -104,7 +105,7 @@ def test_a_dagster_run_of_an_unknown_key_creates_no_catalog(tmp_path):
 @pytest.mark.slow
 def test_a_vanished_collection_is_deleted_reported_and_retired_with_as_of_reads_kept(tmp_path, capsys):
     src, ws = tree(tmp_path), tmp_path / "ws"
-    first = run_partitions(str(ws), [str(src)])
+    first = run_partitions(IngestSettings(workspace=str(ws), sources=[str(src)]))
     assert sorted(first["partitions"]) == ["src/eng", "src/hr", "src/ops"] and first["vanished"] == []
     assert "pager" in ids(ws, "When does the pager rotation change?")
     before = Workspace(ws).resolve_as_of(max(i.created_at for i in Workspace(ws).snapshot().parts.values()))
@@ -121,11 +122,11 @@ def test_a_vanished_collection_is_deleted_reported_and_retired_with_as_of_reads_
     for method in ("longrag", "shortchunk"):   # as-of reads within retention still see it
         assert "pager" in ids(ws, "When does the pager rotation change?", method, as_of=before)
 
-    again = run_partitions(str(ws), [str(src)])
+    again = run_partitions(IngestSettings(workspace=str(ws), sources=[str(src)]))
     assert again["vanished"] == [] and "src/ops" not in again["partitions"]
 
     doc(src / "ops" / "pager.md", "pager", "The pager rotation changes every Monday at nine.")   # it comes back
-    back = run_partitions(str(ws), [str(src)])
+    back = run_partitions(IngestSettings(workspace=str(ws), sources=[str(src)]))
     assert back["partitions"]["src/ops"]["documents"] == 1 and "src/ops" not in retired_keys(ws)
     assert "pager" in ids(ws, "When does the pager rotation change?")
 
@@ -133,7 +134,7 @@ def test_a_vanished_collection_is_deleted_reported_and_retired_with_as_of_reads_
 @pytest.mark.slow
 def test_a_missing_source_deletes_nothing(tmp_path):
     src, ws = tree(tmp_path), tmp_path / "ws"
-    run_partitions(str(ws), [str(src)])
+    run_partitions(IngestSettings(workspace=str(ws), sources=[str(src)]))
     src.rename(tmp_path / "unmounted")
     assert vanished([str(src)], ws) == []
     (tmp_path / "unmounted").rename(src)
@@ -144,7 +145,7 @@ def test_a_missing_source_deletes_nothing(tmp_path):
 def test_a_stray_store_left_by_a_malformed_key_is_retired_and_the_real_collection_reads_again(tmp_path):
     """A store an older version created for 'src/hr/' (same files, second store) hid every hr document."""
     src, ws = tree(tmp_path), tmp_path / "ws"
-    run_partitions(str(ws), [str(src)])
+    run_partitions(IngestSettings(workspace=str(ws), sources=[str(src)]))
     real = next(s for s in published_stores(ws) if s.key == "src/hr")
     stray = ws / PARTITIONS_DIR / slug("src/hr/")
     shutil.copytree(real.folder, stray, ignore=shutil.ignore_patterns("writer.lock"))
@@ -153,7 +154,7 @@ def test_a_stray_store_left_by_a_malformed_key_is_retired_and_the_real_collectio
     (stray / STORE_INFO).write_text(json.dumps({"key": "src/hr/", "lance_uri": lance}))
     assert "leave" not in ids(ws, "How many days of annual leave?")   # hidden: one id in two partitions
 
-    counts = run_partitions(str(ws), [str(src)])
+    counts = run_partitions(IngestSettings(workspace=str(ws), sources=[str(src)]))
     assert counts["vanished"] == ["src/hr/"] and counts["partitions"]["src/hr/"]["deleted"] == 1
     assert counts["shared_ids"] == []
     assert "leave" in ids(ws, "How many days of annual leave?")
@@ -185,7 +186,7 @@ def test_an_id_in_two_partitions_is_an_error_in_both_partitions_the_totals_and_h
 @pytest.mark.slow
 def test_the_sensor_and_the_nightly_schedule_delete_a_vanished_collection(tmp_path):
     src, ws = tree(tmp_path), tmp_path / "ws"
-    defs = build_definitions(workspace_resources(ws, [str(src)], partitioned=True))
+    defs = build_definitions(workspace_resources(IngestSettings(workspace=ws, sources=[str(src)], partitioned=True)))
     sensor, job = defs.get_sensor_def("collection_changes"), defs.resolve_job_def("ingest")
     nightly = defs.get_schedule_def("nightly_reindex")
     (tmp_path / "home").mkdir()

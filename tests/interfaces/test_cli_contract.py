@@ -6,7 +6,8 @@ import sys
 import pytest
 from conftest import REPO, SAMPLES
 
-from pipelines.cli import run_ingest
+from pipelines.ingest_run import run_ingest
+from rag.store.settings import IngestSettings
 
 Q = "How long does the offline cache hold telemetry?"
 
@@ -14,7 +15,7 @@ Q = "How long does the offline cache hold telemetry?"
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory):
     root = tmp_path_factory.mktemp("contract")
-    run_ingest(str(root / "ws"), [str(SAMPLES / "corpus")])
+    run_ingest(IngestSettings(workspace=str(root / "ws"), sources=[str(SAMPLES / "corpus")]))
     files = {
         "list.yaml": "- alice\n- bob\n", "null.yaml": "alice: null\n", "numbers.yaml": "alice: [1, 2]\n",
         "nested.yaml": "alice: [[support]]\n", "mapping.yaml": "alice: {group: support}\n",
@@ -26,7 +27,7 @@ def ws(tmp_path_factory):
     (root / "corrupt").mkdir()
     (root / "corrupt" / "catalog.duckdb").write_bytes(b"this is not a duckdb file" * 100)
     corrupt_snapshot = root / "corrupt-snapshot"
-    run_ingest(str(corrupt_snapshot), [str(SAMPLES / "corpus" / "security")])
+    run_ingest(IngestSettings(workspace=str(corrupt_snapshot), sources=[str(SAMPLES / "corpus" / "security")]))
     for snap in (corrupt_snapshot / "snapshots" / "segments").glob("*.parquet"):
         snap.write_bytes(b"garbage" * 1000)
     (root / "not-a-benchmark").mkdir()

@@ -6,11 +6,12 @@ from assets.ingest import ingest_assets, ingest_checks
 from pipelines.workspace_resources import workspace_resources
 from rag.store.catalog import Catalog
 from rag.store.index import SubchunkIndex
+from rag.store.settings import IngestSettings
 
 
 def materialize(instance, workspace, sources, **kw):
     result = dg.materialize([*ingest_assets, *ingest_checks], instance=instance,
-                            resources=workspace_resources(workspace, [str(s) for s in sources], **kw))
+                            resources=workspace_resources(IngestSettings(workspace=workspace, sources=sources, **kw)))
     assert result.success
     meta = {e.asset_key.path[-1]: {k: v.value for k, v in e.materialization.metadata.items()}
             for e in result.get_asset_materialization_events()}
@@ -115,7 +116,7 @@ def test_definitions_load_for_dagster_dev():
 def test_ask_job_answers_a_configured_question_from_the_ui(instance, corpus, workspace):
     from pipelines.definitions import build_definitions
 
-    defs = build_definitions(workspace_resources(workspace, [str(corpus)]))
+    defs = build_definitions(workspace_resources(IngestSettings(workspace=workspace, sources=[str(corpus)])))
     assert defs.resolve_job_def("ingest").execute_in_process(instance=instance).success
     config = {"ops": {"answer_question": {"config": {
         "question": "How long does the offline cache hold telemetry?", "groups": ["support"], "budget": 1500}}}}

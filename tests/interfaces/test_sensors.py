@@ -7,13 +7,14 @@ from pipelines.workspace_resources import workspace_resources
 from rag.query.workspace import Workspace
 from rag.retrieval.callers import Caller
 from rag.store.catalog import Catalog
+from rag.store.settings import IngestSettings
 
 
 @pytest.fixture
 def setup(tmp_path, corpus, workspace):
     home = tmp_path / "dagster_home"
     home.mkdir()
-    defs = build_definitions(workspace_resources(workspace, [str(corpus)]))
+    defs = build_definitions(workspace_resources(IngestSettings(workspace=workspace, sources=[str(corpus)])))
     with dg.instance_for_test(temp_dir=str(home)) as instance:
         yield defs, instance, corpus, workspace
 
@@ -137,5 +138,6 @@ def test_as_of_read_returns_what_was_current_then_and_history_shows_both_version
     assert "77 MB" not in past.context() and "64 MB" in past.context()
 
     versions, units = reader.snapshot().catalog.history("edge-log-rotation")
-    assert [(v, s) for v, s, *_ in versions] == [("2025", "superseded"), ("2026", "superseded"), ("2027", "current")]
-    assert {(dv, s) for dv, _, s, *_ in units} == {("2026", "retired"), ("2027", "current")}
+    assert [(v.version, v.status) for v in versions] == [("2025", "superseded"), ("2026", "superseded"),
+                                                         ("2027", "current")]
+    assert {(u.doc_version, u.status) for u in units} == {("2026", "retired"), ("2027", "current")}

@@ -15,10 +15,11 @@ from conftest import REPO, SAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines.cli import run_ingest
+from pipelines.ingest_run import run_ingest
 from rag.query.workspace import Workspace
 from rag.store.catalog import Catalog
-from rag.store.publish import IngestSettings, publish_documents
+from rag.store.publish import publish_documents
+from rag.store.settings import IngestSettings
 
 GROUPS = ["field-engineering", "support", "partners", "security-team", "everyone", "nobody-else"]
 WORDS = ["cache", "firmware", "certificate", "rotation", "log", "reconnect", "antenna", "grounding", "incident",
@@ -157,7 +158,7 @@ def test_a_deletion_is_hidden_at_once_and_a_publish_is_seen_by_the_next_request(
     publish_documents(catalog, IngestSettings(sources=[str(served["corpus"])]))  # documents step only
     catalog.close()
     assert "error-codes-reference" not in ids()
-    run_ingest(str(served["ws"]), [str(served["corpus"])])
+    run_ingest(IngestSettings(workspace=str(served["ws"]), sources=[str(served["corpus"])]))
     after = served["client"].get("/healthz").json()
     assert after["snapshot"] >= before["snapshot"] + 2 and after["publish_id"] > before["publish_id"]
     assert "error-codes-reference" not in ids()

@@ -12,7 +12,8 @@ from rag.models.files import USE_FILES_SHA256, ModelIntegrityError, use_resource
 from rag.models.tokens import default_counter
 from rag.store.catalog import Catalog
 from rag.store.index import SubchunkIndex
-from rag.store.publish import IngestSettings, publish_documents, publish_index, publish_units
+from rag.store.publish import publish_documents, publish_index, publish_units
+from rag.store.settings import IngestSettings
 
 
 def publish(catalog, index, embedder, source):
@@ -65,8 +66,8 @@ def test_the_ingest_asset_says_when_it_re_embedded_for_another_embedder(tmp_path
     from pipelines.workspace_resources import workspace_resources
 
     def ingest(name):
-        result = dg.materialize(ingest_assets, resources=workspace_resources(
-            tmp_path / "ws", [str(SAMPLES / "corpus-zh")], embedder=name))
+        settings = IngestSettings(workspace=tmp_path / "ws", sources=[SAMPLES / "corpus-zh"], embedder=name)
+        result = dg.materialize(ingest_assets, resources=workspace_resources(settings))
         (event,) = [e for e in result.get_asset_materialization_events() if e.asset_key.path[-1] == "subchunk_index"]
         return {k: v.value for k, v in event.materialization.metadata.items()}
 

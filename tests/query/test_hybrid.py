@@ -5,11 +5,12 @@ from hypothesis import strategies as st
 from test_longrag import GROUPS, WORDS, assert_only_readable_bytes, publish, uncommitted
 
 from rag.models.tokens import default_counter
-from rag.query.hybrid import hybrid_explore, hybrid_retrieve
-from rag.query.methods import METHODS, Request, Tools
+from rag.query.hybrid import hybrid_explore, pack_hybrid
+from rag.query.methods import METHODS
 from rag.query.workspace import Workspace
 from rag.retrieval.callers import Caller
 from rag.retrieval.longrag import LongRAGConfig, longrag_candidates
+from rag.retrieval.request import Request, Tools
 
 
 @pytest.fixture(scope="module")
@@ -18,8 +19,9 @@ def sample(published_sample):
 
 
 def hybrid(sample, embedder, question, groups, budget=2000, config=LongRAGConfig()):
-    return hybrid_retrieve(uncommitted(*sample), embedder, default_counter(), Caller(frozenset(groups)), question,
-                           budget, config)
+    """The hybrid's two steps with LongRAG's `config` (the registered method runs them with one hop)."""
+    request = Request(Caller(frozenset(groups)), question, budget)
+    return pack_hybrid(hybrid_explore(uncommitted(*sample), request, Tools(embedder, default_counter()), config), budget)
 
 
 def test_registered_beside_the_other_methods_and_served_by_a_workspace(tmp_path, corpus, embedder):
@@ -36,9 +38,9 @@ def test_registered_beside_the_other_methods_and_served_by_a_workspace(tmp_path,
 def test_windows_come_only_from_the_documents_longrag_ranked(sample, embedder):
     question, support = "offline cache eviction and re-sync after reconnect", Caller(frozenset({"support"}))
     snap = uncommitted(*sample)
-    scope = {i.doc_id for i in longrag_candidates(snap, embedder.encode_query, default_counter(), support,
-                                                  question).items}
-    found = hybrid_explore(snap, embedder, default_counter(), support, question)
+    request, tools = Request(support, question, 2000), Tools(embedder, default_counter())
+    scope = {i.doc_id for i in longrag_candidates(snap, request, tools, LongRAGConfig()).items}
+    found = hybrid_explore(snap, request, tools, LongRAGConfig())
     assert found.candidates and {i.doc_id for i in found.candidates} <= scope
     assert found.trace["longrag"]["scope_documents"] == len(scope)
 

@@ -4,8 +4,9 @@ import pytest
 from test_longrag import uncommitted
 
 from rag.models.tokens import default_counter
-from rag.query.methods import METHODS, Request, Tools
+from rag.query.methods import METHODS
 from rag.retrieval.callers import Caller
+from rag.retrieval.request import Request, Tools
 
 QUESTIONS = ["How long can the offline cache hold telemetry?", "Which fuse protects the field wiring?"]
 BUDGETS = (200, 1000, 4000)

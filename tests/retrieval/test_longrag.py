@@ -1,21 +1,20 @@
 """LongRAG retrieval: MaxP, read-time assembly from the catalog, permissions, versions and budgets."""
-from functools import partial
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rag.models.tokens import default_counter
-from rag.query.methods import Request, Tools
 from rag.query.methods import method as registered
 from rag.query.workspace import Workspace
 from rag.retrieval.callers import Caller
 from rag.retrieval.dense import Hit, maxp
-from rag.retrieval.longrag import LongRAGConfig, longrag_retrieve, shortchunk_retrieve
+from rag.retrieval.longrag import LongRAGConfig
 from rag.retrieval.read_state import SharedCache, Snapshot
+from rag.retrieval.request import Request, Tools
 from rag.store.catalog import Catalog
 from rag.store.index import SubchunkIndex
-from rag.store.publish import IngestSettings, publish_documents, publish_index, publish_units
+from rag.store.publish import publish_documents, publish_index, publish_units
+from rag.store.settings import IngestSettings
 from rag.store.snapshot_files import read_pointer
 
 GROUPS = ["field-engineering", "support", "partners", "security-team", "everyone"]
@@ -40,9 +39,10 @@ def uncommitted(catalog: Catalog, index: SubchunkIndex) -> Snapshot:
     return Snapshot(read_pointer(catalog.path.rsplit("/", 1)[0]), catalog, index, SharedCache())
 
 
-def retrieve(sample, embedder, question, groups, budget=2000, fn=longrag_retrieve):
-    return fn(uncommitted(*sample), embedder.encode_query, default_counter(), Caller(frozenset(groups)), question,
-              budget)
+def retrieve(sample, embedder, question, groups, budget=2000, method="longrag", config=None):
+    """A registered method as the groups, over the sample's writer connection; `config` replaces LongRAG's."""
+    return registered(method).run(uncommitted(*sample), Request(Caller(frozenset(groups)), question, budget),
+                                  Tools(embedder, default_counter(), longrag=config))
 
 
 def test_unit_score_is_its_best_subchunk_and_ties_break_by_unit_key():
@@ -127,9 +127,9 @@ def assert_only_readable_bytes(sample, embedder, groups, words, budget, revoked,
     return result
 
 
-def _via(fn):
+def _via(method: str, config: LongRAGConfig | None):
     return lambda embedder: lambda sample, groups, question, budget: retrieve(sample, embedder, question, groups,
-                                                                             budget, fn=fn)
+                                                                             budget, method, config)
 
 
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -138,12 +138,11 @@ def _via(fn):
        budget=st.integers(min_value=50, max_value=9000),
        revoked=st.sets(st.sampled_from(["edge-offline-cache", "error-codes-reference", "install-grounding",
                                         "ssh-hardening", "quick-start-guide", "edge-log-rotation"]), max_size=3),
-       method=st.sampled_from([longrag_retrieve, shortchunk_retrieve,
-                               partial(longrag_retrieve, config=LongRAGConfig(hops=2))]))
+       method=st.sampled_from([("longrag", None), ("shortchunk", None), ("longrag", LongRAGConfig(hops=1))]))
 def test_no_returned_byte_comes_from_a_document_the_caller_may_not_read(sample, embedder, groups, words, budget,
                                                                         revoked, method):
     """Property (rule 1): also when the catalog revoked a member's ACL after its unit was indexed."""
-    assert_only_readable_bytes(sample, embedder, groups, words, budget, revoked, _via(method)(embedder))
+    assert_only_readable_bytes(sample, embedder, groups, words, budget, revoked, _via(*method)(embedder))
 
 
 @pytest.fixture(scope="module")
@@ -215,14 +214,13 @@ def test_the_second_hop_brings_in_the_document_the_first_hop_names(tmp_path, emb
     sample = publish(tmp_path / "ws", [tmp_path / "docs.jsonl"], embedder, default_acl=("bench",))
     question = "What is the cuisine of the province where the journalist Dai Jitao was born famous for?"
     budget = 2 * max(default_counter().count([f"## {t}\n[{d} · version 1]\n{x}\n" for d, t, x in BRIDGE])) + 10
-    one = retrieve(sample, embedder, question, ["bench"], budget, fn=partial(longrag_retrieve,
-                                                                             config=LongRAGConfig(hops=1)))
+    one = retrieve(sample, embedder, question, ["bench"], budget, config=LongRAGConfig(hops=1))
     two = retrieve(sample, embedder, question, ["bench"], budget,
-                   fn=partial(longrag_retrieve, config=LongRAGConfig(hops=2, hop_query=hop_query, hop_seeds=1)))
+                   config=LongRAGConfig(hops=2, hop_query=hop_query, hop_seeds=1))
     assert [i.doc_id for i in one.items][0] == "dai" and "sichuan" not in {i.doc_id for i in one.items}
     assert {i.doc_id for i in two.items} == {"dai", "sichuan"} and two.trace["queries"] == 2
     branched = retrieve(sample, embedder, question, ["bench"], budget,
-                        fn=partial(longrag_retrieve, config=LongRAGConfig(hops=2, hop_query=hop_query, hop_seeds=2)))
+                        config=LongRAGConfig(hops=2, hop_query=hop_query, hop_seeds=2))
     assert [i.doc_id for i in branched.items] == ["dai", "sichuan"] and branched.trace["queries"] == 3
 
 

@@ -5,9 +5,10 @@ from hypothesis import strategies as st
 from test_longrag import GROUPS, WORDS, uncommitted
 
 from rag.models.tokens import default_counter
+from rag.query.methods import method as registered
 from rag.retrieval.callers import Caller
 from rag.retrieval.dense import maxp, search
-from rag.retrieval.whole_units import longrag_units_retrieve
+from rag.retrieval.request import Request, Tools
 
 
 @pytest.fixture(scope="module")
@@ -17,8 +18,8 @@ def sample(published_sample):
 
 def run(sample, embedder, question, groups, budget):
     snap = uncommitted(*sample)
-    return snap, longrag_units_retrieve(snap, embedder.encode_query, default_counter(), Caller(frozenset(groups)),
-                                        question, budget)
+    return snap, registered("longrag-units").run(snap, Request(Caller(frozenset(groups)), question, budget),
+                                                 Tools(embedder, default_counter()))
 
 
 def readable_members(snap, unit_id, groups):

@@ -11,7 +11,8 @@ from pipelines.ingest_run import run_ingest
 from rag.query.workspace import Workspace, WorkspaceError
 from rag.retrieval.callers import Caller
 from rag.store.catalog import Catalog
-from rag.store.publish import IngestSettings, publish_documents
+from rag.store.publish import publish_documents
+from rag.store.settings import IngestSettings
 from rag.store.snapshot_files import SNAPSHOT_DIR, read_pointer
 
 EVERYONE = Caller(frozenset({"field-engineering", "support", "partners", "security-team", "everyone"}))
@@ -48,7 +49,7 @@ def check_state(result, old: dict[str, str], new: dict[str, str], texts) -> None
 
 @pytest.mark.slow
 def test_readers_keep_answering_while_a_real_ingest_republishes_a_third(corpus, workspace, embedder):
-    run_ingest(str(workspace), [str(corpus)])
+    run_ingest(IngestSettings(workspace=str(workspace), sources=[str(corpus)]))
     old = versions(workspace)
     changed = reversion_a_third(corpus)
     reader = Workspace(workspace, embedder=embedder)
@@ -78,7 +79,7 @@ def test_readers_keep_answering_while_a_real_ingest_republishes_a_third(corpus, 
 
 def test_a_reader_never_takes_the_writer_lock_and_sees_a_publish_at_its_next_query(tmp_path, corpus, embedder):
     ws = tmp_path / "ws"
-    run_ingest(str(ws), [str(corpus)])
+    run_ingest(IngestSettings(workspace=str(ws), sources=[str(corpus)]))
     writer = Catalog(ws / "catalog.duckdb")  # this process now holds the writer lock and the DuckDB file
     holder = subprocess.run([sys.executable, "-c", _READ_IN_ANOTHER_PROCESS, str(ws)], cwd=REPO,
                             capture_output=True, text=True, timeout=300)
@@ -111,15 +112,15 @@ print(" ".join(i.doc_id for i in result.items))
 
 def test_old_snapshots_are_pruned_but_history_and_as_of_reads_use_the_newest(tmp_path, corpus, embedder):
     ws = tmp_path / "ws"
-    run_ingest(str(ws), [str(corpus)])
+    run_ingest(IngestSettings(workspace=str(ws), sources=[str(corpus)]))
     for k in range(5):
         (corpus / "operations" / f"note-{k}.md").write_text(
             f"---\nid: note-{k}\ntitle: Shift note {k}\nacl: [support]\n---\nShift note number {k}.\n")
-        run_ingest(str(ws), [str(corpus)])
+        run_ingest(IngestSettings(workspace=str(ws), sources=[str(corpus)]))
     files = sorted(p.name for p in (ws / SNAPSHOT_DIR).glob("*.json"))  # manifests; segments are shared
     assert len(files) == 4 and files[-1] == read_pointer(ws).file
     versions_, _ = Workspace(ws).snapshot().catalog.history("note-0")
-    assert [v for v, *_ in versions_] == ["1"]
+    assert [v.version for v in versions_] == ["1"]
 
 
 def test_a_workspace_without_a_publish_or_that_is_a_file_is_a_one_line_error(tmp_path):
@@ -133,7 +134,7 @@ def test_a_workspace_without_a_publish_or_that_is_a_file_is_a_one_line_error(tmp
 def test_a_new_version_recorded_but_not_yet_indexed_is_served_instead_of_nothing(tmp_path, corpus, embedder):
     """After the documents step (or a run killed right after it) LongRAG serves the new text, never the old."""
     ws = tmp_path / "ws"
-    run_ingest(str(ws), [str(corpus)])
+    run_ingest(IngestSettings(workspace=str(ws), sources=[str(corpus)]))
     old = corpus / "operations" / "offline-cache.2026.md"
     (corpus / "operations" / "offline-cache.2027.md").write_text(
         old.read_text().replace('version: "2026"', 'version: "2027"').replace("7 days", "9 days"))

@@ -16,6 +16,7 @@ from rag.query.workspace import Workspace
 from rag.retrieval.callers import Caller, load_users
 from rag.sources.loaders import walk
 from rag.sources.partitions import PartitionError, Selection, discover, resolve, shard_of, shards_for
+from rag.store.settings import IngestSettings
 
 
 def doc(path: Path, doc_id: str, acl: str, text: str) -> None:
@@ -81,8 +82,8 @@ def test_a_key_naming_no_configured_source_is_refused_in_one_line(tmp_path):
 @pytest.mark.slow
 def test_a_partitioned_workspace_answers_every_user_exactly_as_the_whole_one(tmp_path, corpus):
     """Same units (grouping never crosses a collection), so the same context for every question and user."""
-    run_ingest(str(tmp_path / "whole"), [str(corpus)])
-    counts = run_partitions(str(tmp_path / "parts"), [str(corpus)])
+    run_ingest(IngestSettings(workspace=str(tmp_path / "whole"), sources=[str(corpus)]))
+    counts = run_partitions(IngestSettings(workspace=str(tmp_path / "parts"), sources=[str(corpus)]))
     assert sorted(counts["partitions"]) == ["corpus/installation", "corpus/operations", "corpus/security"]
     assert counts["checks_passed"]
     whole, parts = Workspace(tmp_path / "whole"), Workspace(tmp_path / "parts")
@@ -103,7 +104,7 @@ def test_a_document_id_published_by_two_partitions_is_hidden_rather_than_read_un
     doc(src / "hr" / "salaries.md", "pay-bands", "hr", "The pay band for grade 7 is 91,000 to 104,000 euros.")
     doc(src / "public" / "bands.md", "pay-bands", "everyone", "Pay bands are published every January.")
     doc(src / "public" / "canteen.md", "canteen", "everyone", "The canteen opens at 11:30 every weekday.")
-    run_partitions(str(tmp_path / "ws"), [str(src)])
+    run_partitions(IngestSettings(workspace=str(tmp_path / "ws"), sources=[str(src)]))
 
     ws = Workspace(tmp_path / "ws")
     assert ws.snapshot().catalog.hidden_ids() == ["pay-bands"]
@@ -120,7 +121,8 @@ def test_the_sensor_adds_new_collections_and_requests_runs_only_for_changed_ones
     src = tmp_path / "docs"
     doc(src / "hr" / "leave.md", "leave", "staff", "Annual leave is 30 days.")
     doc(src / "it" / "vpn.md", "vpn", "staff", "The VPN needs a hardware key.")
-    defs = build_definitions(workspace_resources(tmp_path / "ws", [str(src)], partitioned=True))
+    settings = IngestSettings(workspace=tmp_path / "ws", sources=[src], partitioned=True)
+    defs = build_definitions(workspace_resources(settings))
     sensor = defs.get_sensor_def("collection_changes")
     home = tmp_path / "home"
     home.mkdir()
@@ -143,7 +145,8 @@ def test_the_sensor_adds_new_collections_and_requests_runs_only_for_changed_ones
 
 
 def test_partitioned_definitions_load_with_a_partitioned_ingest_job(tmp_path):
-    defs = build_definitions(workspace_resources(tmp_path / "ws", [str(SAMPLES / "corpus")], partitioned=True))
+    settings = IngestSettings(workspace=tmp_path / "ws", sources=[SAMPLES / "corpus"], partitioned=True)
+    defs = build_definitions(workspace_resources(settings))
     dg.Definitions.validate_loadable(defs)
     job = defs.resolve_job_def("ingest")
     assert job.partitions_def.name == "collections"
@@ -165,10 +168,10 @@ def test_a_workspace_is_never_written_in_both_layouts(tmp_path, corpus):
     (tmp_path / "whole").mkdir()
     (tmp_path / "whole" / "catalog.duckdb").write_bytes(b"")
     with pytest.raises(CliError, match="holds a whole \\(unpartitioned\\) catalog"):
-        run_partitions(str(tmp_path / "whole"), [str(corpus)])
+        run_partitions(IngestSettings(workspace=str(tmp_path / "whole"), sources=[str(corpus)]))
     (tmp_path / "parts" / "partitions").mkdir(parents=True)
     with pytest.raises(CliError, match="is partitioned by collection"):
-        run_ingest(str(tmp_path / "parts"), [str(corpus)])
+        run_ingest(IngestSettings(workspace=str(tmp_path / "parts"), sources=[str(corpus)]))
 
 
 @pytest.mark.slow
@@ -176,12 +179,12 @@ def test_an_as_of_read_sees_each_partition_as_it_was_then(tmp_path):
     src = tmp_path / "docs"
     doc(src / "hr" / "leave.md", "leave", "staff", "Annual leave is 30 days for every employee.")
     doc(src / "it" / "vpn.md", "vpn", "staff", "The VPN needs a hardware key.")
-    run_partitions(str(tmp_path / "ws"), [str(src)])
+    run_partitions(IngestSettings(workspace=str(tmp_path / "ws"), sources=[str(src)]))
     ws = Workspace(tmp_path / "ws")
     before = ws.resolve_as_of(max(i.created_at for i in ws.snapshot().parts.values()))
     (src / "hr" / "leave.md").write_text("---\nid: leave\ntitle: leave\nversion: '2'\nacl: [staff]\n---\n"
                                          "Annual leave is 32 days for every employee.\n")
-    run_partitions(str(tmp_path / "ws"), [str(src)], ["docs/hr"])
+    run_partitions(IngestSettings(workspace=str(tmp_path / "ws"), sources=[str(src)]), ["docs/hr"])
     staff = Caller(frozenset({"staff"}))
 
     for method in ("longrag", "shortchunk"):

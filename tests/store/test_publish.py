@@ -2,7 +2,8 @@
 from rag.models.tokens import default_counter
 from rag.store.catalog import Catalog
 from rag.store.index import SubchunkIndex
-from rag.store.publish import IngestSettings, publish_documents, publish_index, publish_units
+from rag.store.publish import publish_documents, publish_index, publish_units
+from rag.store.settings import IngestSettings
 
 
 def write(folder, doc_id, text, acl="support"):

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from rag.sources import scan
 from rag.store.catalog import Catalog
-from rag.store.publish import IngestSettings, NothingToPublish, publish_documents
+from rag.store.publish import NothingToPublish, publish_documents
+from rag.store.settings import IngestSettings
 
 
 def md(doc_id, version, text, acl="support"):

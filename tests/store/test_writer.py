@@ -111,7 +111,9 @@ def test_dagster_queues_one_run_per_workspace_value_and_per_partition():
 def test_the_ingest_job_is_tagged_with_its_workspace_and_runs_its_steps_in_one_process(corpus, workspace):
     from pipelines.definitions import build_definitions
     from pipelines.workspace_resources import workspace_resources
+    from rag.store.settings import IngestSettings
 
-    job = build_definitions(workspace_resources(workspace, [str(corpus)])).resolve_job_def("ingest")
+    resources = workspace_resources(IngestSettings(workspace=workspace, sources=[str(corpus)]))
+    job = build_definitions(resources).resolve_job_def("ingest")
     assert job.tags["rag/workspace"] == str(workspace.resolve())
     assert job.executor_def.name == "in_process"

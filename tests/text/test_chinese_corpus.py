@@ -6,12 +6,15 @@ import json
 import pytest
 from conftest import SAMPLES
 
-from pipelines.cli import run_ingest
-from rag.elite import elite_retrieve
+from pipelines.ingest_run import run_ingest
+from rag.elite import elite_retrieve, explorer_for
+from rag.query.methods import method as registered
 from rag.query.workspace import Workspace
 from rag.retrieval.callers import Caller
 from rag.retrieval.lexical import lexical_index
-from rag.retrieval.longrag import LongRAGConfig, config_for, longrag_retrieve
+from rag.retrieval.longrag import LongRAGConfig, config_for
+from rag.retrieval.request import Request, Tools
+from rag.store.settings import IngestSettings
 
 QUESTIONS = {q["qid"]: q for q in map(json.loads, (SAMPLES / "questions-zh.jsonl").read_text().splitlines())}
 CHINESE = [q for q in QUESTIONS.values() if not q["qid"].startswith("en-")]
@@ -21,7 +24,7 @@ BUDGET = 2000
 @pytest.fixture(scope="module")
 def zh(tmp_path_factory):
     ws = tmp_path_factory.mktemp("zh") / "workspace"
-    counts = run_ingest(str(ws), [str(SAMPLES / "corpus-zh")], embedder="use-multilingual")
+    counts = run_ingest(IngestSettings(workspace=ws, sources=[SAMPLES / "corpus-zh"], embedder="use-multilingual"))
     assert counts["checks_passed"] and counts["quarantined"] == 0
     reader = Workspace(ws)  # questions are embedded in the workspace's own space
     yield reader.snapshot().catalog, reader, reader.embedder
@@ -88,7 +91,7 @@ def test_an_english_question_finds_the_chinese_document_through_the_multilingual
 def test_a_chinese_counting_question_is_answered_directly_over_readable_current_text(zh):
     catalog, _, embedder = zh
     result = elite_retrieve(catalog, Caller(frozenset({"edge-ops"})), "“缓存”这个词出现了几次？", BUDGET,
-                            embedder=embedder)
+                            explorer_for(embedder=embedder))
     answer = result.trace["direct_answer"]
     # 6 in the 2026 cache document (its 2025 version is superseded), 2 in log rotation, 1 in re-sync.
     assert answer["count"] == 9
@@ -110,10 +113,9 @@ def test_longrag_in_a_multilingual_workspace_ranks_with_the_weights_tuned_for_th
     q = QUESTIONS["zh-full-partition-resync"]
     snap = reader.snapshot()
     served = reader.retrieve("longrag", caller(q), q["question"], BUDGET).items
-    tuned = longrag_retrieve(snap, embedder.encode_query, reader.counter, caller(q), q["question"], BUDGET,
-                             config_for(embedder.name)).items
-    minilm = longrag_retrieve(snap, embedder.encode_query, reader.counter, caller(q), q["question"], BUDGET,
-                              LongRAGConfig()).items
+    request = Request(caller(q), q["question"], BUDGET)
+    tuned = registered("longrag").run(snap, request, Tools(embedder, reader.counter)).items
+    minilm = registered("longrag").run(snap, request, Tools(embedder, reader.counter, longrag=LongRAGConfig())).items
     assert config_for(embedder.name) != LongRAGConfig() == config_for("minilm")
     assert [(i.doc_id, i.score) for i in served] == [(i.doc_id, i.score) for i in tuned]
     assert [i.score for i in served] != [i.score for i in minilm]

@@ -1,0 +1,65 @@
+"""Every ingest setting in one object, its defaults written once: the CLI, the Dagster resources, the benches and
+the tests build an `IngestSettings`, and a partition's run narrows it to its own files."""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from rag.sources.partitions import PartitionSpec, Selection
+from rag.units.long_units import DEFAULT_CAP
+
+_TRUE = ("1", "true", "yes")
+
+
+@dataclass
+class IngestSettings:
+    """Where documents come from, how they become units and vectors, and where the workspace keeps them."""
+
+    sources: list[str] = field(default_factory=list)
+    default_acl: tuple[str, ...] = ()
+    collection: str | None = None
+    derive_links: bool = False
+    unit_cap: int = DEFAULT_CAP
+    chunk_target: int = 112
+    chunk_max: int = 128
+    embedder: str | None = None   # None keeps the workspace's embedder (MiniLM for a new workspace)
+    allow_empty: bool = False  # a source that holds no document deletes what it published (an explicit choice)
+    select: Selection | None = None  # a partition's files of its source folder
+    rescan: bool = False  # re-read every file and re-plan every unit from the texts, ignoring what is stored
+    workspace: str = ".rag/workspace"
+    lance_uri: str | None = None  # None: `lancedb/` inside the workspace folder
+    wait_s: float | None = None   # how long a second writer waits; None: $RAG_WRITER_WAIT_S or 60 s
+    partitioned: bool = False     # each collection is a Dagster partition with a store of its own
+    shard_files: int | None = None  # None: $RAG_SHARD_FILES or 20,000
+
+    def __post_init__(self):
+        self.sources = [str(s) for s in self.sources]
+        self.default_acl = tuple(self.default_acl)
+        self.workspace = str(self.workspace)
+
+    @property
+    def index_uri(self) -> str:
+        return self.lance_uri or str(Path(self.workspace) / "lancedb")
+
+    def for_partition(self, spec: PartitionSpec) -> IngestSettings:
+        """One partition's run: its folder and which of its files; a vanished collection deletes what it published."""
+        return replace(self, sources=[str(spec.folder)], select=spec.selection,
+                       allow_empty=self.allow_empty or spec.selection.vanished)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], workspace: str, sources: list[str]) -> IngestSettings:
+        """RAG_WORKSPACE, RAG_SOURCES (os.pathsep-separated), RAG_DEFAULT_ACL (comma-separated), RAG_COLLECTION,
+        RAG_DERIVE_LINKS=titles, RAG_LANCE_URI, RAG_EMBEDDER, RAG_ALLOW_EMPTY=1, RAG_PARTITIONS=collections;
+        `workspace` and `sources` are the defaults when unset."""
+        return cls(
+            workspace=environ.get("RAG_WORKSPACE") or workspace,
+            sources=[s for s in environ.get("RAG_SOURCES", os.pathsep.join(sources)).split(os.pathsep) if s],
+            default_acl=tuple(g for g in environ.get("RAG_DEFAULT_ACL", "").split(",") if g),
+            collection=environ.get("RAG_COLLECTION") or None,
+            derive_links=environ.get("RAG_DERIVE_LINKS", "") == "titles",
+            lance_uri=environ.get("RAG_LANCE_URI") or None,
+            embedder=environ.get("RAG_EMBEDDER") or None,
+            allow_empty=environ.get("RAG_ALLOW_EMPTY", "").lower() in _TRUE,
+            partitioned=environ.get("RAG_PARTITIONS", "") == "collections")
