@@ -4,14 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from rag.models.tokens import TokenCounter
 from rag.retrieval.callers import Caller
-
-if TYPE_CHECKING:
-    from rag.answer.llm import ChatModel
-    from rag.retrieval.longrag import LongRAGConfig
 
 
 @dataclass(frozen=True)
@@ -22,7 +17,7 @@ class Request:
     question: str
     budget: int
     as_of: datetime | None = None
-    model: ChatModel | None = None       # drives ELITE's exploration when given; the offline policy otherwise
+    model: object = None  # a rag.answer.llm.ChatModel (a layer above): drives ELITE's exploration; None: offline
 
 
 @dataclass(frozen=True)
@@ -33,4 +28,4 @@ class Tools:
     embedder: object
     counter: TokenCounter
     elite: object = None  # an EliteConfig overriding ELITE's defaults
-    longrag: LongRAGConfig | None = None  # None: the embedder's tuned configuration (rag.retrieval.longrag.config_for)
+    longrag: object = None  # a LongRAGConfig; None: the one tuned for the embedder (rag.retrieval.longrag.config_for)
