@@ -14,7 +14,7 @@ from rag.evaluation import EvalConfig, Outcome, evaluate_workspace, ingest_bench
 from rag.evaluation.report import render_markdown
 from rag.evaluation.summary import trend
 from rag.query.methods import METHODS
-from rag.sources.benchmarks import benchmarks_root
+from rag.sources.benchmarks import BUNDLED, benchmarks_root
 from resources import EmbedderResource, ReadSideResource, SourceSettings
 from resources.llm import LLMResource
 
@@ -70,12 +70,15 @@ def questions_beside(sources: list[str]) -> Path | None:
 
 
 def evaluation_definitions(benchmarks: Path | None = None, cron: str = "0 4 * * *",
-                           workspace_root: Path = REPO / ".rag" / "bench") -> EvaluationDefinitions:
+                           workspace_root: Path = REPO / ".rag" / "bench",
+                           sources: list[str] | None = None) -> EvaluationDefinitions:
     """The workspace evaluation, the benchmark workspaces and their evaluations, the nightly schedules, the sensor.
 
     `workspace_root/<benchmark>` holds each benchmark's catalog.duckdb and lancedb/: the one place both the
     ingesting and the evaluating asset use, so the lineage edge between them is the data itself. `benchmarks`
     defaults to rag.sources.benchmarks.benchmarks_root() ($RAG_BENCHMARKS, else the slices in samples/benchmarks/).
+    The schedules start ON; the folder sensor starts ON only for the bundled slices (seconds of work), since a
+    named folder of full benchmarks is hours of ingest that a team should start on purpose.
     """
     benchmarks, default_root = Path(benchmarks) if benchmarks else benchmarks_root(), Path(workspace_root)
 
@@ -138,7 +141,9 @@ def evaluation_definitions(benchmarks: Path | None = None, cron: str = "0 4 * * 
                                         description="Evaluate the production workspace on its own question set.")
 
     @dg.schedule(job=job, cron_schedule=cron, name="nightly_evaluation",
-                 description="Every known benchmark partition, every night, after the 02:00 re-index.")
+                 default_status=dg.DefaultScheduleStatus.RUNNING,
+                 description=f"ON by default: at {cron} (cron, UTC) evaluates every known benchmark partition, "
+                             "after the 02:00 re-index.")
     def nightly_evaluation(context: dg.ScheduleEvaluationContext):
         day = context.scheduled_execution_time.strftime("%Y-%m-%d")
         names = context.instance.get_dynamic_partitions(BENCHMARK_PARTITIONS.name)
@@ -146,13 +151,21 @@ def evaluation_definitions(benchmarks: Path | None = None, cron: str = "0 4 * * 
         return [dg.RunRequest(run_key=f"{name}@{day}", partition_key=name,
                               tags={"rag/workspace": str(default_root / name)}) for name in names]
 
-    nightly_workspace = dg.ScheduleDefinition(
-        name="nightly_workspace_evaluation", job=workspace_job, cron_schedule=cron,
-        description="The production workspace's own question set, every night, after the 02:00 re-index.")
+    @dg.schedule(job=workspace_job, cron_schedule=cron, name="nightly_workspace_evaluation",
+                 default_status=dg.DefaultScheduleStatus.RUNNING,
+                 description=f"ON by default: at {cron} (cron, UTC) evaluates the production workspace on the "
+                             "questions.jsonl beside its sources, after the 02:00 re-index; skips without one.")
+    def nightly_workspace(context: dg.ScheduleEvaluationContext):
+        if sources is not None and questions_beside(sources) is None:
+            return dg.SkipReason(f"no questions.jsonl beside the sources ({', '.join(sources)})")
+        return dg.RunRequest(run_key=f"workspace@{context.scheduled_execution_time:%Y-%m-%d}")
 
+    bundled = benchmarks.resolve() == BUNDLED.resolve()
     @dg.sensor(job=prepare_job, name="benchmark_folders", minimum_interval_seconds=60,
-               default_status=dg.DefaultSensorStatus.RUNNING,
-               description=f"Discovers benchmark folders under {benchmarks} and ingests each new or changed one.")
+               default_status=dg.DefaultSensorStatus.RUNNING if bundled else dg.DefaultSensorStatus.STOPPED,
+               description=("ON by default (the bundled slices, seconds of work): " if bundled else
+                            "OFF by default (full benchmarks are hours of ingest; start it here to ingest them): ")
+               + f"discovers benchmark folders under {benchmarks} and ingests each new or changed one.")
     def benchmark_folders(context: dg.SensorEvaluationContext):
         names = benchmark_names(benchmarks)
         known = set(context.instance.get_dynamic_partitions(BENCHMARK_PARTITIONS.name))
