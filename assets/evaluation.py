@@ -11,6 +11,7 @@ from typing import Optional
 import dagster as dg
 
 from rag.evaluation import EvalConfig, Outcome, evaluate_workspace, ingest_benchmark, open_prepared
+from rag.evaluation.decision import decision_line
 from rag.evaluation.report import render_markdown
 from rag.evaluation.summary import trend
 from rag.query.methods import METHODS
@@ -188,7 +189,10 @@ def report_metadata(outcome: Outcome) -> dict:
     summary, files = outcome.summary, outcome.files
     images = {name: _data_uri(path) for name, path in files.plots.items()}
     metadata = {
+        # First and as plain text, so the asset's page shows the verdict without opening the report.
+        **{f"use_at_{d['budget']}": decision_line(d) for d in summary.get("decisions", [])},
         "report": dg.MetadataValue.md(render_markdown(summary, images)),
+        "report_file": dg.MetadataValue.url(files.report_md.resolve().as_uri()),
         **{f"plot_{name}": dg.MetadataValue.md(f"![{name}]({uri})") for name, uri in images.items()},
         "reader": summary["reader"],
         "elite_policy": summary["elite_policy"] or "not run",
@@ -203,6 +207,8 @@ def report_metadata(outcome: Outcome) -> dict:
     }
     # One float per metric × method × budget under stable keys, so the UI plots each across nights.
     metadata.update({key: dg.MetadataValue.float(value) for key, value in trend(summary).items()})
+    metadata.update({f"difference_to_runner_up@{d['budget']}": dg.MetadataValue.float(d["difference"]["mean"])
+                     for d in summary.get("decisions", []) if d.get("runner_up")})
     return metadata
 
 

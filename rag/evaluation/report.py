@@ -7,6 +7,7 @@ from pathlib import Path
 
 import duckdb
 
+from rag.evaluation.decision import decision_line
 from rag.evaluation.plots import draw_plots
 from rag.evaluation.run import Evaluation
 from rag.text.tables import markdown_table
@@ -69,6 +70,7 @@ def render_markdown(summary: dict, plots: dict[str, str]) -> str:
     lines = [
         f"# Retrieval evaluation: {summary['benchmark']}",
         "",
+        *decision_section(summary),
         f"Generated {summary['generated_at']} with:",
         "",
         "```",
@@ -141,6 +143,17 @@ def render_markdown(summary: dict, plots: dict[str, str]) -> str:
               "with `qid`, `method`, `budget`, `tokens` and `retrieved_doc_ids`; table `figures` holds the "
               "intervals above.", ""]
     return "\n".join(lines)
+
+
+def decision_section(summary: dict) -> list[str]:
+    """The verdict first: per budget, the method to use, with its paired interval against the runner-up."""
+    found = summary.get("decisions") or []
+    if not found:
+        return []
+    return ["## Which method to use", "", *[f"- **{decision_line(d)}**" for d in found], "",
+            "The deciding figure is answer F1 where a reader answered at that budget, else source completeness, "
+            "averaged over the same questions; the interval is a paired bootstrap of the difference (first − second). "
+            "An interval that includes 0 is no real difference: then the faster method is named too.", ""]
 
 
 def _differences(diffs: list[dict]) -> list[str]:
