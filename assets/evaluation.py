@@ -15,7 +15,7 @@ from rag.evaluation.decision import decision_line
 from rag.evaluation.report import render_markdown
 from rag.evaluation.summary import trend
 from rag.query.methods import METHODS
-from rag.sources.benchmarks import BUNDLED, benchmarks_root
+from rag.sources.benchmarks import benchmarks_root
 from resources import EmbedderResource, ReadSideResource, SourceSettings
 from resources.llm import LLMResource
 
@@ -78,8 +78,8 @@ def evaluation_definitions(benchmarks: Path | None = None, cron: str = "0 4 * * 
     `workspace_root/<benchmark>` holds each benchmark's catalog.duckdb and lancedb/: the one place both the
     ingesting and the evaluating asset use, so the lineage edge between them is the data itself. `benchmarks`
     defaults to rag.sources.benchmarks.benchmarks_root() ($RAG_BENCHMARKS, else the slices in samples/benchmarks/).
-    The schedules start ON; the folder sensor starts ON only for the bundled slices (seconds of work), since a
-    named folder of full benchmarks is hours of ingest that a team should start on purpose.
+    The schedules start ON; the folder sensor starts OFF, since ingesting benchmarks (minutes for the bundled
+    slices, hours for full ones) is work a team starts on purpose.
     """
     benchmarks, default_root = Path(benchmarks) if benchmarks else benchmarks_root(), Path(workspace_root)
 
@@ -161,12 +161,11 @@ def evaluation_definitions(benchmarks: Path | None = None, cron: str = "0 4 * * 
             return dg.SkipReason(f"no questions.jsonl beside the sources ({', '.join(sources)})")
         return dg.RunRequest(run_key=f"workspace@{context.scheduled_execution_time:%Y-%m-%d}")
 
-    bundled = benchmarks.resolve() == BUNDLED.resolve()
     @dg.sensor(job=prepare_job, name="benchmark_folders", minimum_interval_seconds=60,
-               default_status=dg.DefaultSensorStatus.RUNNING if bundled else dg.DefaultSensorStatus.STOPPED,
-               description=("ON by default (the bundled slices, seconds of work): " if bundled else
-                            "OFF by default (full benchmarks are hours of ingest; start it here to ingest them): ")
-               + f"discovers benchmark folders under {benchmarks} and ingests each new or changed one.")
+               default_status=dg.DefaultSensorStatus.STOPPED,
+               description="OFF by default (ingesting benchmarks is minutes of work for the bundled slices, hours for "
+                           "full ones; start it here when you want them): discovers benchmark folders under "
+                           f"{benchmarks} and ingests each new or changed one.")
     def benchmark_folders(context: dg.SensorEvaluationContext):
         names = benchmark_names(benchmarks)
         known = set(context.instance.get_dynamic_partitions(BENCHMARK_PARTITIONS.name))

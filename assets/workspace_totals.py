@@ -48,7 +48,7 @@ def published_elsewhere(workspace: str | None, partition: str) -> LinkTargets:
 def workspace_totals_definitions() -> tuple[dg.AssetsDefinition, dg.SensorDefinition]:
     """The totals asset and the sensor that refreshes it after any partition publishes."""
 
-    @dg.asset(group_name="index", deps=[SUBCHUNK_INDEX], kinds={"duckdb"},
+    @dg.asset(group_name="workspace", deps=[SUBCHUNK_INDEX], kinds={"duckdb"},
               automation_condition=dg.AutomationCondition.eager(),
               description="The whole workspace: totals over every partition's published snapshot, with one row per "
                           "partition, and links counted across partitions (refreshed after any partition publishes).")
