@@ -11,8 +11,8 @@ from typing import Optional
 import dagster as dg
 
 from rag.evaluation import EvalConfig, Outcome, evaluate_workspace, ingest_benchmark, open_prepared
-from rag.evaluation.decision import decision_line
-from rag.evaluation.report import render_markdown
+from rag.evaluation.decision import decision_brief
+from rag.evaluation.report import render_brief, render_markdown
 from rag.evaluation.summary import trend
 from rag.query.methods import METHODS
 from rag.sources.benchmarks import benchmarks_root
@@ -189,9 +189,11 @@ def report_metadata(outcome: Outcome) -> dict:
     images = {name: _data_uri(path) for name, path in files.plots.items()}
     metadata = {
         # First and as plain text, so the asset's page shows the verdict without opening the report.
-        **{f"use_at_{d['budget']}": decision_line(d) for d in summary.get("decisions", [])},
-        "report": dg.MetadataValue.md(render_markdown(summary, images)),
+        **{f"use_at_{d['budget']}": decision_brief(d) for d in summary.get("decisions", [])},
+        # The UI's dialog focuses its Close button, at the bottom: a long report opens scrolled to its middle.
+        "report": dg.MetadataValue.md(render_brief(summary, str(files.report_md))),
         "report_file": dg.MetadataValue.url(files.report_md.resolve().as_uri()),
+        "report_full": dg.MetadataValue.md(render_markdown(summary, images)),
         **{f"plot_{name}": dg.MetadataValue.md(f"![{name}]({uri})") for name, uri in images.items()},
         "reader": summary["reader"],
         "elite_policy": summary["elite_policy"] or "not run",
@@ -201,7 +203,6 @@ def report_metadata(outcome: Outcome) -> dict:
         "evaluation_seconds": summary["evaluation_seconds"],
         "expectation_failures": len(summary["expectations"]),
         "workspace_checks_passed": all(summary["workspace_checks"].values()),
-        "summary": dg.MetadataValue.json(summary["methods"]),
         "report_dir": dg.MetadataValue.path(str(files.report_md.parent)),
     }
     # One float per metric × method × budget under stable keys, so the UI plots each across nights.

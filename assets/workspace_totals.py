@@ -17,14 +17,14 @@ from resources import SourceSettings, VectorStoreResource
 SUBCHUNK_INDEX = dg.AssetKey("subchunk_index")
 COLUMNS = (("partition", "string", "the collection (or shard) key"),
            ("documents_current", "int", "current documents"),
-           ("superseded", "int", "older versions kept for as-of reads"),
-           ("deleted", "int", "documents deleted from the source"),
-           ("units", "int", "current long units"),
-           ("subchunks", "int", "rows of the published index"),
-           ("links_within", "int", "links to a document of the same partition"),
            ("cross_collection_links", "int", "links to a document another partition publishes"),
            ("missing_links", "int", "links to a document no partition publishes"),
+           ("units", "int", "current long units"),
+           ("subchunks", "int", "rows of the published index"),
            ("size_on_disk", "string", "catalog, read state and index"),
+           ("superseded", "int", "older versions kept for as-of reads"),
+           ("deleted", "int", "documents deleted from the source"),
+           ("links_within", "int", "links to a document of the same partition"),
            ("last_published", "string", "UTC"))
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The screenshots listed in docs/ui.md: a fresh Dagster instance filled by populate.py (partitioned sample corpus,
 # one nightly sweep, the bundled HotpotQA slice evaluated), `dagster dev` in its own process group, Debian's
-# headless chromium (apt-get install chromium), then the group is stopped. Run from the repository: docs/screenshots/take.sh
+# headless chromium (apt-get install chromium) driven by shoot.py, then the group is stopped. Run from the repository: docs/screenshots/take.sh
 set -euo pipefail
 repo=$(pwd)
 tmp=$(mktemp -d)
@@ -19,15 +19,16 @@ trap 'kill -- -"$(cat "$tmp/dev.pid")" 2>/dev/null || true' EXIT
 for _ in $(seq 120); do curl -sf "http://127.0.0.1:$port/server_info" > /dev/null && break; sleep 2; done
 sleep 20   # the code location loads after the server answers
 
-shot() {  # name path [height]
-    chromium --headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update \
-        --disable-sync --no-first-run --user-data-dir="$(mktemp -d)" --hide-scrollbars \
-        --window-size=1400,"${3:-1000}" --virtual-time-budget=30000 \
-        --screenshot="$repo/docs/screenshots/$1.png" "http://127.0.0.1:$port$2" 2> /dev/null
-}
-shot asset-graph "/asset-groups"
-shot partitioned-asset "/assets/long_units" 1400
-shot workspace-totals "/assets/workspace_totals" 1400
-shot report "/assets/retrieval_evaluation" 1400
-shot automation "/automation"
-grep -c "will not be used" "$tmp/dev.log" || true
+# Through the DevTools protocol: the community dialog is dismissed the way the UI does it (setNuxSeen), and a
+# metadata dialog is opened by a click, as a person would.
+curl -s -X POST -H 'Content-Type: application/json' "http://127.0.0.1:$port/graphql" -d '{"query":"mutation { setNuxSeen }"}'
+md="[...document.querySelectorAll('a,button,span,div')].filter(e => e.childElementCount === 0 && e.textContent.trim() === '[Show Markdown]')"
+.venv/bin/python docs/screenshots/shoot.py "$port" docs/screenshots \
+    "asset-graph=/assets/subchunk_index?view=lineage&lineageDepth=2|900" \
+    "partitioned-asset=/assets/long_units|1500" \
+    "workspace-totals=/assets/workspace_totals|1500||1600" \
+    "report=/assets/retrieval_evaluation|1300||1600" \
+    "report-open=/assets/retrieval_evaluation|1100|$md[0].click()|1600" \
+    "plot-by-type=/assets/retrieval_evaluation|1000|$md[3].click()|1400" \
+    "automation=/automation|800"
+echo "'will not be used' warnings: $(grep -c 'will not be used' "$tmp/dev.log" || true)"

@@ -55,6 +55,17 @@ def decision_line(d: dict) -> str:
             "per retrieval)")
 
 
+def decision_brief(d: dict) -> str:
+    """The verdict in a few words, for a narrow metadata cell: 'longrag (completeness 0.980), +0.080 [...] …'."""
+    head = f"{d['method']} ({d['label']} {d['mean']:.3f})"
+    if not d.get("runner_up"):
+        return head + ", the only method"
+    diff = d["difference"]
+    verdict = "a real difference" if d["real"] else "no real difference"
+    return (f"{head}: {diff['mean']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}] over {d['runner_up']} "
+            f"(paired, n={diff['n']}): {verdict}")
+
+
 def _value(row: Row, metric: str) -> float | None:
     value = getattr(row, metric)
     return None if value is None else float(value)

@@ -145,6 +145,27 @@ def render_markdown(summary: dict, plots: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
+def render_brief(summary: dict, full_report: str) -> str:
+    """The verdict and one table (method × budget), short enough for the Dagster UI's dialog to open at its top."""
+    budgets = summary["config"]["budgets"]
+    cells = {(c["method"], c["budget"]): c for c in summary["results"]}
+
+    def figure(method: str, budget: int) -> str:
+        cell = cells.get((method, budget))
+        value = cell and (cell["f1"] or cell["completeness"])
+        return f"{value['mean']:.3f}" if value else "–"
+
+    answered = any(c["f1"] for c in summary["results"])
+    return "\n".join([
+        f"# Retrieval evaluation: {summary['benchmark']}", "", *decision_section(summary),
+        f"## {'Answer F1 (where answered), else source completeness' if answered else 'Source completeness'}", "",
+        markdown_table(["method", *[f"budget {b}" for b in budgets]],
+                       [[m, *[figure(m, b) for b in budgets]] for m in summary["config"]["methods"]]), "",
+        f"{summary['questions']} questions, {summary['corpus']['documents']:,} documents, reader: {summary['reader']}. "
+        f"Every figure with its interval, the costs and the plots: `report_full` beside this entry, or {full_report}.",
+    ])
+
+
 def decision_section(summary: dict) -> list[str]:
     """The verdict first: per budget, the method to use, with its paired interval against the runner-up."""
     found = summary.get("decisions") or []

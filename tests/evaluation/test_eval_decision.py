@@ -8,7 +8,7 @@ import pytest
 
 from rag.evaluation.decision import decisions
 from rag.evaluation.plots import MAX_WIDTH_PX, draw_plots, figures
-from rag.evaluation.report import render_markdown
+from rag.evaluation.report import render_brief, render_markdown
 from rag.evaluation.run import EvalConfig, Evaluation, Row
 from rag.evaluation.summary import by_type, cell_figures
 
@@ -106,3 +106,13 @@ def test_plots_fit_the_ui_viewer_and_no_two_labels_overlap(evaluation, tmp_path)
     for name, path in draw_plots(tmp_path, summary).items():
         width, height = struct.unpack(">II", path.read_bytes()[16:24])   # the PNG header's IHDR
         assert width <= MAX_WIDTH_PX and height <= 1000, (name, width, height)
+
+
+def test_the_ui_brief_is_the_verdict_and_one_table_short_enough_to_open_at_its_top(evaluation):
+    summary = summary_of(evaluation)
+    brief = render_brief(summary, "/reports/synthetic/report.md")
+    assert brief.count("\n") < 30 and "data:image" not in brief and "/reports/synthetic/report.md" in brief
+    full = render_markdown(summary, {})
+    assert [line for line in brief.splitlines() if line.startswith("- **budget")] \
+        == [line for line in full.splitlines() if line.startswith("- **budget")]
+    assert "| longrag | 0.750 | " in brief
