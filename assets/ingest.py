@@ -1,5 +1,6 @@
 """Ingest assets: sources → units → index. Each loads, calls the core in `rag.store.publish`, records metadata."""
 
+import time
 import warnings
 
 import dagster as dg
@@ -178,8 +179,10 @@ def _partition(context) -> str | None:
 
 
 def _finding(finding: consistency.Finding) -> dg.AssetCheckResult:
+    # The UI's check "Timestamp" is when the run was planned, before it waited in the queue; this is when it ran.
     return dg.AssetCheckResult(passed=finding.passed, description=finding.summary,
-                               metadata={"examples": dg.MetadataValue.json(finding.examples)})
+                               metadata={"examples": dg.MetadataValue.json(finding.examples),
+                                         "checked_at": dg.MetadataValue.timestamp(time.time())})
 
 
 def _counts_line(changes, documents) -> str:
