@@ -15,7 +15,8 @@ export PYTHONPATH=$repo${PYTHONPATH:+:$PYTHONPATH}
 # From DAGSTER_HOME, as `make ui` does (no "dagster.yaml will not be used" warning).
 (cd "$tmp/home" && setsid "$repo/.venv/bin/dagster" dev -h 127.0.0.1 -p "$port" -w "$repo/workspace.yaml" \
     > "$tmp/dev.log" 2>&1 & echo $! > "$tmp/dev.pid")
-trap 'kill -- -"$(cat "$tmp/dev.pid")" 2>/dev/null || true' EXIT
+# dagster dev started from a script ignores SIGTERM (STACK.md): the whole group gets SIGKILL.
+trap 'kill -KILL -- -"$(cat "$tmp/dev.pid")" 2>/dev/null || true' EXIT
 for _ in $(seq 120); do curl -sf "http://127.0.0.1:$port/server_info" > /dev/null && break; sleep 2; done
 sleep 20   # the code location loads after the server answers
 

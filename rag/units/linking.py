@@ -43,8 +43,8 @@ class LinkTargets:
 
     def split(self, links: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
         """(cross-collection links, links that point nowhere) of `links`, each a (doc id, link) pair."""
-        cross = [pair for pair in links if pair[1] in self.ids or pair[1] in self.titles]
-        return cross, [pair for pair in links if pair not in set(cross)]
+        found = [pair[1] in self.ids or pair[1] in self.titles for pair in links]
+        return [p for p, f in zip(links, found) if f], [p for p, f in zip(links, found) if not f]
 
 
 @dataclass(frozen=True)
