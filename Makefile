@@ -35,10 +35,16 @@ test: install-all        ## the whole suite, slow tests included (what CI runs)
 test-fast: install-all   ## skip the tests marked slow
 	$(PYTEST) -m "not slow"
 
+# dagster dev runs inside DAGSTER_HOME, where the repository's dagster.yaml is copied (from the repository's folder
+# it warns that ./dagster.yaml "will not be used"); relative RAG_* paths are made absolute first, so they still
+# mean what they meant here.
+ABSOLUTE_RAG_PATHS = import os, shlex; [print(f"export {k}={shlex.quote(os.pathsep.join(map(os.path.abspath, v.split(os.pathsep))))}") for k in ("RAG_SOURCES", "RAG_WORKSPACE", "RAG_BENCHMARKS") if (v := os.environ.get(k))]
+
 ui: install              ## Dagster UI on http://127.0.0.1:3000 (asset graph, metadata, checks, schedules, sensors)
 	@$(BIN)/python -m rag.sources.benchmarks >/dev/null   # RAG_BENCHMARKS named but missing: one line, no UI
-	mkdir -p .rag/dagster_home && cp -n dagster.yaml .rag/dagster_home/ || true
-	DAGSTER_HOME=$(CURDIR)/.rag/dagster_home $(BIN)/dagster dev -h 127.0.0.1 -p 3000
+	mkdir -p .rag/dagster_home && cp dagster.yaml .rag/dagster_home/dagster.yaml
+	eval "$$($(BIN)/python -c '$(ABSOLUTE_RAG_PATHS)')" && cd .rag/dagster_home && \
+	  DAGSTER_HOME=$(CURDIR)/.rag/dagster_home $(CURDIR)/$(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w $(CURDIR)/workspace.yaml
 
 bench: install-all       ## benchmarks; figures in bench/results/
 	$(BIN)/python bench/ingest.py

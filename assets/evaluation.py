@@ -11,7 +11,8 @@ from typing import Optional
 import dagster as dg
 
 from rag.evaluation import EvalConfig, Evaluator, Outcome, evaluate_workspace, ingest_benchmark, open_prepared
-from rag.evaluation.report import render_markdown
+from rag.evaluation.decision import decision_brief
+from rag.evaluation.report import render_brief, render_markdown
 from rag.evaluation.summary import trend
 from rag.query.methods import METHODS
 from rag.sources.benchmarks import benchmarks_root
@@ -70,12 +71,15 @@ def questions_beside(sources: list[str]) -> Path | None:
 
 
 def evaluation_definitions(benchmarks: Path | None = None, cron: str = "0 4 * * *",
-                           workspace_root: Path = REPO / ".rag" / "bench") -> EvaluationDefinitions:
+                           workspace_root: Path = REPO / ".rag" / "bench",
+                           sources: list[str] | None = None) -> EvaluationDefinitions:
     """The workspace evaluation, the benchmark workspaces and their evaluations, the nightly schedules, the sensor.
 
     `workspace_root/<benchmark>` holds each benchmark's catalog.duckdb and lancedb/: the one place both the
     ingesting and the evaluating asset use, so the lineage edge between them is the data itself. `benchmarks`
     defaults to rag.sources.benchmarks.benchmarks_root() ($RAG_BENCHMARKS, else the slices in samples/benchmarks/).
+    The schedules start ON; the folder sensor starts OFF, since ingesting benchmarks (minutes for the bundled
+    slices, hours for full ones) is work a team starts on purpose.
     """
     benchmarks, default_root = Path(benchmarks) if benchmarks else benchmarks_root(), Path(workspace_root)
 
@@ -139,7 +143,9 @@ def evaluation_definitions(benchmarks: Path | None = None, cron: str = "0 4 * * 
                                         description="Evaluate the production workspace on its own question set.")
 
     @dg.schedule(job=job, cron_schedule=cron, name="nightly_evaluation",
-                 description="Every known benchmark partition, every night, after the 02:00 re-index.")
+                 default_status=dg.DefaultScheduleStatus.RUNNING,
+                 description=f"ON by default: at {cron} (cron, UTC) evaluates every known benchmark partition, "
+                             "after the 02:00 re-index.")
     def nightly_evaluation(context: dg.ScheduleEvaluationContext):
         day = context.scheduled_execution_time.strftime("%Y-%m-%d")
         names = context.instance.get_dynamic_partitions(BENCHMARK_PARTITIONS.name)
@@ -147,13 +153,20 @@ def evaluation_definitions(benchmarks: Path | None = None, cron: str = "0 4 * * 
         return [dg.RunRequest(run_key=f"{name}@{day}", partition_key=name,
                               tags={"rag/workspace": str(default_root / name)}) for name in names]
 
-    nightly_workspace = dg.ScheduleDefinition(
-        name="nightly_workspace_evaluation", job=workspace_job, cron_schedule=cron,
-        description="The production workspace's own question set, every night, after the 02:00 re-index.")
+    @dg.schedule(job=workspace_job, cron_schedule=cron, name="nightly_workspace_evaluation",
+                 default_status=dg.DefaultScheduleStatus.RUNNING,
+                 description=f"ON by default: at {cron} (cron, UTC) evaluates the production workspace on the "
+                             "questions.jsonl beside its sources, after the 02:00 re-index; skips without one.")
+    def nightly_workspace(context: dg.ScheduleEvaluationContext):
+        if sources is not None and questions_beside(sources) is None:
+            return dg.SkipReason(f"no questions.jsonl beside the sources ({', '.join(sources)})")
+        return dg.RunRequest(run_key=f"workspace@{context.scheduled_execution_time:%Y-%m-%d}")
 
     @dg.sensor(job=prepare_job, name="benchmark_folders", minimum_interval_seconds=60,
-               default_status=dg.DefaultSensorStatus.RUNNING,
-               description=f"Discovers benchmark folders under {benchmarks} and ingests each new or changed one.")
+               default_status=dg.DefaultSensorStatus.STOPPED,
+               description="OFF by default (ingesting benchmarks is minutes of work for the bundled slices, hours for "
+                           "full ones; start it here when you want them): discovers benchmark folders under "
+                           f"{benchmarks} and ingests each new or changed one.")
     def benchmark_folders(context: dg.SensorEvaluationContext):
         names = benchmark_names(benchmarks)
         known = set(context.instance.get_dynamic_partitions(BENCHMARK_PARTITIONS.name))
@@ -176,7 +189,12 @@ def report_metadata(outcome: Outcome) -> dict:
     summary, files = outcome.summary, outcome.files
     images = {name: _data_uri(path) for name, path in files.plots.items()}
     metadata = {
-        "report": dg.MetadataValue.md(render_markdown(summary, images)),
+        # First and as plain text, so the asset's page shows the verdict without opening the report.
+        **{f"use_at_{d['budget']}": decision_brief(d) for d in summary.get("decisions", [])},
+        # The UI's dialog focuses its Close button, at the bottom: a long report opens scrolled to its middle.
+        "report": dg.MetadataValue.md(render_brief(summary, str(files.report_md))),
+        "report_file": dg.MetadataValue.url(files.report_md.resolve().as_uri()),
+        "report_full": dg.MetadataValue.md(render_markdown(summary, images)),
         **{f"plot_{name}": dg.MetadataValue.md(f"![{name}]({uri})") for name, uri in images.items()},
         "reader": summary["reader"],
         "elite_policy": summary["elite_policy"] or "not run",
@@ -186,11 +204,12 @@ def report_metadata(outcome: Outcome) -> dict:
         "evaluation_seconds": summary["evaluation_seconds"],
         "expectation_failures": len(summary["expectations"]),
         "workspace_checks_passed": all(summary["workspace_checks"].values()),
-        "summary": dg.MetadataValue.json(summary["methods"]),
         "report_dir": dg.MetadataValue.path(str(files.report_md.parent)),
     }
     # One float per metric × method × budget under stable keys, so the UI plots each across nights.
     metadata.update({key: dg.MetadataValue.float(value) for key, value in trend(summary).items()})
+    metadata.update({f"difference_to_runner_up@{d['budget']}": dg.MetadataValue.float(d["difference"]["mean"])
+                     for d in summary.get("decisions", []) if d.get("runner_up")})
     return metadata
 
 

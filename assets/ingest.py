@@ -1,21 +1,24 @@
 """Ingest assets: sources → units → index. Each loads, calls the core in `rag.store.publish`, records metadata."""
 
+import time
 import warnings
 
 import dagster as dg
 from tqdm import tqdm
 
+from assets.workspace_totals import published_elsewhere
 from rag.models.embedders import workspace_embedder_name
 from rag.query.workspace import shared_ids
 from rag.store import consistency
 from rag.store.publish import NothingToPublish, publish_documents, publish_index, publish_units
 from rag.store.storage import measure
 from rag.store.union_catalog import shared_ids_markdown
-from rag.text.tables import histogram, markdown_table
+from rag.text.tables import histogram, human_size, markdown_table
 from resources import CatalogResource, EmbedderResource, SourceSettings, VectorStoreResource
 
 # Each collection of the sources (or hash shard of a large one) is a partition with a store of its own.
 COLLECTIONS = dg.DynamicPartitionsDefinition(name="collections")
+NOT_REPLACED = "no (the same embedder as the last run)"
 
 
 def build_ingest(partitions: dg.PartitionsDefinition | None = None) -> tuple[list, list]:
@@ -52,6 +55,7 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
                 "warnings": len(changes.warnings),
                 "skipped": len(loaded.skipped),
                 **changes.reading,
+                "counts_explained": _counts_line(changes, loaded.documents),
                 "quarantine": dg.MetadataValue.md(_quarantine_md(changes.rejected + changes.warnings + loaded.skipped)),
                 "catalog": dg.MetadataValue.path(cat.path),
                 **_shared_ids_metadata(source_settings, part),
@@ -64,11 +68,13 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
                    source_settings: SourceSettings) -> dg.MaterializeResult:
         part = _partition(context)
         settings = source_settings.settings(part)
+        elsewhere = (lambda: published_elsewhere(source_settings.workspace, part)) if part else None
         with catalog.open(part) as cat:
-            plan, changes = publish_units(cat, embedder.counter(), settings)
+            plan, changes = publish_units(cat, embedder.counter(), settings, elsewhere)
         sizes = [u.tokens for u in plan.units]
         for doc_id, link in plan.missing_links:
-            context.log.warning(f"{doc_id}: link to missing document '{link}'")
+            context.log.warning(f"{doc_id}: link to missing document '{link}'"
+                                + (" (in no partition published so far)" if part else ""))
         return dg.MaterializeResult(metadata={
             "units": len(plan.units),
             "published": len(changes.published),
@@ -78,6 +84,7 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
             "mean_members_per_unit": round(sum(len(u.members) for u in plan.units) / max(len(plan.units), 1), 2),
             "max_unit_tokens": max(sizes, default=0),
             "missing_links": len(plan.missing_links),
+            **({"cross_collection_links": len(plan.cross_links)} if part else {}),
             "components": plan.components,
             "components_replanned": plan.replanned,
             "documents_tokenised": plan.facts_computed,
@@ -111,13 +118,15 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
             "subchunks": report.subchunks,
             "embedded": report.embedded,
             "embedder": name,
-            "embedder_replaced": report.replaced_embedder or "",
+            "embedder_replaced": report.replaced_embedder or NOT_REPLACED,
             "reused_vectors": report.reused,
             "units_indexed": report.units_indexed,
             "rows_removed": report.rows_removed,
             "foreign_rows_removed": report.foreign_rows_removed,
             "lance_version": report.lance_version,
-            "bytes_on_disk": dg.MetadataValue.int(stored.total()),
+            "size_on_disk": f"{human_size(stored.total())} (catalog {human_size(stored.catalog_bytes)}, read state "
+                            f"{human_size(stored.read_state_bytes)}, index {human_size(stored.index_bytes)})",
+            "mb_on_disk": dg.MetadataValue.float(round(stored.total() / 1e6, 2)),
             "storage_ratio_to_raw_text": stored.ratio(),
             "storage_shares_of_raw_text": dg.MetadataValue.json(stored.shares()),
             "table_uri": dg.MetadataValue.path(vector_store.uri_of(part)),
@@ -170,8 +179,18 @@ def _partition(context) -> str | None:
 
 
 def _finding(finding: consistency.Finding) -> dg.AssetCheckResult:
+    # The UI's check "Timestamp" is when the run was planned, before it waited in the queue; this is when it ran.
     return dg.AssetCheckResult(passed=finding.passed, description=finding.summary,
-                               metadata={"examples": dg.MetadataValue.json(finding.examples)})
+                               metadata={"examples": dg.MetadataValue.json(finding.examples),
+                                         "checked_at": dg.MetadataValue.timestamp(time.time())})
+
+
+def _counts_line(changes, documents) -> str:
+    """Why documents read and current differ: a run reads only changed files, and older versions are not current."""
+    older = len(documents) - len({d.doc_id for d in documents})
+    return (f"{len(documents)} document versions read from {changes.reading.get('files_read', 0)} new or changed "
+            f"files ({older} of them older versions of a document read in the same run, kept for as-of reads); "
+            f"{changes.current} documents are current in the catalog, counting those in unchanged files.")
 
 
 def _quarantine_md(rejected) -> str:

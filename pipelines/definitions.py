@@ -5,8 +5,9 @@ import dagster as dg
 
 from assets.evaluation import evaluation_definitions
 from assets.ingest import COLLECTIONS, build_ingest
+from assets.workspace_totals import workspace_totals_definitions
 from pipelines.ask_job import ask
-from pipelines.sensors import collection_sensor, source_sensor
+from pipelines.sensors import collection_sensor, sensor_names, source_sensor
 from pipelines.workspace_resources import resources_from_env
 
 
@@ -14,7 +15,7 @@ def build_definitions(resources: dict) -> dg.Definitions:
     settings = resources["source_settings"]
     workspace = resources["read_side"].workspace
     ingest = _partitioned_ingest(settings, workspace) if settings.partitioned else _whole_ingest(settings, workspace)
-    evaluation = evaluation_definitions()
+    evaluation = evaluation_definitions(sources=list(settings.sources))
     return dg.Definitions.merge(ingest, dg.Definitions(
         assets=evaluation.assets, jobs=[ask, *evaluation.jobs], schedules=evaluation.schedules,
         sensors=evaluation.sensors, resources=resources))
@@ -29,10 +30,11 @@ def _whole_ingest(settings, workspace: str) -> dg.Definitions:
         executor_def=dg.in_process_executor, tags={"rag/workspace": workspace},
         description="Load sources, re-group affected units and bring the sub-chunk index up to date.")
     nightly = dg.ScheduleDefinition(
-        name="nightly_reindex", job=job, cron_schedule="0 2 * * *",
-        description="Sweep every source and repair drift; the asset checks run after it.")
+        name="nightly_reindex", job=job, cron_schedule="0 2 * * *", default_status=dg.DefaultScheduleStatus.RUNNING,
+        description="ON by default: at 02:00 UTC sweeps every source and repairs drift; the asset checks run after it.")
+    names = sensor_names(list(settings.sources))
     return dg.Definitions(assets=assets, asset_checks=checks, jobs=[job], schedules=[nightly],
-                          sensors=[source_sensor(s, job) for s in settings.sources])
+                          sensors=[source_sensor(s, job, name=names[s]) for s in settings.sources])
 
 
 def _partitioned_ingest(settings, workspace: str) -> dg.Definitions:
@@ -45,13 +47,17 @@ def _partitioned_ingest(settings, workspace: str) -> dg.Definitions:
         description="Load one collection's sources, re-group its affected units and bring its index up to date.")
 
     @dg.schedule(job=job, cron_schedule="0 2 * * *", name="nightly_reindex",
-                 description="Sweep every collection and repair drift; the asset checks run after each.")
+                 default_status=dg.DefaultScheduleStatus.RUNNING,
+                 description="ON by default: at 02:00 UTC sweeps every collection and repairs drift; the asset checks "
+                             "run after each.")
     def nightly(context: dg.ScheduleEvaluationContext):
         return [dg.RunRequest(partition_key=k, run_key=f"{k}:{context.scheduled_execution_time:%Y%m%d}")
                 for k in context.instance.get_dynamic_partitions(COLLECTIONS.name)]
 
     sensor = collection_sensor(list(settings.sources), workspace, job, COLLECTIONS, settings.shard_files)
-    return dg.Definitions(assets=assets, asset_checks=checks, jobs=[job], schedules=[nightly], sensors=[sensor])
+    totals, refresh = workspace_totals_definitions()
+    return dg.Definitions(assets=[*assets, totals], asset_checks=checks, jobs=[job], schedules=[nightly],
+                          sensors=[sensor, refresh])
 
 
 @dg.definitions

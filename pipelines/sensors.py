@@ -1,8 +1,9 @@
 """Sensors that request ingest runs: one per source, or one for all collections of a partitioned workspace."""
 from __future__ import annotations
 
-import hashlib
 import json
+import re
+from pathlib import Path
 
 import dagster as dg
 
@@ -12,13 +13,34 @@ from rag.sources.watch import fingerprint, snapshot
 VANISHED = "vanished"   # the cursor's fingerprint of a collection gone from its source
 
 
-def source_sensor(source: str, job: dg.UnresolvedAssetJobDefinition, interval_s: int = 30) -> dg.SensorDefinition:
-    """Cursor = the source's fingerprint; run_key = source + fingerprint, so a burst of edits is never run twice."""
-    slug = hashlib.sha1(source.encode()).hexdigest()[:8]
+def sensor_names(sources: list[str]) -> dict[str, str]:
+    """A readable, unique sensor name per source: `source_changes_<folder>`, the parent added where folders clash."""
+    def slug(parts: tuple[str, ...]) -> str:
+        return re.sub(r"[^A-Za-z0-9_]+", "_", "_".join(parts)).strip("_").lower() or "root"
 
-    @dg.sensor(name=f"source_changes_{slug}", job=job, minimum_interval_seconds=interval_s,
+    names: dict[str, str] = {}
+    for source in sources:
+        parts = Path(source).resolve().parts[1:] or ("root",)
+        for depth in range(1, len(parts) + 1):
+            name = f"source_changes_{slug(parts[-depth:])}"
+            if name not in names.values():
+                break
+        else:
+            name = f"{name}_{len(names)}"
+        names[source] = name
+    return names
+
+
+def source_sensor(source: str, job: dg.UnresolvedAssetJobDefinition, interval_s: int = 30,
+                  name: str | None = None) -> dg.SensorDefinition:
+    """Cursor = the source's fingerprint; run_key = source + fingerprint, so a burst of edits is never run twice."""
+    name = name or sensor_names([source])[source]
+    slug = name.removeprefix("source_changes_")
+
+    @dg.sensor(name=name, job=job, minimum_interval_seconds=interval_s,
                default_status=dg.DefaultSensorStatus.RUNNING,
-               description=f"Watches {source} for new, changed and deleted documents.")
+               description=f"ON by default: every {interval_s} s, watches {source} for new, changed and deleted "
+                           "documents and requests an ingest run when something changed.")
     def _sensor(context: dg.SensorEvaluationContext):
         snap = snapshot(source)
         fp = fingerprint(snap)
@@ -42,7 +64,8 @@ def collection_sensor(sources: list[str], workspace: str, job: dg.UnresolvedAsse
 
     @dg.sensor(name="collection_changes", job=job, minimum_interval_seconds=interval_s,
                default_status=dg.DefaultSensorStatus.RUNNING,
-               description="Discovers the sources' collections as partitions and re-indexes the changed ones.")
+               description=f"ON by default: every {interval_s} s, discovers the sources' collections as partitions "
+                           "and requests an ingest run for each new or changed one.")
     def _sensor(context: dg.SensorEvaluationContext):
         specs = discover(sources, workspace, shard_files)
         seen = json.loads(context.cursor) if context.cursor else {}

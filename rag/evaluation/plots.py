@@ -1,31 +1,56 @@
-"""PNG plots of a summary: quality vs budget, latency, storage (matplotlib's Agg backend, no display needed)."""
+"""PNG plots of a summary: quality vs budget, latency, storage (matplotlib's Agg backend, no display needed).
+
+Every figure fits the Dagster UI's metadata dialog (about 1,040 px of content in a 1,400 px window): panels wrap onto
+rows instead of widening.
+"""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 DPI = 90  # small files: they are also embedded in the Dagster UI's metadata
+MAX_WIDTH_PX = 1000
 
 
 def draw_plots(out: Path, summary: dict) -> dict[str, Path]:
     """Write quality.png, by_type.png, latency.png and storage.png into `out`; return name → path."""
-    paths = {"quality": out / "quality.png", "by_type": out / "by_type.png", "latency": out / "latency.png",
-             "storage": out / "storage.png"}
+    paths = {}
+    for name, fig in figures(summary).items():
+        paths[name] = out / f"{name}.png"
+        fig.savefig(paths[name], dpi=DPI)
+        plt.close(fig)
+    return paths
+
+
+def figures(summary: dict) -> dict[str, Figure]:
+    """The four figures, laid out (tight) but not saved."""
     metrics = [("evidence_recall", "evidence recall"), ("completeness", "source completeness")]
     if any(c["f1"] for c in summary["results"]):
         metrics.append(("f1", "answer F1"))
     if any(c["expectation_met"] for c in summary["results"]):
         metrics.append(("expectation_met", "expectations met"))
-    _by_budget(summary, metrics, paths["quality"], ylim=(0, 1.02))
-    _by_type(summary, paths["by_type"])
-    _by_budget(summary, [("retrieve_s", "retrieval seconds (mean)"), ("avg_query_seconds", "AvgQueryTime seconds")],
-               paths["latency"])
-    _storage(summary, paths["storage"])
-    return paths
+    return {"quality": _by_budget(summary, metrics, ylim=(0, 1.02)), "by_type": _by_type(summary),
+            "latency": _by_budget(summary, [("retrieve_s", "retrieval seconds (mean)"),
+                                            ("avg_query_seconds", "AvgQueryTime seconds")]),
+            "storage": _storage(summary)}
+
+
+def _grid(panels: int, panel_w: float, panel_h: float, **kwargs):
+    """As many panels per row as fit in MAX_WIDTH_PX; the rest wrap onto further rows."""
+    fit = max(1, min(panels, int(MAX_WIDTH_PX / DPI // panel_w)))
+    rows = math.ceil(panels / fit)
+    cols = math.ceil(panels / rows)   # balanced: four panels are 2 × 2, not 3 + 1
+    fig, axes = plt.subplots(rows, cols, figsize=(panel_w * cols, panel_h * rows), squeeze=False, **kwargs)
+    flat = list(axes.flat)
+    for ax in flat[panels:]:
+        ax.set_visible(False)
+    return fig, flat[:panels]
 
 
 def _series(summary: dict, method: str, key: str) -> tuple[list[int], list[float], list[list[float]]]:
@@ -38,9 +63,9 @@ def _series(summary: dict, method: str, key: str) -> tuple[list[int], list[float
     return budgets, values, errors
 
 
-def _by_budget(summary: dict, metrics: list[tuple[str, str]], path: Path, ylim: tuple | None = None) -> None:
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.4), squeeze=False)
-    for ax, (key, label) in zip(axes[0], metrics):
+def _by_budget(summary: dict, metrics: list[tuple[str, str]], ylim: tuple | None = None) -> Figure:
+    fig, axes = _grid(len(metrics), 4.2, 3.4)
+    for ax, (key, label) in zip(axes, metrics):
         methods = summary["config"]["methods"]
         for i, method in enumerate(methods):
             budgets, values, errors = _series(summary, method, key)
@@ -55,22 +80,20 @@ def _by_budget(summary: dict, metrics: list[tuple[str, str]], path: Path, ylim: 
         if ylim:
             ax.set_ylim(*ylim)
         ax.grid(alpha=0.3)
-    axes[0][0].legend()
+    axes[0].legend(fontsize=8)
     fig.suptitle(f"{summary['benchmark']} ({summary['questions']} questions; bars: 95% bootstrap CI)", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
+    return fig
 
 
-def _by_type(summary: dict, path: Path) -> None:
+def _by_type(summary: dict) -> Figure:
     """Completeness per question type and hops: one panel per budget, one bar per method, 95% CI whiskers."""
     budgets, methods = summary["config"]["budgets"], summary["config"]["methods"]
     groups = sorted({(c["type"], c["hops"]) for c in summary["by_type"] if c["completeness"]})
-    fig, axes = plt.subplots(1, len(budgets), figsize=(max(4.2, 1.1 * len(groups)) * len(budgets) ** 0.5 + 2, 3.6),
-                             squeeze=False, sharey=True)
+    fig, axes = _grid(len(budgets), min(MAX_WIDTH_PX / DPI, max(4.2, 0.9 * len(groups) + 1.2)), 3.8)
     width = 0.8 / max(len(methods), 1)
     cells = {(c["type"], c["hops"], c["method"], c["budget"]): c["completeness"] for c in summary["by_type"]}
-    for ax, budget in zip(axes[0], budgets):
+    for ax, budget in zip(axes, budgets):
         for i, method in enumerate(methods):
             values = [cells.get((t, h, method, budget)) for t, h in groups]
             xs = [g + (i - (len(methods) - 1) / 2) * width for g in range(len(groups))]
@@ -78,29 +101,31 @@ def _by_type(summary: dict, path: Path) -> None:
             errors = [[m - v["low"] if v else 0 for m, v in zip(means, values)],
                       [v["high"] - m if v else 0 for m, v in zip(means, values)]]
             ax.bar(xs, means, width, yerr=errors, capsize=2, label=method)
-        ax.set_xticks(range(len(groups)), [f"{t}\n{h} hop" for t, h in groups], fontsize=7)
+        ax.set_xticks(range(len(groups)), [f"{t}\n{h} hop" for t, h in groups], fontsize=7,
+                      rotation=30 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center")
         ax.set_title(f"budget {budget}")
         ax.set_ylim(0, 1.05)
         ax.grid(alpha=0.3, axis="y")
-    axes[0][0].set_ylabel("source completeness")
-    axes[0][0].legend(fontsize=7)
+    axes[0].set_ylabel("source completeness")
+    axes[0].legend(fontsize=7)
     fig.suptitle(f"{summary['benchmark']}: completeness by question type (bars: 95% bootstrap CI)", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
+    return fig
 
 
-def _storage(summary: dict, path: Path) -> None:
+def _storage(summary: dict) -> Figure:
+    """Horizontal bars: method names on their own axis, each bar's ratio to the raw text beyond its end."""
     methods = list(summary["methods"])
     megabytes = [summary["methods"][m]["storage_bytes"] / 1e6 for m in methods]
-    fig, ax = plt.subplots(figsize=(4.6, 3.4))
-    bars = ax.bar(methods, megabytes, color="tab:blue")
-    ax.bar_label(bars, [f"{summary['methods'][m]['storage_ratio_to_raw_text']:.1f}× raw text" for m in methods])
-    ax.axhline(summary["corpus"]["raw_text_bytes"] / 1e6, color="grey", linestyle="--", label="raw text")
-    ax.set_ylim(top=max(megabytes) * 1.25)  # room for the labels above the bars
-    ax.set_ylabel("MB on disk")
-    ax.set_title(f"{summary['benchmark']}: storage")
-    ax.legend()
+    fig, ax = plt.subplots(figsize=(6.4, 1.2 + 0.45 * len(methods)))
+    bars = ax.barh(methods, megabytes, color="tab:blue")
+    ax.bar_label(bars, [f" {summary['methods'][m]['storage_ratio_to_raw_text']:.1f}× raw text" for m in methods],
+                 fontsize=8)
+    ax.axvline(summary["corpus"]["raw_text_bytes"] / 1e6, color="grey", linestyle="--", label="raw text")
+    ax.set_xlim(right=max(megabytes, default=1) * 1.45)  # room for the labels beyond the bars
+    ax.invert_yaxis()
+    ax.set_xlabel("MB on disk")
+    ax.set_title(f"{summary['benchmark']}: storage", fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
+    return fig

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import duckdb
 
+from rag.evaluation.decision import decision_line
 from rag.evaluation.plots import draw_plots
 from rag.evaluation.run import Evaluation
 from rag.text.tables import markdown_table
@@ -69,6 +70,7 @@ def render_markdown(summary: dict, plots: dict[str, str]) -> str:
     lines = [
         f"# Retrieval evaluation: {summary['benchmark']}",
         "",
+        *decision_section(summary),
         f"Generated {summary['generated_at']} with:",
         "",
         "```",
@@ -141,6 +143,38 @@ def render_markdown(summary: dict, plots: dict[str, str]) -> str:
               "with `qid`, `method`, `budget`, `tokens` and `retrieved_doc_ids`; table `figures` holds the "
               "intervals above.", ""]
     return "\n".join(lines)
+
+
+def render_brief(summary: dict, full_report: str) -> str:
+    """The verdict and one table (method × budget), short enough for the Dagster UI's dialog to open at its top."""
+    budgets = summary["config"]["budgets"]
+    cells = {(c["method"], c["budget"]): c for c in summary["results"]}
+
+    def figure(method: str, budget: int) -> str:
+        cell = cells.get((method, budget))
+        value = cell and (cell["f1"] or cell["completeness"])
+        return f"{value['mean']:.3f}" if value else "–"
+
+    answered = any(c["f1"] for c in summary["results"])
+    return "\n".join([
+        f"# Retrieval evaluation: {summary['benchmark']}", "", *decision_section(summary),
+        f"## {'Answer F1 (where answered), else source completeness' if answered else 'Source completeness'}", "",
+        markdown_table(["method", *[f"budget {b}" for b in budgets]],
+                       [[m, *[figure(m, b) for b in budgets]] for m in summary["config"]["methods"]]), "",
+        f"{summary['questions']} questions, {summary['corpus']['documents']:,} documents, reader: {summary['reader']}. "
+        f"Every figure with its interval, the costs and the plots: `report_full` beside this entry, or {full_report}.",
+    ])
+
+
+def decision_section(summary: dict) -> list[str]:
+    """The verdict first: per budget, the method to use, with its paired interval against the runner-up."""
+    found = summary.get("decisions") or []
+    if not found:
+        return []
+    return ["## Which method to use", "", *[f"- **{decision_line(d)}**" for d in found], "",
+            "The deciding figure is answer F1 where a reader answered at that budget, else source completeness, "
+            "averaged over the same questions; the interval is a paired bootstrap of the difference (first − second). "
+            "An interval that includes 0 is no real difference: then the faster method is named too.", ""]
 
 
 def _differences(diffs: list[dict]) -> list[str]:

@@ -8,6 +8,7 @@ from itertools import combinations
 import numpy as np
 
 from rag.evaluation.bootstrap import bootstrap_ci, paired_difference_ci
+from rag.evaluation.decision import decisions
 from rag.evaluation.prepared import Prepared
 from rag.evaluation.run import Evaluation, Row
 from rag.query.methods import METHODS as REGISTRY
@@ -50,6 +51,7 @@ def summarise(evaluation: Evaluation, prepared: Prepared, command: str) -> dict:
         "by_type": by_type(evaluation.rows),
         "expectations": expectation_failures(evaluation.rows),
         "differences": differences(evaluation),
+        "decisions": decisions(evaluation),
     }
 
 

@@ -17,6 +17,7 @@ from rag.store.rows import DocChanges, UnitChanges
 from rag.store.settings import IngestSettings
 from rag.store.source_log import read_sources, sync_sources
 from rag.units.chunking import subchunks
+from rag.units.linking import LinkTargets
 from rag.units.long_units import Member, UnitPlan, plan_units, split_unit_key, unit_key
 
 
@@ -67,13 +68,19 @@ def publish_documents(catalog: Catalog, settings: IngestSettings) -> tuple[DocCh
     return changes, loaded
 
 
-def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSettings) -> tuple[UnitPlan, UnitChanges]:
-    """Group the current documents and stage the units that are new or changed."""
+def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSettings,
+                  elsewhere: Callable[[], LinkTargets] | None = None) -> tuple[UnitPlan, UnitChanges]:
+    """Group the current documents and stage the units that are new or changed.
+
+    `elsewhere` gives the documents other partitions publish: links to them are cross-collection, not missing.
+    """
     publish_id = catalog.running_publish()
     if settings.rescan:
         plan = plan_units(catalog.current_documents(), counter, settings.unit_cap, settings.derive_links)
     else:
         plan = plan_from_facts(catalog, counter, settings.unit_cap, settings.derive_links)
+    if plan.missing_links and elsewhere is not None:
+        plan.cross_links, plan.missing_links = elsewhere().split(plan.missing_links)
     catalog.record_problems(publish_id, "warning", [
         Rejected(doc_id, f"link to missing document '{link}'", doc_id) for doc_id, link in plan.missing_links])
     return plan, catalog.stage_units(publish_id, plan)

@@ -8,6 +8,7 @@ could otherwise pair one partition's member with the other partition's ACL.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -15,9 +16,22 @@ import duckdb
 
 from rag.store.catalog import Catalog, CatalogError
 from rag.store.snapshot_files import load_read_state
+from rag.units.linking import LinkTargets
 
 _TABLES = ("documents", "units", "unit_members", "publish_log", "quarantine", "store_identity", "workspace_settings")
 _PER_PARTITION = {"publish_log", "quarantine"}   # their ids restart in every partition: keep which one said it
+
+
+@dataclass(frozen=True)
+class PartitionTotals:
+    """What one partition's published snapshot holds."""
+
+    partition: str
+    current: int
+    superseded: int
+    deleted: int
+    units: int
+    last_published: datetime | None
 
 
 class UnionCatalog(Catalog):
@@ -91,6 +105,30 @@ class UnionCatalog(Catalog):
                                                      "ORDER BY 1, 2", [doc_id, doc_id]):
             places.setdefault(d, []).append((partition, version, path))
         return places
+
+    def link_targets(self, exclude: str | None = None) -> LinkTargets:
+        """Ids and titles of the current documents that the partitions other than `exclude` publish."""
+        rows = [r for key, a in self._aliases.items() if key != exclude
+                for r in self.rows(f"SELECT doc_id, title FROM {a}.documents WHERE status = 'current'")]
+        return LinkTargets(frozenset(d for d, _ in rows), frozenset(t for _, t in rows if t))
+
+    def current_links(self) -> dict[str, list[tuple[str, str, list[str]]]]:
+        """partition → (doc id, title, explicit links) of each current document it publishes."""
+        return {key: [tuple(r) for r in self.rows(f"SELECT doc_id, title, links FROM {a}.documents "
+                                                  "WHERE status = 'current' ORDER BY doc_id")]
+                for key, a in self._aliases.items()}
+
+    def partition_totals(self) -> list[PartitionTotals]:
+        """Documents by status, current units and the last publish of every partition, in key order."""
+        totals = []
+        for key, a in self._aliases.items():
+            (current, superseded, deleted), = self.rows(
+                f"SELECT count(*) FILTER (status = 'current'), count(*) FILTER (status = 'superseded'), "
+                f"count(*) FILTER (status = 'deleted') FROM {a}.documents")
+            (units,), = self.rows(f"SELECT count(*) FROM {a}.units WHERE status = 'current'")
+            (last,), = self.rows(f"SELECT max(finished_at) FROM {a}.publish_log WHERE status = 'published'")
+            totals.append(PartitionTotals(key, current, superseded, deleted, units, last))
+        return totals
 
     def versions_at(self, when: datetime | None) -> dict[str, int | None]:
         """partition → the index version of its last publish at or before `when` (None: its newest)."""

@@ -30,3 +30,13 @@ def bytes_on_disk(*paths: str | Path) -> int:
         elif p.is_dir():
             total += sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
     return total
+
+
+def human_size(n: int) -> str:
+    """Bytes as a size a person reads at a glance: 5977025 → '5.7 MiB'."""
+    size, unit = float(n), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            break
+        size /= 1024
+    return f"{size:.0f} B" if unit == "B" else f"{size:.1f} {unit}"

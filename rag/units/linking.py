@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Protocol
+from typing import Iterable, Mapping, Protocol, Sequence
 
 from rag.text.analysis import has_han, mention_spans
 
@@ -32,6 +32,43 @@ class LinkGraph:
 
     def degree(self, doc_id: str) -> int:
         return len(self.neighbours.get(doc_id, ()))
+
+
+@dataclass(frozen=True)
+class LinkTargets:
+    """Documents another partition publishes: a link to one of them crosses collections, it is not missing."""
+
+    ids: frozenset[str] = frozenset()
+    titles: frozenset[str] = frozenset()
+
+    def split(self, links: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """(cross-collection links, links that point nowhere) of `links`, each a (doc id, link) pair."""
+        found = [pair[1] in self.ids or pair[1] in self.titles for pair in links]
+        return [p for p, f in zip(links, found) if f], [p for p, f in zip(links, found) if not f]
+
+
+@dataclass(frozen=True)
+class LinkCounts:
+    """One partition's explicit links: to its own documents, to another partition's, to none."""
+
+    within: int
+    cross_collection: int
+    missing: int
+
+
+def count_links(parts: Mapping[str, list[tuple[str, str, Sequence[str]]]]) -> dict[str, LinkCounts]:
+    """Per partition, from its current (doc id, title, links): where each explicit link leads."""
+    own = {k: LinkTargets(frozenset(d for d, _, _ in docs), frozenset(t for _, t, _ in docs if t))
+           for k, docs in parts.items()}
+    counts = {}
+    for key, docs in parts.items():
+        others = [t for k, t in own.items() if k != key]
+        elsewhere = LinkTargets(frozenset().union(*(t.ids for t in others)),
+                                frozenset().union(*(t.titles for t in others)))
+        inside, outside = own[key].split([(d, link) for d, _, links in docs for link in links or ()])
+        cross, missing = elsewhere.split(outside)
+        counts[key] = LinkCounts(len(inside), len(cross), len(missing))
+    return counts
 
 
 def mentionable(title: str) -> bool:

@@ -47,6 +47,7 @@ class Unit:
 class UnitPlan:
     units: list[Unit]
     missing_links: list[tuple[str, str]] = field(default_factory=list)
+    cross_links: list[tuple[str, str]] = field(default_factory=list)  # to documents of another partition
     components: int = 0   # link-connected components of documents within the cap
     replanned: int = 0    # components grouped in this run (the others kept their groups)
     facts_computed: int = 0  # document versions tokenised and scanned for title mentions in this run

@@ -180,7 +180,8 @@ def test_the_benchmark_workspace_and_its_evaluation_materialise_as_one_partition
     metadata = {k: v.value for k, v in events["retrieval_evaluation"].materialization.metadata.items()}
     assert events["retrieval_evaluation"].materialization.partition == "tiny"
     assert (tmp_path / "bench" / "tiny" / "catalog.duckdb").exists()  # what the evaluation read
-    assert "# Retrieval evaluation: tiny" in metadata["report"] and "data:image/png;base64," in metadata["report"]
+    assert "# Retrieval evaluation: tiny" in metadata["report"] and "## Which method to use" in metadata["report"]
+    assert "data:image/png;base64," in metadata["report_full"] and metadata["use_at_500"]
     assert metadata["plot_quality"].startswith("![quality](data:image/png;base64,")
     assert metadata["reader"] == "none" and metadata["questions"] == 2
     for method in config["methods"]:  # the trend: one float per metric × method × budget

@@ -1,0 +1,96 @@
+"""A partitioned workspace on one page: totals over every partition's published snapshot, a row per partition.
+
+A partitioned asset's own page shows one partition at a time; this unpartitioned asset is where a team reads the
+whole workspace, and where links are counted against every partition at once (a partition's run can only see the
+partitions published before it).
+"""
+import dagster as dg
+
+from rag.query.workspace import Workspace, WorkspaceError
+from rag.sources.partitions import store
+from rag.store.storage import measure
+from rag.store.union_catalog import UnionCatalog
+from rag.text.tables import human_size
+from rag.units.linking import LinkTargets, count_links
+from resources import SourceSettings, VectorStoreResource
+
+SUBCHUNK_INDEX = dg.AssetKey("subchunk_index")
+COLUMNS = (("partition", "string", "the collection (or shard) key"),
+           ("documents_current", "int", "current documents"),
+           ("cross_collection_links", "int", "links to a document another partition publishes"),
+           ("missing_links", "int", "links to a document no partition publishes"),
+           ("units", "int", "current long units"),
+           ("subchunks", "int", "rows of the published index"),
+           ("size_on_disk", "string", "catalog, read state and index"),
+           ("superseded", "int", "older versions kept for as-of reads"),
+           ("deleted", "int", "documents deleted from the source"),
+           ("links_within", "int", "links to a document of the same partition"),
+           ("last_published", "string", "UTC"))
+
+
+def published_elsewhere(workspace: str | None, partition: str) -> LinkTargets:
+    """The documents that partitions other than `partition` have published (none before any has)."""
+    if not workspace:
+        return LinkTargets()
+    try:
+        reader = Workspace(workspace)
+    except WorkspaceError:
+        return LinkTargets()
+    try:
+        catalog = reader.snapshot().catalog
+        return catalog.link_targets(exclude=partition) if isinstance(catalog, UnionCatalog) else LinkTargets()
+    except WorkspaceError:
+        return LinkTargets()
+    finally:
+        reader.close()
+
+
+def workspace_totals_definitions() -> tuple[dg.AssetsDefinition, dg.SensorDefinition]:
+    """The totals asset and the sensor that refreshes it after any partition publishes."""
+
+    @dg.asset(group_name="workspace", deps=[SUBCHUNK_INDEX], kinds={"duckdb"},
+              automation_condition=dg.AutomationCondition.eager(),
+              description="The whole workspace: totals over every partition's published snapshot, with one row per "
+                          "partition, and links counted across partitions (refreshed after any partition publishes).")
+    def workspace_totals(source_settings: SourceSettings, vector_store: VectorStoreResource) -> dg.MaterializeResult:
+        workspace = source_settings.workspace
+        try:
+            reader = Workspace(workspace)
+            snapshot = reader.snapshot()
+        except WorkspaceError as err:
+            raise dg.Failure(str(err)) from None
+        try:
+            totals = snapshot.catalog.partition_totals()
+            links = count_links(snapshot.catalog.current_links())
+            subchunks = {key: index.count() for key, index in snapshot.index.parts.items()}
+        finally:
+            reader.close()
+        sizes = {t.partition: measure(store(workspace, t.partition).catalog_path, vector_store.uri_of(t.partition),
+                                      0).total() for t in totals}
+        rows = [dg.TableRecord({
+            "partition": t.partition, "documents_current": t.current, "superseded": t.superseded,
+            "deleted": t.deleted, "units": t.units, "subchunks": subchunks.get(t.partition, 0),
+            "links_within": links[t.partition].within, "cross_collection_links": links[t.partition].cross_collection,
+            "missing_links": links[t.partition].missing, "size_on_disk": human_size(sizes[t.partition]),
+            "last_published": f"{t.last_published:%Y-%m-%d %H:%M:%S}" if t.last_published else "never"})
+            for t in totals]
+        return dg.MaterializeResult(metadata={
+            "partitions": len(totals),
+            "documents_current": sum(t.current for t in totals),
+            "documents_superseded": sum(t.superseded for t in totals),
+            "documents_deleted": sum(t.deleted for t in totals),
+            "units": sum(t.units for t in totals),
+            "subchunks": sum(subchunks.values()),
+            "cross_collection_links": sum(c.cross_collection for c in links.values()),
+            "missing_links": sum(c.missing for c in links.values()),
+            "size_on_disk": human_size(sum(sizes.values())),
+            "mb_on_disk": dg.MetadataValue.float(round(sum(sizes.values()) / 1e6, 2)),
+            "by_partition": dg.MetadataValue.table(rows, dg.TableSchema(columns=[
+                dg.TableColumn(name, kind, description) for name, kind, description in COLUMNS])),
+        })
+
+    sensor = dg.AutomationConditionSensorDefinition(
+        "workspace_totals_after_ingest", target=[workspace_totals], default_status=dg.DefaultSensorStatus.RUNNING,
+        minimum_interval_seconds=60,
+        description="ON by default: refreshes workspace_totals once any partition of subchunk_index has published.")
+    return workspace_totals, sensor
