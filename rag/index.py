@@ -92,7 +92,7 @@ class SubchunkIndex:
 
     @property
     def recipe(self) -> str:
-        """The name of the sub-chunk recipe of the table's rows (a table from before it was recorded: the legacy one)."""
+        """The sub-chunk recipe of the table's rows, by name (a table from before it was recorded: the legacy one)."""
         meta = self.table.schema.metadata or {}
         return meta.get(b"subchunk_recipe", LEGACY_RECIPE.name.encode()).decode()
 
