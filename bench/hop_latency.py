@@ -89,8 +89,6 @@ def main() -> None:
     p.add_argument("--limit", type=int, default=100, help="report-half questions timed")
     add_benchmarks_option(p)
     p.add_argument("--tag", default="", help="suffix of the results file (e.g. before, after)")
-    p.add_argument("--workspace", help="the benchmark's workspace (default: .rag/bench/<benchmark>), e.g. one of "
-                   "bench/subchunk_variants.py's, whose sub-chunk recipe must be the code's default")
     args = p.parse_args()
     root = benchmarks_option(p, args)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -98,8 +96,8 @@ def main() -> None:
 
     parts = Parts()
     raw, counter = Embedder(threads=1), default_counter()
-    workspace = Path(args.workspace or REPO / ".rag" / "bench" / args.benchmark)
-    prepared = prepare_workspace(root / args.benchmark, workspace, raw, counter)
+    prepared = prepare_workspace(root / args.benchmark, REPO / ".rag" / "bench" / args.benchmark, raw,
+                                 counter)
     embedder = TimedEmbedder(raw, parts)
     snap = prepared.reader.snapshot()
     questions = split_halves(args.benchmark, load_questions(root / args.benchmark))["report"][: args.limit]
@@ -121,8 +119,7 @@ def main() -> None:
             split[v.name][-1]["rank"] = ms[v.name][-1] - sum(split[v.name][-1].values())
     code = os.environ.get("RAG_BENCH_CODE", str(REPO))
     figures = {"command": "python bench/hop_latency.py " + " ".join(sys.argv[1:]), "benchmark": args.benchmark,
-               "code": code, "commit": _commit(code), "workspace": str(workspace),
-               "subchunks": snap.index.count(),
+               "code": code, "commit": _commit(code), "subchunks": snap.index.count(),
                "questions": len(questions), "budget": args.budget, "load_average": os.getloadavg(),
                "latency_ms": {n: {"p50": round(float(np.percentile(v, 50)), 1),
                                   "p95": round(float(np.percentile(v, 95)), 1)} for n, v in ms.items()},
