@@ -76,8 +76,11 @@ def main() -> None:
     p.add_argument("--half", choices=HALVES, help="one half only (default: both)")
     p.add_argument("--tag", default="")
     p.add_argument("--workspace-root", default=str(REPO / ".rag" / "bench" / "subchunks"))
+    p.add_argument("--print", metavar="JSON", help="only print the tables of a results file (of a run cut short too)")
     add_benchmarks_option(p)
     args = p.parse_args()
+    if args.print:
+        return print_tables(json.loads(Path(args.print).read_text()))
     root = benchmarks_option(p, args)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from rag.embedding import Embedder
@@ -118,13 +121,18 @@ def main() -> None:
                         flush=True)
             prepared.close()
             out.write_text(json.dumps(figures, indent=1) + "\n")
-    for name in names:
-        print(table(name, figures["benchmarks"][name], budgets), flush=True)
     figures["macro_completeness"] = macro(figures, budgets)
     out.write_text(json.dumps(figures, indent=1) + "\n")
-    print("\nmean over the benchmarks (completeness):")
+    print_tables(figures)
+
+
+def print_tables(figures: dict) -> None:
+    budgets = figures["budgets"]
+    for name, bench in figures["benchmarks"].items():
+        print(table(name, bench, budgets), flush=True)
+    print("\nmean over the benchmarks where every recipe ran (completeness):")
     print(markdown_table(["recipe", "variant", "half"] + [str(b) for b in budgets],
-                         [[r, v, h] + [f"{x:.3f}" for x in xs] for (r, v, h), xs in figures["macro_completeness"]]))
+                         [[r, v, h] + [f"{x:.3f}" for x in xs] for (r, v, h), xs in macro(figures, budgets)]))
 
 
 def table(name: str, bench: dict, budgets: list[int]) -> str:
@@ -142,18 +150,20 @@ def table(name: str, bench: dict, budgets: list[int]) -> str:
 
 
 def macro(figures: dict, budgets: list[int]) -> list:
-    """Each (recipe, variant, half)'s completeness averaged over the benchmarks (each weighs the same)."""
+    """Each (recipe, variant, half)'s completeness averaged over the benchmarks where every recipe has it (each
+    benchmark weighs the same), so that recipes are compared on the same benchmarks in a run cut short."""
     benches = list(figures["benchmarks"].values())
+    recipes = list(benches[0]["recipes"])
     out = []
-    for recipe, cell in benches[0]["recipes"].items():
-        for v, by_half in cell["variants"].items():
-            for half in by_half:
-                present = [b for b in benches if recipe in b["recipes"]]
-                out.append(((recipe, v, half), [float(np.mean(
-                    [b["recipes"][recipe]["variants"][v][half][str(k)]["completeness"]["mean"] for b in present]))
-                    for k in budgets]))
+    for v, by_half in benches[0]["recipes"][recipes[0]]["variants"].items():
+        for half in by_half:
+            common = [b for b in benches if all(half in b["recipes"].get(r, {}).get("variants", {}).get(v, {})
+                                                for r in recipes)]
+            for r in recipes:
+                out.append(((r, v, half), [float(np.mean([b["recipes"][r]["variants"][v][half][str(k)]["completeness"]
+                                                          ["mean"] for b in common])) if common else float("nan")
+                                           for k in budgets]))
     return out
-
 
 if __name__ == "__main__":
     main()
