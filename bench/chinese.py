@@ -33,9 +33,9 @@ from rag.evaluation.bootstrap import paired_difference_ci  # noqa: E402
 from rag.evaluation.prepared import BENCH_ACL, prepare_workspace  # noqa: E402
 from rag.models.embedders import MultilingualEmbedder  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
+from rag.query.methods import method as registered  # noqa: E402
 from rag.retrieval.callers import Caller  # noqa: E402
 from rag.retrieval.lexical import lexical_index  # noqa: E402
-from rag.query.methods import method as registered  # noqa: E402
 from rag.retrieval.longrag import LongRAGConfig  # noqa: E402
 from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, complete, load_questions  # noqa: E402

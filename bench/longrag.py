@@ -21,9 +21,9 @@ sys.path.insert(0, str(REPO))
 from pipelines.ingest_run import run_ingest  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
 from rag.models.embedders import Embedder  # noqa: E402
+from rag.query.methods import method as registered  # noqa: E402
 from rag.query.workspace import Workspace  # noqa: E402
 from rag.retrieval.callers import Caller  # noqa: E402
-from rag.query.methods import method as registered  # noqa: E402
 from rag.retrieval.longrag import LongRAGConfig  # noqa: E402
 from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import (  # noqa: E402

@@ -20,6 +20,7 @@ class SourceSettings(ConfigurableResource):
     unit_cap: int = _DEFAULT.unit_cap
     chunk_target: int = _DEFAULT.chunk_target
     chunk_max: int = _DEFAULT.chunk_max
+    chunk_overlap: int = _DEFAULT.chunk_overlap  # tokens of whole sentences a sub-chunk repeats from the last
     embedder: Optional[str] = None  # minilm | use-multilingual; None keeps the workspace's choice
     allow_empty: bool = _DEFAULT.allow_empty
     partitioned: bool = _DEFAULT.partitioned   # each collection (a source's sub-folder or top-level files) is one
@@ -30,7 +31,7 @@ class SourceSettings(ConfigurableResource):
     def of(cls, s: IngestSettings) -> SourceSettings:
         return cls(sources=list(s.sources), default_acl=list(s.default_acl), collection=s.collection,
                    derive_links=s.derive_links, unit_cap=s.unit_cap, chunk_target=s.chunk_target,
-                   chunk_max=s.chunk_max, embedder=s.embedder, allow_empty=s.allow_empty, partitioned=s.partitioned,
+                   chunk_max=s.chunk_max, chunk_overlap=s.chunk_overlap, embedder=s.embedder, allow_empty=s.allow_empty, partitioned=s.partitioned,
                    shard_files=s.shard_files, workspace=s.workspace if s.partitioned else None)
 
     def settings(self, partition: str | None = None) -> IngestSettings:
@@ -40,7 +41,8 @@ class SourceSettings(ConfigurableResource):
         """
         whole = IngestSettings(sources=list(self.sources), default_acl=tuple(self.default_acl),
                                collection=self.collection, derive_links=self.derive_links, unit_cap=self.unit_cap,
-                               chunk_target=self.chunk_target, chunk_max=self.chunk_max, embedder=self.embedder,
+                               chunk_target=self.chunk_target, chunk_max=self.chunk_max,
+                               chunk_overlap=self.chunk_overlap, embedder=self.embedder,
                                allow_empty=self.allow_empty, partitioned=self.partitioned,
                                shard_files=self.shard_files, workspace=self.workspace or _DEFAULT.workspace)
         if not partition:

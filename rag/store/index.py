@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 from lancedb.index import BTree, IvfHnswSq, LabelList
 
 from rag.models.embedders import DEFAULT_EMBEDDER, DIMENSION, EMBEDDERS
+from rag.units.subchunk_recipe import LEGACY_RECIPE, SubchunkRecipe
 
 TABLE = "subchunks"
 CACHE_TABLE = "vector_cache"
@@ -23,15 +24,17 @@ MAX_FRAGMENTS = 16  # rows of the newest publishes sit in fragments of their own
 VECTOR_TYPE = pa.float16()
 
 
-def schema(dimension: int = DIMENSION, embedder: str = DEFAULT_EMBEDDER) -> pa.Schema:
-    """The sub-chunk table's schema; the vector width follows the embedder, whose name the table carries."""
+def schema(dimension: int = DIMENSION, embedder: str = DEFAULT_EMBEDDER,
+           recipe: str = SubchunkRecipe().name) -> pa.Schema:
+    """The sub-chunk table's schema; the vector width follows the embedder, whose name the table carries, with
+    the name of the recipe its rows were cut and embedded by."""
     return pa.schema([
         ("chunk_id", pa.string()), ("unit_key", pa.string()), ("unit_id", pa.string()),
         ("unit_version", pa.int32()), ("doc_id", pa.string()), ("doc_version", pa.string()),
         ("part", pa.int32()), ("acl", pa.list_(pa.string())), ("collection", pa.string()),
         ("char_start", pa.int32()), ("char_end", pa.int32()), ("tokens", pa.int32()),
         ("text_hash", pa.string()), ("vector", pa.list_(VECTOR_TYPE, dimension)),
-    ], metadata={"embedder": embedder})
+    ], metadata={"embedder": embedder, "subchunk_recipe": recipe})
 
 
 def cache_schema(dimension: int = DIMENSION, embedder: str = DEFAULT_EMBEDDER) -> pa.Schema:
@@ -86,10 +89,22 @@ class SubchunkIndex:
         meta = self.table.schema.metadata or {}
         return meta.get(b"embedder", DEFAULT_EMBEDDER.encode()).decode()
 
+    @property
+    def recipe(self) -> str:
+        """The sub-chunk recipe of the table's rows, by name (a table from before it was recorded: the legacy one)."""
+        meta = self.table.schema.metadata or {}
+        return meta.get(b"subchunk_recipe", LEGACY_RECIPE.name.encode()).decode()
+
+    def rechunk(self, recipe: str) -> int:
+        """Empty the table for another sub-chunk recipe, keeping its vectors in the cache (same vector space)."""
+        removed = self.remove_units(self.unit_keys())
+        self.table = self._open(TABLE, schema(self.dimension, self.embedder, recipe), replace=True)
+        return removed
+
     def reset(self, embedder: str) -> None:
         """Empty the table and the vector cache and re-create them for another embedder's vector space."""
         dim = EMBEDDERS[embedder].dimension
-        self.table = self._open(TABLE, schema(dim, embedder), replace=True)
+        self.table = self._open(TABLE, schema(dim, embedder, self.recipe), replace=True)
         self.cache = self._open(CACHE_TABLE, cache_schema(dim, embedder), replace=True)
 
     @classmethod

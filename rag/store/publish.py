@@ -16,9 +16,9 @@ from rag.store.index import SubchunkIndex, SubchunkRow
 from rag.store.rows import DocChanges, UnitChanges
 from rag.store.settings import IngestSettings
 from rag.store.source_log import read_sources, sync_sources
-from rag.units.chunking import subchunks
 from rag.units.linking import LinkTargets
 from rag.units.long_units import Member, UnitPlan, plan_units, split_unit_key, unit_key
+from rag.units.subchunk_recipe import SubchunkRecipe, embedded_text
 
 
 @dataclass
@@ -32,6 +32,7 @@ class IndexReport:
     embedder: str = DEFAULT_EMBEDDER
     replaced_embedder: str | None = None   # set when this run emptied another embedder's index and re-embedded all
     foreign_rows_removed: int = 0  # rows of an index built for another catalog (a lost or replaced store)
+    replaced_recipe: str | None = None   # set when this run re-cut every unit by another sub-chunk recipe
 
 
 class NothingToPublish(RuntimeError):
@@ -97,6 +98,7 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     """
     publish_id = catalog.running_publish()
     replaced = switch_vector_space(catalog, index, embedder)
+    rechunked = switch_recipe(index, settings.recipe)
     foreign = adopt_index(catalog, index)
     live = catalog.live_units()
     have = index.unit_keys()
@@ -123,7 +125,7 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     catalog.set_lance_version(publish_id, index.version)
     catalog.publish_snapshot(publish_id, index.version)
     return IndexReport(index.count(), len(first), len(rows) - len(first), len(missing), removed, index.version,
-                       embedder, replaced, foreign)
+                       embedder, replaced, foreign, rechunked)
 
 
 def switch_vector_space(catalog: Catalog, index: SubchunkIndex, embedder: str) -> str | None:
@@ -139,6 +141,18 @@ def switch_vector_space(catalog: Catalog, index: SubchunkIndex, embedder: str) -
     if catalog.setting(EMBEDDER_SETTING) != spec.name:
         catalog.set_setting(EMBEDDER_SETTING, spec.name)
     return previous if previous != spec.name else None
+
+
+def switch_recipe(index: SubchunkIndex, recipe: SubchunkRecipe) -> str | None:
+    """Make the index's rows follow `recipe`; the recipe replaced if the index held rows cut by another one.
+
+    Every unit is then indexed afresh; a sub-chunk whose embedded text did not change keeps its vector (cache).
+    """
+    if index.recipe == recipe.name:
+        return None
+    previous = index.recipe if index.count() else None
+    index.rechunk(recipe.name)
+    return previous
 
 
 def adopt_index(catalog: Catalog, index: SubchunkIndex) -> int:
@@ -168,9 +182,9 @@ def subchunk_rows(units: dict[str, list[tuple]], catalog: Catalog, counter: Toke
     for key, acl, collection, pos, m in members:
         title, text = texts_by_key[(m.doc_id, m.doc_version)]
         unit_id, version = split_unit_key(key)
-        for k, span in enumerate(subchunks(text[m.start:m.end], counter, settings.chunk_target, settings.chunk_max)):
+        for k, span in enumerate(settings.recipe.spans(text[m.start:m.end], counter)):
             start, end = m.start + span.start, m.start + span.end
-            embedded = f"{title}\n{text[start:end]}"
+            embedded = embedded_text(title, text[start:end])
             rows.append(SubchunkRow(f"{key}:{pos}:{k}", key, unit_id, version, m.doc_id, m.doc_version,
                                     m.part, acl, collection, start, end, span.tokens, content_hash(embedded)))
             texts.append(embedded)

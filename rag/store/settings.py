@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rag.sources.partitions import PartitionSpec, Selection
 from rag.units.long_units import DEFAULT_CAP
+from rag.units.subchunk_recipe import SubchunkRecipe
 
 _TRUE = ("1", "true", "yes")
 
@@ -22,8 +23,9 @@ class IngestSettings:
     collection: str | None = None
     derive_links: bool = False
     unit_cap: int = DEFAULT_CAP
-    chunk_target: int = 112
-    chunk_max: int = 128
+    chunk_target: int = SubchunkRecipe.target_tokens
+    chunk_max: int = SubchunkRecipe.max_tokens
+    chunk_overlap: int = SubchunkRecipe.overlap_tokens
     embedder: str | None = None   # None keeps the workspace's embedder (MiniLM for a new workspace)
     allow_empty: bool = False  # a source that holds no document deletes what it published (an explicit choice)
     select: Selection | None = None  # a partition's files of its source folder
@@ -38,6 +40,10 @@ class IngestSettings:
         self.sources = [str(s) for s in self.sources]
         self.default_acl = tuple(self.default_acl)
         self.workspace = str(self.workspace)
+
+    @property
+    def recipe(self) -> SubchunkRecipe:
+        return SubchunkRecipe(self.chunk_target, self.chunk_max, self.chunk_overlap)
 
     @property
     def index_uri(self) -> str:
