@@ -42,6 +42,31 @@ class ObjectStore:
             return None
         return Versioned(r["Body"].read(), r["ETag"])
 
+    def get_if_changed(self, name: str, etag: str | None) -> Versioned | None:
+        """The object unless it is still the version `etag` (or absent): one request, no body when unchanged."""
+        if etag is None:
+            return self.get(name)
+        try:
+            r = self.client.get_object(Bucket=self.bucket, Key=self.key(name), IfNoneMatch=etag)
+        except self.client.exceptions.NoSuchKey:
+            return None
+        except self.client.exceptions.ClientError as err:
+            if err.response.get("Error", {}).get("Code") in ("304", "NotModified"):
+                return None
+            raise
+        return Versioned(r["Body"].read(), r["ETag"])
+
+    def keys(self, under: str) -> list[str]:
+        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.key(under))
+        return [o["Key"] for page in pages for o in page.get("Contents", [])]
+
+    def folders(self, under: str) -> list[str]:
+        """The names one level below `under/` (relative to the prefix, without a trailing slash)."""
+        pages = self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=self.key(under), Delimiter="/")
+        base = len(self.key(""))
+        return [p["Prefix"][base:].rstrip("/") for page in pages for p in page.get("CommonPrefixes", [])]
+
     def put(self, name: str, body: bytes) -> str:
         return self.client.put_object(Bucket=self.bucket, Key=self.key(name), Body=body)["ETag"]
 
@@ -58,11 +83,8 @@ class ObjectStore:
 
     def size(self) -> int:
         """Bytes stored under the prefix (every object, every kept version of a LanceDB table)."""
-        total = 0
         pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.prefix)
-        for page in pages:
-            total += sum(o["Size"] for o in page.get("Contents", []))
-        return total
+        return sum(o["Size"] for page in pages for o in page.get("Contents", []))
 
     def _conditional(self, name: str, body: bytes, **condition) -> str | None:
         try:
