@@ -26,6 +26,7 @@ from pathlib import Path
 import duckdb
 
 from rag.store import snapshot_objects as objects
+from rag.store.writer_lock import check_held
 
 SNAPSHOT_DIR = "snapshots"
 SEGMENT_DIR = "segments"
@@ -120,6 +121,7 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection, catalog_path: str | Path, p
     info = SnapshotInfo(seq, name, publish_id, lance_version,
                         datetime.now(timezone.utc).isoformat(timespec="milliseconds"))
     pointer = json.dumps(asdict(info))
+    check_held(folder.parent)
     objects.push(folder.parent, seq, name, pointer, seen)
     _write_atomic(folder / POINTER, pointer)
     _prune(folder, seq, snapshots_kept() if keep is None else keep)

@@ -30,7 +30,7 @@ def bucket() -> ObjectStore | None:
     return ObjectStore(uri) if uri else None
 
 
-def _prefix(store_folder: Path) -> str:
+def store_prefix(store_folder: Path) -> str:
     """The store's place in the bucket: the workspace root, or partitions/<slug>/."""
     return f"{PARTITIONS_DIR}/{store_folder.name}/" if store_folder.parent.name == PARTITIONS_DIR else ""
 
@@ -38,12 +38,12 @@ def _prefix(store_folder: Path) -> str:
 def remote_pointer(store_folder: Path) -> Versioned | None:
     """The bucket's pointer as a publish starts (the version its swap must still find)."""
     objects = bucket()
-    return objects.get(f"{_prefix(Path(store_folder))}snapshots/CURRENT") if objects else None
+    return objects.get(f"{store_prefix(Path(store_folder))}snapshots/CURRENT") if objects else None
 
 
 def push(store_folder: Path, seq: int, manifest: str, pointer: str, seen: Versioned | None) -> None:
     """Upload this publish's files, then swap the bucket's pointer if nobody else did since `seen`."""
-    objects, folder, prefix = bucket(), Path(store_folder) / "snapshots", _prefix(Path(store_folder))
+    objects, folder, prefix = bucket(), Path(store_folder) / "snapshots", store_prefix(Path(store_folder))
     if objects is None:
         return
     if (Path(store_folder) / STORE_INFO).exists():
@@ -63,7 +63,7 @@ def push(store_folder: Path, seq: int, manifest: str, pointer: str, seen: Versio
 
 def prune_remote(store_folder: Path) -> None:
     """Delete the bucket's snapshot files the local (just pruned) folder no longer has."""
-    objects, folder, prefix = bucket(), Path(store_folder) / "snapshots", _prefix(Path(store_folder))
+    objects, folder, prefix = bucket(), Path(store_folder) / "snapshots", store_prefix(Path(store_folder))
     if objects is None:
         return
     for key in objects.keys(f"{prefix}snapshots/"):

@@ -2,12 +2,16 @@
 
 Nothing is skipped: a missing server program fails the session with the command that installs it (`.ci/run`).
 """
+import glob
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +65,38 @@ def s3_env(s3_server, monkeypatch):
     bucket = f"rag-{uuid.uuid4().hex[:12]}"
     boto3.client("s3").create_bucket(Bucket=bucket)
     return {"bucket": bucket, "env": {**os.environ, **s3_server}}
+
+
+def postgres_program(name: str) -> str:
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}")) or [shutil.which(name)]
+    if not found[-1]:
+        pytest.fail(f"PostgreSQL's {name} is not installed: apt-get install -y postgresql (.ci/run does)")
+    return found[-1]
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL server of its own (Debian's package) in a temporary folder on a free loopback port; its URL.
+
+    As root, the server runs as the `postgres` user (it refuses to run as root)."""
+    initdb, server, pg_ctl = (postgres_program(n) for n in ("initdb", "postgres", "pg_ctl"))
+    data = Path(tempfile.mkdtemp(prefix="rag-postgres-"))
+    as_user = []
+    if os.geteuid() == 0:
+        import pwd
+        pw = pwd.getpwnam("postgres")
+        os.chown(data, pw.pw_uid, pw.pw_gid)
+        as_user = ["runuser", "-u", "postgres", "--"]
+    subprocess.run([*as_user, initdb, "-D", str(data / "db"), "-U", "rag", "--auth=trust", "-E", "UTF8"],
+                   check=True, capture_output=True)
+    port = free_port()
+    proc = subprocess.Popen([*as_user, server, "-D", str(data / "db"), "-p", str(port), "-h", "127.0.0.1",
+                             "-k", str(data), "-c", "fsync=off", "-c", "max_connections=200"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, proc, "postgres")
+        yield f"postgresql://rag@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*as_user, pg_ctl, "stop", "-D", str(data / "db"), "-m", "fast"], capture_output=True)
+        proc.wait(timeout=60)
+        shutil.rmtree(data, ignore_errors=True)
