@@ -112,8 +112,9 @@ def write_instance(home: Path, postgres_url: str | None) -> Path:
     """DAGSTER_HOME with the repository's dagster.yaml (queued run coordinator and its limits), its storage
     in Postgres when a URL is given (what dagster.yaml's production section says), SQLite otherwise."""
     config = yaml.safe_load((REPO / "dagster.yaml").read_text())
-    if postgres_url:
-        config["storage"] = {"postgres": {"postgres_url": postgres_url}}
+    if postgres_url:  # SQLAlchemy 2.1 defaults postgresql:// to psycopg 3; dagster-postgres brings psycopg2
+        config["storage"] = {"postgres": {"postgres_url": postgres_url.replace("postgresql://",
+                                                                               "postgresql+psycopg2://", 1)}}
     config["run_coordinator"]["config"]["dequeue_interval_seconds"] = 1
     home.mkdir(parents=True, exist_ok=True)
     (home / "dagster.yaml").write_text(yaml.safe_dump(config))
