@@ -104,8 +104,11 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection, catalog_path: str | Path, p
         previous = None
     seen = objects.remote_pointer(folder.parent)
     if seen is not None and (previous is None or json.loads(seen.body)["seq"] != previous.seq):
-        raise objects.PointerMoved(f"{folder}: the bucket's pointer names a publish this catalog never made "
-                                   f"(seq {json.loads(seen.body)['seq']}); another writer owns this store")
+        if not objects.made_here(folder.parent, seen):
+            raise objects.PointerMoved(f"{folder}: the bucket's pointer names a publish this catalog never made "
+                                       f"(seq {json.loads(seen.body)['seq']}); another writer owns this store")
+        _write_atomic(folder / POINTER, seen.body)  # our last publish died between its swap and this write
+        previous = read_pointer(folder.parent)
     # A pointer to a whole-catalog copy (the format before segments) starts the segments afresh.
     manifest = previous.path(folder.parent) if previous and previous.file.endswith(".json") else None
     tables = json.loads(manifest.read_text())["tables"] if manifest and manifest.exists() else {}

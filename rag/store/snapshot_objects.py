@@ -41,6 +41,15 @@ def remote_pointer(store_folder: Path) -> Versioned | None:
     return objects.get(f"{store_prefix(Path(store_folder))}snapshots/CURRENT") if objects else None
 
 
+def made_here(store_folder: Path, pointer: Versioned) -> bool:
+    """Whether the bucket's pointer names a manifest this folder wrote (same bytes): a publish of this writer
+    that swapped the bucket's pointer and died before its local one."""
+    objects, name = bucket(), json.loads(pointer.body)["file"]
+    local = Path(store_folder) / "snapshots" / name
+    remote = objects.get(f"{store_prefix(Path(store_folder))}snapshots/{name}") if objects else None
+    return local.exists() and remote is not None and remote.body == local.read_bytes()
+
+
 def push(store_folder: Path, seq: int, manifest: str, pointer: str, seen: Versioned | None) -> None:
     """Upload this publish's files, then swap the bucket's pointer if nobody else did since `seen`."""
     objects, folder, prefix = bucket(), Path(store_folder) / "snapshots", store_prefix(Path(store_folder))

@@ -74,6 +74,17 @@ def test_a_reader_with_no_shared_disk_follows_publishes_and_a_second_writer_cann
     local = {p.name for p in (reader_ws / "snapshots" / "segments").iterdir()}
     assert local == {k.rsplit("/", 1)[1] for k in objects.keys("snapshots/segments/")}
 
+    # The writer died after swapping the bucket's pointer and before its own: the next publish finishes it.
+    local_pointer = writer_ws / "snapshots" / "CURRENT"
+    local_pointer.write_text(json.dumps(pointer))
+    (corpus / "operations" / "time-sync.md").unlink()
+    publish(writer_ws, corpus, lance, embedder)
+    after_crash = json.loads(objects.get("snapshots/CURRENT").body)
+    assert after_crash["seq"] > newest["seq"] and after_crash == json.loads(local_pointer.read_text())
+    assert "time-sync-ntp" not in {i.doc_id for i in reader.retrieve("longrag", SUPPORT, "How is time synchronised?",
+                                                                    1500).items}
+    newest = after_crash
+
     intruder = tmp_path / "other-pod" / "ws"
     with pytest.raises(PointerMoved, match="another writer owns this store"):
         publish(intruder, corpus, f"s3://{bucket}/intruder-index", embedder)
