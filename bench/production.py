@@ -187,7 +187,8 @@ def run(mode: str, root: Path, clients: int = 8) -> dict:
         instance = stack.enter_context(dg.DagsterInstance.from_config(str(home)))
         started = time.monotonic()
         daemon = stack.enter_context(topology.dagster_daemon(env, root / "daemon.log"))
-        succeeded = lambda: [r for r in ingest_runs(instance) if r.dagster_run.status == dg.DagsterRunStatus.SUCCESS]  # noqa: E731
+        succeeded = lambda: [r for r in ingest_runs(instance)  # noqa: E731
+                             if r.dagster_run.status == dg.DagsterRunStatus.SUCCESS]
         wait_for("the first partition run", succeeded, 900, daemon)
         first_publish_s = time.monotonic() - started
         server, url = serve(env, reader_ws, root)

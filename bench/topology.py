@@ -53,7 +53,8 @@ def s3_server():
         import boto3  # noqa: F401
         import moto.server  # noqa: F401
     except ImportError:
-        raise ServerMissing("moto's S3 server and boto3 are not installed: pip install -e '.[dev,production]'") from None
+        raise ServerMissing("moto's S3 server and boto3 are not installed: "
+                            "pip install -e '.[dev,production]'") from None
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -7,7 +7,8 @@ are a table of their own keyed by content hash, written once per text. A manifes
 lists each table's segments; the `snapshots/CURRENT` pointer names the manifest and the LanceDB table version
 that goes with it, and is swapped with an atomic rename: a reader sees the old state or the new one, never half
 of either. With $RAG_SNAPSHOT_URI the bucket holds the same files and its pointer is swapped first, with a
-conditional write (rag.store.snapshot_objects); readers on other machines `pull` them. A reader builds each table as the newest row per key over its segments (`load_read_state`).
+conditional write (rag.store.snapshot_objects); readers on other machines `pull` them.
+A reader builds each table as the newest row per key over its segments (`load_read_state`).
 
 Segments are never rewritten, so a manifest is an immutable state. When a table has more than
 `MAX_SEGMENTS` segments, the ones after its base are merged into one (or all of them, once they outweigh the
