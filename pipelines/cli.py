@@ -142,7 +142,9 @@ def _parser() -> argparse.ArgumentParser:
 def _workspace_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workspace", default=os.environ.get("RAG_WORKSPACE", DEFAULT_WORKSPACE),
                    help=f"folder holding catalog.duckdb and lancedb/ (default: $RAG_WORKSPACE or {DEFAULT_WORKSPACE})")
-    p.add_argument("--lance-uri", help="LanceDB location if not <workspace>/lancedb (e.g. object storage)")
+    p.add_argument("--lance-uri", default=os.environ.get("RAG_LANCE_URI"),
+                   help="LanceDB location if not <workspace>/lancedb, e.g. s3://bucket/prefix "
+                        "(default: $RAG_LANCE_URI)")
 
 
 def _question_args(p: argparse.ArgumentParser) -> None:

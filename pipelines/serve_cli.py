@@ -18,7 +18,9 @@ def add_serve_parser(subparsers) -> argparse.ArgumentParser:
                     "come from a header set by an authenticating proxy (--groups-header / --user-header).")
     p.add_argument("--workspace", default=os.environ.get("RAG_WORKSPACE", ".rag/workspace"),
                    help="folder holding catalog.duckdb and lancedb/ (default: $RAG_WORKSPACE or .rag/workspace)")
-    p.add_argument("--lance-uri", help="LanceDB location if not <workspace>/lancedb")
+    p.add_argument("--lance-uri", default=os.environ.get("RAG_LANCE_URI"),
+                   help="LanceDB location if not <workspace>/lancedb, e.g. s3://bucket/prefix "
+                        "(default: $RAG_LANCE_URI)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, loopback only)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default: {DEFAULT_PORT})")
     p.add_argument("--users-file", default=os.environ.get("RAG_USERS_FILE"),

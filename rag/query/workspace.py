@@ -23,7 +23,7 @@ from rag.sources.partitions import PARTITIONS_DIR, is_partitioned, published_sto
 from rag.store.catalog import Catalog, CatalogError
 from rag.store.index import SubchunkIndex
 from rag.store.index_union import IndexUnion
-from rag.store.snapshot_files import NoSnapshot, pointer_stamp, read_pointer
+from rag.store.snapshot_files import NoSnapshot, pointer_stamp, pull, read_pointer
 from rag.store.union_catalog import UnionCatalog
 
 log = logging.getLogger("rag.query.workspace")
@@ -134,6 +134,7 @@ class Workspace:
             self._snapshot, self._stamp, self._building = snapshot, stamp, None
 
     def _stamp_now(self) -> tuple | None:
+        pull(self.root)  # publishes made on another machine ($RAG_SNAPSHOT_URI), if any
         if not is_partitioned(self.root):
             return pointer_stamp(self.root)
         return tuple((s.key, pointer_stamp(s.folder)) for s in published_stores(self.root))

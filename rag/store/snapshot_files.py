@@ -6,7 +6,9 @@ new or changed since the last publish (found by a hash of each row) and a tombst
 are a table of their own keyed by content hash, written once per text. A manifest (`snapshots/NNNNNNNN.json`)
 lists each table's segments; the `snapshots/CURRENT` pointer names the manifest and the LanceDB table version
 that goes with it, and is swapped with an atomic rename: a reader sees the old state or the new one, never half
-of either. A reader builds each table as the newest row per key over its segments (`load_read_state`).
+of either. With $RAG_SNAPSHOT_URI the bucket holds the same files and its pointer is swapped first, with a
+conditional write (rag.store.snapshot_objects); readers on other machines `pull` them.
+A reader builds each table as the newest row per key over its segments (`load_read_state`).
 
 Segments are never rewritten, so a manifest is an immutable state. When a table has more than
 `MAX_SEGMENTS` segments, the ones after its base are merged into one (or all of them, once they outweigh the
@@ -16,16 +18,23 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
 
+from rag.store import snapshot_objects as objects
+from rag.store.writer_lock import check_held
+
 SNAPSHOT_DIR = "snapshots"
 SEGMENT_DIR = "segments"
 POINTER = "CURRENT"
 MAX_SEGMENTS = 16
+_PULLED: dict[str, float] = {}
+_PULL_LOCK = threading.Lock()
 # Table → key columns (empty: the whole row is its own key). `texts` holds each document text once.
 READ_TABLES: dict[str, tuple[str, ...]] = {
     "documents": ("doc_id", "version"), "texts": ("content_hash",), "units": ("unit_id", "unit_version"),
@@ -94,6 +103,13 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection, catalog_path: str | Path, p
         previous = read_pointer(folder.parent)
     except NoSnapshot:
         previous = None
+    seen = objects.remote_pointer(folder.parent)
+    if seen is not None and (previous is None or json.loads(seen.body)["seq"] != previous.seq):
+        if not objects.made_here(folder.parent, seen):
+            raise objects.PointerMoved(f"{folder}: the bucket's pointer names a publish this catalog never made "
+                                       f"(seq {json.loads(seen.body)['seq']}); another writer owns this store")
+        _write_atomic(folder / POINTER, seen.body)  # our last publish died between its swap and this write
+        previous = read_pointer(folder.parent)
     # A pointer to a whole-catalog copy (the format before segments) starts the segments afresh.
     manifest = previous.path(folder.parent) if previous and previous.file.endswith(".json") else None
     tables = json.loads(manifest.read_text())["tables"] if manifest and manifest.exists() else {}
@@ -108,8 +124,12 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection, catalog_path: str | Path, p
     _write_atomic(folder / name, json.dumps({"seq": seq, "publish_id": publish_id, "tables": tables}))
     info = SnapshotInfo(seq, name, publish_id, lance_version,
                         datetime.now(timezone.utc).isoformat(timespec="milliseconds"))
-    _write_atomic(folder / POINTER, json.dumps(asdict(info)))
+    pointer = json.dumps(asdict(info))
+    check_held(folder.parent)
+    objects.push(folder.parent, seq, name, pointer, seen)
+    _write_atomic(folder / POINTER, pointer)
     _prune(folder, seq, snapshots_kept() if keep is None else keep)
+    objects.prune_remote(folder.parent)
     return info
 
 
@@ -216,9 +236,43 @@ def _copy(con, query: str, dest: Path) -> None:
     os.replace(tmp, dest)
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def pull(workspace: str | Path, every_s: float | None = None) -> None:
+    """Copy publishes newer than the local ones from $RAG_SNAPSHOT_URI (at most once per $RAG_SNAPSHOT_POLL_S)."""
+    bucket = objects.bucket()
+    if bucket is None:
+        return
+    every_s = float(os.environ.get("RAG_SNAPSHOT_POLL_S", "1")) if every_s is None else every_s
+    root = str(Path(workspace).resolve())
+    with _PULL_LOCK:
+        if time.monotonic() - _PULLED.get(root, -1e9) < every_s:
+            return
+        for prefix in objects.stores(bucket):
+            _pull_store(bucket, Path(root) / prefix, prefix)
+        _PULLED[root] = time.monotonic()
+
+
+def _pull_store(bucket, store_folder: Path, prefix: str) -> None:
+    """The segments first, the manifest next, the pointer last: a local reader never sees half a publish."""
+    folder = store_folder / SNAPSHOT_DIR
+    etag_file = folder / objects.ETAG_FILE
+    have = lambda names: [n for n in names if not (folder / SEGMENT_DIR / n).exists()]  # noqa: E731
+    fetched = objects.fetch_newer(bucket, prefix, etag_file.read_text() if etag_file.exists() else None, have)
+    if fetched is None:
+        return
+    (folder / SEGMENT_DIR).mkdir(parents=True, exist_ok=True)
+    for name, body in fetched.segments.items():
+        _write_atomic(folder / SEGMENT_DIR / name, body)
+    if fetched.store_info is not None:
+        _write_atomic(store_folder / objects.STORE_INFO, fetched.store_info)
+    _write_atomic(folder / fetched.info["file"], fetched.manifest)
+    _write_atomic(folder / POINTER, fetched.pointer.body)
+    etag_file.write_text(fetched.pointer.etag)
+    _prune(folder, fetched.info["seq"], snapshots_kept())
+
+
+def _write_atomic(path: Path, text: str | bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
+    tmp.write_bytes(text.encode() if isinstance(text, str) else text)
     _fsync(tmp)
     os.replace(tmp, path)
 

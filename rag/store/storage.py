@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from rag.store.object_store import ObjectStore, is_object_uri
 from rag.store.snapshot_files import SNAPSHOT_DIR
 from rag.text.tables import bytes_on_disk
 
@@ -13,7 +14,7 @@ class Storage:
     raw_text_bytes: int    # UTF-8 bytes of the current documents' titles and texts
     catalog_bytes: int     # the writer's DuckDB catalog (and its write-ahead log)
     read_state_bytes: int  # the published read state readers open (segments and manifests)
-    index_bytes: int       # the LanceDB database (sub-chunk table, vector cache, kept versions)
+    index_bytes: int       # the LanceDB database (sub-chunk table, vector cache, kept versions), local or in a bucket
 
     def total(self, with_index: bool = True) -> int:
         """Everything a method needs on disk; ELITE (no index) needs the catalog and its read state only."""
@@ -33,4 +34,5 @@ def measure(catalog_path: str | Path, lance_uri: str | Path, raw_text_bytes: int
     """The parts of the store whose catalog is `catalog_path` (a workspace's, or one partition's)."""
     catalog = Path(catalog_path)
     return Storage(raw_text_bytes, bytes_on_disk(*catalog.parent.glob(catalog.name + "*")),
-                   bytes_on_disk(catalog.parent / SNAPSHOT_DIR), bytes_on_disk(lance_uri))
+                   bytes_on_disk(catalog.parent / SNAPSHOT_DIR),
+                   ObjectStore(str(lance_uri)).size() if is_object_uri(str(lance_uri)) else bytes_on_disk(lance_uri))

@@ -2,7 +2,9 @@
 
 The kernel releases a `flock` when its holder dies, so a killed run never leaves a stale lock. The lock is
 re-entrant within a process, so a Dagster run can hold it from its first step to its last while each step
-opens the catalog again.
+opens the catalog again. Where pods share no disk, $RAG_WRITER_LOCK_URL adds a Postgres lease on the store's
+name (rag.store.writer_lease), which a writer on another machine sees too; `check_held` before a publish swaps
+its pointer makes a lost lease an error, never a silent second writer.
 """
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from rag.store.snapshot_objects import SNAPSHOT_URI_ENV, store_prefix
+from rag.store.writer_lease import PostgresLease, lease_url
+
 LOCK_FILE = "writer.lock"
 
 
@@ -26,6 +31,7 @@ class WriterBusy(RuntimeError):
 class _Held:
     fd: int
     depth: int
+    lease: PostgresLease | None = None
 
 
 _HELD: dict[str, _Held] = {}
@@ -70,11 +76,12 @@ class WriterLock:
                     raise WriterBusy(f"{self.path.parent}: another writer holds this workspace "
                                      f"({_describe(self.path)}); gave up after {self.wait_s:g} s") from None
                 time.sleep(0.1)
+        lease = self._lease(fd, deadline)
         since = datetime.now(timezone.utc).isoformat(timespec="seconds")
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps({"pid": os.getpid(), "entry": self.entry, "since": since}).encode(), 0)
         with _GUARD:
-            _HELD[key] = _Held(fd, 1)
+            _HELD[key] = _Held(fd, 1, lease)
 
     def release(self) -> None:
         key = str(self.path)
@@ -86,8 +93,24 @@ class WriterLock:
             if held.depth:
                 return
             del _HELD[key]
+        if held.lease is not None:
+            held.lease.close()
         os.ftruncate(held.fd, 0)
         os.close(held.fd)  # closing the descriptor releases the flock
+
+    def _lease(self, fd: int, deadline: float) -> PostgresLease | None:
+        """The cross-machine lease, named by where the store's snapshots are published (not by a local path)."""
+        url = lease_url()
+        if url is None:
+            return None
+        bucket = os.environ.get(SNAPSHOT_URI_ENV)
+        name = f"{bucket}#{store_prefix(self.path.parent)}" if bucket else str(self.path.parent)
+        lease = PostgresLease(url, name, self.entry)
+        if not lease.acquire(deadline):
+            os.close(fd)
+            raise WriterBusy(f"{self.path.parent}: another writer holds this store's lease ({lease.holder()}); "
+                             f"gave up after {self.wait_s:g} s")
+        return lease
 
     def __enter__(self) -> "WriterLock":
         self.acquire()
@@ -95,3 +118,11 @@ class WriterLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def check_held(store_folder: str | Path) -> None:
+    """Raise LeaseLost if this process holds the store's writer lock through a lease that has ended."""
+    with _GUARD:
+        held = _HELD.get(str(Path(store_folder).resolve() / LOCK_FILE))
+    if held is not None and held.lease is not None:
+        held.lease.check()

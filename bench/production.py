@@ -1,0 +1,266 @@
+"""The production topology's scenario, on real servers, against the same scenario on the local filesystem.
+
+Production: Dagster's instance on PostgreSQL, the daemon's queued run coordinator (max_concurrent_runs 2, one run
+per partition), LanceDB and the published snapshots in an S3-compatible bucket (moto on loopback), the writer lease
+in Postgres, and `rag serve` in a folder of its own that shares no disk with the writers (it pulls from the bucket).
+Local: the same daemon and limits with SQLite storage and everything in one workspace folder.
+
+Scenario: the sensor discovers 4 collections and the daemon runs them; 8 clients ask `rag serve` throughout (every
+item is checked against the caller's groups); then two runs of one partition are launched at once (the second must
+wait). Writes bench/results/production.json: wall time, requests/s, errors, leaks, bytes stored where.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+import httpx
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench import topology  # noqa: E402
+from rag.text.tables import bytes_on_disk  # noqa: E402
+
+MOVED = ["maintenance-windows.md", "decommissioning.md", "diagnostics-bundle.md", "health-monitoring.md"]
+USERS = {"sam": ["support"], "pat": ["partners"], "sec": ["security-team"]}
+QUESTIONS = ["How long does the offline cache hold telemetry?", "Which error code means the gateway cache is full?",
+             "How are gateway certificates rotated?", "When are maintenance windows scheduled?",
+             "How do I collect a diagnostics bundle?", "How is a gateway decommissioned?"]
+TWICE = "corpus/security"
+
+
+def sources(root: Path) -> tuple[Path, dict[str, set[str]]]:
+    """The sample corpus as 4 collections (a few operations documents moved to `maintenance`) and each ACL."""
+    corpus = root / "corpus"
+    shutil.copytree(REPO / "samples" / "corpus", corpus)
+    (corpus / "maintenance").mkdir()
+    for name in MOVED:
+        (corpus / "operations" / name).rename(corpus / "maintenance" / name)
+    acls = {}
+    for path in corpus.rglob("*.md"):
+        head = yaml.safe_load(path.read_text().split("\n---\n", 1)[0].removeprefix("---\n"))
+        acls[head["id"]] = set(head.get("acl") or [])
+    return corpus, acls
+
+
+class Clients:
+    """N threads asking `rag serve` until stopped; every item must be readable by the asking user's groups."""
+
+    def __init__(self, url: str, acls: dict[str, set[str]], n: int):
+        self.url, self.acls, self.n = url, acls, n
+        self.requests = self.errors = self.leaks = 0
+        self.latencies: list[float] = []
+        self.error_examples: list[str] = []
+        self._stop, self._lock = threading.Event(), threading.Lock()
+        self._threads = [threading.Thread(target=self._loop, args=(i,), daemon=True) for i in range(n)]
+
+    def __enter__(self):
+        self.started = time.monotonic()
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        for t in self._threads:
+            t.join(60)
+        self.seconds = time.monotonic() - self.started
+
+    def _loop(self, seed: int) -> None:
+        rng, client = random.Random(seed), httpx.Client(base_url=self.url, timeout=60)
+        while not self._stop.is_set():
+            user = rng.choice(sorted(USERS))
+            body = {"question": rng.choice(QUESTIONS), "user": user, "method": rng.choice(["longrag", "elite"])}
+            start = time.perf_counter()
+            try:
+                r = client.post("/retrieve", json=body)
+                ok, items = r.status_code == 200, r.json().get("items", []) if r.status_code == 200 else []
+                problem = "" if ok else f"{r.status_code} {r.text[:200]}"
+            except (httpx.HTTPError, ValueError) as err:
+                ok, items, problem = False, [], repr(err)[:200]
+            leaked = sum(1 for i in items if not self.acls.get(i["doc_id"], set()) & set(USERS[user]))
+            with self._lock:
+                self.requests += 1
+                self.latencies.append(time.perf_counter() - start)
+                self.errors += not ok
+                self.leaks += leaked
+                if problem and len(self.error_examples) < 5:
+                    self.error_examples.append(problem)
+
+    def summary(self) -> dict:
+        lat = sorted(self.latencies) or [0.0]
+        return {"clients": self.n, "requests": self.requests, "seconds": round(self.seconds, 1),
+                "requests_per_s": round(self.requests / max(self.seconds, 1e-9), 2), "errors": self.errors,
+                "leaks": self.leaks, "p50_ms": round(1000 * lat[len(lat) // 2], 1),
+                "p95_ms": round(1000 * lat[int(len(lat) * 0.95)], 1), "error_examples": self.error_examples}
+
+
+def ingest_runs(instance) -> list:
+    import dagster as dg
+    return instance.get_run_records(filters=dg.RunsFilter(job_name="ingest"))
+
+
+def wait_for(what: str, test, timeout_s: float, daemon: subprocess.Popen, every_s: float = 1.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if daemon.poll() is not None:
+            raise RuntimeError(f"the Dagster daemon exited ({daemon.returncode}) while waiting for {what}")
+        found = test()
+        if found:
+            return found
+        time.sleep(every_s)
+    raise RuntimeError(f"timed out after {timeout_s:g} s waiting for {what}")
+
+
+def max_overlap(records) -> int:
+    events = sorted([(r.start_time, 1) for r in records] + [(r.end_time, -1) for r in records])
+    level = peak = 0
+    for _, step in events:
+        level += step
+        peak = max(peak, level)
+    return peak
+
+
+def launch(env: dict, partition: str) -> subprocess.Popen:
+    """`dagster job launch`: the run goes through the instance's queue like the sensor's runs."""
+    return subprocess.Popen([str(Path(sys.executable).parent / "dagster"), "job", "launch", "-w", "workspace.yaml",
+                             "-j", "ingest", "--tags", json.dumps({"dagster/partition": partition})],
+                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def serve(env: dict, reader_ws: Path, root: Path) -> tuple[subprocess.Popen, str]:
+    (root / "users.yaml").write_text(yaml.safe_dump(USERS))
+    port = topology.free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "serve", "--workspace", str(reader_ws),
+                             "--port", str(port), "--users-file", str(root / "users.yaml")], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=open(root / "serve.log", "w"))
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=5).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None:
+            raise RuntimeError(f"rag serve exited: {(root / 'serve.log').read_text()[-500:]}")
+        time.sleep(0.5)
+    raise RuntimeError("rag serve did not come up")
+
+
+def run(mode: str, root: Path, clients: int = 8) -> dict:
+    """The scenario in one topology ("production" or "local"); returns its figures."""
+    import dagster as dg
+
+    root.mkdir(parents=True, exist_ok=True)
+    corpus, acls = sources(root)
+    writer_ws, home = root / "writer" / "ws", root / "dagster_home"
+    env = {**os.environ, "RAG_WORKSPACE": str(writer_ws), "RAG_SOURCES": str(corpus), "RAG_PARTITIONS": "collections",
+           "DAGSTER_HOME": str(home), "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO),
+           "RAG_BENCHMARKS": str(root / "no-benchmarks")}  # the evaluation sensor finds nothing to prepare
+    (root / "no-benchmarks").mkdir()
+    with ExitStack() as stack:
+        pg_url = None
+        if mode == "production":
+            s3 = stack.enter_context(topology.s3_server())
+            pg_url = stack.enter_context(topology.postgres_server())
+            topology.create_bucket(s3, "rag-production")
+            env |= s3 | {"RAG_LANCE_URI": "s3://rag-production/index", "RAG_SNAPSHOT_URI": "s3://rag-production/ws",
+                         "RAG_WRITER_LOCK_URL": pg_url, "RAG_SNAPSHOT_POLL_S": "0.5"}
+            reader_ws = root / "reader" / "ws"  # another pod: nothing of the writers' folders
+        else:
+            reader_ws = writer_ws
+        topology.write_instance(home, pg_url)
+        os.environ.update({k: v for k, v in env.items() if k.startswith(("AWS_", "RAG_", "DAGSTER_HOME"))})
+        instance = stack.enter_context(dg.DagsterInstance.from_config(str(home)))
+        started = time.monotonic()
+        daemon = stack.enter_context(topology.dagster_daemon(env, root / "daemon.log"))
+        succeeded = lambda: [r for r in ingest_runs(instance)  # noqa: E731
+                             if r.dagster_run.status == dg.DagsterRunStatus.SUCCESS]
+        wait_for("the first partition run", succeeded, 900, daemon)
+        first_publish_s = time.monotonic() - started
+        server, url = serve(env, reader_ws, root)
+        stack.callback(server.wait, 30)
+        stack.callback(server.terminate)
+        with Clients(url, acls, clients) as load:
+            done = wait_for("4 partition runs", lambda: (lambda s: s if len(s) >= 4 else None)(succeeded()), 1800,
+                            daemon)
+            discovery_s = time.monotonic() - started
+            failed = [r.dagster_run.run_id for r in ingest_runs(instance)
+                      if r.dagster_run.status == dg.DagsterRunStatus.FAILURE]
+            before = {r.dagster_run.run_id for r in ingest_runs(instance)}
+            twice_start = time.monotonic()
+            launchers = [launch(env, TWICE) for _ in range(2)]
+            for p in launchers:
+                _, err = p.communicate(timeout=300)
+                if p.returncode:
+                    raise RuntimeError(f"dagster job launch failed: {err[-500:]}")
+            twice = wait_for("two runs of one partition", lambda: (lambda s: s if len(s) >= 2 else None)(
+                [r for r in succeeded() if r.dagster_run.run_id not in before]), 900, daemon)
+            twice_s = time.monotonic() - twice_start
+            time.sleep(2 * float(env.get("RAG_SNAPSHOT_POLL_S", "1")) + 1)  # the reader pulls the last publish
+        partitions_served = sorted(httpx.get(f"{url}/healthz", timeout=10).json().get("partitions", {}) or [])
+        result = {
+            "mode": mode, "partition_runs": len(done), "failed_runs": failed,
+            "partitions": sorted({r.dagster_run.tags.get("dagster/partition") for r in done}),
+            "max_runs_at_once": max_overlap(done[:4]), "first_publish_s": round(first_publish_s, 1),
+            "wall_s_4_partitions": round(discovery_s, 1), "same_partition_twice_s": round(twice_s, 1),
+            "same_partition_runs_overlap": max_overlap(twice[:2]) > 1,
+            "serve": load.summary(), "served_partitions": partitions_served,
+            "bytes": stored(mode, writer_ws, reader_ws, home, pg_url),
+        }
+    return result
+
+
+def stored(mode: str, writer_ws: Path, reader_ws: Path, home: Path, pg_url: str | None) -> dict:
+    """Bytes stored where: the writers' local folder (catalogs), the reader's copy, the bucket, Dagster's storage."""
+    catalogs = bytes_on_disk(*writer_ws.rglob("catalog.duckdb*"))
+    out = {"writer_catalogs": catalogs, "writer_snapshots": bytes_on_disk(*writer_ws.rglob("snapshots")),
+           "writer_local_index": bytes_on_disk(*writer_ws.rglob("lancedb"))}
+    if mode == "production":
+        from rag.store.object_store import ObjectStore
+        import psycopg2
+        out |= {"reader_local_snapshots": bytes_on_disk(*reader_ws.rglob("snapshots")),
+                "bucket_index": ObjectStore("s3://rag-production/index").size(),
+                "bucket_snapshots": ObjectStore("s3://rag-production/ws").size()}
+        with psycopg2.connect(pg_url) as con, con.cursor() as cur:
+            cur.execute("SELECT pg_database_size(current_database())")
+            out["postgres_dagster"] = cur.fetchone()[0]
+    else:
+        out["dagster_sqlite"] = bytes_on_disk(home)
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--clients", type=int, default=8)
+    p.add_argument("--modes", nargs="+", default=["local", "production"], choices=["local", "production"])
+    p.add_argument("--out", default=str(REPO / "bench" / "results" / "production.json"))
+    args = p.parse_args()
+    results = {}
+    for mode in args.modes:  # the same process order every time: local first, then production
+        with tempfile.TemporaryDirectory(prefix=f"rag-{mode}-") as tmp:
+            results[mode] = run(mode, Path(tmp), args.clients)
+            print(json.dumps(results[mode], indent=1), flush=True)
+    if {"local", "production"} <= set(results):
+        results["production_over_local_wall"] = round(results["production"]["wall_s_4_partitions"]
+                                                      / results["local"]["wall_s_4_partitions"], 2)
+    results["load_average"] = os.getloadavg()
+    Path(args.out).write_text(json.dumps(results, indent=1))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""Published snapshots in object storage, so that reader pods and the next writer pod need no shared disk.
+
+With `RAG_SNAPSHOT_URI=s3://bucket/prefix` the writer uploads a publish's new segments and manifest, then
+swaps the bucket's `snapshots/CURRENT` with a conditional write (If-Match the version it read before the
+publish began, If-None-Match for the first): a second writer that published meanwhile makes the swap fail
+instead of being overwritten. Readers (`snapshot_files.pull`) copy what the bucket's pointer names into their
+local folder (segments are immutable, so a copy is never stale) and swap their local pointer last, so local
+reads stay atomic.
+Objects mirror the workspace's layout: `snapshots/…`, or `partitions/<slug>/snapshots/…` and its store file.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag.sources.partitions import PARTITIONS_DIR, STORE_INFO
+from rag.store.object_store import ObjectStore, Versioned
+
+SNAPSHOT_URI_ENV = "RAG_SNAPSHOT_URI"
+ETAG_FILE = ".CURRENT.etag"  # the bucket pointer's version that the local pointer copies
+
+
+class PointerMoved(RuntimeError):
+    """Another writer swapped the bucket's pointer after this publish read it: this publish is not made current."""
+
+
+def bucket() -> ObjectStore | None:
+    uri = os.environ.get(SNAPSHOT_URI_ENV)
+    return ObjectStore(uri) if uri else None
+
+
+def store_prefix(store_folder: Path) -> str:
+    """The store's place in the bucket: the workspace root, or partitions/<slug>/."""
+    return f"{PARTITIONS_DIR}/{store_folder.name}/" if store_folder.parent.name == PARTITIONS_DIR else ""
+
+
+def remote_pointer(store_folder: Path) -> Versioned | None:
+    """The bucket's pointer as a publish starts (the version its swap must still find)."""
+    objects = bucket()
+    return objects.get(f"{store_prefix(Path(store_folder))}snapshots/CURRENT") if objects else None
+
+
+def made_here(store_folder: Path, pointer: Versioned) -> bool:
+    """Whether the bucket's pointer names a manifest this folder wrote (same bytes): a publish of this writer
+    that swapped the bucket's pointer and died before its local one."""
+    objects, name = bucket(), json.loads(pointer.body)["file"]
+    local = Path(store_folder) / "snapshots" / name
+    remote = objects.get(f"{store_prefix(Path(store_folder))}snapshots/{name}") if objects else None
+    return local.exists() and remote is not None and remote.body == local.read_bytes()
+
+
+def push(store_folder: Path, seq: int, manifest: str, pointer: str, seen: Versioned | None) -> None:
+    """Upload this publish's files, then swap the bucket's pointer if nobody else did since `seen`."""
+    objects, folder, prefix = bucket(), Path(store_folder) / "snapshots", store_prefix(Path(store_folder))
+    if objects is None:
+        return
+    if (Path(store_folder) / STORE_INFO).exists():
+        objects.put(prefix + STORE_INFO, (Path(store_folder) / STORE_INFO).read_bytes())
+    # Files of this sequence number are new (or left by a publish that died before its swap: rewrite them).
+    for path in sorted((folder / "segments").glob(f"{seq:08d}-*.parquet")):
+        objects.put(f"{prefix}snapshots/segments/{path.name}", path.read_bytes())
+    objects.put(f"{prefix}snapshots/{manifest}", (folder / manifest).read_bytes())
+    body = pointer.encode()
+    etag = objects.create(prefix + "snapshots/CURRENT", body) if seen is None else \
+        objects.swap(prefix + "snapshots/CURRENT", body, seen.etag)
+    if etag is None:
+        raise PointerMoved(f"{objects.uri}/{prefix}snapshots/CURRENT: another writer published while this one "
+                           "ran; its publish was not made current (one writer per partition: check the lease)")
+    (folder / ETAG_FILE).write_text(etag)
+
+
+def prune_remote(store_folder: Path) -> None:
+    """Delete the bucket's snapshot files the local (just pruned) folder no longer has."""
+    objects, folder, prefix = bucket(), Path(store_folder) / "snapshots", store_prefix(Path(store_folder))
+    if objects is None:
+        return
+    for key in objects.keys(f"{prefix}snapshots/"):
+        rel = key[len(objects.key(f"{prefix}snapshots/")):]
+        if rel != "CURRENT" and not (folder / rel).exists():
+            objects.delete(f"{prefix}snapshots/{rel}")
+
+
+def stores(objects: ObjectStore) -> list[str]:
+    """The bucket prefixes of every store that may have published: the workspace root and each partition."""
+    return [""] + [p + "/" for p in objects.folders(f"{PARTITIONS_DIR}/")]
+
+
+@dataclass
+class Fetched:
+    """A newer publish as the bucket holds it: its pointer, manifest, store file and the segments asked for."""
+
+    pointer: Versioned
+    info: dict
+    manifest: bytes
+    store_info: bytes | None
+    segments: dict[str, bytes]
+
+
+def fetch_newer(objects: ObjectStore, prefix: str, local_etag: str | None, missing) -> Fetched | None:
+    """The store's publish if the bucket's pointer is not `local_etag`; `missing(names)` says which segments to get.
+
+    None when nothing changed, or when a newer publish pruned what the pointer named (the next poll sees it).
+    """
+    pointer = objects.get_if_changed(f"{prefix}snapshots/CURRENT", local_etag)
+    if pointer is None:
+        return None
+    info = json.loads(pointer.body)
+    manifest = objects.get(f"{prefix}snapshots/{info['file']}")
+    if manifest is None:
+        return None
+    segments = {}
+    for name in missing(sorted({f for files in json.loads(manifest.body)["tables"].values() for f in files})):
+        segment = objects.get(f"{prefix}snapshots/segments/{name}")
+        if segment is None:
+            return None
+        segments[name] = segment.body
+    store_info = objects.get(prefix + STORE_INFO) if prefix else None
+    return Fetched(pointer, info, manifest.body, store_info.body if store_info else None, segments)

@@ -1,0 +1,88 @@
+"""One writer per store across machines: a Postgres advisory lock held by a connection of its own.
+
+Postgres releases the lock when the holder's connection ends (its pod died or was cut off), so nothing goes
+stale; the holder asks `check()` before it makes a publish current, so it cannot lose the lease silently and
+still swap the pointer. Named by $RAG_WRITER_LOCK_URL (a libpq URL, e.g. the Dagster instance's database).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+
+LEASE_URL_ENV = "RAG_WRITER_LOCK_URL"
+
+
+class LeaseLost(RuntimeError):
+    """The writer's lease ended while it held it (connection cut, or terminated): it must not publish."""
+
+
+def lease_url() -> str | None:
+    return os.environ.get(LEASE_URL_ENV) or None
+
+
+class PostgresLease:
+    """The advisory lock on a 64-bit key derived from the store's name, on a dedicated session."""
+
+    def __init__(self, url: str, name: str, entry: str):
+        self.url, self.name, self.entry = url, name, entry
+        self.key = int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big", signed=True)
+        self.con = None
+
+    def acquire(self, deadline: float) -> bool:
+        """Take the lock, polling until `deadline` (time.monotonic()); False if another session still holds it."""
+        import psycopg2  # the production extra (dagster-postgres brings it)
+
+        # Keepalives: a holder whose machine vanished is noticed by the server in seconds, not hours.
+        self.con = psycopg2.connect(self.url, application_name=f"rag writer pid {os.getpid()} ({self.entry})"[:63],
+                                    keepalives=1, keepalives_idle=5, keepalives_interval=2, keepalives_count=3)
+        self.con.autocommit = True
+        while True:
+            with self.con.cursor() as cur:
+                cur.execute("SELECT pg_try_advisory_lock(%s)", (self.key,))
+                if cur.fetchone()[0]:
+                    return True
+            if time.monotonic() >= deadline:
+                self.close()
+                return False
+            time.sleep(0.1)
+
+    def holder(self) -> str:
+        """Who holds the lock, as the holder's connection named itself."""
+        import psycopg2
+
+        try:
+            with psycopg2.connect(self.url) as con, con.cursor() as cur:
+                cur.execute("SELECT a.application_name, a.backend_start FROM pg_locks l JOIN pg_stat_activity a "
+                            "USING (pid) WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s "
+                            "AND l.objid = %s AND l.objsubid = 1", self._parts())
+                row = cur.fetchone()
+        except psycopg2.Error:
+            row = None
+        return f"{row[0]}, since {row[1]:%Y-%m-%dT%H:%M:%S}" if row else "another machine"
+
+    def check(self) -> None:
+        """Raise LeaseLost unless this session still holds the lock."""
+        import psycopg2
+
+        try:
+            with self.con.cursor() as cur:
+                cur.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
+                            "pid = pg_backend_pid() AND classid = %s AND objid = %s AND objsubid = 1", self._parts())
+                held = cur.fetchone()[0] > 0
+        except (psycopg2.Error, AttributeError) as err:
+            raise LeaseLost(f"{self.name}: the writer lease's connection is gone ({str(err).strip()[:120]}); "
+                            "this run must not publish") from None
+        if not held:
+            raise LeaseLost(f"{self.name}: the writer lease is no longer held; this run must not publish")
+
+    def close(self) -> None:
+        if self.con is not None:
+            try:
+                self.con.close()  # ending the session releases the lock
+            finally:
+                self.con = None
+
+    def _parts(self) -> tuple[int, int]:
+        unsigned = self.key & 0xFFFFFFFFFFFFFFFF
+        return unsigned >> 32, unsigned & 0xFFFFFFFF
