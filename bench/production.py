@@ -183,6 +183,9 @@ def run(mode: str, root: Path, clients: int = 8) -> dict:
         else:
             reader_ws = writer_ws
         topology.write_instance(home, pg_url)
+        # The in-process instance reads them too; restored at the end, so a test process is left as it was.
+        saved = dict(os.environ)
+        stack.callback(lambda: (os.environ.clear(), os.environ.update(saved)))
         os.environ.update({k: v for k, v in env.items() if k.startswith(("AWS_", "RAG_", "DAGSTER_HOME"))})
         instance = stack.enter_context(dg.DagsterInstance.from_config(str(home)))
         started = time.monotonic()
@@ -230,8 +233,9 @@ def stored(mode: str, writer_ws: Path, reader_ws: Path, home: Path, pg_url: str 
     out = {"writer_catalogs": catalogs, "writer_snapshots": bytes_on_disk(*writer_ws.rglob("snapshots")),
            "writer_local_index": bytes_on_disk(*writer_ws.rglob("lancedb"))}
     if mode == "production":
-        from rag.store.object_store import ObjectStore
         import psycopg2
+
+        from rag.store.object_store import ObjectStore
         out |= {"reader_local_snapshots": bytes_on_disk(*reader_ws.rglob("snapshots")),
                 "bucket_index": ObjectStore("s3://rag-production/index").size(),
                 "bucket_snapshots": ObjectStore("s3://rag-production/ws").size()}

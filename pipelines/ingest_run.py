@@ -7,7 +7,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from assets.ingest import COLLECTIONS, build_ingest, ingest_assets, ingest_checks
+from assets.ingest import COLLECTIONS, NOT_REPLACED, build_ingest, ingest_assets, ingest_checks
 from pipelines.errors import CliError
 from pipelines.workspace_resources import workspace_resources
 from rag.query.workspace import shared_ids
@@ -105,9 +105,10 @@ def _counts(result, partition: str | None = None) -> dict:
             for e in result.get_asset_materialization_events()}
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     docs, units, index = meta["source_documents"], meta["long_units"], meta["subchunk_index"]
+    replaced = index["embedder_replaced"]  # the UI's sentence when nothing was replaced; None for the CLI's JSON
     return {"documents": docs["documents_current"], "units": units["units"], "subchunks": index["subchunks"],
             "embedded": index["embedded"], "quarantined": docs["quarantined"], "deleted": docs["deleted"],
-            "embedder": index["embedder"], "embedder_replaced": index["embedder_replaced"] or None,
+            "embedder": index["embedder"], "embedder_replaced": None if replaced == NOT_REPLACED else replaced,
             "checks_passed": bool(checks) and all(checks.values())}
 
 

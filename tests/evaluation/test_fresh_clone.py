@@ -40,7 +40,7 @@ def test_the_clone_stands_alone_and_imports_its_own_code(clone):
     assert [p.name for p in clone.parent.iterdir()] == ["repo"]
     found = subprocess.run([sys.executable, "-c", "import rag.sources.benchmarks as b; print(b.__file__); print(b.benchmarks_root())"],
                            cwd=clone, env=clone_env(clone), capture_output=True, text=True, check=True).stdout.split()
-    assert found == [str(clone / "rag" / "benchmarks.py"), str(clone / "samples" / "benchmarks")]
+    assert found == [str(clone / "rag" / "sources" / "benchmarks.py"), str(clone / "samples" / "benchmarks")]
     assert sorted(p.name for p in (clone / "samples" / "benchmarks").iterdir() if p.is_dir()) == \
         ["2wikimultihopqa", "cmrc2018", "drcd", "hotpotqa", "musique"]
 

@@ -59,7 +59,7 @@ def serving(root, ingest, users: dict):
     """A copy of the sample corpus ingested by `ingest` into root/ws, and `rag serve` over it with these users."""
     corpus, ws = root / "corpus", root / "ws"
     shutil.copytree(SAMPLES / "corpus", corpus)
-    ingest(str(ws), [str(corpus)])
+    ingest(IngestSettings(workspace=ws, sources=[corpus]))
     (root / "users.yaml").write_text(yaml.safe_dump(users))
     proc, client = start_server(ws, "--users-file", str(root / "users.yaml"))
     try:

@@ -10,13 +10,15 @@ from assets.evaluation import evaluation_definitions
 from pipelines.definitions import build_definitions
 from pipelines.sensors import sensor_names
 from pipelines.workspace_resources import workspace_resources
+from rag.store.settings import IngestSettings
 
 NIGHTLY = {"nightly_reindex", "nightly_evaluation", "nightly_workspace_evaluation"}
 
 
 @pytest.mark.parametrize("partitioned", [False, True])
 def test_the_nightly_schedules_start_on_and_every_schedule_and_sensor_says_how_it_starts(tmp_path, partitioned):
-    defs = build_definitions(workspace_resources(tmp_path / "ws", [str(SAMPLES / "corpus")], partitioned=partitioned))
+    settings = IngestSettings(workspace=tmp_path / "ws", sources=[SAMPLES / "corpus"], partitioned=partitioned)
+    defs = build_definitions(workspace_resources(settings))
     schedules = {s.name: s for s in defs.schedules}
     assert set(schedules) == NIGHTLY
     assert all(s.default_status == dg.DefaultScheduleStatus.RUNNING for s in schedules.values())
@@ -27,7 +29,8 @@ def test_the_nightly_schedules_start_on_and_every_schedule_and_sensor_says_how_i
 
 @pytest.mark.parametrize("partitioned", [False, True])
 def test_sensor_names_are_words_a_person_reads_not_hashes(tmp_path, partitioned):
-    defs = build_definitions(workspace_resources(tmp_path / "ws", [str(SAMPLES / "corpus")], partitioned=partitioned))
+    settings = IngestSettings(workspace=tmp_path / "ws", sources=[SAMPLES / "corpus"], partitioned=partitioned)
+    defs = build_definitions(workspace_resources(settings))
     names = {s.name for s in defs.sensors}
     assert names == ({"collection_changes", "workspace_totals_after_ingest", "benchmark_folders"} if partitioned
                      else {"source_changes_corpus", "benchmark_folders"})

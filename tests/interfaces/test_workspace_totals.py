@@ -8,6 +8,7 @@ import yaml
 
 from pipelines.definitions import build_definitions
 from pipelines.workspace_resources import workspace_resources
+from rag.store.settings import IngestSettings
 from rag.units.linking import LinkTargets, count_links
 
 
@@ -54,7 +55,8 @@ def test_links_split_into_those_to_another_partition_and_those_to_nothing():
 def test_the_partitioned_sample_corpus_has_no_missing_links_and_one_page_of_totals(tmp_path, corpus):
     expected = expected_links(corpus)
     assert sum(c[1] for c in expected.values()) > 0 and sum(c[2] for c in expected.values()) == 0
-    defs = build_definitions(workspace_resources(tmp_path / "ws", [str(corpus)], partitioned=True))
+    settings = IngestSettings(workspace=tmp_path / "ws", sources=[corpus], partitioned=True)
+    defs = build_definitions(workspace_resources(settings))
     (tmp_path / "home").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
         tick = defs.get_sensor_def("collection_changes")(dg.build_sensor_context(instance=instance))

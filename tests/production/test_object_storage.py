@@ -11,9 +11,10 @@ from conftest import REPO, SAMPLES
 from servers import s3_env, s3_server  # noqa: F401 (fixtures)
 from test_server import start_server
 
-from pipelines.cli import run_ingest
+from pipelines.ingest_run import run_ingest
 from rag.store.index import SubchunkIndex
 from rag.store.object_store import ObjectStore
+from rag.store.settings import IngestSettings
 from rag.store.storage import measure
 
 QUESTION = "How long does the offline cache hold telemetry?"
@@ -25,7 +26,7 @@ def test_an_ingest_writes_the_index_to_the_bucket_and_retrieve_and_serve_read_it
     monkeypatch.setenv("RAG_LANCE_URI", uri)
     corpus, ws = tmp_path / "corpus", tmp_path / "ws"
     shutil.copytree(SAMPLES / "corpus", corpus)
-    run_ingest(str(ws), [str(corpus)], lance_uri=uri)
+    run_ingest(IngestSettings(workspace=ws, sources=[corpus], lance_uri=uri))
 
     assert not (ws / "lancedb").exists()
     index = SubchunkIndex.reader(uri, None)
@@ -48,7 +49,7 @@ def test_an_ingest_writes_the_index_to_the_bucket_and_retrieve_and_serve_read_it
         codes = "Which error code means the gateway cache is full?"
         assert "error-codes-reference" in {i["doc_id"] for i in ask(codes)["items"]}
         (corpus / "operations" / "error-codes.md").unlink()
-        run_ingest(str(ws), [str(corpus)], lance_uri=uri)
+        run_ingest(IngestSettings(workspace=ws, sources=[corpus], lance_uri=uri))
         assert client.get("/healthz").json()["publish_id"] > before["publish_id"]
         assert "error-codes-reference" not in {i["doc_id"] for i in ask(codes)["items"]}
         assert SubchunkIndex.reader(uri, None).version > index.version
