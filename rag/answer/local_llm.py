@@ -22,7 +22,7 @@ import urllib.request
 from pathlib import Path
 from typing import Sequence
 
-from rag.models.files import ModelIntegrityError
+from rag.models.files import ModelIntegrityError, sha256_of
 
 MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 MODEL_FILE = f"{MODEL_NAME}.gguf"
@@ -56,14 +56,6 @@ def part_files(packages: Sequence[str] = PART_PACKAGES) -> list[Path]:
     return parts
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _refuse(path: Path, actual: str, expected: str) -> ModelIntegrityError:
     return ModelIntegrityError(f"{path}: sha256 {actual} does not match the expected {expected}; refusing to load")
 
@@ -78,7 +70,7 @@ def assemble_gguf(parts: Sequence[Path], dest: Path, size: int = MODEL_SIZE, sha
     if dest.is_file() and dest.stat().st_size == size:
         if marker.is_file() and marker.read_text().strip() == sha256:
             return dest
-        actual = _sha256(dest)
+        actual = sha256_of(dest)
         if actual != sha256:
             raise _refuse(dest, actual, sha256)
         marker.write_text(sha256 + "\n")
