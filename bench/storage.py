@@ -17,7 +17,8 @@ Vectors: a deterministic stand-in embedder (a unit vector drawn from each text's
 the bench measures bytes and publish costs in minutes instead of hours; vectors are stored at the index's own
 type and width (384), and float vectors do not compress, so the bytes are those of real embeddings. Tokens,
 units and sub-chunks are the real ones (MiniLM's tokenizer).
-Prints tables and writes bench/results/storage.json (or --out).
+The corpora are read from --benchmarks, else $RAG_BENCHMARKS, else the slices bundled in samples/benchmarks/
+(the figures in the README are on the full corpora). Prints tables and writes bench/results/storage.json (or --out).
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from rag.models.tokens import default_counter  # noqa: E402
+from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, benchmarks_root  # noqa: E402
 from rag.store.catalog import Catalog  # noqa: E402
 from rag.store.index import SubchunkIndex  # noqa: E402
 from rag.store.publish import publish_documents, publish_index, publish_units  # noqa: E402
@@ -48,7 +50,7 @@ from rag.text.analysis import mention_spans  # noqa: E402
 from rag.text.tables import bytes_on_disk, markdown_table  # noqa: E402
 from rag.units.linking import mentioned_titles  # noqa: E402
 
-BENCHMARKS = REPO.parent / "shared" / "benchmarks"
+BENCHMARKS = benchmarks_root()  # the bundled slices unless $RAG_BENCHMARKS or --benchmarks names the full corpora
 NAMES = ["hotpotqa", "musique", "2wikimultihopqa"]
 ROUNDS, SHARE = 5, 0.10
 
@@ -341,9 +343,12 @@ def main() -> None:
     parser.add_argument("--publish-point", type=int, default=100_000,
                         help="documents in the publish-point run (0: skip it)")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "storage.json"))
+    add_benchmarks_option(parser)
     args = parser.parse_args()
+    global BENCHMARKS
+    BENCHMARKS = benchmarks_option(parser, args)
     counter, timer = default_counter(), Timed()
-    results: dict = {"code": str(REPO), "rounds": ROUNDS, "share": SHARE, "corpora": {},
+    results: dict = {"code": str(REPO), "benchmarks": str(BENCHMARKS), "rounds": ROUNDS, "share": SHARE, "corpora": {},
                      "command": "python " + " ".join(sys.argv)}
     with tempfile.TemporaryDirectory() as tmp:
         for name in filter(None, args.corpora.split(",")):

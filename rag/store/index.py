@@ -171,16 +171,27 @@ class SubchunkIndex:
         self.table.add(pa.table(cols, schema=self.table.schema))
 
     def remove_units(self, unit_keys: set[str]) -> int:
-        """Delete the rows of these unit versions, keeping their vectors in the cache for re-use."""
+        """Delete the rows of these unit versions, keeping in the cache the vectors no remaining row holds.
+
+        A re-published unit's unchanged members keep their texts in the new version's rows, so only the vectors
+        of texts that left the table are cached: every vector ever computed stays in the table or the cache.
+        """
         if not unit_keys:
             return 0
         keys = pa.array(sorted(unit_keys), pa.string())
         gone = self.table.to_lance().to_table(columns=["text_hash", "vector"],
                                               filter=pc.is_in(pc.field("unit_key"), keys))
         if gone.num_rows:
-            _, first = np.unique(np.asarray(gone.column("text_hash").to_pylist(), dtype=object), return_index=True)
-            (self.cache.merge_insert("text_hash").when_not_matched_insert_all()
-             .execute(gone.take(pa.array(first))))
+            hashes = np.asarray(gone.column("text_hash").to_pylist(), dtype=object)
+            unique, first = np.unique(hashes, return_index=True)
+            stays = pc.is_in(pc.field("text_hash"), pa.array(unique.tolist(), pa.string())) & ~pc.is_in(
+                pc.field("unit_key"), keys)
+            kept = set(self.table.to_lance().to_table(columns=["text_hash"], filter=stays)
+                       .column("text_hash").to_pylist())
+            leaving = [int(i) for i in first if hashes[i] not in kept]
+            if leaving:
+                (self.cache.merge_insert("text_hash").when_not_matched_insert_all()
+                 .execute(gone.take(pa.array(leaving))))
         self.table.delete(f"unit_key IN ({_sql_list(unit_keys)})")
         return gone.num_rows
 

@@ -39,3 +39,20 @@ def test_acl_prefilter_returns_only_rows_the_groups_may_read(tmp_path):
                                                             prefilter=True).limit(20).to_list())
     assert len(hits) == 4
     assert {h["unit_id"] for h in hits} == {"u-open"}
+
+
+def test_a_vector_still_held_by_a_row_is_not_cached_again_and_is_cached_once_its_last_row_goes(tmp_path):
+    index = SubchunkIndex(tmp_path / "lance")
+    vecs = unit_vectors(3, 3)
+    index.add(rows_for("u-a", 1, ("g1",), 3), vecs)
+    successor = rows_for("u-a", 2, ("g1",), 2)  # the unit re-published with its first two texts unchanged
+    index.add(successor, vecs[:2])
+
+    assert index.remove_units({"u-a@1"}) == 3
+    assert index.cache.count_rows() == 1  # only the text that left the table
+    assert np.allclose(index.cached_vectors(["hash-u-a-2"])["hash-u-a-2"], vecs[2], atol=1e-3)
+
+    assert index.remove_units({"u-a@2"}) == 2
+    cached = index.cached_vectors(["hash-u-a-0", "hash-u-a-1", "hash-u-a-2"])
+    assert set(cached) == {"hash-u-a-0", "hash-u-a-1", "hash-u-a-2"} and index.cache.count_rows() == 3
+    assert np.allclose(cached["hash-u-a-1"], vecs[1], atol=1e-3)
