@@ -129,7 +129,37 @@ def components(ws: Path) -> dict:
     return {"raw_text_bytes": raw, "total_bytes": stored.total() + parts["other"], "ratio": stored.ratio(),
             **{f"{k}_bytes": v for k, v in parts.items()},
             **{f"{k}_ratio": round(v / raw, 2) for k, v in parts.items()},
-            "lancedb_parts_bytes": {k: v for k, v in sorted(lance.items()) if v}}
+            "lancedb_parts_bytes": {k: v for k, v in sorted(lance.items()) if v},
+            "catalog_tables_bytes": catalog_tables(ws / "catalog.duckdb"),
+            "read_state_tables_bytes": read_state_tables(ws / "snapshots" / "segments")}
+
+
+def catalog_tables(path: Path) -> dict[str, int]:
+    """Bytes of the catalog's blocks per table (its text column apart), free blocks, and the rest: metadata and the
+    pages zstd keeps texts in, which pragma_storage_info does not list."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        (block, free), = con.execute("SELECT block_size, free_blocks FROM pragma_database_size()").fetchall()
+        out = {"free": free * block}
+        out = {}
+        for (table,) in con.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall():
+            for text, blocks in con.execute(
+                    f"SELECT column_name = 'text', count(DISTINCT block_id) FROM pragma_storage_info('{table}') "
+                    "WHERE block_id >= 0 GROUP BY 1").fetchall():
+                out[f"{table}.text" if text else table] = blocks * block
+        out["metadata_and_zstd_text_pages"] = path.stat().st_size - sum(out.values())
+    finally:
+        con.close()
+    return {k: v for k, v in sorted(out.items(), key=lambda kv: -kv[1]) if v}
+
+
+def read_state_tables(folder: Path) -> dict[str, int]:
+    """Bytes of the published segments per read table."""
+    out: dict[str, int] = {}
+    for path in folder.glob("*.parquet"):
+        table = path.stem.split("-")[1]
+        out[table] = out.get(table, 0) + path.stat().st_size
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def revise(records: list[dict], round_no: int) -> int:

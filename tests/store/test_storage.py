@@ -21,3 +21,17 @@ def test_the_ratio_counts_catalog_read_state_and_index_over_titles_and_texts(tmp
     assert stored.total(with_index=False) == stored.total() - 1000
     assert stored.ratio() == round(stored.total() / cat.raw_text_bytes(), 2)
     cat.close()
+
+
+def test_a_new_catalog_keeps_document_texts_zstd_compressed(tmp_path):
+    cat = Catalog(tmp_path / "catalog.duckdb")
+    prose = [f"Paragraph {i} tells of the river, the mill and the town that grew around them. " * 20
+             for i in range(300)]
+    cat.con.execute("INSERT INTO documents (doc_id, version, text, content_hash, status) "
+                    "SELECT 'd' || i, '1', t, 'h' || i, 'current' FROM (SELECT unnest(?) AS t, "
+                    "unnest(range(300)) AS i)", [prose])
+    cat.con.execute("CHECKPOINT")
+    methods = {m for (m,) in cat.rows("SELECT DISTINCT compression FROM pragma_storage_info('documents') "
+                                      "WHERE column_name = 'text' AND segment_type = 'VARCHAR'")}
+    cat.close()
+    assert methods == {"ZSTD"}
