@@ -5,7 +5,8 @@ published through the same steps as the ingest assets (documents → units → i
 then 5 times in a row 10% of the documents (a different tenth each round, by hash) get a new version with a
 revised text and the workspace is re-published. After the first ingest and after the 5th re-publish it
 reports bytes on disk per component (writer catalog, published read state, LanceDB, the rest) ÷ raw text
-(UTF-8 bytes of the current documents' titles and texts).
+(UTF-8 bytes of the current documents' titles and texts); then once more after LanceDB's maintenance with a zero
+retention, i.e. what stays once the as-of horizon (RAG_INDEX_RETENTION_DAYS, 7 days) has passed the re-publishes.
 
 `--scale N` adds a workspace of N documents: the three corpora's 15,934 documents replicated under new ids
 (`r<k>:<doc_id>`, same titles and texts, so every copy forms units of its own). It is built once (cached in
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -199,9 +201,24 @@ def corpus(name: str, counter, tmp: Path) -> dict:
         ingest(ws, source, counter)
     out["edited_per_round"] = edited
     out["after_republishes"] = components(ws)
+    out["after_retention"] = past_retention(ws)
     print(f"{name}: {out['after_first_ingest']['ratio']}× after the first ingest, "
           f"{out['after_republishes']['ratio']}× after {ROUNDS} re-publishes of {SHARE:.0%}", flush=True)
     return out
+
+
+def past_retention(ws: Path) -> dict:
+    """What stays once the as-of horizon has passed the re-publishes: LanceDB's maintenance with a zero retention."""
+    saved = os.environ.get("RAG_INDEX_RETENTION_DAYS")
+    os.environ["RAG_INDEX_RETENTION_DAYS"] = "0"
+    try:
+        SubchunkIndex(ws / "lancedb").maintain()
+    finally:
+        if saved is None:
+            del os.environ["RAG_INDEX_RETENTION_DAYS"]
+        else:
+            os.environ["RAG_INDEX_RETENTION_DAYS"] = saved
+    return components(ws)
 
 
 def scale_source(n: int) -> list[dict]:
@@ -390,7 +407,7 @@ def main() -> None:
             results["scale"] = scale(args.scale, Path(args.scale_dir), counter, Path(tmp), timer)
     rows = []
     for name, r in results["corpora"].items():
-        for when in ("after_first_ingest", "after_republishes"):
+        for when in ("after_first_ingest", "after_republishes", "after_retention"):
             c = r[when]
             rows.append([name, when, f"{c['raw_text_bytes']:,}", f"{c['total_bytes']:,}", c["ratio"],
                          c["catalog_ratio"], c["snapshots_ratio"], c["lancedb_ratio"], c["other_ratio"]])
