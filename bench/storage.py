@@ -307,9 +307,9 @@ def publish_point(n: int, tmp: Path) -> dict:
             w, t = written_bytes(), time.perf_counter()
             catalog.publish_snapshot(pid, None)
             out[step] = {"seconds": round(time.perf_counter() - t, 3), "bytes_written": written_bytes() - w}
-        out["bytes_kept"] = components(ws)
     finally:
         catalog.close()
+    out["bytes_kept"] = components(ws)
     out["reader"] = reader_costs(ws)
     print(f"publish point at {n} documents: {out['first_publish']}, then one edit: {out['one_edit']}; "
           f"reader: {out['reader']}", flush=True)
