@@ -20,7 +20,6 @@ CACHE_TABLE = "vector_cache"
 # Table versions older than this are removed at the next publish: as-of reads reach back this far.
 VECTOR_INDEX_MIN_ROWS = 50_000  # below this a flat scan answers in a few ms (STACK.md)
 MAX_FRAGMENTS = 16  # rows of the newest publishes sit in fragments of their own until there are this many
-DELETED_SHARE = 0.25  # a fragment with this share of its rows deleted is rewritten without them
 # Half precision halves the index (vectors dominate it) and changes cosine scores by ~1e-3.
 VECTOR_TYPE = pa.float16()
 
@@ -221,17 +220,13 @@ class SubchunkIndex:
     def maintain(self) -> None:
         """Drop table versions past the retention; compact (and fold new rows into the indexes) only once a
         publish has left many fragments, since compaction rewrites every fragment it merges and old versions
-        keep the files it replaced: compacting each publish would keep a copy of the table per publish. A fragment
-        whose rows were mostly deleted is rewritten on its own (`_rewrite_deleted`)."""
+        keep the files it replaced: compacting each publish would keep a copy of the table per publish."""
         retention = timedelta(days=float(os.environ.get("RAG_INDEX_RETENTION_DAYS", "7")))
         for table in (self.table, self.cache):
-            fragments = table.to_lance().get_fragments()
-            if len(fragments) > MAX_FRAGMENTS:
+            if len(table.to_lance().get_fragments()) > MAX_FRAGMENTS:
                 table.optimize(cleanup_older_than=retention)
-                continue
-            if _rewrite_deleted(table.to_lance(), fragments):
-                table.checkout_latest()  # the rewrite went through Lance directly
-            table.to_lance().cleanup_old_versions(older_than=retention)
+            else:
+                table.to_lance().cleanup_old_versions(older_than=retention)
 
     def store_id(self) -> str | None:
         """The catalog identity this index was built for (None: never claimed)."""
@@ -250,19 +245,6 @@ class SubchunkIndex:
         """What the consistency checks compare with the catalog, for every row."""
         return self.table.to_lance().to_table(columns=["unit_key", "doc_id", "doc_version", "part", "acl",
                                                        "char_start", "char_end", "text_hash"])
-
-
-def _rewrite_deleted(dataset, fragments) -> bool:
-    """Rewrite the fragments whose deleted rows reached DELETED_SHARE, and only those: a deletion in Lance marks rows
-    and keeps their bytes, so a re-published unit's old rows would otherwise stay on disk for good. Each rewrite is
-    paid for by deletions worth a quarter of its size: amortised, the work follows the change."""
-    heavy = {f.fragment_id for f in fragments
-             if f.metadata.deletion_file is not None and f.count_rows() <= (1 - DELETED_SHARE) * f.metadata.physical_rows}
-    if heavy:
-        dataset.optimize.compact_files(
-            materialize_deletions_threshold=DELETED_SHARE,
-            excluded_fragment_ids=[f.fragment_id for f in fragments if f.fragment_id not in heavy])
-    return bool(heavy)
 
 
 def _matrix(column: pa.ChunkedArray, dimension: int) -> np.ndarray:

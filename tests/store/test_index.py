@@ -57,35 +57,3 @@ def test_a_vector_still_held_by_a_row_is_not_cached_again_and_is_cached_once_its
     assert set(cached) == {"hash-u-a-0", "hash-u-a-1", "hash-u-a-2"} and index.cache.count_rows() == 3
     assert np.allclose(cached["hash-u-a-1"], vecs[1], atol=1e-3)
 
-
-def test_maintenance_rewrites_a_mostly_deleted_fragment_and_as_of_reads_keep_the_old_rows(tmp_path, monkeypatch):
-    index = SubchunkIndex(tmp_path / "lance")
-    index.add([r for u in ("u-a", "u-b", "u-c", "u-d") for r in rows_for(u, 1, ("g1",), 5)], unit_vectors(20, 4))
-    index.add(rows_for("u-e", 1, ("g1",), 5), unit_vectors(5, 5))  # a second fragment, never touched below
-    untouched = index.table.to_lance().get_fragments()[1].metadata.files[0].path
-    index.remove_units({"u-a@1", "u-b@1"})  # half of the first fragment
-    before = index.version
-
-    index.maintain()
-    fragments = index.table.to_lance().get_fragments()
-    assert all(f.metadata.deletion_file is None for f in fragments)
-    assert sum(f.metadata.physical_rows for f in fragments) == index.count() == 15
-    assert untouched in {d.path for f in fragments for d in f.metadata.files}  # rewritten: the deleted ones only
-    assert index.as_of(before).count() == 15 and index.as_of(before - 1).count() == 25  # within the retention
-
-    data = tmp_path / "lance" / "subchunks.lance" / "data"
-    kept = sum(p.stat().st_size for p in data.iterdir())
-    monkeypatch.setenv("RAG_INDEX_RETENTION_DAYS", "0")
-    index.maintain()
-    assert sum(p.stat().st_size for p in data.iterdir()) < kept  # past the retention the deleted rows' bytes go
-    assert sorted(index.unit_keys()) == ["u-c@1", "u-d@1", "u-e@1"]
-
-
-def test_maintenance_leaves_fragments_with_few_deleted_rows_alone(tmp_path):
-    index = SubchunkIndex(tmp_path / "lance")
-    index.add([r for u in ("u-a", "u-b", "u-c", "u-d", "u-e") for r in rows_for(u, 1, ("g1",), 4)],
-              unit_vectors(20, 6))
-    index.remove_units({"u-a@1"})  # a fifth: under the share that pays for a rewrite
-    index.maintain()
-    (fragment,) = index.table.to_lance().get_fragments()
-    assert fragment.metadata.deletion_file is not None and fragment.metadata.physical_rows == 20
