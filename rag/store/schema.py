@@ -1,7 +1,7 @@
 """The catalog's tables, created on first open; `rag.store.catalog` is the only code that runs this."""
 
-# Texts are the catalog's bulk: zstd stores them in 30% less than DuckDB's default FSST dictionary (HotpotQA,
-# bench/storage.py). Readers never scan them: they read the published text segments.
+# Texts are the catalog's bulk: zstd instead of DuckDB's default FSST dictionary took HotpotQA's catalog from 1.63x
+# to 1.46x of its text (bench/storage.py). Readers never scan them: they read the published text segments.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
     doc_id VARCHAR NOT NULL, version VARCHAR NOT NULL, title VARCHAR, text VARCHAR USING COMPRESSION zstd,
