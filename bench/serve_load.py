@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import socket
 import subprocess
@@ -84,6 +85,9 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1)
     add_benchmarks_option(p)
     p.add_argument("--workers", type=int, default=1, help="rag serve --workers (one per core)")
+    p.add_argument("--code", type=Path, default=REPO, help="the checkout whose `rag serve` answers (e.g. a git "
+                   "worktree of the commit before a change); the workspace and the ingest are this checkout's")
+    p.add_argument("--tag", default="", help="suffix of the results file (e.g. before, after)")
     args = p.parse_args()
     bench = benchmarks_option(p, args) / "hotpotqa"
     ws = REPO / ".rag" / "bench" / "serve-load"
@@ -94,8 +98,9 @@ def main() -> None:
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "serve", "--workspace", str(ws / "workspace"),
                                "--port", str(port), "--users-file", str(ws / "users.yaml"),
-                               *(["--workers", str(args.workers)] if args.workers > 1 else [])], cwd=REPO,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                               *(["--workers", str(args.workers)] if args.workers > 1 else [])], cwd=args.code,
+                              env=os.environ | {"PYTHONPATH": str(args.code)}, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
     while True:
@@ -166,9 +171,10 @@ def main() -> None:
                    "documents": len(acls), "result": json.loads(ingest.stdout) if ingest.returncode == 0
                    else ingest.stderr.strip()[-300:]},
         "snapshot_after": snapshot_after,
-        "command": "python bench/serve_load.py " + " ".join(sys.argv[1:]),
+        "command": "python bench/serve_load.py " + " ".join(sys.argv[1:]), "code": str(args.code),
+        "load_average": os.getloadavg(),
     }
-    (REPO / "bench" / "results" / "serve-load.json").write_text(json.dumps(figures, indent=2) + "\n")
+    (REPO / "bench" / "results" / f"serve-load{'-' + args.tag if args.tag else ''}.json").write_text(json.dumps(figures, indent=2) + "\n")
     print(json.dumps(figures, indent=2))
 
 

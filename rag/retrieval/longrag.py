@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from operator import itemgetter
 
 import numpy as np
 
@@ -12,6 +13,7 @@ from rag.retrieval.context import ContextItem, RetrievalResult, pack, pack_lazil
 from rag.retrieval.dense import Hit, best_hit_per_member, nearest, rescore
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
+from rag.store.rows import MemberRow
 from rag.text.analysis import MAX_QUESTION_CHARS, content_terms, is_stop, names, sentences, term, words
 from rag.units.long_units import render_header, render_member, split_unit_key
 
@@ -209,7 +211,10 @@ def _lexical(snap: Snapshot, caller: Caller, question: str, config: LongRAGConfi
 
 def _rank_units(snap: Snapshot, hits: list[Hit], lexical: dict[str, float], config: LongRAGConfig) -> dict[str, float]:
     """Units by their best member (MaxP), where a member's score adds the lexical channel to its dense score."""
-    dense = {(h.unit_key, h.doc_id): h.score for h in sorted(hits, key=lambda h: h.score)}
+    dense: dict[tuple[str, str], float] = {}
+    for h in hits:  # a member's best sub-chunk
+        if h.score > dense.get(key := (h.unit_key, h.doc_id), -2.0):
+            dense[key] = h.score
     floor = min((h.score for h in hits), default=0.0)
     best: dict[str, float] = {}
     for (unit_key, doc_id), score in dense.items():
@@ -231,22 +236,22 @@ def _candidates(snap: Snapshot, req: Request, own: dict[tuple[str, str, int], Hi
     Token counts are the exact ones stored at ingest for the rendered block.
     """
     floor, caller = min((h.score for h in hits), default=0.0), req.caller
-    members: dict[str, list[tuple]] = {}
+    weight, boost = config.lexical_weight, config.link_boost
+    members: dict[str, list[tuple[float, MemberRow]]] = {}
     for m in snap.members(list(units), req.as_of):
         if caller.may_read(m.acl):  # a hit on one member never authorises the rest of its unit
             hit = own.get((m.unit_key, m.doc_id, m.part))
-            score = (hit.score if hit else floor) + config.lexical_weight * lexical.get(m.doc_id, 0.0)
-            item = ContextItem(m.doc_id, m.doc_version, m.title, "", m.tokens, ((m.start, m.end),), 0.0, m.unit_key,
-                               part=m.part)
-            members.setdefault(m.unit_key, []).append((score, m.position, item))
+            score = (hit.score if hit else floor) + weight * lexical.get(m.doc_id, 0.0)
+            members.setdefault(m.unit_key, []).append((score, m))
     scored = []
     for unit_key, entries in members.items():
         ranked = sorted((e[0] for e in entries), reverse=True)
-        for own_score, position, item in entries:
-            score = own_score + config.link_boost * _best_other(own_score, ranked)
-            scored.append((-score, unit_key, position, replace(item, score=round(score, 6))))
-    scored.sort(key=lambda s: s[:3])
-    return [s[3] for s in scored]
+        for own_score, m in entries:
+            scored.append((-(own_score + boost * _best_other(own_score, ranked)), unit_key, m.position, m))
+    scored.sort(key=itemgetter(0, 1, 2))
+    # Items are built once, in rank order (building them and then replacing the score cost a third of a hop).
+    return [ContextItem(m.doc_id, m.doc_version, m.title, "", m.tokens, ((m.start, m.end),), round(-negative, 6),
+                        m.unit_key, part=m.part) for negative, _, _, m in scored]
 
 
 def _with_unindexed(snap: Snapshot, caller: Caller, counter: TokenCounter, candidates: list[ContextItem],
@@ -257,6 +262,8 @@ def _with_unindexed(snap: Snapshot, caller: Caller, counter: TokenCounter, candi
     already hidden; this serves the new one instead of nothing. Its rank comes from its previous version's
     sub-chunks, still in the index, and from the lexical channel, which reads the current text.
     """
+    if not snap.current.unindexed_ids:  # the usual case: every current version is in a unit
+        return candidates
     dense: dict[str, float] = {}
     for h in hits:
         dense[h.doc_id] = max(dense.get(h.doc_id, -1.0), h.score)

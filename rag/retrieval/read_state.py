@@ -63,6 +63,11 @@ class CurrentState:
     def acls(self) -> dict[str, tuple[str, ...]]:
         return {d: v.acl for d, v in self.versions.items()}
 
+    @cached_property
+    def unindexed_ids(self) -> frozenset[str]:
+        """Documents whose current version no current unit holds yet (between the documents and index steps)."""
+        return frozenset(self.versions.keys() - self.unit_of.keys())
+
 
 def current_state(catalog: Catalog) -> CurrentState:
     members: dict[str, list[MemberRow]] = {}

@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-import lancedb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from lancedb.index import BTree, IvfHnswSq, LabelList
 
 from rag.models.embedders import DEFAULT_EMBEDDER, DIMENSION, EMBEDDERS
+from rag.store.lance_table import PinnedTable
+from rag.store.object_store import is_object_uri
 from rag.units.subchunk_recipe import LEGACY_RECIPE, SubchunkRecipe
 
 TABLE = "subchunks"
@@ -69,6 +69,8 @@ class SubchunkIndex:
     """Rows are written before the catalog makes their unit current, and deleted after it retires it."""
 
     def __init__(self, uri: str | Path):
+        import lancedb  # imported by writers only: a reader of the current snapshot needs Lance alone (PinnedTable)
+
         self.uri = str(uri)
         self.db = lancedb.connect(self.uri)
         self.table = self._open(TABLE, schema())
@@ -111,11 +113,17 @@ class SubchunkIndex:
     def reader(cls, uri: str | Path, version: int | None) -> "SubchunkIndex":
         """A read-only view at a table version (a published snapshot's); it creates and writes nothing."""
         view = cls.__new__(cls)
-        view.uri, view.db = str(uri), lancedb.connect(str(uri))
+        view.uri, view.db = str(uri), None
         try:
-            view.table = view.db.open_table(TABLE)
-            if version is not None:
-                view.table.checkout(version)
+            if is_object_uri(view.uri):
+                import lancedb
+
+                view.db = lancedb.connect(view.uri)
+                view.table = view.db.open_table(TABLE)
+                if version is not None:
+                    view.table.checkout(version)
+            else:
+                view.table = PinnedTable(view.uri, TABLE, version)
         except Exception as err:  # lance raises several types for a missing, cleaned-up or unknown version
             raise LookupError(f"{uri}: index table version {version} is not available "
                               f"({str(err).splitlines()[0][:200]})") from None
@@ -206,6 +214,8 @@ class SubchunkIndex:
 
     def ensure_indexes(self) -> None:
         """Label-list index on acl for the pre-filter; a vector index once a flat scan gets slow."""
+        from lancedb.index import BTree, IvfHnswSq, LabelList
+
         names = {i.name for i in self.table.list_indices()}
         rows = self.table.count_rows()
         if rows and "acl_idx" not in names:

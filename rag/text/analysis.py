@@ -9,6 +9,7 @@ Only the words (matching keys) are Simplified; sentences and offsets always poin
 """
 from __future__ import annotations
 
+import importlib.util
 import logging
 import re
 from functools import lru_cache
@@ -16,7 +17,20 @@ from functools import lru_cache
 import blingfire
 import jieba
 import opencc
-from bm25s.stopwords import STOPWORDS_CHINESE, STOPWORDS_EN
+
+
+def _bm25s_stop_words():
+    """bm25s's stop-word module read on its own: importing the package pulls in scipy.sparse, about half a second
+    of every cold `rag retrieve`, for two lists of words."""
+    package = importlib.util.find_spec("bm25s").submodule_search_locations[0]
+    spec = importlib.util.spec_from_file_location("bm25s_stopwords", f"{package}/stopwords.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_BM25S = _bm25s_stop_words()
+STOPWORDS_EN, STOPWORDS_CHINESE = _BM25S.STOPWORDS_EN, _BM25S.STOPWORDS_CHINESE
 
 jieba.setLogLevel(logging.WARNING)  # its dictionary-loading notes would reach every user's terminal
 _T2S = opencc.OpenCC("t2s")

@@ -53,3 +53,20 @@ def test_an_unchanged_text_is_tokenised_once_however_often_its_partition_is_rebu
     postings("1", [("a", "h1")], text_of, vocab)
     postings("2", [("a", "h1"), ("b", "h2")], text_of, vocab)
     assert calls == [["h1"], ["h2"]]
+
+
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 9)), max_size=60))
+@settings(max_examples=80, deadline=None)
+def test_term_columns_list_each_terms_documents_in_order_with_their_counts(pairs):
+    from collections import Counter
+
+    from rag.retrieval.lexical import term_columns
+
+    docs = np.array([d for d, _ in pairs], dtype=np.int64)
+    terms = np.array([t for _, t in pairs], dtype=np.int64)
+    cols = term_columns(docs, terms, (7, 12))
+    counted = Counter(pairs)
+    for term in range(12):
+        lo, hi = cols.indptr[term], cols.indptr[term + 1]
+        expected = sorted((d, n) for (d, t), n in counted.items() if t == term)
+        assert list(zip(cols.indices[lo:hi].tolist(), cols.data[lo:hi].tolist())) == expected
