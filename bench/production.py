@@ -7,7 +7,10 @@ Local: the same daemon and limits with SQLite storage and everything in one work
 
 Scenario: the sensor discovers 4 collections and the daemon runs them; 8 clients ask `rag serve` throughout (every
 item is checked against the caller's groups); then two runs of one partition are launched at once (the second must
-wait). Writes bench/results/production.json: wall time, requests/s, errors, leaks, bytes stored where.
+wait); then a document gets a new version, and the run the sensor starts for it is killed (the whole process tree,
+as a lost pod) while it publishes: the code server marks it failed, the daemon retries it, and the retry publishes
+the new version, which `rag serve` then answers with. Writes bench/results/production.json: wall time,
+requests/s, errors, leaks, bytes stored where.
 """
 from __future__ import annotations
 
@@ -15,7 +18,9 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -39,6 +44,8 @@ QUESTIONS = ["How long does the offline cache hold telemetry?", "Which error cod
              "How are gateway certificates rotated?", "When are maintenance windows scheduled?",
              "How do I collect a diagnostics bundle?", "How is a gateway decommissioned?"]
 TWICE = "corpus/security"
+KILLED, EDITED = "corpus/operations", "operations/capacity-limits.md"
+NEW_SENTENCE = "Revision 2027: the spare-capacity threshold is 47 percent of the rated maximum."
 
 
 def sources(root: Path) -> tuple[Path, dict[str, set[str]]]:
@@ -107,6 +114,14 @@ class Clients:
                 "p95_ms": round(1000 * lat[int(len(lat) * 0.95)], 1), "error_examples": self.error_examples}
 
 
+def edit(corpus: Path) -> None:
+    """A new version of one document, with a sentence that only the new version holds."""
+    path = corpus / EDITED
+    head, body = path.read_text().split("\n---\n", 1)
+    head = head.replace('version: "2026"', 'version: "2027"')
+    path.write_text(f"{head}\n---\n{body}\n{NEW_SENTENCE}\n")
+
+
 def ingest_runs(instance) -> list:
     import dagster as dg
     return instance.get_run_records(filters=dg.RunsFilter(job_name="ingest"))
@@ -122,6 +137,63 @@ def wait_for(what: str, test, timeout_s: float, daemon: subprocess.Popen, every_
             return found
         time.sleep(every_s)
     raise RuntimeError(f"timed out after {timeout_s:g} s waiting for {what}")
+
+
+def steps(instance, run_id: str, event: str) -> list[str]:
+    import dagster as dg
+    return [e.step_key for e in instance.all_logs(run_id, of_type=dg.DagsterEventType[event])]
+
+
+def run_pid(instance, run_id: str) -> int:
+    """The run worker's pid, from the engine event the code server writes when it starts the run's process."""
+    for entry in instance.all_logs(run_id):
+        message = entry.dagster_event.message if entry.is_dagster_event else entry.user_message
+        if found := re.search(r"Started process for run \(pid: (\d+)\)", message or ""):
+            return int(found.group(1))
+    raise RuntimeError(f"no process recorded for run {run_id}")
+
+
+def kill_mid_publish(instance, corpus: Path, daemon: subprocess.Popen) -> dict:
+    """Edit a document, kill the sensor's run for it while its index step publishes, and follow the retry."""
+    import dagster as dg
+    known = {r.dagster_run.run_id for r in ingest_runs(instance)}
+    edit(corpus)
+
+    def publishing():
+        for r in ingest_runs(instance):
+            run = r.dagster_run
+            if (run.run_id not in known and run.tags.get("dagster/partition") == KILLED
+                    and run.status == dg.DagsterRunStatus.STARTED
+                    and "subchunk_index" in steps(instance, run.run_id, "STEP_START")):
+                return run
+    killed = wait_for("the sensor's run to start publishing", publishing, 900, daemon, every_s=0.2)
+    topology.kill_tree(run_pid(instance, killed.run_id), signal.SIGKILL)
+    killed_at = time.monotonic()
+    status = lambda run_id: instance.get_run_by_id(run_id).status  # noqa: E731
+    wait_for("the killed run to be marked failed", lambda: status(killed.run_id) == dg.DagsterRunStatus.FAILURE,
+             300, daemon, every_s=0.2)
+    failed_after_s = time.monotonic() - killed_at
+    retry = wait_for("the daemon's retry", lambda: next((r.dagster_run for r in ingest_runs(instance)
+                                                         if r.dagster_run.parent_run_id == killed.run_id), None),
+                     300, daemon)
+    wait_for("the retry to finish", lambda: instance.get_run_by_id(retry.run_id).is_finished, 900, daemon)
+    checks = [e.dagster_event.event_specific_data for e in instance.all_logs(
+        retry.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)]
+    return {"killed_in_step": [s for s in steps(instance, killed.run_id, "STEP_START")
+                               if s not in steps(instance, killed.run_id, "STEP_SUCCESS")],
+            "killed_run_failed_after_s": round(failed_after_s, 1),
+            "retry_status": status(retry.run_id).value, "retry_strategy": retry.tags.get("dagster/retry_strategy"),
+            "retry_published_after_kill_s": round(time.monotonic() - killed_at, 1),
+            "retry_checks": len(checks), "retry_checks_failed": [c.check_name for c in checks if not c.passed]}
+
+
+def served_versions(url: str) -> list[str]:
+    """The versions of the edited document that `rag serve` answers with, asked for its new sentence."""
+    r = httpx.post(f"{url}/retrieve", timeout=60, json={"question": "What is the spare-capacity threshold?",
+                                                          "user": "sam", "method": "longrag"})
+    r.raise_for_status()
+    return sorted({i["doc_version"] for i in r.json()["items"] if i["doc_id"] == "capacity-limits"
+                   and (i["doc_version"] != "2027" or NEW_SENTENCE in i["text"])})
 
 
 def max_overlap(records) -> int:
@@ -213,7 +285,9 @@ def run(mode: str, root: Path, clients: int = 8) -> dict:
             twice = wait_for("two runs of one partition", lambda: (lambda s: s if len(s) >= 2 else None)(
                 [r for r in succeeded() if r.dagster_run.run_id not in before]), 900, daemon)
             twice_s = time.monotonic() - twice_start
+            killed = kill_mid_publish(instance, corpus, daemon)
             time.sleep(2 * float(env.get("RAG_SNAPSHOT_POLL_S", "1")) + 1)  # the reader pulls the last publish
+            killed["served_versions"] = served_versions(url)
         partitions_served = sorted(httpx.get(f"{url}/healthz", timeout=10).json().get("partitions", {}) or [])
         result = {
             "mode": mode, "partition_runs": len(done), "failed_runs": failed,
@@ -221,7 +295,7 @@ def run(mode: str, root: Path, clients: int = 8) -> dict:
             "max_runs_at_once": max_overlap(done[:4]), "first_publish_s": round(first_publish_s, 1),
             "wall_s_4_partitions": round(discovery_s, 1), "same_partition_twice_s": round(twice_s, 1),
             "same_partition_runs_overlap": max_overlap(twice[:2]) > 1,
-            "serve": load.summary(), "served_partitions": partitions_served,
+            "killed_mid_publish": killed, "serve": load.summary(), "served_partitions": partitions_served,
             "bytes": stored(mode, writer_ws, reader_ws, home, pg_url),
         }
     return result

@@ -122,19 +122,53 @@ def write_instance(home: Path, postgres_url: str | None) -> Path:
     return home
 
 
+def process_tree(pid: int) -> list[int]:
+    """A process and all its descendants, read from /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    tree, todo = [], [pid]
+    while todo:
+        tree.append(todo.pop())
+        todo.extend(children.get(tree[-1], []))
+    return tree
+
+
+def kill_tree(pid: int, sig: signal.Signals) -> list[int]:
+    """Signal a process and every descendant at once (SIGKILL: as a lost pod); returns the pids signalled."""
+    tree = process_tree(pid)
+    for p in tree:
+        try:
+            os.kill(p, sig)
+        except ProcessLookupError:
+            pass
+    return tree
+
+
 @contextmanager
 def dagster_daemon(env: dict, log: Path):
-    """`dagster-daemon run` on the repository's code location (sensors, run queue, launcher), in a process group
-    of its own so that stopping it stops the runs it launched too."""
+    """`dagster-daemon run` on the repository's code location (sensors, run queue, launcher); stopping it stops
+    every process it started: its code server and the runs that one launched."""
     with open(log, "w") as out:
         proc = subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", "workspace.yaml"],
                                 cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             yield proc
         finally:
-            os.killpg(proc.pid, signal.SIGTERM)
+            # The code server it starts moves to a session of its own and outlives the daemon while a run it
+            # launched still runs: stop the whole tree, found before the daemon goes.
+            tree = kill_tree(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+                pass
+            for pid in tree:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            proc.wait()

@@ -10,6 +10,9 @@ from pipelines.ask_job import ask
 from pipelines.sensors import collection_sensor, sensor_names, source_sensor
 from pipelines.workspace_resources import resources_from_env
 
+# A retry of a killed run re-runs every step: each step repairs from the catalog, wherever the kill came.
+RETRY_ALL_STEPS = {"dagster/retry_strategy": "ALL_STEPS"}
+
 
 def build_definitions(resources: dict) -> dg.Definitions:
     settings = resources["source_settings"]
@@ -27,7 +30,7 @@ def _whole_ingest(settings, workspace: str) -> dg.Definitions:
     # The tag carries the workspace, so dagster.yaml's per-value limit queues a second run of the same one.
     job = dg.define_asset_job(
         "ingest", selection=dg.AssetSelection.groups("sources", "units", "index"),
-        executor_def=dg.in_process_executor, tags={"rag/workspace": workspace},
+        executor_def=dg.in_process_executor, tags={"rag/workspace": workspace, **RETRY_ALL_STEPS},
         description="Load sources, re-group affected units and bring the sub-chunk index up to date.")
     nightly = dg.ScheduleDefinition(
         name="nightly_reindex", job=job, cron_schedule="0 2 * * *", default_status=dg.DefaultScheduleStatus.RUNNING,
@@ -43,7 +46,7 @@ def _partitioned_ingest(settings, workspace: str) -> dg.Definitions:
     # different partitions proceed in parallel; dagster.yaml queues a second run of the same partition.
     job = dg.define_asset_job(
         "ingest", selection=dg.AssetSelection.groups("sources", "units", "index"), partitions_def=COLLECTIONS,
-        executor_def=dg.in_process_executor,
+        executor_def=dg.in_process_executor, tags=RETRY_ALL_STEPS,
         description="Load one collection's sources, re-group its affected units and bring its index up to date.")
 
     @dg.schedule(job=job, cron_schedule="0 2 * * *", name="nightly_reindex",
