@@ -22,7 +22,9 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Callable
 
+import numpy as np
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -32,6 +34,9 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     # One thread per worker (and per child process it starts): two workers on two cores, not four threads.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("RAG_LLM_THREADS", "1")
+
+from rag.models import embedders  # noqa: E402  (after the offline settings above)
+from rag.models.embedders import Embedder  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples"
@@ -60,10 +65,43 @@ def workspace(tmp_path: Path) -> Path:
     return tmp_path / "workspace"
 
 
+class MemoEmbedder(Embedder):
+    """The real ONNX MiniLM that encodes each distinct text once per worker: the suite publishes the same corpora
+    dozens of times, and a text's vector does not change. Queries are always encoded afresh."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._memo: dict[str, np.ndarray] = {}
+
+    def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
+        if missing:
+            self._memo.update(zip(missing, super().encode(missing)))
+        for start in range(0, len(texts), self.batch_size):
+            if progress:
+                progress(min(self.batch_size, len(texts) - start))
+        return np.array([self._memo[t] for t in texts], dtype=np.float32).reshape(len(texts), self.dimension)
+
+
+def _load_memo_embedder(name: str, batch_size: int, threads: int | None):
+    if name == "minilm":
+        return MemoEmbedder(batch_size=batch_size, threads=threads)
+    return _load_real_embedder(name, batch_size, threads)
+
+
+# Every in-process load (run_ingest, Workspace, ELITE, the CLI's main, the Dagster resource) gets the memo too.
+_load_real_embedder, embedders._load_embedder = embedders._load_embedder, _load_memo_embedder
+
+
 @pytest.fixture(scope="session")
 def embedder():
-    from rag.models.embedders import Embedder
+    """The worker's one MiniLM at one thread, the instance Workspace and ELITE load too (its vectors memoised)."""
+    return embedders.load_embedder("minilm", threads=1)
 
+
+@pytest.fixture(scope="session")
+def onnx_embedder():
+    """A MiniLM without the memo, for the tests of the embedder itself (batching, padding, truncation)."""
     return Embedder(threads=1)
 
 
