@@ -16,7 +16,11 @@ Expensive things are shared at session scope, once per worker: `embedder`, `mult
 so inside `BEGIN` … `ROLLBACK` (see test_longrag.assert_only_readable_bytes). Tests that start the real local LLM
 carry `@pytest.mark.xdist_group("local-llm")`, so `--dist loadgroup` runs them on one worker with one server.
 Every other test is in its module's group (pytest_collection_modifyitems below): a module's fixtures are built once,
-on one worker, and modules, not single tests, are spread over the workers.
+on one worker. A slow test that uses no module-scoped fixture is a group of its own, so that one module's heavy tests
+run on both workers; and slow tests are handed out first (`--no-loadscope-reorder` keeps this order), so that no
+worker starts a 3-minute test while the other has nothing left to do.
+
+Session fixtures are per worker; so is the embedder's memo (MemoEmbedder): each distinct text is encoded once.
 """
 import os
 import shutil
@@ -45,11 +49,21 @@ SAMPLES = REPO / "samples"
 sys.path += [str(d) for d in sorted(Path(__file__).parent.iterdir()) if d.is_dir() and d.name.isidentifier()]
 
 
+def _group(item: pytest.Item) -> str:
+    """The test's module, or the test itself when it is slow and shares no module-scoped fixture with its module."""
+    module = item.nodeid.split("::")[0]
+    scopes = {d.scope for defs in item._fixtureinfo.name2fixturedefs.values() for d in defs}
+    return item.nodeid if item.get_closest_marker("slow") and not scopes & {"module", "package", "class"} else module
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items):
     for item in items:
         if not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+            item.add_marker(pytest.mark.xdist_group(_group(item)))
+    group = {item: item.get_closest_marker("xdist_group").args[0] for item in items}
+    heavy = {group[item] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: group[item] not in heavy)   # stable: groups with slow tests are handed out first
 
 
 @pytest.fixture
@@ -67,11 +81,10 @@ def workspace(tmp_path: Path) -> Path:
 
 class MemoEmbedder(Embedder):
     """The real ONNX MiniLM that encodes each distinct text once per worker: the suite publishes the same corpora
-    dozens of times, and a text's vector does not change. Queries are always encoded afresh."""
+    dozens of times, and a text's vector does not change. One memo for every instance (threads, batch sizes) in the
+    worker. Queries are always encoded afresh."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._memo: dict[str, np.ndarray] = {}
+    _memo: dict[str, np.ndarray] = {}
 
     def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
@@ -89,8 +102,10 @@ def _load_memo_embedder(name: str, batch_size: int, threads: int | None):
     return _load_real_embedder(name, batch_size, threads)
 
 
-# Every in-process load (run_ingest, Workspace, ELITE, the CLI's main, the Dagster resource) gets the memo too.
-_load_real_embedder, embedders._load_embedder = embedders._load_embedder, _load_memo_embedder
+# Every in-process load (run_ingest, Workspace, ELITE, the CLI's main, the Dagster resource) gets the memo too; once,
+# though a test module may import this file again as `tests.conftest`.
+if embedders._load_embedder.__name__ != _load_memo_embedder.__name__:
+    _load_real_embedder, embedders._load_embedder = embedders._load_embedder, _load_memo_embedder
 
 
 @pytest.fixture(scope="session")
