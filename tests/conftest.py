@@ -15,10 +15,10 @@ Expensive things are shared at session scope, once per worker: `embedder`, `mult
 (samples/corpus published into a catalog and index). Tests only read them; one that must change a shared catalog does
 so inside `BEGIN` … `ROLLBACK` (see test_longrag.assert_only_readable_bytes). Tests that start the real local LLM
 carry `@pytest.mark.xdist_group("local-llm")`, so `--dist loadgroup` runs them on one worker with one server.
-Every other test is in its module's group (pytest_collection_modifyitems below): a module's fixtures are built once,
-on one worker. A slow test that uses no module-scoped fixture is a group of its own, so that one module's heavy tests
-run on both workers; and slow tests are handed out first (`--no-loadscope-reorder` keeps this order), so that no
-worker starts a 3-minute test while the other has nothing left to do.
+A test that uses a module-scoped fixture is in its module's group (pytest_collection_modifyitems below), so that the
+fixture is built once, on one worker; every other test is scheduled alone, wherever a worker is free. Groups with slow
+tests are handed out first (`--no-loadscope-reorder` keeps this order), so that no worker starts a 3-minute test while
+the other has nothing left to do.
 
 Session fixtures are per worker; so is the embedder's memo (MemoEmbedder): each distinct text is encoded once.
 """
@@ -49,21 +49,42 @@ SAMPLES = REPO / "samples"
 sys.path += [str(d) for d in sorted(Path(__file__).parent.iterdir()) if d.is_dir() and d.name.isidentifier()]
 
 
-def _group(item: pytest.Item) -> str:
-    """The test's module, or the test itself when it is slow and shares no module-scoped fixture with its module."""
-    module = item.nodeid.split("::")[0]
+def _shares_module_fixtures(item: pytest.Item) -> bool:
     scopes = {d.scope for defs in item._fixtureinfo.name2fixturedefs.values() for d in defs}
-    return item.nodeid if item.get_closest_marker("slow") and not scopes & {"module", "package", "class"} else module
+    return bool(scopes & {"module", "package", "class"})
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(items):
+def _group(item: pytest.Item) -> str:
+    marks = {m.args[0] if m.args else m.kwargs.get("name", "default") for m in item.iter_markers("xdist_group")}
+    return "_".join(sorted(map(str, marks))) or item.nodeid
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config, items):
     for item in items:
-        if not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(_group(item)))
-    group = {item: item.get_closest_marker("xdist_group").args[0] for item in items}
+        if not item.get_closest_marker("xdist_group") and _shares_module_fixtures(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    yield   # pytest's own ordering and deselection, then xdist's
+    group = {item: _group(item) for item in items}
     heavy = {group[item] for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: group[item] not in heavy)   # stable: groups with slow tests are handed out first
+    if getattr(config.option, "loadgroup", False):   # an xdist worker of `--dist loadgroup`
+        _name_groups_in_node_ids(items)
+
+
+def _name_groups_in_node_ids(items: list[pytest.Item]) -> None:
+    """What xdist's loadgroup does itself before pytest 9.2: the controller reads a test's group from `nodeid@group`.
+
+    pytest 9.2 derives `nodeid` from a structured id, so xdist 3.8's edit of `_nodeid` is lost and every test is
+    scheduled alone (pytest-dev/pytest-xdist#1386, open): no two tests would share a worker's module fixtures or its
+    llama.cpp server. Remove once xdist writes the group again (then every nodeid already ends in `@group`; an
+    `@` inside a parameter's brackets is not a group, as xdist reads it).
+    """
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        if item.get_closest_marker("xdist_group") and item.nodeid.rfind("@") <= item.nodeid.rfind("]"):
+            item._id = NodeId.parse(f"{item.nodeid}@{_group(item)}")
 
 
 @pytest.fixture
