@@ -27,7 +27,8 @@ demo: install            ## ingest the bundled sample corpus offline, then say w
 # Parallel on every core (pytest-xdist; tests/conftest.py says how a test stays isolated). The 15 slowest tests are
 # printed on every run so that a regression shows in each CI log. RAG_BENCHMARKS=DIR runs on full benchmarks.
 TEST_WORKERS ?= 2
-PYTEST = $(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup --durations=15
+PYTEST = $(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
+	--durations=15
 
 test: install-all        ## the whole suite, slow tests included (what CI runs)
 	$(PYTEST)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from conftest import REPO
 
+from pipelines.cli import main
 from rag.query.workspace import Workspace
 from rag.sources.partitions import store
 from rag.store import consistency
@@ -25,6 +26,12 @@ def start(corpus, workspace, *partitions) -> subprocess.Popen:
                              "--workspace", str(workspace), "--json", *flags], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def publish_here(corpus, workspace, *partitions) -> None:
+    """The same CLI run in this process (its vectors memoised): for the states the processes are compared with."""
+    flags = [a for p in partitions for a in ("--partition", p)] or ["--partitioned"]
+    assert main(["ingest", "--source", str(corpus), "--workspace", str(workspace), "--json", *flags]) == 0
 
 
 def finish(proc: subprocess.Popen) -> dict:
@@ -59,7 +66,7 @@ def run_interval(workspace, key):
 @pytest.mark.slow
 def test_two_partitions_run_in_parallel_processes_and_publish_what_one_serial_run_publishes(tmp_path, corpus):
     serial, parallel = tmp_path / "serial", tmp_path / "parallel"
-    finish(start(corpus, serial, *PAIR))
+    publish_here(corpus, serial, *PAIR)
     procs = [start(corpus, parallel, key) for key in PAIR]
     results = [finish(p) for p in procs]
 
@@ -85,7 +92,7 @@ def bump(corpus, round_: int) -> None:
 @pytest.mark.slow
 def test_a_partition_killed_mid_run_is_repaired_by_its_next_run_and_the_others_are_untouched(tmp_path, corpus):
     ws = tmp_path / "ws"
-    finish(start(corpus, ws))
+    publish_here(corpus, ws)
     untouched, _ = state(ws, "corpus/security")
     for round_, delay in enumerate((1.5, 4.0, 7.0)):
         bump(corpus, round_)

@@ -20,24 +20,24 @@ def sample_texts() -> list[str]:
 
 
 @pytest.mark.slow
-def test_vectors_equal_sentence_transformers_on_the_sample_corpus(embedder):
+def test_vectors_equal_sentence_transformers_on_the_sample_corpus(onnx_embedder):
     from sentence_transformers import SentenceTransformer
 
     texts = sample_texts()
     reference = SentenceTransformer(str(model_dir()), device="cpu", local_files_only=True).encode(
         texts, batch_size=16, normalize_embeddings=True, convert_to_numpy=True)
-    batched = embedder.encode(texts)  # padded batches of mixed lengths
+    batched = onnx_embedder.encode(texts)  # padded batches of mixed lengths
     short = [i for i, t in enumerate(texts) if len(t) <= 2000][:10]  # queries are capped at 2,000 characters
-    one_by_one = np.stack([embedder.encode_query(texts[i]) for i in short])
+    one_by_one = np.stack([onnx_embedder.encode_query(texts[i]) for i in short])
     assert (batched * reference).sum(axis=1).min() >= 0.9999
     assert (one_by_one * reference[short]).sum(axis=1).min() >= 0.9999
-    assert np.allclose(embedder.encode_queries([texts[i] for i in short[:4]]), batched[short[:4]], atol=1e-5)
+    assert np.allclose(onnx_embedder.encode_queries([texts[i] for i in short[:4]]), batched[short[:4]], atol=1e-5)
 
 
-def test_truncation_keeps_256_word_pieces_like_sentence_transformers(embedder):
+def test_truncation_keeps_256_word_pieces_like_sentence_transformers(onnx_embedder):
     long = "telemetry " * 400
-    assert len(embedder.tokenizer.encode(long).ids) == 256
-    a, b = embedder.encode([long, "telemetry " * 300])
+    assert len(onnx_embedder.tokenizer.encode(long).ids) == 256
+    a, b = onnx_embedder.encode([long, "telemetry " * 300])
     assert float(a @ b) > 0.9999
 
 
