@@ -179,8 +179,8 @@ def kill_mid_publish(instance, corpus: Path, daemon: subprocess.Popen) -> dict:
     wait_for("the retry to finish", lambda: instance.get_run_by_id(retry.run_id).is_finished, 900, daemon)
     checks = [e.dagster_event.event_specific_data for e in instance.all_logs(
         retry.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)]
-    return {"killed_in_step": [s for s in steps(instance, killed.run_id, "STEP_START")
-                               if s not in steps(instance, killed.run_id, "STEP_SUCCESS")],
+    finished = set(steps(instance, killed.run_id, "STEP_SUCCESS"))
+    return {"killed_in_step": [s for s in steps(instance, killed.run_id, "STEP_START") if s not in finished],
             "killed_run_failed_after_s": round(failed_after_s, 1),
             "retry_status": status(retry.run_id).value, "retry_strategy": retry.tags.get("dagster/retry_strategy"),
             "retry_published_after_kill_s": round(time.monotonic() - killed_at, 1),

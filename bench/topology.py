@@ -138,14 +138,18 @@ def process_tree(pid: int) -> list[int]:
     return tree
 
 
-def kill_tree(pid: int, sig: signal.Signals) -> list[int]:
-    """Signal a process and every descendant at once (SIGKILL: as a lost pod); returns the pids signalled."""
-    tree = process_tree(pid)
-    for p in tree:
+def signal_all(pids: list[int], sig: signal.Signals) -> None:
+    for p in pids:
         try:
             os.kill(p, sig)
         except ProcessLookupError:
             pass
+
+
+def kill_tree(pid: int, sig: signal.Signals) -> list[int]:
+    """Signal a process and every descendant at once (SIGKILL: as a lost pod); returns the pids signalled."""
+    tree = process_tree(pid)
+    signal_all(tree, sig)
     return tree
 
 
@@ -166,9 +170,5 @@ def dagster_daemon(env: dict, log: Path):
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 pass
-            for pid in tree:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            signal_all(tree, signal.SIGKILL)
             proc.wait()
