@@ -241,7 +241,8 @@ def run(mode: str, root: Path, clients: int = 8) -> dict:
     writer_ws, home = root / "writer" / "ws", root / "dagster_home"
     env = {**os.environ, "RAG_WORKSPACE": str(writer_ws), "RAG_SOURCES": str(corpus), "RAG_PARTITIONS": "collections",
            "DAGSTER_HOME": str(home), "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO),
-           "RAG_BENCHMARKS": str(root / "no-benchmarks")}  # the evaluation sensor finds nothing to prepare
+           "RAG_BENCHMARKS": str(root / "no-benchmarks"),  # the evaluation sensor finds nothing to prepare
+           "RAG_SENSOR_INTERVAL_S": "5"}  # an edit is picked up within seconds, not half a minute
     (root / "no-benchmarks").mkdir()
     with ExitStack() as stack:
         pg_url = None

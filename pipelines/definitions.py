@@ -37,7 +37,7 @@ def _whole_ingest(settings, workspace: str) -> dg.Definitions:
         description="ON by default: at 02:00 UTC sweeps every source and repairs drift; the asset checks run after it.")
     names = sensor_names(list(settings.sources))
     return dg.Definitions(assets=assets, asset_checks=checks, jobs=[job], schedules=[nightly],
-                          sensors=[source_sensor(s, job, name=names[s]) for s in settings.sources])
+                          sensors=[source_sensor(s, job, settings.sensor_interval_s, names[s]) for s in settings.sources])
 
 
 def _partitioned_ingest(settings, workspace: str) -> dg.Definitions:
@@ -57,7 +57,8 @@ def _partitioned_ingest(settings, workspace: str) -> dg.Definitions:
         return [dg.RunRequest(partition_key=k, run_key=f"{k}:{context.scheduled_execution_time:%Y%m%d}")
                 for k in context.instance.get_dynamic_partitions(COLLECTIONS.name)]
 
-    sensor = collection_sensor(list(settings.sources), workspace, job, COLLECTIONS, settings.shard_files)
+    sensor = collection_sensor(list(settings.sources), workspace, job, COLLECTIONS, settings.shard_files,
+                               settings.sensor_interval_s)
     totals, refresh = workspace_totals_definitions()
     return dg.Definitions(assets=[*assets, totals], asset_checks=checks, jobs=[job], schedules=[nightly],
                           sensors=[sensor, refresh])

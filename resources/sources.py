@@ -26,13 +26,15 @@ class SourceSettings(ConfigurableResource):
     partitioned: bool = _DEFAULT.partitioned   # each collection (a source's sub-folder or top-level files) is one
     shard_files: Optional[int] = None  # None: $RAG_SHARD_FILES or 20,000 files before a new collection is sharded
     workspace: Optional[str] = None   # where the partition layout and stores are (a partitioned workspace)
+    sensor_interval_s: int = _DEFAULT.sensor_interval_s  # how often the source sensors look for changed files
 
     @classmethod
     def of(cls, s: IngestSettings) -> SourceSettings:
         return cls(sources=list(s.sources), default_acl=list(s.default_acl), collection=s.collection,
                    derive_links=s.derive_links, unit_cap=s.unit_cap, chunk_target=s.chunk_target,
                    chunk_max=s.chunk_max, chunk_overlap=s.chunk_overlap, embedder=s.embedder, allow_empty=s.allow_empty, partitioned=s.partitioned,
-                   shard_files=s.shard_files, workspace=s.workspace if s.partitioned else None)
+                   shard_files=s.shard_files, workspace=s.workspace if s.partitioned else None,
+                   sensor_interval_s=s.sensor_interval_s)
 
     def settings(self, partition: str | None = None) -> IngestSettings:
         """The whole workspace's settings, or one partition's: its folder and which of its files.
@@ -44,7 +46,8 @@ class SourceSettings(ConfigurableResource):
                                chunk_target=self.chunk_target, chunk_max=self.chunk_max,
                                chunk_overlap=self.chunk_overlap, embedder=self.embedder,
                                allow_empty=self.allow_empty, partitioned=self.partitioned,
-                               shard_files=self.shard_files, workspace=self.workspace or _DEFAULT.workspace)
+                               shard_files=self.shard_files, workspace=self.workspace or _DEFAULT.workspace,
+                               sensor_interval_s=self.sensor_interval_s)
         if not partition:
             return whole
         return whole.for_partition(resolve(list(self.sources), partition, self.workspace, self.shard_files))

@@ -35,6 +35,7 @@ class IngestSettings:
     wait_s: float | None = None   # how long a second writer waits; None: $RAG_WRITER_WAIT_S or 60 s
     partitioned: bool = False     # each collection is a Dagster partition with a store of its own
     shard_files: int | None = None  # None: $RAG_SHARD_FILES or 20,000
+    sensor_interval_s: int = 30   # how often the source sensors look for changed files
 
     def __post_init__(self):
         self.sources = [str(s) for s in self.sources]
@@ -57,7 +58,8 @@ class IngestSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str], workspace: str, sources: list[str]) -> IngestSettings:
         """RAG_WORKSPACE, RAG_SOURCES (os.pathsep-separated), RAG_DEFAULT_ACL (comma-separated), RAG_COLLECTION,
-        RAG_DERIVE_LINKS=titles, RAG_LANCE_URI, RAG_EMBEDDER, RAG_ALLOW_EMPTY=1, RAG_PARTITIONS=collections;
+        RAG_DERIVE_LINKS=titles, RAG_LANCE_URI, RAG_EMBEDDER, RAG_ALLOW_EMPTY=1, RAG_PARTITIONS=collections,
+        RAG_SENSOR_INTERVAL_S;
         `workspace` and `sources` are the defaults when unset."""
         return cls(
             workspace=environ.get("RAG_WORKSPACE") or workspace,
@@ -68,4 +70,12 @@ class IngestSettings:
             lance_uri=environ.get("RAG_LANCE_URI") or None,
             embedder=environ.get("RAG_EMBEDDER") or None,
             allow_empty=environ.get("RAG_ALLOW_EMPTY", "").lower() in _TRUE,
-            partitioned=environ.get("RAG_PARTITIONS", "") == "collections")
+            partitioned=environ.get("RAG_PARTITIONS", "") == "collections",
+            sensor_interval_s=_seconds(environ, "RAG_SENSOR_INTERVAL_S", cls.sensor_interval_s))
+
+
+def _seconds(environ: Mapping[str, str], name: str, default: int) -> int:
+    value = environ.get(name) or str(default)
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{name}={value!r}: expected a whole number of seconds, at least 1")
+    return int(value)

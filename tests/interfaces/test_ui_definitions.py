@@ -37,6 +37,22 @@ def test_sensor_names_are_words_a_person_reads_not_hashes(tmp_path, partitioned)
     assert not any(re.search(r"[0-9a-f]{8}", n) for n in names)
 
 
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_the_source_sensors_look_as_often_as_rag_sensor_interval_s_says_and_say_so(tmp_path, partitioned):
+    environ = {"RAG_WORKSPACE": str(tmp_path / "ws"), "RAG_SENSOR_INTERVAL_S": "7",
+               "RAG_PARTITIONS": "collections" if partitioned else ""}
+    defs = build_definitions(workspace_resources(IngestSettings.from_env(environ, "", [str(SAMPLES / "corpus")])))
+    watching = [s for s in defs.sensors if s.name in ("collection_changes", "source_changes_corpus")]
+    assert [s.minimum_interval_seconds for s in watching] == [7]
+    assert watching[0].description.startswith("ON by default: every 7 s")
+
+
+@pytest.mark.parametrize("value", ["0", "soon", "-5"])
+def test_a_sensor_interval_that_is_not_whole_seconds_is_a_one_line_error_naming_the_variable(value):
+    with pytest.raises(ValueError, match=f"RAG_SENSOR_INTERVAL_S={value!r}: expected a whole number of seconds"):
+        IngestSettings.from_env({"RAG_SENSOR_INTERVAL_S": value}, "ws", [])
+
+
 def test_two_sources_in_folders_of_the_same_name_get_distinct_readable_sensor_names(tmp_path):
     a, b, c = tmp_path / "hr" / "docs", tmp_path / "eng" / "docs", tmp_path / "wiki pages"
     assert sensor_names([str(a), str(b), str(c)]) == {
