@@ -42,6 +42,7 @@ sys.path.insert(0, str(REPO))
 
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, benchmarks_root  # noqa: E402
+from rag.store import index as index_module  # noqa: E402
 from rag.store.catalog import Catalog  # noqa: E402
 from rag.store.index import SubchunkIndex  # noqa: E402
 from rag.store.publish import publish_documents, publish_index, publish_units  # noqa: E402
@@ -389,13 +390,18 @@ def main() -> None:
                         help="where the scale workspace is built once and kept")
     parser.add_argument("--publish-point", type=int, default=100_000,
                         help="documents in the publish-point run (0: skip it)")
+    parser.add_argument("--deleted-share", type=float, default=None,
+                        help="the index rewrites a fragment once this share of its rows is deleted (default: the code's)")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "storage.json"))
     add_benchmarks_option(parser)
     args = parser.parse_args()
     global BENCHMARKS
     BENCHMARKS = benchmarks_option(parser, args)
+    if args.deleted_share is not None:
+        index_module.DELETED_SHARE = args.deleted_share
     counter, timer = default_counter(), Timed()
-    results: dict = {"code": str(REPO), "benchmarks": str(BENCHMARKS), "rounds": ROUNDS, "share": SHARE, "corpora": {},
+    results: dict = {"code": str(REPO), "benchmarks": str(BENCHMARKS), "rounds": ROUNDS, "share": SHARE,
+                     "deleted_share": getattr(index_module, "DELETED_SHARE", None), "corpora": {},
                      "command": "python " + " ".join(sys.argv)}
     with tempfile.TemporaryDirectory() as tmp:
         for name in filter(None, args.corpora.split(",")):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +20,7 @@ CACHE_TABLE = "vector_cache"
 # Table versions older than this are removed at the next publish: as-of reads reach back this far.
 VECTOR_INDEX_MIN_ROWS = 50_000  # below this a flat scan answers in a few ms (STACK.md)
 MAX_FRAGMENTS = 16  # rows of the newest publishes sit in fragments of their own until there are this many
+DELETED_SHARE = 0.5  # a fragment is rewritten without its deleted rows once they are this share of it
 # Half precision halves the index (vectors dominate it) and changes cosine scores by ~1e-3.
 VECTOR_TYPE = pa.float16()
 
@@ -38,8 +39,9 @@ def schema(dimension: int = DIMENSION, embedder: str = DEFAULT_EMBEDDER,
 
 
 def cache_schema(dimension: int = DIMENSION, embedder: str = DEFAULT_EMBEDDER) -> pa.Schema:
-    return pa.schema([("text_hash", pa.string()), ("vector", pa.list_(VECTOR_TYPE, dimension))],
-                     metadata={"embedder": embedder})
+    """Vectors of texts that left the table, with when they left (a cache from before that: kept for good)."""
+    return pa.schema([("text_hash", pa.string()), ("vector", pa.list_(VECTOR_TYPE, dimension)),
+                      ("cached_at", pa.timestamp("us"))], metadata={"embedder": embedder})
 
 
 SCHEMA = schema()
@@ -198,8 +200,11 @@ class SubchunkIndex:
                        .column("text_hash").to_pylist())
             leaving = [int(i) for i in first if hashes[i] not in kept]
             if leaving:
-                (self.cache.merge_insert("text_hash").when_not_matched_insert_all()
-                 .execute(gone.take(pa.array(leaving))))
+                rows = gone.take(pa.array(leaving))
+                if "cached_at" in self.cache.schema.names:
+                    rows = rows.append_column("cached_at", pa.array([datetime.now(timezone.utc).replace(tzinfo=None)]
+                                                                    * rows.num_rows, pa.timestamp("us")))
+                self.cache.merge_insert("text_hash").when_not_matched_insert_all().execute(rows)
         self.table.delete(f"unit_key IN ({_sql_list(unit_keys)})")
         return gone.num_rows
 
@@ -228,15 +233,34 @@ class SubchunkIndex:
             self.maintain()
 
     def maintain(self) -> None:
-        """Drop table versions past the retention; compact (and fold new rows into the indexes) only once a
-        publish has left many fragments, since compaction rewrites every fragment it merges and old versions
-        keep the files it replaced: compacting each publish would keep a copy of the table per publish."""
+        """Drop table versions and cached vectors past the retention; rewrite the fragments whose rows were mostly
+        deleted (re-published units leave their old rows behind); compact everything once many fragments pile up.
+
+        Compaction rewrites what it merges and the versions kept for as-of reads hold the files it replaced, so
+        only fragments with at least `DELETED_SHARE` of their rows deleted are rewritten: the copy kept for the
+        retention is never larger than the rows already deleted, and past it only live rows stay.
+        """
         retention = timedelta(days=float(os.environ.get("RAG_INDEX_RETENTION_DAYS", "7")))
+        self._expire_cache(retention)
         for table in (self.table, self.cache):
-            if len(table.to_lance().get_fragments()) > MAX_FRAGMENTS:
+            fragments = table.to_lance().get_fragments()
+            if len(fragments) > MAX_FRAGMENTS:
                 table.optimize(cleanup_older_than=retention)
-            else:
-                table.to_lance().cleanup_old_versions(older_than=retention)
+                continue
+            keep = [f.fragment_id for f in fragments if f.count_rows() > (1 - DELETED_SHARE) * f.physical_rows]
+            if len(keep) < len(fragments):
+                table.to_lance().optimize.compact_files(excluded_fragment_ids=keep,
+                                                        materialize_deletions_threshold=DELETED_SHARE)
+                table.checkout_latest()
+            table.to_lance().cleanup_old_versions(older_than=retention)
+
+    def _expire_cache(self, retention: timedelta) -> None:
+        """A removed text's vector is kept for the retention (a document put back within it is not re-embedded)."""
+        if "cached_at" in self.cache.schema.names:
+            cutoff = (datetime.now(timezone.utc) - retention).replace(tzinfo=None)
+            expired = f"cached_at < TIMESTAMP '{cutoff:%Y-%m-%d %H:%M:%S.%f}'"
+            if self.cache.count_rows(expired):  # a delete of nothing would still write a table version
+                self.cache.delete(expired)
 
     def store_id(self) -> str | None:
         """The catalog identity this index was built for (None: never claimed)."""

@@ -1,5 +1,6 @@
 """The LanceDB sub-chunk table: rows per unit version, a vector cache that survives deletion, ACL pre-filter."""
 import numpy as np
+import pytest
 
 from rag.store.index import SubchunkIndex, SubchunkRow
 
@@ -57,3 +58,35 @@ def test_a_vector_still_held_by_a_row_is_not_cached_again_and_is_cached_once_its
     assert set(cached) == {"hash-u-a-0", "hash-u-a-1", "hash-u-a-2"} and index.cache.count_rows() == 3
     assert np.allclose(cached["hash-u-a-1"], vecs[1], atol=1e-3)
 
+
+
+def test_mostly_deleted_fragments_are_rewritten_and_older_versions_stay_readable_for_the_retention(tmp_path,
+                                                                                                   monkeypatch):
+    index = SubchunkIndex(tmp_path / "lance")
+    index.add(rows_for("u-a", 1, ("g1",), 10), unit_vectors(10, 4))
+    index.add(rows_for("u-b", 1, ("g1",), 10), unit_vectors(10, 5))
+    before = index.version
+    index.table.delete("unit_key = 'u-b@1' AND char_start < 60")  # 6 of the fragment's 10 rows
+    index.table.delete("unit_key = 'u-a@1' AND char_start < 30")  # 3 of 10: not worth a rewrite yet
+    index.maintain()
+    fragments = sorted((f.count_rows(), f.physical_rows) for f in index.table.to_lance().get_fragments())
+    assert fragments == [(4, 4), (7, 10)]
+    assert SubchunkIndex.reader(index.uri, before).count() == 20  # an as-of read within the retention
+    assert sorted(index.rows_of_units(["u-b@1"])[0].column("char_start").to_pylist()) == [60, 70, 80, 90]
+
+    monkeypatch.setenv("RAG_INDEX_RETENTION_DAYS", "0")
+    index.maintain()
+    with pytest.raises(LookupError):
+        SubchunkIndex.reader(index.uri, before)
+    assert index.count() == 11
+
+
+def test_a_removed_text_keeps_its_cached_vector_for_the_retention_only(tmp_path, monkeypatch):
+    index = SubchunkIndex(tmp_path / "lance")
+    index.add(rows_for("u-a", 1, ("g1",), 3), unit_vectors(3, 6))
+    index.remove_units({"u-a@1"})
+    index.maintain()
+    assert set(index.cached_vectors(["hash-u-a-0", "hash-u-a-2"])) == {"hash-u-a-0", "hash-u-a-2"}
+    monkeypatch.setenv("RAG_INDEX_RETENTION_DAYS", "0")
+    index.maintain()
+    assert index.cached_vectors(["hash-u-a-0", "hash-u-a-2"]) == {} and index.cache.count_rows() == 0

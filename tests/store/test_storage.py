@@ -35,3 +35,20 @@ def test_a_new_catalog_keeps_document_texts_zstd_compressed(tmp_path):
                                       "WHERE column_name = 'text' AND segment_type = 'VARCHAR'")}
     cat.close()
     assert methods == {"ZSTD"}
+
+
+def test_a_new_catalog_uses_small_blocks_and_an_older_file_keeps_its_own(tmp_path):
+    import duckdb
+
+    cat = Catalog(tmp_path / "new" / "catalog.duckdb")
+    (new_block,), = cat.rows("SELECT block_size FROM pragma_database_size()")
+    cat.close()
+    older = tmp_path / "old" / "catalog.duckdb"
+    older.parent.mkdir()
+    duckdb.connect(str(older)).close()  # DuckDB's default block size, as catalogs made before were
+    cat = Catalog(older)
+    (old_block,), = cat.rows("SELECT block_size FROM pragma_database_size()")
+    cat.con.execute("INSERT INTO documents (doc_id, version, text, status) VALUES ('a', '1', 'x', 'current')")
+    assert cat.raw_text_bytes() == 1
+    cat.close()
+    assert (new_block, old_block) == (16384, 262144)
