@@ -10,6 +10,7 @@ import numpy as np
 from rag.models.tokens import TokenCounter
 from rag.retrieval.callers import Caller
 from rag.retrieval.context import ContextItem, RetrievalResult, pack, pack_lazily
+from rag.retrieval.coverage import covering_order
 from rag.retrieval.dense import Hit, best_hit_per_member, nearest, rescore
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
@@ -30,6 +31,10 @@ class LongRAGConfig:
     hop_merge: str = "interleave"  # the hops' lists: rank-by-rank "interleave" or by their best score ("max")
     hop_seeds: int = 2            # documents of a hop's list that each seed a query of the next hop
     hop_names: int = 3            # names a "residual"/"names" query carries from its seed (the bridge candidates)
+    link_rule: str = "fixed"      # the boost: "fixed" (link_boost), "members": link_share / k for a unit of k,
+    #                               "corpus": link_share × the corpus's mean 1/k (CurrentState.link_share)
+    link_share: float = 1.0       # the share of a unit's best score divided evenly among its members
+    cover: str = "none"           # "terms": a hop's members ordered to cover its query's terms (rag.retrieval.coverage)
 
 
 # The two weights add shares of a BM25 score and of a linked member's score to a cosine, so they belong to the
@@ -125,6 +130,8 @@ def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter,
         hits += dense.of_units(list(units)) if dense else rescore(snap, query, caller, list(units), as_of)
     own = best_hit_per_member(hits)
     candidates = _candidates(snap, req, own, hits, lexical, units, config)
+    if config.cover == "terms" and lexical:
+        candidates = _covering(snap, text, candidates, lexical, config)
     if as_of is None:
         candidates = _with_unindexed(snap, caller, counter, candidates, hits, lexical, config)
     return candidates, own, units, hits
@@ -237,6 +244,8 @@ def _candidates(snap: Snapshot, req: Request, own: dict[tuple[str, str, int], Hi
     """
     floor, caller = min((h.score for h in hits), default=0.0), req.caller
     weight, boost = config.lexical_weight, config.link_boost
+    if config.link_rule == "corpus":
+        boost = config.link_share * snap.current.link_share
     members: dict[str, list[tuple[float, MemberRow]]] = {}
     for m in snap.members(list(units), req.as_of):
         if caller.may_read(m.acl):  # a hit on one member never authorises the rest of its unit
@@ -246,12 +255,27 @@ def _candidates(snap: Snapshot, req: Request, own: dict[tuple[str, str, int], Hi
     scored = []
     for unit_key, entries in members.items():
         ranked = sorted((e[0] for e in entries), reverse=True)
+        if config.link_rule == "unit":
+            boost = config.link_share / max(len(entries) - 1, 1)
+        elif config.link_rule == "members":
+            boost = config.link_share / len(entries)
         for own_score, m in entries:
             scored.append((-(own_score + boost * _best_other(own_score, ranked)), unit_key, m.position, m))
     scored.sort(key=itemgetter(0, 1, 2))
     # Items are built once, in rank order (building them and then replacing the score cost a third of a hop).
     return [ContextItem(m.doc_id, m.doc_version, m.title, "", m.tokens, ((m.start, m.end),), round(-negative, 6),
                         m.unit_key, part=m.part) for negative, _, _, m in scored]
+
+
+def _covering(snap: Snapshot, text: str, candidates: list[ContextItem], lexical: dict[str, float],
+              config: LongRAGConfig) -> list[ContextItem]:
+    """The candidates reordered to cover the hop's query terms, each member's lexical share split by term."""
+    ids = [c.doc_id for c in candidates]
+    shares = snap.lexical.term_scores(text, ids)
+    total = shares.sum(axis=1, keepdims=True)
+    wanted = np.array([config.lexical_weight * lexical.get(d, 0.0) for d in ids])[:, None]
+    shares = np.divide(shares * wanted, total, out=np.zeros_like(shares), where=total > 0)
+    return [candidates[i] for i in covering_order(np.array([c.score for c in candidates]), shares)]
 
 
 def _with_unindexed(snap: Snapshot, caller: Caller, counter: TokenCounter, candidates: list[ContextItem],
