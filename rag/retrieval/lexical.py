@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
@@ -66,11 +65,6 @@ class Postings:
     counts: TermColumns
     lengths: np.ndarray
 
-    @cached_property
-    def rows(self) -> dict[str, int]:
-        """doc_id → its row."""
-        return {d: i for i, d in enumerate(self.doc_ids)}
-
     def df(self, terms: np.ndarray) -> np.ndarray:
         inside = terms < self.counts.shape[1]
         out = np.zeros(len(terms))
@@ -98,9 +92,13 @@ class LexicalIndex:
 
     def search(self, question: str, limit: int) -> dict[str, float]:
         """doc_id → BM25 score scaled to [0, 1] by the best score for this question."""
-        terms, idf, avgdl = self._weights(question)
-        if not len(terms):
+        terms = self.vocab.known(lexical_tokens(check_question(question)))
+        n = sum(len(p.doc_ids) for p in self.parts)
+        if not n or not len(terms):
             return {}
+        avgdl = sum(float(p.lengths.sum()) for p in self.parts) / n
+        df = sum(p.df(terms) for p in self.parts)
+        idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
         scored: list[tuple[np.ndarray, Postings]] = []
         for part in self.parts:
             scores = np.zeros(len(part.doc_ids))
@@ -124,40 +122,6 @@ class LexicalIndex:
             return {}
         best = -top[0][0]
         return {doc_id: -s / best for s, doc_id in top}
-
-    def term_scores(self, question: str, doc_ids: list[str]) -> np.ndarray:
-        """Each document's BM25 score split by the question's terms (documents × terms, unscaled): what `search`
-        adds up, so a caller can tell which of the question's terms a document matches."""
-        terms, idf, avgdl = self._weights(question)
-        out = np.zeros((len(doc_ids), len(terms)))
-        if not len(terms):
-            return out
-        for part in self.parts:
-            at = part.rows
-            found = [(i, at[d]) for i, d in enumerate(doc_ids) if d in at]
-            if not found:
-                continue
-            where, rows = (np.array(x, np.int64) for x in zip(*found))
-            norm = K1 * (1 - B + B * part.lengths[rows] / avgdl)
-            for k, (term, weight) in enumerate(zip(terms, idf)):
-                if term >= part.counts.shape[1]:
-                    continue
-                lo, hi = part.counts.indptr[term], part.counts.indptr[term + 1]
-                posting, tf = part.counts.indices[lo:hi], part.counts.data[lo:hi]
-                pos = np.minimum(np.searchsorted(posting, rows), max(hi - lo - 1, 0))
-                match = (posting[pos] == rows) if hi > lo else np.zeros(len(rows), bool)
-                out[where[match], k] = weight * tf[pos[match]] / (tf[pos[match]] + norm[match])
-        return out
-
-    def _weights(self, question: str) -> tuple[np.ndarray, np.ndarray, float]:
-        """The question's known term ids, their idf over every partition, and the mean document length."""
-        terms = self.vocab.known(lexical_tokens(check_question(question)))
-        n = sum(len(p.doc_ids) for p in self.parts)
-        if not n or not len(terms):
-            return np.zeros(0, np.int64), np.zeros(0), 0.0
-        avgdl = sum(float(p.lengths.sum()) for p in self.parts) / n
-        df = sum(p.df(terms) for p in self.parts)
-        return terms, np.log(1 + (n - df + 0.5) / (df + 0.5)), avgdl
 
 
 _VOCAB = Vocabulary()

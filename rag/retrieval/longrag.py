@@ -10,7 +10,6 @@ import numpy as np
 from rag.models.tokens import TokenCounter
 from rag.retrieval.callers import Caller
 from rag.retrieval.context import ContextItem, RetrievalResult, pack, pack_lazily
-from rag.retrieval.coverage import covering_order
 from rag.retrieval.dense import Hit, best_hit_per_member, nearest, rescore
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
@@ -23,7 +22,9 @@ from rag.units.long_units import render_header, render_member, split_unit_key
 class LongRAGConfig:
     overfetch: int = 200          # sub-chunks fetched before grouping by unit
     max_units: int = 40           # units considered for packing
-    link_boost: float = 0.45      # share of the best linked member's score a document inherits (multi-hop)
+    link_rule: str = "corpus"     # the link boost: "corpus" (derived, below) or "fixed" (link_boost)
+    link_boost: float = 0.45      # "fixed": share of the best linked member's score a document inherits (multi-hop)
+    link_share: float = 1.5       # "corpus": boost = link_share × the corpus's mean 1/k over members of linked units
     lexical_weight: float = 0.45  # weight of the BM25 channel (scaled to [0, 1]) added to a document's dense score
     lexical_depth: int = 100      # documents taken from the BM25 channel
     hops: int = 2                 # retrieval hops; each further hop follows the best documents of the one before
@@ -31,10 +32,6 @@ class LongRAGConfig:
     hop_merge: str = "interleave"  # the hops' lists: rank-by-rank "interleave" or by their best score ("max")
     hop_seeds: int = 2            # documents of a hop's list that each seed a query of the next hop
     hop_names: int = 3            # names a "residual"/"names" query carries from its seed (the bridge candidates)
-    link_rule: str = "fixed"      # the boost: "fixed" (link_boost), "members": link_share / k for a unit of k,
-    #                               "corpus": link_share × the corpus's mean 1/k (CurrentState.link_share)
-    link_share: float = 1.0       # the share of a unit's best score divided evenly among its members
-    cover: str = "none"           # "terms": a hop's members ordered to cover its query's terms (rag.retrieval.coverage)
 
 
 # The two weights add shares of a BM25 score and of a linked member's score to a cosine, so they belong to the
@@ -43,8 +40,8 @@ class LongRAGConfig:
 # multilingual's dense ranking is much weaker than BM25 over jieba words on Chinese (DRCD 0.75 vs 0.955 at 1K),
 # and its units' linked members crowded out single-hop answers: on the tune halves of CMRC 2018 and DRCD
 # (bench/chinese.py --half tune) these weights reach the BM25 anchor at every budget, with one hop, as measured.
-EMBEDDER_WEIGHTS: dict[str, dict[str, float]] = {"use-multilingual": {"link_boost": 0.1, "lexical_weight": 0.7,
-                                                                      "hops": 1}}
+EMBEDDER_WEIGHTS: dict[str, dict[str, float | str]] = {"use-multilingual": {"link_rule": "fixed", "link_boost": 0.1,
+                                                                            "lexical_weight": 0.7, "hops": 1}}
 
 
 def config_for(embedder_name: str, base: LongRAGConfig = LongRAGConfig()) -> LongRAGConfig:
@@ -130,8 +127,6 @@ def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter,
         hits += dense.of_units(list(units)) if dense else rescore(snap, query, caller, list(units), as_of)
     own = best_hit_per_member(hits)
     candidates = _candidates(snap, req, own, hits, lexical, units, config)
-    if config.cover == "terms" and lexical:
-        candidates = _covering(snap, text, candidates, lexical, config)
     if as_of is None:
         candidates = _with_unindexed(snap, caller, counter, candidates, hits, lexical, config)
     return candidates, own, units, hits
@@ -243,9 +238,7 @@ def _candidates(snap: Snapshot, req: Request, own: dict[tuple[str, str, int], Hi
     Token counts are the exact ones stored at ingest for the rendered block.
     """
     floor, caller = min((h.score for h in hits), default=0.0), req.caller
-    weight, boost = config.lexical_weight, config.link_boost
-    if config.link_rule == "corpus":
-        boost = config.link_share * snap.current.link_share
+    weight, boost = config.lexical_weight, link_boost(snap, config)
     members: dict[str, list[tuple[float, MemberRow]]] = {}
     for m in snap.members(list(units), req.as_of):
         if caller.may_read(m.acl):  # a hit on one member never authorises the rest of its unit
@@ -255,10 +248,6 @@ def _candidates(snap: Snapshot, req: Request, own: dict[tuple[str, str, int], Hi
     scored = []
     for unit_key, entries in members.items():
         ranked = sorted((e[0] for e in entries), reverse=True)
-        if config.link_rule == "unit":
-            boost = config.link_share / max(len(entries) - 1, 1)
-        elif config.link_rule == "members":
-            boost = config.link_share / len(entries)
         for own_score, m in entries:
             scored.append((-(own_score + boost * _best_other(own_score, ranked)), unit_key, m.position, m))
     scored.sort(key=itemgetter(0, 1, 2))
@@ -267,15 +256,18 @@ def _candidates(snap: Snapshot, req: Request, own: dict[tuple[str, str, int], Hi
                         m.unit_key, part=m.part) for negative, _, _, m in scored]
 
 
-def _covering(snap: Snapshot, text: str, candidates: list[ContextItem], lexical: dict[str, float],
-              config: LongRAGConfig) -> list[ContextItem]:
-    """The candidates reordered to cover the hop's query terms, each member's lexical share split by term."""
-    ids = [c.doc_id for c in candidates]
-    shares = snap.lexical.term_scores(text, ids)
-    total = shares.sum(axis=1, keepdims=True)
-    wanted = np.array([config.lexical_weight * lexical.get(d, 0.0) for d in ids])[:, None]
-    shares = np.divide(shares * wanted, total, out=np.zeros_like(shares), where=total > 0)
-    return [candidates[i] for i in covering_order(np.array([c.score for c in candidates]), shares)]
+def link_boost(snap: Snapshot, config: LongRAGConfig) -> float:
+    """The share of its unit's best other member's score a member inherits.
+
+    "corpus" follows the corpus's link density: 1/k (a unit's best score divided evenly among its k members)
+    averaged over the linked documents, times link_share. MuSiQue's title links pull two dozen paragraphs into one
+    unit (0.098, so a boost of 0.15), where a linked paragraph is rarely the next hop; 2WikiMultihopQA's units are
+    pairs and triples (0.300, so 0.45), HotpotQA's in between (0.208, so 0.31). link_share 1.5 was chosen on the
+    tune halves: 1.0 lost 0.10 at 1K on 2WikiMultihopQA (docs/quality.md).
+    """
+    if config.link_rule == "corpus":
+        return config.link_share * snap.current.link_share
+    return config.link_boost
 
 
 def _with_unindexed(snap: Snapshot, caller: Caller, counter: TokenCounter, candidates: list[ContextItem],

@@ -1,4 +1,5 @@
-"""The link boost without a free weight: a unit's best member shares its score among the unit's k members."""
+"""The link boost from the corpus: a unit's best score shared evenly by its k members, 1/k averaged over
+the corpus's linked documents."""
 import json
 
 import pytest
@@ -34,29 +35,26 @@ def linked(tmp_path_factory, embedder):
 def scores(linked, embedder, question, config):
     ranked = longrag_candidates(uncommitted(*linked), Request(Caller(frozenset({"bench"})), question, 4000),
                                 Tools(embedder, default_counter()), config)
-    return {i.doc_id: i.score for i in ranked.items}, {i.doc_id: i.unit_id for i in ranked.items}
+    return {i.doc_id: i.score for i in ranked.items}
 
 
-def test_a_member_inherits_its_best_neighbours_score_divided_by_the_units_size(linked, embedder):
-    question = "Which towns does the summer festival visit, and who kept the lighthouse?"
-    shared, units = scores(linked, embedder, question, LongRAGConfig(hops=1, link_rule="members"))
-    sizes = {u: list(units.values()).count(u) for u in units.values()}
-    assert sizes[units["keeper"]] == 2 and sizes[units["festival"]] == 4 and sizes[units["orchard"]] == 1
-    for k, fixed in ((2, 0.5), (4, 0.25), (1, 0.45)):  # a unit of one inherits nothing, whatever the weight
-        same, _ = scores(linked, embedder, question, LongRAGConfig(hops=1, link_boost=fixed))
-        members = [d for d, u in units.items() if sizes[u] == k]
-        assert members and all(shared[d] == pytest.approx(same[d], abs=1e-5) for d in members)
-    half, _ = scores(linked, embedder, question, LongRAGConfig(hops=1, link_rule="members", link_share=0.5))
-    quarter, _ = scores(linked, embedder, question, LongRAGConfig(hops=1, link_boost=0.25))
-    assert half["keeper"] == pytest.approx(quarter["keeper"], abs=1e-5)
-
-
-def test_the_corpus_rule_boosts_every_member_by_the_corpus_mean_of_one_over_k(linked, embedder):
-    """Two linked units (of 2 and 4 members) hold 6 documents: the corpus's share is 2 / 6 for every member."""
+def test_the_default_boost_is_link_share_times_the_corpus_mean_of_one_over_k(linked, embedder):
+    """Two linked units (of 2 and 4 members) hold 6 of the 7 documents: the corpus's mean 1/k is 2 / 6."""
     snap = uncommitted(*linked)
     assert snap.current.link_share == pytest.approx(2 / 6)
+    assert sorted(len(rows) for rows in snap.current.members.values()) == [1, 2, 4]
     question = "Which towns does the summer festival visit, and who kept the lighthouse?"
-    corpus, _ = scores(linked, embedder, question, LongRAGConfig(hops=1, link_rule="corpus"))
-    fixed, _ = scores(linked, embedder, question, LongRAGConfig(hops=1, link_boost=2 / 6))
-    unboosted, _ = scores(linked, embedder, question, LongRAGConfig(hops=1, link_boost=0.0))
-    assert corpus == pytest.approx(fixed, abs=1e-5) and corpus != pytest.approx(unboosted, abs=1e-5)
+    default = scores(linked, embedder, question, LongRAGConfig(hops=1))
+    fixed = scores(linked, embedder, question, LongRAGConfig(hops=1, link_rule="fixed", link_boost=1.5 * 2 / 6))
+    unboosted = scores(linked, embedder, question, LongRAGConfig(hops=1, link_rule="fixed", link_boost=0.0))
+    assert default == pytest.approx(fixed, abs=1e-5) and default != pytest.approx(unboosted, abs=1e-5)
+    even = scores(linked, embedder, question, LongRAGConfig(hops=1, link_share=1.0))
+    assert even == pytest.approx(scores(linked, embedder, question, LongRAGConfig(
+        hops=1, link_rule="fixed", link_boost=2 / 6)), abs=1e-5)
+
+
+def test_a_corpus_without_links_boosts_nothing(tmp_path, embedder):
+    (tmp_path / "docs.jsonl").write_text("\n".join(json.dumps({"doc_id": d, "title": t, "text": x})
+                                                   for d, t, x in DOCS) + "\n")
+    snap = uncommitted(*publish(tmp_path / "ws", [tmp_path / "docs.jsonl"], embedder, default_acl=("bench",)))
+    assert snap.current.link_share == 0.0 and all(len(rows) == 1 for rows in snap.current.members.values())
