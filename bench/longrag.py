@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -77,12 +78,14 @@ def main() -> None:
     p.add_argument("--budgets", default="1000,2000,4000")
     p.add_argument("--limit", type=int, help="first N questions of the half only")
     p.add_argument("--half", choices=HALVES, default="report", help="tune only to choose weights; report to quote")
-    p.add_argument("--link-boost", type=float, default=LongRAGConfig.link_boost)
+    p.add_argument("--link-boost", type=float, help="a fixed link boost (default: derived from the corpus)")
     p.add_argument("--lexical-weight", type=float, default=LongRAGConfig.lexical_weight)
     add_benchmarks_option(p)
     args = p.parse_args()
     root = benchmarks_option(p, args)
-    config = LongRAGConfig(link_boost=args.link_boost, lexical_weight=args.lexical_weight)
+    config = LongRAGConfig(lexical_weight=args.lexical_weight)
+    if args.link_boost is not None:
+        config = replace(config, link_rule="fixed", link_boost=args.link_boost)
     budgets = [int(b) for b in args.budgets.split(",")]
     for name in args.benchmark or ["hotpotqa", "musique", "2wikimultihopqa"]:
         figures = run(root / name, budgets, args.limit, config, args.half)

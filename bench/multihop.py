@@ -43,7 +43,7 @@ from rag.text.tables import markdown_table  # noqa: E402
 
 NAMES = ("hotpotqa", "musique", "2wikimultihopqa")
 CALLER = Caller(frozenset({"bench"}))
-FREE_WEIGHTS = ("link_boost", "lexical_weight", "hop_names", "hop_seeds")
+FREE_WEIGHTS = ("link_boost", "link_share", "lexical_weight", "hop_names", "hop_seeds")
 DIRECT = ("longrag", "shortchunk", "longrag-units")  # run per budget through the registry
 
 
@@ -89,7 +89,8 @@ def parse_variant(spec: str) -> Variant:
 def sensitivity_variants(base: Variant) -> list[Variant]:
     """Each free weight of the base variant at -50% and +50% of its value, the others unchanged."""
     out = []
-    for name in FREE_WEIGHTS:
+    unused = "link_share" if base.config.link_rule == "fixed" else "link_boost"  # the link rule reads one of them
+    for name in (w for w in FREE_WEIGHTS if w != unused):
         value = getattr(base.config, name)
         for factor in (0.5, 1.5):
             changed = max(1, round(value * factor)) if isinstance(value, int) else round(value * factor, 4)

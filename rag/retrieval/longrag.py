@@ -22,7 +22,9 @@ from rag.units.long_units import render_header, render_member, split_unit_key
 class LongRAGConfig:
     overfetch: int = 200          # sub-chunks fetched before grouping by unit
     max_units: int = 40           # units considered for packing
-    link_boost: float = 0.45      # share of the best linked member's score a document inherits (multi-hop)
+    link_rule: str = "corpus"     # the link boost: "corpus" (derived, below) or "fixed" (link_boost)
+    link_boost: float = 0.45      # "fixed": share of the best linked member's score a document inherits (multi-hop)
+    link_share: float = 1.5       # "corpus": boost = link_share × the corpus's mean 1/k over members of linked units
     lexical_weight: float = 0.45  # weight of the BM25 channel (scaled to [0, 1]) added to a document's dense score
     lexical_depth: int = 100      # documents taken from the BM25 channel
     hops: int = 2                 # retrieval hops; each further hop follows the best documents of the one before
@@ -38,8 +40,8 @@ class LongRAGConfig:
 # multilingual's dense ranking is much weaker than BM25 over jieba words on Chinese (DRCD 0.75 vs 0.955 at 1K),
 # and its units' linked members crowded out single-hop answers: on the tune halves of CMRC 2018 and DRCD
 # (bench/chinese.py --half tune) these weights reach the BM25 anchor at every budget, with one hop, as measured.
-EMBEDDER_WEIGHTS: dict[str, dict[str, float]] = {"use-multilingual": {"link_boost": 0.1, "lexical_weight": 0.7,
-                                                                      "hops": 1}}
+EMBEDDER_WEIGHTS: dict[str, dict[str, float | str]] = {"use-multilingual": {"link_rule": "fixed", "link_boost": 0.1,
+                                                                            "lexical_weight": 0.7, "hops": 1}}
 
 
 def config_for(embedder_name: str, base: LongRAGConfig = LongRAGConfig()) -> LongRAGConfig:
@@ -236,7 +238,7 @@ def _candidates(snap: Snapshot, req: Request, own: dict[tuple[str, str, int], Hi
     Token counts are the exact ones stored at ingest for the rendered block.
     """
     floor, caller = min((h.score for h in hits), default=0.0), req.caller
-    weight, boost = config.lexical_weight, config.link_boost
+    weight, boost = config.lexical_weight, link_boost(snap, config)
     members: dict[str, list[tuple[float, MemberRow]]] = {}
     for m in snap.members(list(units), req.as_of):
         if caller.may_read(m.acl):  # a hit on one member never authorises the rest of its unit
@@ -252,6 +254,20 @@ def _candidates(snap: Snapshot, req: Request, own: dict[tuple[str, str, int], Hi
     # Items are built once, in rank order (building them and then replacing the score cost a third of a hop).
     return [ContextItem(m.doc_id, m.doc_version, m.title, "", m.tokens, ((m.start, m.end),), round(-negative, 6),
                         m.unit_key, part=m.part) for negative, _, _, m in scored]
+
+
+def link_boost(snap: Snapshot, config: LongRAGConfig) -> float:
+    """The share of its unit's best other member's score a member inherits.
+
+    "corpus" follows the corpus's link density: 1/k (a unit's best score divided evenly among its k members)
+    averaged over the linked documents, times link_share. MuSiQue's title links pull two dozen paragraphs into one
+    unit (0.098, so a boost of 0.15), where a linked paragraph is rarely the next hop; 2WikiMultihopQA's units are
+    pairs and triples (0.300, so 0.45), HotpotQA's in between (0.208, so 0.31). link_share 1.5 was chosen on the
+    tune halves: 1.0 lost 0.10 at 1K on 2WikiMultihopQA (docs/quality.md).
+    """
+    if config.link_rule == "corpus":
+        return config.link_share * snap.current.link_share
+    return config.link_boost
 
 
 def _with_unindexed(snap: Snapshot, caller: Caller, counter: TokenCounter, candidates: list[ContextItem],

@@ -64,6 +64,13 @@ class CurrentState:
         return {d: v.acl for d, v in self.versions.items()}
 
     @cached_property
+    def link_share(self) -> float:
+        """1/k averaged over the members of units of k >= 2 members: the share of a unit's best score each member
+        gets when it is divided evenly, for a typical linked document of this corpus (0 when nothing is linked)."""
+        sizes = [len(rows) for rows in self.members.values() if len(rows) > 1]
+        return len(sizes) / sum(sizes) if sizes else 0.0
+
+    @cached_property
     def unindexed_ids(self) -> frozenset[str]:
         """Documents whose current version no current unit holds yet (between the documents and index steps)."""
         return frozenset(self.versions.keys() - self.unit_of.keys())
