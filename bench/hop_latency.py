@@ -50,7 +50,9 @@ class Parts:
         longrag.pack_ranked = self.timed(longrag.pack_ranked, "pack")
         try:
             from rag.retrieval.dense import Dense
-            Dense.of_units = self.timed(Dense.of_units, "search")
+            for name in ("of_units", "unit_rows"):  # the candidate units' sub-chunks (their rows, after issue 22)
+                if hasattr(Dense, name):
+                    setattr(Dense, name, self.timed(getattr(Dense, name), "search"))
         except ImportError:
             pass
 
