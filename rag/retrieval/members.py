@@ -25,6 +25,8 @@ class MemberTable:
     doc_ids: np.ndarray                        # object array of str
     acl_ids: np.ndarray                        # index into acl_sets
     acl_sets: list[frozenset[str]]
+    heads: list[tuple]                         # a row's Candidate fields before the score
+    tails: list[tuple]                         # and after it
     _masks: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -54,7 +56,9 @@ def member_table(members: dict[str, list[MemberRow]]) -> MemberTable:
                           count=len(rows))
     return MemberTable(rows, bounds, {(r.unit_key, r.doc_id, r.part): i for i, r in enumerate(rows)},
                        np.asarray(ranks, dtype=np.int64), np.asarray([r.position for r in rows], dtype=np.int64),
-                       np.asarray([r.doc_id for r in rows], dtype=object), acl_ids, list(acl_sets))
+                       np.asarray([r.doc_id for r in rows], dtype=object), acl_ids, list(acl_sets),
+                       [(r.doc_id, r.doc_version, r.title, "", r.tokens, ((r.start, r.end),)) for r in rows],
+                       [(r.unit_key, None, r.part) for r in rows])
 
 
 def rows_by_unit(rows: list[MemberRow]) -> dict[str, list[MemberRow]]:
