@@ -1,4 +1,5 @@
-"""Ingest embedding throughput in tokens/s: sentence-transformers on torch (before) against ONNX Runtime (after).
+"""Ingest embedding throughput in tokens/s: sentence-transformers on torch (before) against ONNX Runtime (after), and
+the `minilm-int8` embedder (int8 weights: a workspace's choice, a vector space of its own).
 
 The same paragraphs (a benchmark's documents, title and text, as ingest embeds them) through both, batch 64,
 the same thread count, alternating rounds so load from other jobs hits both alike. Tokens are the word pieces
@@ -40,9 +41,10 @@ def main() -> None:
     docs = [json.loads(line) for line, _ in zip((BENCHMARKS / args.benchmark / "docs.jsonl").open(), range(args.texts))]
     texts = [f"{d['title']}\n{d['text']}" for d in docs]
     after = Embedder(batch_size=64, threads=args.threads)
+    int8 = Embedder(batch_size=64, threads=args.threads, int8=True)
     before = SentenceTransformer(str(verified_model_dir()), device="cpu", local_files_only=True)
     tokens = sum(len(e.ids) for e in after.tokenizer.encode_batch(texts))
-    seconds = {"before": [], "after": []}
+    seconds = {"before": [], "after": [], "int8": []}
     for _ in range(args.rounds):
         t = time.perf_counter()
         b = before.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
@@ -50,13 +52,19 @@ def main() -> None:
         t = time.perf_counter()
         a = after.encode(texts)
         seconds["after"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        c = int8.encode(texts)
+        seconds["int8"].append(time.perf_counter() - t)
     rate = {k: round(tokens / float(np.median(v))) for k, v in seconds.items()}
     figures = {"command": "python bench/embed_throughput.py " + " ".join(sys.argv[1:]), "texts": len(texts),
                "tokens": tokens, "threads": args.threads, "rounds": args.rounds, "load_average": os.getloadavg(),
                "machine": "2 cores shared with 3 other helpers' jobs",
                "seconds": {k: [round(x, 2) for x in v] for k, v in seconds.items()},
                "tokens_per_s": rate, "after_over_before": round(rate["after"] / rate["before"], 2),
-               "min_cosine": round(float((a * b).sum(axis=1).min()), 6)}
+               "int8_over_before": round(rate["int8"] / rate["before"], 2),
+               "min_cosine": round(float((a * b).sum(axis=1).min()), 6),
+               "int8_cosine_to_fp32": {"min": round(float((a * c).sum(axis=1).min()), 4),
+                                       "mean": round(float((a * c).sum(axis=1).mean()), 4)}}
     (REPO / "bench" / "results" / "embed-throughput.json").write_text(json.dumps(figures, indent=1) + "\n")
     print(json.dumps(figures, indent=1))
 

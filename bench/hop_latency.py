@@ -50,7 +50,9 @@ class Parts:
         longrag.pack_ranked = self.timed(longrag.pack_ranked, "pack")
         try:
             from rag.retrieval.dense import Dense
-            Dense.of_units = self.timed(Dense.of_units, "search")
+            for name in ("of_units", "unit_rows"):  # the candidate units' sub-chunks (their rows, after issue 22)
+                if hasattr(Dense, name):
+                    setattr(Dense, name, self.timed(getattr(Dense, name), "search"))
         except ImportError:
             pass
 
@@ -94,6 +96,8 @@ def main() -> None:
     p.add_argument("--limit", type=int, default=100, help="report-half questions timed")
     add_benchmarks_option(p)
     p.add_argument("--tag", default="", help="suffix of the results file (e.g. before, after)")
+    p.add_argument("--embedder", choices=("minilm", "minilm-int8"), default="minilm",
+                   help="the workspace's embedder (minilm-int8: the code under test must have it)")
     p.add_argument("--clock", choices=list(CLOCKS), default="wall",
                    help="wall time, or the process's CPU time (for a machine other jobs load)")
     args = p.parse_args()
@@ -104,9 +108,10 @@ def main() -> None:
     from rag.models.embedders import Embedder
 
     parts = Parts()
-    raw, counter = Embedder(threads=1), default_counter()
-    prepared = prepare_workspace(root / args.benchmark, REPO / ".rag" / "bench" / args.benchmark, raw,
-                                 counter)
+    int8 = args.embedder == "minilm-int8"  # a space of its own: its own workspace
+    raw, counter = (Embedder(threads=1, int8=True) if int8 else Embedder(threads=1)), default_counter()
+    folder = args.benchmark + (f"-{args.embedder}" if int8 else "")
+    prepared = prepare_workspace(root / args.benchmark, REPO / ".rag" / "bench" / folder, raw, counter)
     embedder = TimedEmbedder(raw, parts)
     snap = prepared.reader.snapshot()
     questions = split_halves(args.benchmark, load_questions(root / args.benchmark))["report"][: args.limit]
@@ -129,7 +134,8 @@ def main() -> None:
     code = os.environ.get("RAG_BENCH_CODE", str(REPO))
     figures = {"command": "python bench/hop_latency.py " + " ".join(sys.argv[1:]), "benchmark": args.benchmark,
                "code": code, "commit": _commit(code), "subchunks": snap.index.count(),
-               "questions": len(questions), "budget": args.budget, "clock": args.clock, "load_average": os.getloadavg(),
+               "questions": len(questions), "budget": args.budget, "clock": args.clock, "embedder": args.embedder,
+               "load_average": os.getloadavg(),
                "latency_ms": {n: {"p50": round(float(np.percentile(v, 50)), 1),
                                   "p95": round(float(np.percentile(v, 95)), 1)} for n, v in ms.items()},
                "parts_p50_ms": {n: {k: round(float(np.median([x[k] for x in rows])), 2)

@@ -131,9 +131,9 @@ def summarise(raw: dict, reference: dict | None) -> dict:
 
 
 def run_benchmark(folder: Path, grouping: str, variants: list[Variant], budgets: list[int], embedder,
-                  halves_run: tuple[str, ...] = HALVES) -> dict:
+                  halves_run: tuple[str, ...] = HALVES, workdir: Path = REPO / ".rag" / "bench") -> dict:
     name = folder.name
-    prepared = prepare(folder, REPO / ".rag" / "bench", grouping, embedder)
+    prepared = prepare(folder, workdir, grouping, embedder)
     snap, counter = prepared.reader.snapshot(), prepared.reader.counter
     halves = split_halves(name, load_questions(folder))
     snap.lexical  # noqa: B018 - built before the first timed query, as a warm service has it
@@ -178,6 +178,10 @@ def main() -> None:
     p.add_argument("--budgets", default="1000,2000,4000")
     p.add_argument("--tag", default="", help="suffix of the results file")
     p.add_argument("--half", choices=HALVES, help="one half only (default: both)")
+    p.add_argument("--embedder", choices=("minilm", "minilm-int8"), default="minilm",
+                   help="the workspaces' embedder (each embedder keeps its own workspaces: spaces are never mixed)")
+    p.add_argument("--workdir", type=Path, default=REPO / ".rag" / "bench",
+                   help="where the workspaces are kept (minilm-int8's: this folder's name + '-minilm-int8')")
     add_benchmarks_option(p)
     args = p.parse_args()
     root = benchmarks_option(p, args)
@@ -188,14 +192,15 @@ def main() -> None:
     if args.sensitivity:
         variants += sensitivity_variants(variants[0])
     budgets = [int(b) for b in args.budgets.split(",")]
-    embedder = Embedder(threads=1)
+    embedder = Embedder(threads=1, int8=args.embedder == "minilm-int8")
+    workdir = args.workdir if args.embedder == "minilm" else args.workdir.with_name(f"{args.workdir.name}-{args.embedder}")
     out = REPO / "bench" / "results" / f"multihop-{args.grouping}{'-' + args.tag if args.tag else ''}.json"
     figures = {"command": "python bench/multihop.py " + " ".join(sys.argv[1:]), "grouping": args.grouping,
                "split": "rag.sources.benchmarks.half_of: sha256('tune-report|<benchmark>|<qid>') last bit, 0 tune, 1 report",
-               "reference": variants[0].name, "budgets": budgets, "benchmarks": {}}
+               "reference": variants[0].name, "budgets": budgets, "embedder": args.embedder, "benchmarks": {}}
     for name in args.benchmark or NAMES:
         figures["benchmarks"][name] = run_benchmark(root / name, args.grouping, variants, budgets, embedder,
-                                                    (args.half,) if args.half else HALVES)
+                                                    (args.half,) if args.half else HALVES, workdir)
         out.write_text(json.dumps(figures, indent=1) + "\n")
         print(table(name, figures["benchmarks"][name], budgets), flush=True)
     figures["macro_completeness"] = macro(figures, budgets)

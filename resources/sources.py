@@ -21,7 +21,7 @@ class SourceSettings(ConfigurableResource):
     chunk_target: int = _DEFAULT.chunk_target
     chunk_max: int = _DEFAULT.chunk_max
     chunk_overlap: int = _DEFAULT.chunk_overlap  # tokens of whole sentences a sub-chunk repeats from the last
-    embedder: Optional[str] = None  # minilm | use-multilingual; None keeps the workspace's choice
+    embedder: Optional[str] = None  # minilm | minilm-int8 | use-multilingual; None keeps the workspace's choice
     allow_empty: bool = _DEFAULT.allow_empty
     partitioned: bool = _DEFAULT.partitioned   # each collection (a source's sub-folder or top-level files) is one
     shard_files: Optional[int] = None  # None: $RAG_SHARD_FILES or 20,000 files before a new collection is sharded

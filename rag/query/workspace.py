@@ -208,8 +208,12 @@ class Workspace:
         if as_of is not None and not spec.as_of:
             raise ValueError(f"as-of reads are not supported by {spec.name}; use "
                              f"{', '.join(n for n, m in METHODS.items() if m.as_of)}")
-        return spec.at_budgets(self.snapshot(), Request(caller, question, max(budgets), as_of, model),
-                               tools or Tools(self.embedder, self.counter), tuple(budgets))
+        snap, tools = self.snapshot(), tools or Tools(self.embedder, self.counter)
+        if spec.uses_index and getattr(tools.embedder, "name", snap.embedder_name) != snap.embedder_name:
+            # minilm and minilm-int8 share a dimension, so no shape check would catch the mix
+            raise ValueError(f"questions embedded with {tools.embedder.name} cannot be compared with the index's "
+                             f"{snap.embedder_name} vectors; embed them with the workspace's embedder")
+        return spec.at_budgets(snap, Request(caller, question, max(budgets), as_of, model), tools, tuple(budgets))
 
     def resolve_as_of(self, value: str | None) -> datetime | None:
         """`publish:N` or an ISO timestamp (UTC unless it carries an offset) as a naive UTC datetime."""

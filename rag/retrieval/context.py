@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
+from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,22 @@ class ContextItem:
     unit_id: str | None = None                 # LongRAG: the long unit it came from; ELITE: None
     matched: str | None = None                 # the sub-chunk or sentence that matched the question
     part: int = 0                              # k ≥ 1 when the document was split into parts at ingest
+
+
+class Candidate(NamedTuple):
+    """A ContextItem's fields as a tuple, for ranked lists most of whose entries are never packed: a ranking
+    builds hundreds, and a frozen dataclass costs ~10x more to build. `ContextItem(*candidate)` is the item."""
+
+    doc_id: str
+    doc_version: str
+    title: str
+    text: str
+    tokens: int
+    ranges: tuple[tuple[int, int], ...]
+    score: float
+    unit_id: str | None = None
+    matched: str | None = None
+    part: int = 0
 
 
 @dataclass
@@ -39,7 +56,7 @@ class RetrievalResult:
                 "items": [{k: v for k, v in asdict(i).items()} for i in self.items], "trace": self.trace}
 
 
-def pack(candidates: list[ContextItem], budget: int) -> list[ContextItem]:
+def pack(candidates: list[ContextItem] | list[Candidate], budget: int) -> list[ContextItem] | list[Candidate]:
     """Take items in rank order; one that does not fit is skipped and the next is tried. Never exceeds budget.
 
     The same contract for every method, so an evaluation compares like with like.

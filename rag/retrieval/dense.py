@@ -57,28 +57,39 @@ def nearest(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int,
 def dense_hits(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int) -> tuple[list[Hit], "Dense"]:
     """The nearest readable sub-chunks from the snapshot's in-memory vectors, and the scores for re-use."""
     state = snap.vectors
-    dense = Dense(state, state.scores(query), state.mask(caller.groups))
-    return dense.hits(dense.state.nearest(dense.scores, dense.mask, limit)), dense
+    scores, mask = state.scores(query), state.mask(caller.groups)
+    dense = Dense(state, scores, mask, state.nearest(scores, mask, limit))
+    return dense.hits(dense.near), dense
 
 
 @dataclass(frozen=True)
 class Dense:
-    """One query's cosine against every row of the snapshot, and the caller's pre-filter mask."""
+    """One query's cosine against every row of the snapshot, the caller's pre-filter mask and the nearest rows."""
 
     state: VectorState
     scores: np.ndarray
     mask: np.ndarray
+    near: np.ndarray
 
     def hits(self, rows: np.ndarray) -> list[Hit]:
         s = self.state
         return list(map(Hit._make, zip(s.unit_keys[rows].tolist(), s.doc_ids[rows].tolist(), s.parts[rows].tolist(),
                                        s.starts[rows].tolist(), s.ends[rows].tolist(), self.scores[rows].tolist())))
 
-    def of_units(self, unit_keys: list[str]) -> list[Hit]:
-        """Every readable sub-chunk of these units, scored already (rescore's answer, without a second product)."""
+    def unit_rows(self, unit_keys: list[str]) -> np.ndarray:
+        """Every readable sub-chunk of these units, in the units' order (scored already: no second product)."""
         rows_of = self.state.rows_of_unit
-        return self.hits(np.concatenate([r[self.mask[r]] for k in unit_keys if (r := rows_of.get(k)) is not None]
-                                        or [np.zeros(0, dtype=np.int64)]))
+        return np.concatenate([r[self.mask[r]] for k in unit_keys if (r := rows_of.get(k)) is not None]
+                              or [np.zeros(0, dtype=np.int64)])
+
+    def best_per_member(self, rows: np.ndarray) -> dict[tuple[str, str, int], Hit]:
+        """best_hit_per_member over these rows taken as hits in order, with a Hit built for each winner only."""
+        if not len(rows):
+            return {}
+        code, score = self.state.member_codes[rows], self.scores[rows]
+        order = np.lexsort((np.arange(len(rows)), -score, code))  # per member: best score, then first in order
+        first = order[np.r_[True, code[order][1:] != code[order][:-1]]]
+        return {(h.unit_key, h.doc_id, h.part): h for h in self.hits(rows[np.sort(first)])}
 
 
 def maxp(hits: list[Hit]) -> dict[str, float]:

@@ -3,17 +3,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from operator import itemgetter
+from functools import lru_cache
 
 import numpy as np
 
 from rag.models.tokens import TokenCounter
 from rag.retrieval.callers import Caller
-from rag.retrieval.context import ContextItem, RetrievalResult, pack, pack_lazily
+from rag.retrieval.context import Candidate, ContextItem, RetrievalResult, pack, pack_lazily
 from rag.retrieval.dense import Hit, best_hit_per_member, nearest, rescore
+from rag.retrieval.members import MemberTable, member_table, rows_by_unit
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
-from rag.store.rows import MemberRow
 from rag.text.analysis import MAX_QUESTION_CHARS, content_terms, is_stop, names, sentences, term, words
 from rag.units.long_units import render_header, render_member, split_unit_key
 
@@ -60,11 +60,14 @@ def pack_ranked(snap: Snapshot, ranked: Ranked, budget: int) -> RetrievalResult:
                            dict(ranked.trace))
 
 
+Entry = Candidate | ContextItem  # a ranked member (not rendered yet), or an unindexed version rendered whole
+
+
 @dataclass
 class Ranked:
     """LongRAG's readable member documents in packing order (text not yet read), with each member's best hit."""
 
-    items: list[ContextItem]
+    items: list[Entry]
     own: dict[tuple[str, str, int], Hit]
     trace: dict
 
@@ -88,11 +91,11 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
         lists += branches
         source = branches[0]
     merged = interleave(lists) if config.hop_merge == "interleave" else by_best_score(lists)
-    return Ranked(merged, own, {"units_ranked": len(units), "subchunk_hits": len(hits),
+    return Ranked(merged, own, {"units_ranked": len(units), "subchunk_hits": hits,
                                 "queries": len(lists), "seeds": list(seeds)})
 
 
-def _hop_queries(snap: Snapshot, embedder, question: str, source: list[ContextItem], seeds: list[str],
+def _hop_queries(snap: Snapshot, embedder, question: str, source: list[Entry], seeds: list[str],
                  own: dict[tuple[str, str, int], Hit], config: LongRAGConfig):
     """A hop's (query, vector, seeds placed so far) triples, one per seed. Queries that read only the source list
     are embedded in one batch; "novel" and "sentence" read the matched sub-chunks, which the previous branch
@@ -123,16 +126,20 @@ def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter,
     hits, dense = nearest(snap, query, caller, config.overfetch, as_of)
     lexical = _lexical(snap, caller, text, config) if as_of is None else {}
     units = _rank_units(snap, hits, lexical, config)
-    if units:
-        hits += dense.of_units(list(units)) if dense else rescore(snap, query, caller, list(units), as_of)
-    own = best_hit_per_member(hits)
-    candidates = _candidates(snap, req, own, hits, lexical, units, config)
-    if as_of is None:
-        candidates = _with_unindexed(snap, caller, counter, candidates, hits, lexical, config)
-    return candidates, own, units, hits
+    if dense is None:  # a past version: LanceDB's hits, the candidate units rescored from the index
+        hits += rescore(snap, query, caller, list(units), as_of) if units else []
+        own = best_hit_per_member(hits)
+        return _candidates(snap, req, own, _floor(hits), lexical, units, config), own, units, len(hits)
+    # The candidate units' other sub-chunks are scored already; only each member's best one becomes a Hit.
+    rows = np.concatenate([dense.near, dense.unit_rows(list(units))])
+    own, floor = dense.best_per_member(rows), float(dense.scores[rows].min()) if len(rows) else 0.0
+    candidates = _candidates(snap, req, own, floor, lexical, units, config)
+    if snap.current.unindexed_ids:  # documents between the documents and index steps (rare)
+        candidates = _with_unindexed(snap, caller, counter, candidates, dense.hits(rows), lexical, config)
+    return candidates, own, units, len(rows)
 
 
-def _next_query(snap: Snapshot, question: str, source: list[ContextItem], seeds: list[str],
+def _next_query(snap: Snapshot, question: str, source: list[Entry], seeds: list[str],
                 own: dict[tuple[str, str, int], Hit], mode: str, limit: int) -> str | None:
     """The next query from the source list's strongest document not yet a seed, or None when it offers none.
 
@@ -168,19 +175,36 @@ def bridge_query(question: str, title: str, text: str, residual: bool, limit: in
     """
     asked, titled = set(content_terms(question)), set(content_terms(title))
     known, beyond = asked | titled, asked - titled
-    ordered = sorted(sentences(text), key=lambda s: -len(beyond & set(content_terms(s))))
-    bridges = [n for s in ordered for n in names(s) if not set(content_terms(n)) <= known]
+    facts = _sentence_facts(text)
+    ordered = sorted(facts.sentences, key=lambda f: -len(beyond & f[0]))
+    bridges = [n for _, found in ordered for n, terms in found if not terms <= known]
     bridges = list(dict.fromkeys(bridges))[:limit]
     if not bridges:
         return None
-    seen = set(content_terms(text)) | titled
+    seen = facts.terms | titled
     head = " ".join(w for w in words(question) if not is_stop(w) and term(w) not in seen) if residual else question
     return f"{head}\n{' '.join(bridges)}"[:MAX_QUESTION_CHARS]
 
 
-def by_best_score(lists: list[list[ContextItem]]) -> list[ContextItem]:
+@dataclass(frozen=True)
+class SentenceFacts:
+    """What bridge_query reads from a seed's text, whatever the question: per sentence its content terms and its
+    names with theirs, and the text's content terms."""
+
+    sentences: list[tuple[frozenset[str], list[tuple[str, frozenset[str]]]]]
+    terms: frozenset[str]
+
+
+@lru_cache(maxsize=2048)
+def _sentence_facts(text: str) -> SentenceFacts:
+    """A member text's facts, kept for the next question seeded by it (sentence splitting was a third of a hop)."""
+    return SentenceFacts([(frozenset(content_terms(s)), [(n, frozenset(content_terms(n))) for n in names(s)])
+                          for s in sentences(text)], frozenset(content_terms(text)))
+
+
+def by_best_score(lists: list[list[Entry]]) -> list[Entry]:
     """Every hop's members by their best score under any hop (scores of one scale: cosine plus shares of BM25)."""
-    best: dict[tuple, ContextItem] = {}
+    best: dict[tuple, Entry] = {}
     for ranked in lists:
         for item in ranked:
             key = (item.doc_id, item.doc_version, item.ranges)
@@ -189,7 +213,7 @@ def by_best_score(lists: list[list[ContextItem]]) -> list[ContextItem]:
     return sorted(best.values(), key=lambda i: -i.score)
 
 
-def interleave(lists: list[list[ContextItem]]) -> list[ContextItem]:
+def interleave(lists: list[list[Entry]]) -> list[Entry]:
     """Rank-by-rank round robin over the hops' lists, first occurrence kept: no weight between hops to tune."""
     out, seen = [], set()
     for rank in range(max((len(x) for x in lists), default=0)):
@@ -217,7 +241,7 @@ def _rank_units(snap: Snapshot, hits: list[Hit], lexical: dict[str, float], conf
     for h in hits:  # a member's best sub-chunk
         if h.score > dense.get(key := (h.unit_key, h.doc_id), -2.0):
             dense[key] = h.score
-    floor = min((h.score for h in hits), default=0.0)
+    floor = _floor(hits)
     best: dict[str, float] = {}
     for (unit_key, doc_id), score in dense.items():
         best[unit_key] = max(best.get(unit_key, -1.0), score + config.lexical_weight * lexical.get(doc_id, 0.0))
@@ -228,50 +252,73 @@ def _rank_units(snap: Snapshot, hits: list[Hit], lexical: dict[str, float], conf
     return dict(ranked[: config.max_units])
 
 
-def _candidates(snap: Snapshot, req: Request, own: dict[tuple[str, str, int], Hit], hits: list[Hit],
-                lexical: dict[str, float], units: dict[str, float], config: LongRAGConfig) -> list[ContextItem]:
+def _candidates(snap: Snapshot, req: Request, own: dict[tuple[str, str, int], Hit], floor: float,
+                lexical: dict[str, float], units: dict[str, float], config: LongRAGConfig) -> list[Candidate]:
     """Whole member documents of the ranked units, readable ones only, ordered for packing (text not yet read).
 
     A member's score is its own MaxP (plus the lexical channel) and a share of the best other readable
     member of its unit: the unit's links are LongRAG's bet that a document next to a strong match carries
     the next hop, and packing members (not whole units) keeps that bet affordable under small budgets.
-    Token counts are the exact ones stored at ingest for the rendered block.
+    Token counts are the exact ones stored at ingest for the rendered block. Scores and order are numpy over
+    the snapshot's member table; ties go to the unit key, then the position in the unit.
     """
-    floor, caller = min((h.score for h in hits), default=0.0), req.caller
-    weight, boost = config.lexical_weight, link_boost(snap, config)
-    members: dict[str, list[tuple[float, MemberRow]]] = {}
-    for m in snap.members(list(units), req.as_of):
-        if caller.may_read(m.acl):  # a hit on one member never authorises the rest of its unit
-            hit = own.get((m.unit_key, m.doc_id, m.part))
-            score = (hit.score if hit else floor) + weight * lexical.get(m.doc_id, 0.0)
-            members.setdefault(m.unit_key, []).append((score, m))
-    scored = []
-    for unit_key, entries in members.items():
-        ranked = sorted((e[0] for e in entries), reverse=True)
-        for own_score, m in entries:
-            scored.append((-(own_score + boost * _best_other(own_score, ranked)), unit_key, m.position, m))
-    scored.sort(key=itemgetter(0, 1, 2))
-    # Items are built once, in rank order (building them and then replacing the score cost a third of a hop).
-    return [ContextItem(m.doc_id, m.doc_version, m.title, "", m.tokens, ((m.start, m.end),), round(-negative, 6),
-                        m.unit_key, part=m.part) for negative, _, _, m in scored]
+    weight = config.lexical_weight
+    table = snap.member_table if req.as_of is None else member_table(rows_by_unit(snap.members(list(units),
+                                                                                                  req.as_of)))
+    rows = table.of_units(list(units))
+    rows = rows[table.readable(req.caller.groups)[rows]]  # a hit on one member never authorises the rest of its unit
+    if not len(rows):
+        return []
+    lex = np.array([lexical.get(d, 0.0) for d in table.doc_ids[rows].tolist()]) if lexical else np.zeros(len(rows))
+    score = _own_scores(table, own, rows, floor) + weight * lex
+    unit = table.unit_rank[rows]
+    total = score + link_boost(snap, config) * _best_others(unit, score)
+    order = np.lexsort((table.position[rows], unit, -total))
+    heads, tails, new = table.heads, table.tails, tuple.__new__  # a tuple's own constructor: a third of the cost
+    return [new(Candidate, heads[r] + (round(t, 6),) + tails[r])
+            for r, t in zip(rows[order].tolist(), total[order].tolist())]
+
+
+def _own_scores(table: MemberTable, own: dict[tuple[str, str, int], Hit], rows: np.ndarray, floor: float):
+    """Each row's member's best sub-chunk score, `floor` for a member without a hit."""
+    found = [(i, h.score) for key, h in own.items() if (i := table.index.get(key)) is not None]
+    if not found:
+        return np.full(len(rows), floor)
+    members, scores = np.array(found).T
+    order = np.argsort(members)
+    members, scores = members[order].astype(np.int64), scores[order]
+    at = np.minimum(np.searchsorted(members, rows), len(members) - 1)
+    return np.where(members[at] == rows, scores[at], floor)
+
+
+def _floor(hits: list[Hit]) -> float:
+    """The score a member without a hit of its own gets: the weakest hit's."""
+    return min((h.score for h in hits), default=0.0)
+
+
+def _best_others(unit: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """Per member, the best score among the other members of its unit (0 for a unit of one); `unit` is sorted."""
+    order = np.lexsort((-score, unit))
+    ranked = score[order]
+    starts = np.flatnonzero(np.r_[True, unit[order][1:] != unit[order][:-1]])
+    counts = np.diff(np.r_[starts, len(order)])
+    first, second = ranked[starts], ranked[np.minimum(starts + 1, len(order) - 1)]
+    group = np.empty(len(order), dtype=np.int64)
+    group[order] = np.repeat(np.arange(len(starts)), counts)
+    best, other = first[group], second[group]
+    return np.where(counts[group] < 2, 0.0, np.where(score == best, other, best))
 
 
 def link_boost(snap: Snapshot, config: LongRAGConfig) -> float:
-    """The share of its unit's best other member's score a member inherits.
-
-    "corpus" follows the corpus's link density: 1/k (a unit's best score divided evenly among its k members)
-    averaged over the linked documents, times link_share. MuSiQue's title links pull two dozen paragraphs into one
-    unit (0.098, so a boost of 0.15), where a linked paragraph is rarely the next hop; 2WikiMultihopQA's units are
-    pairs and triples (0.300, so 0.45), HotpotQA's in between (0.208, so 0.31). link_share 1.5 was chosen on the
-    tune halves: 1.0 lost 0.10 at 1K on 2WikiMultihopQA (docs/quality.md).
-    """
+    """The share of its unit's best other member's score a member inherits: link_share × the corpus's mean 1/k over
+    linked documents (MuSiQue 0.15, HotpotQA 0.31, 2WikiMultihopQA 0.45; chosen in docs/quality.md), or link_boost."""
     if config.link_rule == "corpus":
         return config.link_share * snap.current.link_share
     return config.link_boost
 
 
-def _with_unindexed(snap: Snapshot, caller: Caller, counter: TokenCounter, candidates: list[ContextItem],
-                    hits: list[Hit], lexical: dict[str, float], config: LongRAGConfig) -> list[ContextItem]:
+def _with_unindexed(snap: Snapshot, caller: Caller, counter: TokenCounter, candidates: list[Entry],
+                    hits: list[Hit], lexical: dict[str, float], config: LongRAGConfig) -> list[Entry]:
     """Add current versions the documents step recorded but no unit holds yet, whole, in their place.
 
     Between the documents step and the index step (or after a run killed between them) the old version is
@@ -287,7 +334,7 @@ def _with_unindexed(snap: Snapshot, caller: Caller, counter: TokenCounter, candi
     fresh = snap.unindexed(sorted(wanted))
     if not fresh:
         return candidates
-    floor = min((h.score for h in hits), default=0.0)
+    floor = _floor(hits)
     texts = snap.texts([(v.doc_id, v.version) for v in fresh])
     extra = []
     for v in fresh:
@@ -299,14 +346,7 @@ def _with_unindexed(snap: Snapshot, caller: Caller, counter: TokenCounter, candi
     return sorted(candidates + extra, key=lambda item: -item.score)
 
 
-def _best_other(own_score: float, ranked: list[float]) -> float:
-    """The best score among the other members of a unit (0 for a unit of one)."""
-    if len(ranked) < 2:
-        return 0.0
-    return ranked[1] if own_score == ranked[0] else ranked[0]
-
-
-def _with_text(snap: Snapshot, items: list[ContextItem], own: dict[tuple[str, str, int], Hit]) -> list[ContextItem]:
+def _with_text(snap: Snapshot, items: list[Entry], own: dict[tuple[str, str, int], Hit]) -> list[ContextItem]:
     """Render the packed members from the catalog: header, the member's range of the text, matched sub-chunk."""
     texts = snap.texts([(i.doc_id, i.doc_version) for i in items])
     out = []
@@ -317,8 +357,10 @@ def _with_text(snap: Snapshot, items: list[ContextItem], own: dict[tuple[str, st
         title, text = texts[(item.doc_id, item.doc_version)]
         (start, end), = item.ranges
         hit = own.get((item.unit_id, item.doc_id, item.part))
-        out.append(replace(item, text=render_member(title, item.doc_id, item.doc_version, text[start:end], item.part),
-                           unit_id=split_unit_key(item.unit_id)[0], matched=text[hit.start:hit.end] if hit else None))
+        out.append(ContextItem(item.doc_id, item.doc_version, item.title,
+                               render_member(title, item.doc_id, item.doc_version, text[start:end], item.part),
+                               item.tokens, item.ranges, item.score, split_unit_key(item.unit_id)[0],
+                               text[hit.start:hit.end] if hit else None, item.part))
     return out
 
 

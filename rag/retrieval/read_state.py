@@ -13,7 +13,9 @@ from functools import cached_property
 
 import numpy as np
 
+from rag.models.embedders import workspace_embedder_name
 from rag.retrieval.lexical import LexicalIndex, lexical_index
+from rag.retrieval.members import MemberTable, member_table
 from rag.retrieval.vectors import VectorState, load_state, union
 from rag.store.catalog import Catalog
 from rag.store.index import SubchunkIndex
@@ -185,6 +187,16 @@ class Snapshot:
         return out
 
     @cached_property
+    def embedder_name(self) -> str:
+        """The embedder whose vector space this snapshot's index holds (the catalog's recorded choice)."""
+        return workspace_embedder_name(self.catalog)
+
+    @cached_property
+    def member_table(self) -> MemberTable:
+        """The current members as arrays, for a hop's scoring (built once per snapshot)."""
+        return member_table(self.current.members)
+
+    @cached_property
     def lexical(self) -> LexicalIndex:
         """BM25 over the current documents (reused across snapshots while they are unchanged)."""
         return lexical_index(self.catalog)
@@ -223,7 +235,7 @@ class Snapshot:
 
     def warm(self) -> None:
         """Build everything a query reads from memory (members, ACLs, vectors, BM25) now, not in a query."""
-        for name in ("current", "vectors", "lexical"):
+        for name in ("current", "member_table", "vectors", "lexical"):
             getattr(self, name)  # cached properties: built once per snapshot
 
     def index_at(self, as_of: datetime | None) -> SubchunkIndex:

@@ -44,21 +44,22 @@ class VectorState:
             self._rows_of_unit = {k: order[bounds[i]:bounds[i + 1]] for i, k in enumerate(keys.tolist())}
         return self._rows_of_unit
 
+    @property
+    def member_codes(self) -> np.ndarray:
+        """Per row, a number shared by the rows of one (unit key, doc_id, part) (built on first use, then kept)."""
+        if not hasattr(self, "_member_codes"):
+            codes: dict[tuple, int] = {}
+            self._member_codes = np.fromiter(
+                (codes.setdefault(k, len(codes)) for k in zip(self.unit_keys.tolist(), self.doc_ids.tolist(),
+                                                               self.parts.tolist())), dtype=np.int64, count=len(self))
+        return self._member_codes
+
     def __len__(self) -> int:
         return len(self.unit_keys)
 
     def mask(self, groups: frozenset[str]) -> np.ndarray:
         """Rows whose ACL admits one of the groups (rule 1's pre-filter), computed once per group set."""
-        found = self._masks.get(groups)
-        if found is None:
-            readable = np.fromiter((not groups.isdisjoint(s) for s in self.acl_sets), dtype=bool,
-                                   count=len(self.acl_sets))
-            found = readable[self.acl_ids] if len(self.acl_ids) else np.zeros(0, dtype=bool)
-            with self._lock:
-                if len(self._masks) >= MASKS_KEPT:
-                    self._masks.pop(next(iter(self._masks)))
-                self._masks[groups] = found
-        return found
+        return acl_mask(self._masks, self._lock, self.acl_sets, self.acl_ids, groups)
 
     def scores(self, query: np.ndarray) -> np.ndarray:
         """Cosine of every row with the query: one matrix product."""
@@ -75,6 +76,21 @@ class VectorState:
             part = np.argpartition(-scores[readable], limit - 1)[:limit]
             readable = readable[part]
         return readable[np.lexsort((readable, -scores[readable]))]
+
+
+def acl_mask(masks: dict, lock: threading.Lock, acl_sets: list[frozenset[str]], acl_ids: np.ndarray,
+             groups: frozenset[str]) -> np.ndarray:
+    """Rows whose ACL (acl_sets[acl_ids[row]]) admits one of the groups, kept in `masks` for the last MASKS_KEPT
+    group sets (callers repeat their group sets)."""
+    found = masks.get(groups)
+    if found is None:
+        readable = np.fromiter((not groups.isdisjoint(s) for s in acl_sets), dtype=bool, count=len(acl_sets))
+        found = readable[acl_ids] if len(acl_ids) else np.zeros(0, dtype=bool)
+        with lock:
+            if len(masks) >= MASKS_KEPT:
+                masks.pop(next(iter(masks)))
+            masks[groups] = found
+    return found
 
 
 def load_state(index: SubchunkIndex, previous: VectorState | None = None) -> VectorState:

@@ -82,7 +82,7 @@ def test_the_ingest_asset_says_when_it_re_embedded_for_another_embedder(tmp_path
 
 def test_unknown_embedders_are_refused_with_one_line(tmp_path):
     catalog = Catalog(tmp_path / "c.duckdb")
-    with pytest.raises(ValueError, match="unknown embedder 'bert'; expected one of minilm, use-multilingual"):
+    with pytest.raises(ValueError, match="unknown embedder .bert.; expected one of minilm, minilm-int8, use-multilingual"):
         workspace_embedder_name(catalog, "bert")
 
 

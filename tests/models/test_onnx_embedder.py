@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rag.models.files import ModelIntegrityError, model_dir
-from rag.models.onnx_export import CACHE_ENV, onnx_path
+from rag.models.onnx_export import CACHE_ENV, int8_onnx_path, onnx_path
 from rag.sources.loaders import load_folder
 from tests.conftest import REPO, SAMPLES
 
@@ -41,17 +41,18 @@ def test_truncation_keeps_256_word_pieces_like_sentence_transformers(onnx_embedd
     assert float(a @ b) > 0.9999
 
 
-def test_a_tampered_export_is_refused_naming_the_file(tmp_path, monkeypatch):
-    exported = onnx_path()
-    copy = tmp_path / exported.name
-    shutil.copy(exported, copy)
-    shutil.copy(exported.with_name(exported.name + ".sha256"), tmp_path)
+@pytest.mark.parametrize("made_by", [onnx_path, int8_onnx_path])  # the fp32 export, and its int8 quantisation
+def test_a_tampered_export_is_refused_naming_the_file(tmp_path, monkeypatch, made_by):
+    for made in {onnx_path(), made_by()}:
+        shutil.copy(made, tmp_path)
+        shutil.copy(made.with_name(made.name + ".sha256"), tmp_path)
+    copy = tmp_path / made_by().name
     with copy.open("r+b") as f:
         f.seek(-8, 2)
         f.write(b"tampered")
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     with pytest.raises(ModelIntegrityError) as err:
-        onnx_path()
+        made_by()
     assert str(copy) in str(err.value) and "recorded at export" in str(err.value)
 
 

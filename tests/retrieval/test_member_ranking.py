@@ -1,0 +1,88 @@
+"""A hop's member ranking in numpy gives exactly the order and scores of the per-member Python loops it replaced."""
+import numpy as np
+import pytest
+from test_longrag import GROUPS, uncommitted
+
+from rag.retrieval.callers import Caller
+from rag.retrieval.dense import Hit, best_hit_per_member, dense_hits
+from rag.retrieval.longrag import LongRAGConfig, _best_others, _candidates, _lexical, _rank_units, link_boost
+from rag.retrieval.request import Request
+from rag.retrieval.vectors import VectorState
+from rag.sources.benchmarks import load_questions
+from tests.conftest import SAMPLES
+
+CONFIG = LongRAGConfig()
+CALLERS = [frozenset({g}) for g in GROUPS] + [frozenset(GROUPS)]
+
+
+@pytest.fixture(scope="module")
+def sample(published_sample):
+    return published_sample
+
+
+def reference_candidates(snap, caller, own, floor, lexical, units, config):
+    """The loops as they were before the member table: readable members, own MaxP plus the lexical channel, plus a
+    share of the best other member of the unit; sorted by score, unit key, position."""
+    members: dict[str, list] = {}
+    for m in snap.members(list(units)):
+        if caller.may_read(m.acl):
+            hit = own.get((m.unit_key, m.doc_id, m.part))
+            score = (hit.score if hit else floor) + config.lexical_weight * lexical.get(m.doc_id, 0.0)
+            members.setdefault(m.unit_key, []).append((score, m))
+    scored, boost = [], link_boost(snap, config)
+    for unit_key, entries in members.items():
+        ranked = sorted((e[0] for e in entries), reverse=True)
+        for own_score, m in entries:
+            other = 0.0 if len(ranked) < 2 else ranked[1] if own_score == ranked[0] else ranked[0]
+            scored.append((-(own_score + boost * other), unit_key, m.position, m))
+    scored.sort(key=lambda s: s[:3])
+    return [(m.doc_id, m.doc_version, m.unit_key, m.part, round(-negative, 6)) for negative, _, _, m in scored]
+
+
+def test_member_order_and_scores_equal_the_reference_loops_for_every_sample_question_and_caller(sample, embedder):
+    snap = uncommitted(*sample)
+    compared = 0
+    for q in load_questions(SAMPLES / "questions.jsonl"):
+        vector = embedder.encode_query(q.question)
+        for groups in CALLERS:
+            caller = Caller(groups)
+            hits, dense = dense_hits(snap, vector, caller, CONFIG.overfetch)
+            lexical = _lexical(snap, caller, q.question, CONFIG)
+            units = _rank_units(snap, hits, lexical, CONFIG)
+            rows = np.concatenate([dense.near, dense.unit_rows(list(units))])
+            all_hits = dense.hits(rows)
+            own = best_hit_per_member(all_hits)
+            assert dense.best_per_member(rows) == own
+            floor = min(h.score for h in all_hits)
+            got = _candidates(snap, Request(caller, q.question, 2000), own, floor, lexical, units, CONFIG)
+            assert [(c.doc_id, c.doc_version, c.unit_id, c.part, c.score) for c in got] == \
+                reference_candidates(snap, caller, own, floor, lexical, units, CONFIG)
+            compared += len(got)
+    assert compared > 500  # members were ranked, not empty lists compared
+
+
+def test_best_others_equal_the_reference_with_ties_and_units_of_one():
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        unit = np.sort(rng.integers(0, 6, size=rng.integers(1, 30)))
+        score = rng.choice([0.1, 0.2, 0.3, 0.35], size=len(unit))  # few values: many ties
+        expected = []
+        for u, s in zip(unit, score):
+            ranked = sorted(score[unit == u], reverse=True)
+            expected.append(0.0 if len(ranked) < 2 else ranked[1] if s == ranked[0] else ranked[0])
+        assert _best_others(unit, score).tolist() == expected
+
+
+def test_a_members_best_hit_is_its_first_among_equal_scores_as_the_loop_keeps_it():
+    vectors = np.array([[1, 0], [1, 0], [0.6, 0.8], [1, 0]], dtype=np.float32)  # rows 0, 1 and 3 score alike
+    state = VectorState(vectors, np.array(["u@1"] * 4, dtype=object), np.array(["a", "a", "a", "b"], dtype=object),
+                        np.zeros(4, np.int32), np.array([0, 10, 20, 0], np.int32), np.array([10, 20, 30, 5], np.int32),
+                        np.zeros(4, np.int32), [frozenset({"g"})])
+    from rag.retrieval.dense import Dense
+
+    scores = state.scores(np.array([1, 0], dtype=np.float32))
+    dense = Dense(state, scores, state.mask(frozenset({"g"})), np.array([2, 3], dtype=np.int64))
+    for rows in ([1, 0, 2, 3], [2, 0, 1], [3, 2, 1, 0], [0]):
+        rows = np.array(rows, dtype=np.int64)
+        assert dense.best_per_member(rows) == best_hit_per_member(dense.hits(rows))
+    assert dense.best_per_member(np.array([1, 0], dtype=np.int64))[("u@1", "a", 0)] == Hit("u@1", "a", 0, 10, 20, 1.0)
