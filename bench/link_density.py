@@ -1,4 +1,4 @@
-"""What the corpus link boost reads, per benchmark: the mean 1/k over documents in linked units (CurrentState.link_share),
+"""What the corpus link boost reads, per benchmark: the mean 1/k over documents in linked units (CurrentState.link_density),
 the boost it gives (LongRAGConfig.link_share × that), and, on the tune half only, how often a gold document's unit
 neighbours are gold too (what a good boost would track; the rule itself reads no question).
 
@@ -58,8 +58,8 @@ def main() -> None:
         figures["benchmarks"][name] = {
             "documents": sum(sizes), "units": len(sizes), "linked_units": len(linked),
             "linked_documents": sum(linked), "median_linked_unit": float(np.median([k for k in linked for _ in range(k)]))
-            if linked else 0.0, "mean_inverse_k": round(current.link_share, 4),
-            "boost": round(share * current.link_share, 4),
+            if linked else 0.0, "mean_inverse_k": round(current.link_density, 4),
+            "boost": round(share * current.link_density, 4),
             "tune_gold_neighbours_gold": round(gold_neighbours(current, tune), 4)}
         prepared.close()
     (REPO / "bench" / "results" / "link-density.json").write_text(json.dumps(figures, indent=1) + "\n")

@@ -313,7 +313,7 @@ def link_boost(snap: Snapshot, config: LongRAGConfig) -> float:
     """The share of its unit's best other member's score a member inherits: link_share × the corpus's mean 1/k over
     linked documents (MuSiQue 0.15, HotpotQA 0.31, 2WikiMultihopQA 0.45; chosen in docs/quality.md), or link_boost."""
     if config.link_rule == "corpus":
-        return config.link_share * snap.current.link_share
+        return config.link_share * snap.current.link_density
     return config.link_boost
 
 

@@ -66,7 +66,7 @@ class CurrentState:
         return {d: v.acl for d, v in self.versions.items()}
 
     @cached_property
-    def link_share(self) -> float:
+    def link_density(self) -> float:
         """1/k averaged over the members of units of k >= 2 members: the share of a unit's best score each member
         gets when it is divided evenly, for a typical linked document of this corpus (0 when nothing is linked)."""
         sizes = [len(rows) for rows in self.members.values() if len(rows) > 1]

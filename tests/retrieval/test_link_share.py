@@ -41,7 +41,7 @@ def scores(linked, embedder, question, config):
 def test_the_default_boost_is_link_share_times_the_corpus_mean_of_one_over_k(linked, embedder):
     """Two linked units (of 2 and 4 members) hold 6 of the 7 documents: the corpus's mean 1/k is 2 / 6."""
     snap = uncommitted(*linked)
-    assert snap.current.link_share == pytest.approx(2 / 6)
+    assert snap.current.link_density == pytest.approx(2 / 6)
     assert sorted(len(rows) for rows in snap.current.members.values()) == [1, 2, 4]
     question = "Which towns does the summer festival visit, and who kept the lighthouse?"
     default = scores(linked, embedder, question, LongRAGConfig(hops=1))
@@ -57,4 +57,4 @@ def test_a_corpus_without_links_boosts_nothing(tmp_path, embedder):
     (tmp_path / "docs.jsonl").write_text("\n".join(json.dumps({"doc_id": d, "title": t, "text": x})
                                                    for d, t, x in DOCS) + "\n")
     snap = uncommitted(*publish(tmp_path / "ws", [tmp_path / "docs.jsonl"], embedder, default_acl=("bench",)))
-    assert snap.current.link_share == 0.0 and all(len(rows) == 1 for rows in snap.current.members.values())
+    assert snap.current.link_density == 0.0 and all(len(rows) == 1 for rows in snap.current.members.values())
