@@ -171,7 +171,7 @@ def _ci(c: dict) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--benchmark", action="append", choices=NAMES, help="default: all three")
-    p.add_argument("--variants", default="longrag,shortchunk",
+    p.add_argument("--variants", default="longrag;shortchunk",
                    help="variants separated by ';' (the first is the reference of the paired differences)")
     p.add_argument("--sensitivity", action="store_true", help="add the ±50%% curves of the first variant's weights")
     p.add_argument("--grouping", choices=GROUPINGS, default="title-links")

@@ -8,7 +8,11 @@ embedded with the workspace's embedder, searched as a caller of one group (20% o
 - lance-flat: LanceDB's exact search with the pre-filter (`bypass_vector_index`);
 - lance-ann: LanceDB's ANN index with the pre-filter (what a query used at ≥ 50K rows before).
 Reports p50/p95 ms, the top-50 overlap of each with the exact answer, build seconds and bytes. Writes
-bench/results/vector-search.json.
+bench/results/vector-search[-TAG].json.
+
+`--memory-only` times the serving path alone (no LanceDB index build or search), for a caller of one group and
+one of all five; `--clock cpu` counts the process's CPU seconds (robust on a shared machine); `RAG_BENCH_CODE=DIR`
+runs another checkout's code (the commit before a change, in a git worktree) on the same tables.
 """
 from __future__ import annotations
 
@@ -23,7 +27,8 @@ import numpy as np
 import pyarrow as pa
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, os.environ.get("RAG_BENCH_CODE", str(REPO)))
+sys.path.insert(1, str(REPO))
 
 from rag.models.embedders import load_embedder  # noqa: E402
 from rag.retrieval.vectors import load_state  # noqa: E402
@@ -33,6 +38,9 @@ from rag.text.tables import markdown_table  # noqa: E402
 
 GROUPS = 5
 TOP = 50
+CALLERS = {"one group (20% of rows)": frozenset({"group-0"}),
+           "all five groups": frozenset(f"group-{i}" for i in range(GROUPS))}
+clock = time.perf_counter
 
 
 def replicate(base: np.ndarray, size: int, seed: int = 0) -> np.ndarray:
@@ -41,7 +49,7 @@ def replicate(base: np.ndarray, size: int, seed: int = 0) -> np.ndarray:
     return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
-def build(uri: Path, vectors: np.ndarray) -> tuple[SubchunkIndex, float]:
+def build(uri: Path, vectors: np.ndarray, indexes: bool = True) -> tuple[SubchunkIndex, float]:
     index = SubchunkIndex(uri)
     if index.count() == len(vectors):
         return index, 0.0
@@ -58,7 +66,8 @@ def build(uri: Path, vectors: np.ndarray) -> tuple[SubchunkIndex, float]:
             "acl": [[f"group-{i % GROUPS}"] for i in range(lo, lo + n)], "collection": ["bench"] * n,
             "char_start": [0] * n, "char_end": [100] * n, "tokens": [25] * n, "text_hash": ids,
             "vector": pa.FixedSizeListArray.from_arrays(flat, dim)}, schema=schema()))
-    index.ensure_indexes()
+    if indexes:
+        index.ensure_indexes()
     return index, time.perf_counter() - start
 
 
@@ -75,6 +84,33 @@ def percentiles(seconds: list[float]) -> dict:
     return {"p50": round(float(np.percentile(ms, 50)), 2), "p95": round(float(np.percentile(ms, 95)), 2)}
 
 
+def scored(state, q: np.ndarray, groups: frozenset[str]) -> np.ndarray:
+    """The nearest 200 rows the groups may read (a checkout before the ACL row ranges scores every row)."""
+    try:
+        scores = state.scores(q, groups)
+    except TypeError:
+        scores = state.scores(q)
+    return state.nearest(scores, state.mask(groups), 200)
+
+
+def measure_memory(index: SubchunkIndex, queries: np.ndarray) -> dict:
+    """The serving path alone: state build, then each caller's search per query."""
+    t = time.perf_counter()
+    state = load_state(index)
+    load_s = time.perf_counter() - t
+    latency = {}
+    for name, groups in CALLERS.items():
+        scored(state, queries[0], groups)  # the caller's mask and row ranges, built once per group set
+        seconds = []
+        for q in queries:
+            t = clock()
+            scored(state, q, groups)
+            seconds.append(clock() - t)
+        latency[name] = percentiles(seconds)
+    return {"rows": len(state), "state_build_s": round(load_s, 2), "matrix_bytes": int(state.matrix.nbytes),
+            "matrix_dtype": str(state.matrix.dtype), "latency_ms": latency}
+
+
 def measure(index: SubchunkIndex, queries: np.ndarray) -> dict:
     t = time.perf_counter()
     state = load_state(index)
@@ -87,7 +123,7 @@ def measure(index: SubchunkIndex, queries: np.ndarray) -> dict:
     overlap = {"lance-flat": [], "lance-ann": []}
     for q in queries:
         t = time.perf_counter()
-        rows = state.nearest(state.scores(q), state.mask(groups), 200)
+        rows = scored(state, q, groups)
         seconds["memory"].append(time.perf_counter() - t)
         exact = set(state.unit_keys[rows[:TOP]].tolist())
         for name, flat in (("lance-flat", True), ("lance-ann", False)):
@@ -110,21 +146,33 @@ def main() -> None:
     p.add_argument("--questions", type=Path, default=REPO / "samples" / "questions.jsonl",
                    help="questions.jsonl whose questions are the queries (default: the sample questions)")
     p.add_argument("--root", type=Path, default=REPO / ".rag" / "bench" / "vector-search")
+    p.add_argument("--memory-only", action="store_true", help="time the in-memory serving path alone")
+    p.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    p.add_argument("--tag", default="", help="suffix of the results file (e.g. before, after)")
     args = p.parse_args()
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    global clock
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     base = load_state(SubchunkIndex.reader(args.source / "lancedb", None)).matrix
     embedder = load_embedder(threads=1)
     questions = [q.question for q in load_questions(args.questions)][: args.queries]
     queries = embedder.encode(questions)
     figures = {"command": "python bench/vector_search.py " + " ".join(sys.argv[1:]), "source_rows": len(base),
+               "code": os.environ.get("RAG_BENCH_CODE", str(REPO)), "clock": args.clock,
                "caller": "one group of five (20% of rows)", "load_average": os.getloadavg(), "sizes": {}}
+    out = REPO / "bench" / "results" / f"vector-search{'-' + args.tag if args.tag else ''}.json"
     for size in args.sizes:
-        index, build_s = build(args.root / str(size), replicate(base, size))
+        index, build_s = build(args.root / str(size), replicate(base, size), indexes=not args.memory_only)
         figures["sizes"][str(size)] = {"lance_build_s": round(build_s, 1),
                                        "indices": sorted(i.name for i in index.table.list_indices()),
-                                       **measure(index, queries)}
-        (REPO / "bench" / "results" / "vector-search.json").write_text(json.dumps(figures, indent=1) + "\n")
+                                       **(measure_memory if args.memory_only else measure)(index, queries)}
+        out.write_text(json.dumps(figures, indent=1) + "\n")
         print(size, json.dumps(figures["sizes"][str(size)]), flush=True)
+    if args.memory_only:
+        print(markdown_table(["rows", *(f"{c} p50/p95 ms" for c in CALLERS), "matrix MB", "state build s"],
+                             [[s, *(f"{f['latency_ms'][c]['p50']}/{f['latency_ms'][c]['p95']}" for c in CALLERS),
+                               round(f["matrix_bytes"] / 1e6), f["state_build_s"]]
+                              for s, f in figures["sizes"].items()]))
+        return
     print(markdown_table(["rows", "memory p50/p95", "lance flat p50/p95", "lance ANN p50/p95", "ANN top-50 overlap",
                           "flat top-50 overlap", "matrix MB", "state build s"],
                          [[s, *(f"{f['latency_ms'][k]['p50']}/{f['latency_ms'][k]['p95']}"

@@ -57,7 +57,7 @@ def nearest(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int,
 def dense_hits(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int) -> tuple[list[Hit], "Dense"]:
     """The nearest readable sub-chunks from the snapshot's in-memory vectors, and the scores for re-use."""
     state = snap.vectors
-    scores, mask = state.scores(query), state.mask(caller.groups)
+    scores, mask = state.scores(query, caller.groups), state.mask(caller.groups)
     dense = Dense(state, scores, mask, state.nearest(scores, mask, limit))
     return dense.hits(dense.near), dense
 

@@ -1,9 +1,12 @@
-"""The serving copy of a snapshot's sub-chunk vectors: one unit-length float32 matrix in memory per snapshot.
+"""The serving copy of a snapshot's sub-chunk vectors: one unit-length float16 matrix in memory per snapshot.
 
 LanceDB stays the index of record (what is published and versioned); this copy is derived from the table
-version a snapshot pins, so exact search is one matrix product and the ACL pre-filter is a boolean mask,
-computed once per group set. A unit version's rows never change, so the next snapshot's copy keeps the rows
-of the units it shares with the previous one and reads only the new units' rows: building it costs what changed.
+version a snapshot pins, so exact search is one pass of dot products and the ACL pre-filter is a boolean mask,
+computed once per group set. Search reads memory, not arithmetic, at scale, so the matrix keeps the index's
+half precision (half the bytes of float32; SIMD kernels accumulate in float32) and its rows lie grouped by ACL
+set: a caller's readable rows are a few contiguous ranges, and only those are read. A unit version's rows never
+change, so the next snapshot's copy keeps the rows of the units it shares with the previous one and reads only
+the new units' rows: building it costs what changed.
 """
 from __future__ import annotations
 
@@ -13,25 +16,29 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import simsimd
 
-from rag.store.index import SEARCH_COLUMNS, SubchunkIndex, _matrix
+from rag.store.index import SEARCH_COLUMNS, SubchunkIndex
 
 MASKS_KEPT = 256  # group sets whose pre-filter mask is kept (callers repeat their group sets)
+MAX_RANGES = 64   # a caller readable in more separate row ranges than this has every row scored in one pass
+BLOCK_ROWS = 65_536  # rows normalised at a time: no float32 copy of a whole large table
 
 
 @dataclass
 class VectorState:
     """Every row of one table version: where it lies, who may read it, its unit-length vector."""
 
-    matrix: np.ndarray            # (rows, dimension) float32, unit length
+    matrix: np.ndarray            # (rows, dimension) float16, unit length; rows in order of acl_ids
     unit_keys: np.ndarray         # object array of str
     doc_ids: np.ndarray           # object array of str
     parts: np.ndarray             # int32
     starts: np.ndarray            # int32
     ends: np.ndarray              # int32
-    acl_ids: np.ndarray           # int32: index into acl_sets
+    acl_ids: np.ndarray           # int32: index into acl_sets, ascending
     acl_sets: list[frozenset[str]]
     _masks: dict = field(default_factory=dict, repr=False)
+    _ranges: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -61,13 +68,42 @@ class VectorState:
         """Rows whose ACL admits one of the groups (rule 1's pre-filter), computed once per group set."""
         return acl_mask(self._masks, self._lock, self.acl_sets, self.acl_ids, groups)
 
-    def scores(self, query: np.ndarray) -> np.ndarray:
-        """Cosine of every row with the query: one matrix product."""
+    def scores(self, query: np.ndarray, groups: frozenset[str] | None = None) -> np.ndarray:
+        """Cosine of the query with every row the groups may read (every row if no groups are given); rows they
+        may not read are not computed and score -inf."""
         q = np.asarray(query, dtype=np.float32)
         if len(q) != self.matrix.shape[1]:
             raise ValueError(f"the query vector has {len(q)} dimensions but the index holds {self.matrix.shape[1]}; "
                              f"embed questions with the workspace's embedder")
-        return self.matrix @ (q / max(float(np.linalg.norm(q)), 1e-12))
+        q16 = (q / max(float(np.linalg.norm(q)), 1e-12)).astype(np.float16)[None, :]
+        out = np.full(len(self), -np.inf, dtype=np.float32)
+        for lo, hi in self.ranges(groups):
+            simsimd.cdist(q16, self.matrix[lo:hi], metric="dot", threads=1, out=out[lo:hi].reshape(1, -1))
+        return out
+
+    def ranges(self, groups: frozenset[str] | None) -> list[tuple[int, int]]:
+        """The row ranges that hold every row the groups may read (all rows when they are many or no groups)."""
+        whole = [(0, len(self))] if len(self) else []
+        if groups is None:
+            return whole
+        found = self._ranges.get(groups)
+        if found is None:
+            readable = np.fromiter((not groups.isdisjoint(s) for s in self.acl_sets), dtype=bool,
+                                   count=len(self.acl_sets))
+            bounds = np.searchsorted(self.acl_ids, np.arange(len(self.acl_sets) + 1))
+            found = []
+            for set_id in np.flatnonzero(readable):
+                lo, hi = int(bounds[set_id]), int(bounds[set_id + 1])
+                if found and found[-1][1] == lo:
+                    found[-1] = (found[-1][0], hi)
+                elif hi > lo:
+                    found.append((lo, hi))
+            found = found if len(found) <= MAX_RANGES else whole
+            with self._lock:
+                if len(self._ranges) >= MASKS_KEPT:
+                    self._ranges.pop(next(iter(self._ranges)))
+                self._ranges[groups] = found
+        return found
 
     def nearest(self, scores: np.ndarray, mask: np.ndarray, limit: int) -> np.ndarray:
         """The readable rows with the highest scores, best first (ties by row order)."""
@@ -108,8 +144,8 @@ def load_state(index: SubchunkIndex, previous: VectorState | None = None) -> Vec
         keep_rows, new_keys = np.zeros(0, dtype=np.int64), wanted
     fresh = _read(index, dataset, new_keys, everything=kept is None)
     if kept is None:
-        return fresh
-    return _concat(_take(previous, keep_rows), fresh)
+        return _by_acl(fresh)
+    return _by_acl(_concat(_take(previous, keep_rows), fresh))
 
 
 def _read(index: SubchunkIndex, dataset, keys: pa.Array, everything: bool) -> VectorState:
@@ -122,13 +158,29 @@ def _read(index: SubchunkIndex, dataset, keys: pa.Array, everything: bool) -> Ve
         data = None
     if data is None or data.num_rows == 0:
         return _empty(index.dimension)
-    matrix = _matrix(data.column("vector"), index.dimension)
-    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    matrix = _unit_rows(data.column("vector"), index.dimension)
     acl_sets: dict[frozenset[str], int] = {}
     acl_ids = np.fromiter((acl_sets.setdefault(frozenset(a), len(acl_sets)) for a in data.column("acl").to_pylist()),
                           dtype=np.int32, count=data.num_rows)
     return VectorState(matrix, _objects(data, "unit_key"), _objects(data, "doc_id"), _ints(data, "part"),
                        _ints(data, "char_start"), _ints(data, "char_end"), acl_ids, list(acl_sets))
+
+
+def _unit_rows(column: pa.ChunkedArray, dimension: int) -> np.ndarray:
+    """The vectors as a float16 matrix, each row scaled to unit length in float32 first, a block at a time."""
+    stored = column.combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, dimension)
+    out = np.empty(stored.shape, dtype=np.float16)
+    for lo in range(0, len(stored), BLOCK_ROWS):
+        block = stored[lo:lo + BLOCK_ROWS].astype(np.float32)
+        out[lo:lo + BLOCK_ROWS] = block / np.maximum(np.linalg.norm(block, axis=1, keepdims=True), 1e-12)
+    return out
+
+
+def _by_acl(state: VectorState) -> VectorState:
+    """The rows grouped by ACL set (stable: within a set, in their order)."""
+    if len(state) and np.any(np.diff(state.acl_ids) < 0):
+        return _take(state, np.argsort(state.acl_ids, kind="stable"))
+    return state
 
 
 def _objects(data: pa.Table, name: str) -> np.ndarray:
@@ -141,7 +193,7 @@ def _ints(data: pa.Table, name: str) -> np.ndarray:
 
 def _empty(dimension: int) -> VectorState:
     none = np.zeros(0, dtype=np.int32)
-    return VectorState(np.zeros((0, dimension), dtype=np.float32), np.zeros(0, dtype=object),
+    return VectorState(np.zeros((0, dimension), dtype=np.float16), np.zeros(0, dtype=object),
                        np.zeros(0, dtype=object), none, none, none, none, [])
 
 
@@ -166,4 +218,4 @@ def union(states: list[VectorState], dimension: int) -> VectorState:
     out = _empty(dimension)
     for state in states:
         out = _concat(out, state)
-    return out
+    return _by_acl(out)

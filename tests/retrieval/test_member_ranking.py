@@ -74,7 +74,7 @@ def test_best_others_equal_the_reference_with_ties_and_units_of_one():
 
 
 def test_a_members_best_hit_is_its_first_among_equal_scores_as_the_loop_keeps_it():
-    vectors = np.array([[1, 0], [1, 0], [0.6, 0.8], [1, 0]], dtype=np.float32)  # rows 0, 1 and 3 score alike
+    vectors = np.array([[1, 0], [1, 0], [0.6, 0.8], [1, 0]], dtype=np.float16)  # rows 0, 1 and 3 score alike
     state = VectorState(vectors, np.array(["u@1"] * 4, dtype=object), np.array(["a", "a", "a", "b"], dtype=object),
                         np.zeros(4, np.int32), np.array([0, 10, 20, 0], np.int32), np.array([10, 20, 30, 5], np.int32),
                         np.zeros(4, np.int32), [frozenset({"g"})])

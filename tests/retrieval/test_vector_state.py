@@ -89,3 +89,42 @@ def test_a_new_table_version_reuses_kept_units_and_reads_only_new_ones(index, mo
     perm = [order[k] for k in zip(incremental.unit_keys, incremental.starts)]
     assert np.array_equal(incremental.matrix, fresh.matrix[perm])
     assert "u0@1" not in incremental.rows_of_unit and len(incremental.rows_of_unit["u99@1"]) == 30
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), groups=st.sets(st.sampled_from(GROUPS + ["nobody"]), min_size=1))
+def test_a_callers_scores_are_computed_on_exactly_the_rows_it_may_read(searched, seed, groups):
+    """Rows lie grouped by ACL set, so the readable rows are whole ranges: each is scored, no other row is."""
+    state = load_state(searched)
+    q = np.random.default_rng(seed).normal(size=384).astype(np.float32)
+    groups = frozenset(groups)
+    scores, mask = state.scores(q, groups), state.mask(groups)
+    assert np.all(np.diff(state.acl_ids) >= 0)
+    assert np.array_equal(np.isfinite(scores), mask)
+    reference = state.matrix.astype(np.float32) @ (q / np.linalg.norm(q))
+    assert np.allclose(scores[mask], reference[mask], atol=2e-3)
+    assert np.array_equal(state.nearest(scores, mask, 40), state.nearest(state.scores(q), mask, 40))
+
+
+def test_an_incremental_state_keeps_its_rows_grouped_by_acl_set(index):
+    before = load_state(index)
+    index.add(*rows_for("u77", 40, np.random.default_rng(11)))
+    after = load_state(index, before)
+    assert np.all(np.diff(after.acl_ids) >= 0) and len(after) == len(before) + 40
+    for groups in (frozenset({"a"}), frozenset({"b", "d"}), frozenset(GROUPS)):
+        covered = np.zeros(len(after), dtype=bool)
+        for lo, hi in after.ranges(groups):
+            covered[lo:hi] = True
+        assert np.array_equal(covered, after.mask(groups))
+
+
+def test_callers_readable_in_many_scattered_ranges_get_one_pass_over_every_row(tmp_path, monkeypatch):
+    import rag.retrieval.vectors as vs
+
+    monkeypatch.setattr(vs, "MAX_RANGES", 2)
+    state = load_state(build(tmp_path))
+    scattered = next(g for g in (frozenset({x}) for x in GROUPS)
+                     if len([s for s in state.acl_sets if g & s]) > 2)
+    assert state.ranges(scattered) == [(0, len(state))]
+    q = np.random.default_rng(5).normal(size=384).astype(np.float32)
+    assert np.isfinite(state.scores(q, scattered)).all()
