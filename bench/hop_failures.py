@@ -25,7 +25,8 @@ sys.path.insert(0, str(REPO))
 
 from bench.groupings import prepare  # noqa: E402
 from bench.multihop import CALLER, parse_variant  # noqa: E402
-from rag.retrieval.longrag import _hop, _hop_queries, longrag_candidates, pack_ranked  # noqa: E402
+from rag.retrieval.hop_queries import hop_queries  # noqa: E402
+from rag.retrieval.longrag import _hop, hop_rule, longrag_candidates, pack_ranked  # noqa: E402
 from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import HALVES, add_benchmarks_option, benchmarks_option, half_of  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
@@ -71,8 +72,8 @@ def analyse(snap, embedder, counter, config, record: dict, docs: dict, budget: i
         return None
     first, own, _, _ = _hop(snap, embedder.encode_query(question), req, counter, question, config)
     seeds: list[str] = []
-    branches, queries = [], []
-    for query, vector, placed in _hop_queries(snap, embedder, question, first, seeds, own, config):
+    branches, queries, rule = [], [], hop_rule(snap, CALLER.groups, config)
+    for query, vector, placed in hop_queries(snap, embedder, question, first, seeds, own, rule):
         more, _, _, _ = _hop(snap, vector, req, counter, query, config)
         branches.append(first_ranks([i for i in more if i.doc_id not in placed]))
         queries.append(query)
