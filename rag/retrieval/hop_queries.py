@@ -60,6 +60,11 @@ def readable_title(snap: Snapshot, groups: frozenset[str]) -> Callable[[str], bo
     return lambda name: bool(snap.readable_ids(titles.get(name, []), groups))
 
 
+def no_title(name: str) -> bool:
+    """No name counts as a title: titles_first then only drops the dates."""
+    return False
+
+
 def next_query(snap: Snapshot, question: str, source: list[Entry], seeds: list[str],
                own: dict[tuple[str, str, int], Hit], rule: HopRule) -> str | None:
     """The next query from the source list's strongest document not yet a seed, or None when it offers none.

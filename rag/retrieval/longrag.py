@@ -10,7 +10,7 @@ from rag.models.tokens import TokenCounter
 from rag.retrieval.callers import Caller
 from rag.retrieval.context import Candidate, ContextItem, RetrievalResult, pack, pack_lazily
 from rag.retrieval.dense import Hit, best_hit_per_member, nearest, rescore
-from rag.retrieval.hop_queries import HopRule, hop_queries, readable_title
+from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_title
 from rag.retrieval.members import MemberTable, member_table, rows_by_unit
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
@@ -31,7 +31,7 @@ class LongRAGConfig:
     hop_merge: str = "interleave"  # the hops' lists: rank-by-rank "interleave" or by their best score ("max")
     hop_seeds: int = 2            # documents of a hop's list that each seed a query of the next hop
     hop_names: int = 3            # names a "residual"/"names" query carries from its seed (the bridge candidates)
-    hop_bridges: str = "order"    # which names: their sentences' order, "titles" or "only-titles" (hop_queries)
+    hop_bridges: str = "order"    # which names: sentence order, "no-dates", "titles", "only-titles" (hop_queries)
 
 
 # The two weights add shares of a BM25 score and of a linked member's score to a cosine, so they belong to the
@@ -97,9 +97,10 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
 
 
 def hop_rule(snap: Snapshot, groups: frozenset[str], config: LongRAGConfig) -> HopRule:
-    """The configuration's hop settings; with hop_bridges other than "order", titles these groups may read."""
-    titled = readable_title(snap, groups) if config.hop_bridges != "order" else None
-    return HopRule(config.hop_query, config.hop_names, config.hop_seeds, titled, config.hop_bridges == "only-titles")
+    """The configuration's hop settings; with hop_bridges "titles" or "only-titles", titles these groups may read."""
+    rule = config.hop_bridges
+    titled = None if rule == "order" else no_title if rule == "no-dates" else readable_title(snap, groups)
+    return HopRule(config.hop_query, config.hop_names, config.hop_seeds, titled, rule == "only-titles")
 
 
 def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter, text: str, config: LongRAGConfig):

@@ -1,5 +1,5 @@
 """Which of a seed's names a second-hop query carries: with hop_bridges="titles", those that are the title of a
-document the caller may read go first, and dates are dropped."""
+document the caller may read go first, and dates are dropped ("no-dates": only that)."""
 import json
 
 import pytest
@@ -7,7 +7,7 @@ from test_longrag import publish, uncommitted
 
 from rag.models.tokens import default_counter
 from rag.retrieval.callers import Caller
-from rag.retrieval.hop_queries import bridge_query, readable_title, titles_first
+from rag.retrieval.hop_queries import bridge_query, no_title, readable_title, titles_first
 from rag.retrieval.longrag import LongRAGConfig, longrag_candidates, pack_ranked
 from rag.retrieval.request import Request, Tools
 
@@ -43,6 +43,7 @@ def test_titles_first_drops_dates_and_keeps_each_group_in_its_order():
     assert bridge_query(question, title, FILM, True, 3) == "city born\nMarch April Lisbon"
     assert bridge_query(question, title, FILM, True, 3, titles.__contains__) == \
         "city born\nLisbon Ilse Varga Northwind Pictures"
+    assert bridge_query(question, title, FILM, True, 3, no_title) == "city born\nLisbon Northwind Pictures Ilse Varga"
 
 
 def test_a_title_counts_only_when_the_caller_may_read_a_document_carrying_it(films):
