@@ -98,6 +98,7 @@ def analyse(snap, embedder, counter, config, record: dict, docs: dict, budget: i
             "bridge_in_question": any(mentions(b, question) for b in named),
             "bridge_in_found_source": any(s in found and mentions(b, docs[s][1]) for s in sources for b in named),
             "source_found": bool(sources) and all(s in found for s in sources),
+            "source_seeded": any(s in seeds for s in sources),
             "bridge_in_hop_query": any(mentions(b, q) for q in queries for b in named),
             "title_in_question": mentions(title, question),
         })
@@ -133,7 +134,10 @@ def summary(failures: list[dict], n: int) -> dict:
         "in_hop1_top40": sum(m["rank_hop1"] is not None for m in missing),
         "in_a_branch": sum(any(r is not None for r in m["rank_branches"]) for m in missing),
         "in_a_branch_top5": sum(any(r is not None and r < 5 for r in m["rank_branches"]) for m in missing),
-        "later_hops": {k: share(later, k) for k in ("source_found", "bridge_in_found_source", "bridge_in_hop_query",
+        "later_hop_paths": {f"source found {a}, seeded {b}, bridge in a query {c}": n for (a, b, c), n in sorted(
+            Counter((m["source_found"], m["source_seeded"], m["bridge_in_hop_query"]) for m in later).items())},
+        "later_hops": {k: share(later, k) for k in ("source_found", "source_seeded", "bridge_in_found_source",
+                                                    "bridge_in_hop_query",
                                                     "bridge_in_title", "bridge_in_text", "bridge_in_question",
                                                     "unit_shared_with_found")},
         "hop1": {k: share([m for m in missing if m["hop"] == 1], k) for k in ("title_in_question",
