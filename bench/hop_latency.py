@@ -31,6 +31,7 @@ from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, load_questions, split_halves  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
 
+SPECS = ["shortchunk", "longrag:hops=1", "longrag:hop_seeds=1", "longrag", "longrag:hops=3", "hybrid:hops=1", "hybrid"]
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 clock = time.perf_counter  # --clock cpu: the process's CPU seconds (every thread), which
 # other jobs on a saturated machine inflate far less than wall time
@@ -98,6 +99,7 @@ def main() -> None:
     p.add_argument("--tag", default="", help="suffix of the results file (e.g. before, after)")
     p.add_argument("--embedder", choices=("minilm", "minilm-int8"), default="minilm",
                    help="the workspace's embedder (minilm-int8: the code under test must have it)")
+    p.add_argument("--variants", default=";".join(SPECS), help="variants separated by ';' (bench/multihop.py's)")
     p.add_argument("--clock", choices=list(CLOCKS), default="wall",
                    help="wall time, or the process's CPU time (for a machine other jobs load)")
     args = p.parse_args()
@@ -115,9 +117,7 @@ def main() -> None:
     embedder = TimedEmbedder(raw, parts)
     snap = prepared.reader.snapshot()
     questions = split_halves(args.benchmark, load_questions(root / args.benchmark))["report"][: args.limit]
-    specs = ["shortchunk", "longrag:hops=1", "longrag:hop_seeds=1", "longrag", "longrag:hops=3", "hybrid:hops=1",
-             "hybrid"]
-    variants = [parse_variant(s) for s in specs]
+    variants = [parse_variant(s) for s in args.variants.split(";")]
     for q in questions:  # warm: the BM25 channel, the sentence store, LanceDB's caches
         for v in variants:
             call(v, snap, embedder, counter, q.question, args.budget)
@@ -140,10 +140,10 @@ def main() -> None:
                                   "p95": round(float(np.percentile(v, 95)), 1)} for n, v in ms.items()},
                "parts_p50_ms": {n: {k: round(float(np.median([x[k] for x in rows])), 2)
                                     for k in ("embed", "search", "rank", "pack")} for n, rows in split.items()}}
-    base = figures["latency_ms"]["longrag:hops=1"]
+    base = figures["latency_ms"].get("longrag:hops=1")
     figures["added_over_one_hop_ms"] = {n: {k: round(v[k] - base[k], 1) for k in ("p50", "p95")}
                                         for n, v in figures["latency_ms"].items()
-                                        if n.startswith("longrag") and n != "longrag:hops=1"}
+                                        if base and n.startswith("longrag") and n != "longrag:hops=1"}
     name = f"hop-latency{'-' + args.tag if args.tag else ''}.json"
     (REPO / "bench" / "results" / name).write_text(json.dumps(figures, indent=1) + "\n")
     print(markdown_table(["variant", "p50 ms", "p95 ms", "embed", "search", "rank", "pack"],

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 import numpy as np
 
@@ -11,10 +10,10 @@ from rag.models.tokens import TokenCounter
 from rag.retrieval.callers import Caller
 from rag.retrieval.context import Candidate, ContextItem, RetrievalResult, pack, pack_lazily
 from rag.retrieval.dense import Hit, best_hit_per_member, nearest, rescore
+from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_title
 from rag.retrieval.members import MemberTable, member_table, rows_by_unit
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
-from rag.text.analysis import MAX_QUESTION_CHARS, content_terms, is_stop, names, sentences, term, words
 from rag.units.long_units import render_header, render_member, split_unit_key
 
 
@@ -28,10 +27,11 @@ class LongRAGConfig:
     lexical_weight: float = 0.45  # weight of the BM25 channel (scaled to [0, 1]) added to a document's dense score
     lexical_depth: int = 100      # documents taken from the BM25 channel
     hops: int = 2                 # retrieval hops; each further hop follows the best documents of the one before
-    hop_query: str = "residual"   # a later hop's query: see _next_query ("residual", "names", "novel", "sentence")
+    hop_query: str = "residual"   # a later hop's query: "residual", "names", "novel", "sentence" (hop_queries)
     hop_merge: str = "interleave"  # the hops' lists: rank-by-rank "interleave" or by their best score ("max")
     hop_seeds: int = 2            # documents of a hop's list that each seed a query of the next hop
     hop_names: int = 3            # names a "residual"/"names" query carries from its seed (the bridge candidates)
+    hop_bridges: str = "order"    # which names: sentence order, "no-dates", "titles", "only-titles" (hop_queries)
 
 
 # The two weights add shares of a BM25 score and of a linked member's score to a cosine, so they belong to the
@@ -78,9 +78,10 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
     question, embedder = req.question, tools.embedder
     ranked, own, units, hits = _hop(snap, embedder.encode_query(question), req, tools.counter, question, config)
     lists, seeds, source = [ranked], [], ranked
+    rule = hop_rule(snap, req.caller.groups, config)
     for _ in range(1, config.hops):
         branches = []
-        for query, vector, placed in _hop_queries(snap, embedder, question, source, seeds, own, config):
+        for query, vector, placed in hop_queries(snap, embedder, question, source, seeds, own, rule):
             more, more_own, _, _ = _hop(snap, vector, req, tools.counter, query, config)
             branches.append([i for i in more if i.doc_id not in placed])  # the seed is placed; find what it names
             for key, hit in more_own.items():  # a member's matched sub-chunk: its best match under any hop's query
@@ -95,28 +96,11 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
                                 "queries": len(lists), "seeds": list(seeds)})
 
 
-def _hop_queries(snap: Snapshot, embedder, question: str, source: list[Entry], seeds: list[str],
-                 own: dict[tuple[str, str, int], Hit], config: LongRAGConfig):
-    """A hop's (query, vector, seeds placed so far) triples, one per seed. Queries that read only the source list
-    are embedded in one batch; "novel" and "sentence" read the matched sub-chunks, which the previous branch
-    updates, so they go one by one."""
-    if config.hop_query not in ("names", "residual"):
-        for _ in range(config.hop_seeds):
-            query = _next_query(snap, question, source, seeds, own, config.hop_query, config.hop_names)
-            if query is None:
-                return
-            yield query, embedder.encode_query(query), set(seeds)
-        return
-    queries = []
-    for _ in range(config.hop_seeds):
-        query = _next_query(snap, question, source, seeds, own, config.hop_query, config.hop_names)
-        if query is None:
-            break
-        queries.append((query, set(seeds)))  # a branch hides the seeds placed up to its own, not later ones
-    texts = [q for q, _ in queries]
-    vectors = embedder.encode_queries(texts) if len(texts) > 1 else [embedder.encode_query(q) for q in texts]
-    for (query, placed), vector in zip(queries, vectors):
-        yield query, vector, placed
+def hop_rule(snap: Snapshot, groups: frozenset[str], config: LongRAGConfig) -> HopRule:
+    """The configuration's hop settings; with hop_bridges "titles" or "only-titles", titles these groups may read."""
+    rule = config.hop_bridges
+    titled = None if rule == "order" else no_title if rule == "no-dates" else readable_title(snap, groups)
+    return HopRule(config.hop_query, config.hop_names, config.hop_seeds, titled, rule == "only-titles")
 
 
 def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter, text: str, config: LongRAGConfig):
@@ -137,69 +121,6 @@ def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter,
     if snap.current.unindexed_ids:  # documents between the documents and index steps (rare)
         candidates = _with_unindexed(snap, caller, counter, candidates, dense.hits(rows), lexical, config)
     return candidates, own, units, len(rows)
-
-
-def _next_query(snap: Snapshot, question: str, source: list[Entry], seeds: list[str],
-                own: dict[tuple[str, str, int], Hit], mode: str, limit: int) -> str | None:
-    """The next query from the source list's strongest document not yet a seed, or None when it offers none.
-
-    Multi-hop dense retrieval's idea: the bridge entity is named in the first hop's evidence, not in the
-    question, so the next query carries that evidence. "residual" (the default) asks what the seed leaves
-    open plus the names it adds (bridge_query); "names" keeps the whole question; "novel" adds the matched
-    sub-chunk's content words the question lacks, "sentence" its sentence sharing most of the question's
-    terms, each after the seed's title.
-    """
-    seed = next((i for i in source if i.unit_id is not None and i.doc_id not in seeds), None)
-    if seed is None:
-        return None
-    seeds.append(seed.doc_id)
-    _, text = snap.texts([(seed.doc_id, seed.doc_version)])[(seed.doc_id, seed.doc_version)]
-    member = text[seed.ranges[0][0]:seed.ranges[0][1]]
-    if mode in ("names", "residual"):
-        return bridge_query(question, seed.title, member, mode == "residual", limit)
-    hit = own.get((seed.unit_id, seed.doc_id, seed.part))
-    evidence = text[hit.start:hit.end] if hit else member
-    asked = set(content_terms(question))
-    if mode == "sentence":
-        evidence = max(sentences(evidence), key=lambda s: len(asked & set(content_terms(s))))
-    elif mode == "novel":
-        evidence = " ".join(w for w in dict.fromkeys(words(evidence)) if not is_stop(w) and term(w) not in asked)
-    return f"{question}\n{seed.title}\n{evidence}"[:MAX_QUESTION_CHARS]  # a long question keeps its own words
-
-
-def bridge_query(question: str, title: str, text: str, residual: bool, limit: int) -> str | None:
-    """The question (or what the seed leaves unanswered) plus the names the seed adds, its best sentences first.
-
-    A sentence is better the more of the question beyond the seed's title it shares: the title is what matched,
-    the rest of the question is what the bridge sentence answers.
-    """
-    asked, titled = set(content_terms(question)), set(content_terms(title))
-    known, beyond = asked | titled, asked - titled
-    facts = _sentence_facts(text)
-    ordered = sorted(facts.sentences, key=lambda f: -len(beyond & f[0]))
-    bridges = [n for _, found in ordered for n, terms in found if not terms <= known]
-    bridges = list(dict.fromkeys(bridges))[:limit]
-    if not bridges:
-        return None
-    seen = facts.terms | titled
-    head = " ".join(w for w in words(question) if not is_stop(w) and term(w) not in seen) if residual else question
-    return f"{head}\n{' '.join(bridges)}"[:MAX_QUESTION_CHARS]
-
-
-@dataclass(frozen=True)
-class SentenceFacts:
-    """What bridge_query reads from a seed's text, whatever the question: per sentence its content terms and its
-    names with theirs, and the text's content terms."""
-
-    sentences: list[tuple[frozenset[str], list[tuple[str, frozenset[str]]]]]
-    terms: frozenset[str]
-
-
-@lru_cache(maxsize=2048)
-def _sentence_facts(text: str) -> SentenceFacts:
-    """A member text's facts, kept for the next question seeded by it (sentence splitting was a third of a hop)."""
-    return SentenceFacts([(frozenset(content_terms(s)), [(n, frozenset(content_terms(n))) for n in names(s)])
-                          for s in sentences(text)], frozenset(content_terms(text)))
 
 
 def by_best_score(lists: list[list[Entry]]) -> list[Entry]:

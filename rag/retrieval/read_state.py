@@ -73,6 +73,14 @@ class CurrentState:
         return len(sizes) / sum(sizes) if sizes else 0.0
 
     @cached_property
+    def titles(self) -> dict[str, list[str]]:
+        """Title → the current documents carrying it, to tell a name that has a document of its own."""
+        out: dict[str, list[str]] = {}
+        for d, v in self.versions.items():
+            out.setdefault(v.title, []).append(d)
+        return out
+
+    @cached_property
     def unindexed_ids(self) -> frozenset[str]:
         """Documents whose current version no current unit holds yet (between the documents and index steps)."""
         return frozenset(self.versions.keys() - self.unit_of.keys())

@@ -229,7 +229,7 @@ def test_the_second_hop_brings_in_the_document_the_first_hop_names(tmp_path, emb
 
 
 def test_a_residual_hop_asks_what_the_seed_leaves_open_with_the_names_it_adds_best_sentence_first():
-    from rag.retrieval.longrag import bridge_query
+    from rag.retrieval.hop_queries import bridge_query
 
     title = "Novair International Airways"
     text = ("Novair International Airways was a British charter airline based at London Gatwick. It was part of "
