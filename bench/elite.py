@@ -66,11 +66,11 @@ def questions(folder: Path, limit: int | None) -> list[dict]:
 def collect_benchmark(root: Path, workdir: Path, limit: int | None, copies: int) -> dict:
     """Build the store once (cold, in a fresh cache), then time one collect round per question."""
     catalog = catalog_for(root, workdir, NAMES, copies)
-    (characters,) = catalog.rows("SELECT sum(len(text)) FROM documents WHERE status = 'current'")[0]
+    (characters,) = catalog.rows(f"SELECT sum(len(text)) FROM {catalog.with_texts} WHERE status = 'current'")[0]
     start = time.perf_counter()
     store, _ = StoreCache().get(catalog)
     build = time.perf_counter() - start
-    texts = catalog.rows("SELECT text FROM documents WHERE status = 'current'")
+    texts = catalog.rows(f"SELECT text FROM {catalog.with_texts} WHERE status = 'current'")
     tokens = int(default_counter().count([t for (t,) in texts]).sum())
     mask = store.readable(CALLER)[store.sent_doc]
     config = EliteConfig()

@@ -31,6 +31,7 @@ import shutil
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -111,15 +112,12 @@ def ingest(ws: Path, source: Path, counter) -> dict:
 
 
 def raw_text_bytes(ws: Path) -> int:
-    """UTF-8 bytes of the current documents' titles and texts (Catalog.raw_text_bytes; the SQL is repeated here so
-    that the code before this issue, which counted texts only, is measured against the same text)."""
+    """UTF-8 bytes of the current documents' titles and texts (Catalog.raw_text_bytes)."""
     catalog = Catalog(ws / "catalog.duckdb", entry="bench storage")
     try:
-        (n,), = catalog.rows("SELECT coalesce(sum(strlen(coalesce(title, '')) + strlen(text)), 0) FROM documents "
-                             "WHERE status = 'current'")
+        return catalog.raw_text_bytes()
     finally:
         catalog.close()
-    return n
 
 
 def components(ws: Path) -> dict:
@@ -209,16 +207,23 @@ def corpus(name: str, counter, tmp: Path) -> dict:
 
 
 def past_retention(ws: Path) -> dict:
-    """What stays once the as-of horizon has passed the re-publishes: LanceDB's maintenance with a zero retention."""
-    saved = os.environ.get("RAG_INDEX_RETENTION_DAYS")
-    os.environ["RAG_INDEX_RETENTION_DAYS"] = "0"
+    """What stays once the as-of horizon has passed the re-publishes and no reader holds an older snapshot: LanceDB's
+    maintenance with a zero retention, then a publish with nothing changed (replaced texts dropped, one snapshot kept)."""
+    saved = {k: os.environ.get(k) for k in ("RAG_INDEX_RETENTION_DAYS", "RAG_SNAPSHOTS_KEPT")}
+    os.environ.update(RAG_INDEX_RETENTION_DAYS="0", RAG_SNAPSHOTS_KEPT="1")
     try:
         SubchunkIndex(ws / "lancedb").maintain()
+        catalog = Catalog(ws / "catalog.duckdb", entry="bench storage")
+        try:
+            catalog.publish_snapshot(catalog.latest_publish())
+        finally:
+            catalog.close()
     finally:
-        if saved is None:
-            del os.environ["RAG_INDEX_RETENTION_DAYS"]
-        else:
-            os.environ["RAG_INDEX_RETENTION_DAYS"] = saved
+        for k, v in saved.items():
+            if v is None:
+                del os.environ[k]
+            else:
+                os.environ[k] = v
     return components(ws)
 
 
@@ -280,24 +285,24 @@ def publish_point(n: int, tmp: Path) -> dict:
         ids = [f"r{k // len(pool)}:{pool[k % len(pool)]['doc_id']}" for k in range(n)]
         titles = [pool[k % len(pool)]["title"] for k in range(n)]
         texts = [pool[k % len(pool)]["text"] for k in range(n)]
-        catalog.bulk_insert("documents", {
+        catalog.insert_documents({
             "doc_id": ids, "version": ["1"] * n, "title": titles, "text": texts, "acl": [["bench"]] * n,
             "links": [[]] * n, "collection": ["scale"] * n, "content_hash": [f"{i}:{t[:24]}" for i, t in zip(ids, texts)],
             "status": ["current"] * n})
         catalog.con.execute("INSERT INTO units SELECT 'u:' || doc_id, 1, acl, collection, 100, content_hash, "
                             "'current', now(), NULL, 1 FROM documents")
         catalog.con.execute("INSERT INTO unit_members SELECT 'u:' || doc_id, 1, 0, doc_id, version, 0, 0, "
-                            "strlen(text), 100 FROM documents")
+                            f"strlen(text), 100 FROM {catalog.with_texts}")
         for step in ("first_publish", "one_edit"):
             pid = catalog.begin_publish([])
             if step == "one_edit":
                 doc = ids[20]
                 catalog.con.execute("UPDATE documents SET status = 'superseded', valid_to = now() WHERE doc_id = ?",
                                     [doc])
-                catalog.con.execute("INSERT INTO documents (doc_id, version, title, text, acl, links, collection, "
-                                    "content_hash, status, valid_from, publish_id) VALUES (?, '2', ?, ?, ['bench'], "
-                                    "[], 'scale', ?, 'current', now(), ?)",
-                                    [doc, titles[20], texts[20] + " Revised once.", f"{doc}:v2", pid])
+                catalog.insert_documents({
+                    "doc_id": [doc], "version": ["2"], "title": [titles[20]], "text": [texts[20] + " Revised once."],
+                    "acl": [["bench"]], "links": [[]], "collection": ["scale"], "content_hash": [f"{doc}:v2"],
+                    "status": ["current"], "valid_from": [datetime.now()], "publish_id": [pid]})
                 catalog.con.execute("UPDATE units SET status = 'retired', valid_to = now() WHERE unit_id = ?",
                                     ["u:" + doc])
                 catalog.con.execute("INSERT INTO units VALUES (?, 2, ['bench'], 'scale', 101, ?, 'current', now(), "
@@ -339,7 +344,8 @@ def mention_lookup(catalog_path: Path, sizes=(1, 100, 1000)) -> dict:
     corpus, through the index (the units step's query before this issue) and through a substring scan of the
     stored texts (a mention is an exact occurrence of the title, so the scan misses none). Candidates of both
     are checked exactly; the results must be equal."""
-    con = duckdb.connect(str(catalog_path), read_only=True)
+    catalog = Catalog(catalog_path, entry="bench storage")
+    con, texted = catalog.con, catalog.with_texts
     try:
         (has_index,), = con.execute(
             "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'mention_index'").fetchall()
@@ -357,7 +363,7 @@ def mention_lookup(catalog_path: Path, sizes=(1, 100, 1000)) -> dict:
             figures = {}
             t = time.perf_counter()
             by_scan = sorted((f, title) for f, text, ts in con.execute(
-                "SELECT f.fact_id, d.text, list(n.title) FROM doc_facts f JOIN documents d USING (doc_id, version) "
+                f"SELECT f.fact_id, d.text, list(n.title) FROM doc_facts f JOIN {texted} d USING (doc_id, version) "
                 "JOIN (SELECT unnest(?) AS title) n ON contains(d.text, n.title) GROUP BY ALL", [wanted]).fetchall()
                 for title in mentioned_titles(text, set(ts)))
             figures["scan_s"] = round(time.perf_counter() - t, 3)
@@ -371,14 +377,14 @@ def mention_lookup(catalog_path: Path, sizes=(1, 100, 1000)) -> dict:
                     "JOIN need USING (title) JOIN mention_index m ON m.token = t.token GROUP BY t.title, m.fact_id, "
                     "need.n HAVING count(*) = need.n) "
                     "SELECT h.fact_id, d.text, list(h.title) FROM hits h JOIN doc_facts f USING (fact_id) "
-                    "JOIN documents d USING (doc_id, version) GROUP BY ALL").fetchall()
+                    f"JOIN {texted} d USING (doc_id, version) GROUP BY ALL").fetchall()
                 by_index = sorted((f, title) for f, text, ts in found for title in mentioned_titles(text, set(ts)))
                 figures["index_s"] = round(time.perf_counter() - t, 3)
                 figures["same_result"] = by_index == by_scan
                 con.unregister("_tokens")
             out[f"titles_{k}"] = {**figures, "mentions": len(by_scan)}
     finally:
-        con.close()
+        catalog.close()
     return out
 
 

@@ -14,7 +14,9 @@ import pyarrow as pa
 from rag.sources.documents import Document, Rejected
 from rag.store.rows import CurrentText, CurrentVersion, MemberRow, UnitChanges, UnitEvent, VersionEvent
 from rag.store.schema import BLOCK_SIZE, SCHEMA, SETTINGS_SCHEMA, unit_key_sql
+from rag.store.settings import as_of_retention
 from rag.store.snapshot_files import SnapshotInfo, load_read_state, publish_snapshot
+from rag.store.text_store import VIEW, TextStore
 from rag.store.writer_lock import WriterLock
 from rag.units.long_units import Member, Unit, UnitPlan, split_unit_key, unit_key
 
@@ -38,8 +40,10 @@ class Catalog:
     """The writer's catalog (holding the workspace's writer lock), or a read-only published snapshot of it.
 
     `path` is always the workspace's `catalog.duckdb`, so caches keyed by it survive new snapshots;
-    `file` is what this connection reads.
+    `file` is what this connection reads; `texts` is the writer's text store (None for a reader).
     """
+
+    texts: TextStore | None = None
 
     def __init__(self, path: str | Path, *, snapshot: Path | None = None, entry: str = "rag",
                  wait_s: float | None = None):
@@ -66,6 +70,7 @@ class Catalog:
                 load_read_state(self.con, Path(self.file))
             elif not self.read_only:
                 self.con.execute(SCHEMA)
+                self.texts = TextStore(self.con, Path(path).parent).opened()
         except (duckdb.Error, OSError, ValueError, KeyError) as err:
             self.con.close()
             self._release()
@@ -75,6 +80,11 @@ class Catalog:
     def snapshot(cls, workspace: str | Path, info: SnapshotInfo) -> "Catalog":
         """A read-only connection to a published snapshot; it never takes the writer's lock."""
         return cls(Path(workspace) / "catalog.duckdb", snapshot=info.path(workspace))
+
+    @property
+    def with_texts(self) -> str:
+        """Where documents are read with their texts: the writer's view joining the text files, or a reader's."""
+        return VIEW if self.texts is not None else "documents"
 
     def close(self) -> None:
         self.con.close()
@@ -116,6 +126,7 @@ class Catalog:
     def publish_snapshot(self, publish_id: int, lance_version: int | None = None) -> SnapshotInfo:
         """Make the catalog's committed state the one readers see (see rag.store.snapshot_files)."""
         self.con.execute("CHECKPOINT")  # the write-ahead log folded into the file, so it never outgrows the change
+        self.texts.expire(utc_now() - as_of_retention())
         return publish_snapshot(self.con, self.path, publish_id, lance_version)
 
     # publish log -----------------------------------------------------------------------------------
@@ -154,7 +165,7 @@ class Catalog:
     def current_texts(self) -> list[CurrentText]:
         """Every current version's title and text, by doc id."""
         return [CurrentText(d, v, t, x, tuple(acl), h) for d, v, t, x, acl, h in self.rows(
-            "SELECT doc_id, version, title, text, acl, content_hash FROM documents "
+            f"SELECT doc_id, version, title, text, acl, content_hash FROM {self.with_texts} "
             "WHERE status = 'current' ORDER BY doc_id")]
 
     def current_versions_of(self, doc_ids: list[str]) -> dict[str, str]:
@@ -180,14 +191,28 @@ class Catalog:
         return [Document(doc_id=r[0], version=r[1], title=r[2], text=r[3], acl=tuple(r[4]), links=tuple(r[5]),
                          collection=r[6], source=r[7], source_path=r[8])
                 for r in self.rows("SELECT doc_id, version, title, text, acl, links, collection, source, "
-                                   "source_path FROM documents WHERE status = 'current' ORDER BY doc_id")]
+                                   f"source_path FROM {self.with_texts} WHERE status = 'current' ORDER BY doc_id")]
+
+    def store_texts(self, docs: list[Document]) -> None:
+        """Hold these documents' texts (by content hash) before rows naming them commit."""
+        self.texts.add({d.content_hash: d.text for d in docs})
+
+    def insert_documents(self, columns: dict[str, list]) -> None:
+        """Insert document rows whose `text` column goes to the text store, under each row's content hash."""
+        rows = dict(columns)
+        self.texts.add(dict(zip(rows["content_hash"], rows.pop("text"))))
+        self.bulk_insert("documents", rows)
+
+    def missing_texts(self, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of these stored versions lost their text (dropped past the as-of retention)."""
+        return self.texts.missing(keys)
 
     def document_texts(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
         """(doc_id, version) → (title, text) for the given versions, whatever their status."""
         if not keys:
             return {}
         return {(d, v): (t, x) for d, v, t, x in self.rows(
-            "SELECT d.doc_id, d.version, d.title, d.text FROM documents d "
+            f"SELECT d.doc_id, d.version, d.title, d.text FROM {self.with_texts} d "
             "JOIN (SELECT unnest(?) AS doc_id, unnest(?) AS version) k USING (doc_id, version)",
             [[k[0] for k in keys], [k[1] for k in keys]])}
 
@@ -269,8 +294,8 @@ class Catalog:
 
     def raw_text_bytes(self) -> int:
         """UTF-8 bytes of the current documents' titles and texts: the denominator of the storage ratio."""
-        (n,), = self.rows("SELECT coalesce(sum(strlen(coalesce(title, '')) + strlen(text)), 0) FROM documents "
-                          "WHERE status = 'current'")
+        (n,), = self.rows("SELECT coalesce(sum(strlen(coalesce(title, '')) + strlen(text)), 0) "
+                          f"FROM {self.with_texts} WHERE status = 'current'")
         return n
 
     def current_members(self, unit_keys: list[str] | None = None, as_of: datetime | None = None) -> list[MemberRow]:
@@ -336,7 +361,7 @@ class Catalog:
         """Content hash → the title and text it is the hash of (what BM25 indexes)."""
         if not hashes:
             return {}
-        return dict(self.rows("SELECT content_hash, any_value(title || '\n' || text) FROM documents "
+        return dict(self.rows(f"SELECT content_hash, any_value(title || '\n' || text) FROM {self.with_texts} "
                               "JOIN (SELECT unnest(?) AS content_hash) USING (content_hash) GROUP BY content_hash",
                               [hashes]))
 
@@ -369,5 +394,5 @@ class Catalog:
         rows = self.rows(
             f"SELECT {unit_key_sql('u')}, m.doc_id, m.doc_version, m.part, d.acl, m.char_start, "
             "m.char_end, d.title, d.text FROM units u JOIN unit_members m USING (unit_id, unit_version) "
-            "JOIN documents d ON d.doc_id = m.doc_id AND d.version = m.doc_version WHERE u.status = 'current'")
+            f"JOIN {self.with_texts} d ON d.doc_id = m.doc_id AND d.version = m.doc_version WHERE u.status = 'current'")
         return {(k, d, v, p): (tuple(acl), s, e, t, x) for k, d, v, p, acl, s, e, t, x in rows}

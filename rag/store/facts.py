@@ -76,7 +76,8 @@ class FactStore:
         if not new:
             return []
         candidates = self.catalog.rows(
-            "SELECT f.fact_id, d.text, list(n.title) FROM doc_facts f JOIN documents d USING (doc_id, version) "
+            f"SELECT f.fact_id, d.text, list(n.title) FROM doc_facts f JOIN {self.catalog.with_texts} d "
+            "USING (doc_id, version) "
             "JOIN (SELECT unnest(?) AS title) n ON contains(d.text, n.title) GROUP BY ALL", [sorted(new)])
         return [(f, t) for f, text, titles in candidates for t in mentioned_titles(text, set(titles))]
 

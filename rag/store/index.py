@@ -1,7 +1,6 @@
 """The sub-chunk index: one LanceDB row per sub-chunk, keyed by unit version, ACL as a list column."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -13,6 +12,7 @@ import pyarrow.compute as pc
 from rag.models.embedders import DEFAULT_EMBEDDER, DIMENSION, EMBEDDERS
 from rag.store.lance_table import PinnedTable
 from rag.store.object_store import is_object_uri
+from rag.store.settings import as_of_retention
 from rag.units.subchunk_recipe import LEGACY_RECIPE, SubchunkRecipe
 
 TABLE = "subchunks"
@@ -240,7 +240,7 @@ class SubchunkIndex:
         only fragments with at least `DELETED_SHARE` of their rows deleted are rewritten: the copy kept for the
         retention is never larger than the rows already deleted, and past it only live rows stay.
         """
-        retention = timedelta(days=float(os.environ.get("RAG_INDEX_RETENTION_DAYS", "7")))
+        retention = as_of_retention()
         self._expire_cache(retention)
         for table in (self.table, self.cache):
             fragments = table.to_lance().get_fragments()

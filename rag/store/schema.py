@@ -1,10 +1,10 @@
 """The catalog's tables, created on first open; `rag.store.catalog` is the only code that runs this."""
 
-# Texts are the catalog's bulk: zstd instead of DuckDB's default FSST dictionary took HotpotQA's catalog from 1.63x
-# to 1.46x of its text (bench/storage.py). Readers never scan them: they read the published text segments.
+# Texts are not in the catalog: `documents.content_hash` names them in the text files (rag.store.text_store), which
+# `text_files` lists and every reader shares.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
-    doc_id VARCHAR NOT NULL, version VARCHAR NOT NULL, title VARCHAR, text VARCHAR USING COMPRESSION zstd,
+    doc_id VARCHAR NOT NULL, version VARCHAR NOT NULL, title VARCHAR,
     acl VARCHAR[], links VARCHAR[], collection VARCHAR, source VARCHAR, source_path VARCHAR,
     content_hash VARCHAR, meta_hash VARCHAR,
     status VARCHAR NOT NULL,            -- current | superseded | deleted
@@ -26,6 +26,7 @@ CREATE TABLE IF NOT EXISTS publish_log (
 CREATE TABLE IF NOT EXISTS quarantine (
     publish_id BIGINT, severity VARCHAR, source_path VARCHAR, doc_id VARCHAR, reason VARCHAR, seen_at TIMESTAMP);
 CREATE TABLE IF NOT EXISTS store_identity (store_id VARCHAR NOT NULL);
+CREATE TABLE IF NOT EXISTS text_files (name VARCHAR PRIMARY KEY, rows BIGINT);
 -- Planning facts per document version and component groups by signature (see rag.store.facts).
 CREATE TABLE IF NOT EXISTS doc_facts (
     fact_id BIGINT NOT NULL, doc_id VARCHAR NOT NULL, version VARCHAR NOT NULL,

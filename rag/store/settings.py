@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from pathlib import Path
 
 from rag.sources.partitions import PartitionSpec, Selection
@@ -12,6 +13,11 @@ from rag.units.long_units import DEFAULT_CAP
 from rag.units.subchunk_recipe import SubchunkRecipe
 
 _TRUE = ("1", "true", "yes")
+
+
+def as_of_retention() -> timedelta:
+    """How far back as-of reads reach: $RAG_INDEX_RETENTION_DAYS or 7 days (old index versions, replaced texts)."""
+    return timedelta(days=float(os.environ.get("RAG_INDEX_RETENTION_DAYS", "7")))
 
 
 @dataclass

@@ -3,7 +3,7 @@
 DuckDB lets one process write a file or several read it, never both, so readers never touch `catalog.duckdb`.
 At each publish point the writer appends one Parquet segment per read table holding only the rows that are
 new or changed since the last publish (found by a hash of each row) and a tombstone per vanished key; texts
-are a table of their own keyed by content hash, written once per text. A manifest (`snapshots/NNNNNNNN.json`)
+are the writer's own text files keyed by content hash (rag.store.text_store), named as they are. A manifest (`snapshots/NNNNNNNN.json`)
 lists each table's segments; the `snapshots/CURRENT` pointer names the manifest and the LanceDB table version
 that goes with it, and is swapped with an atomic rename: a reader sees the old state or the new one, never half
 of either. With $RAG_SNAPSHOT_URI the bucket holds the same files and its pointer is swapped first, with a
@@ -35,13 +35,11 @@ POINTER = "CURRENT"
 MAX_SEGMENTS = 16
 _PULLED: dict[str, float] = {}
 _PULL_LOCK = threading.Lock()
-# Table → key columns (empty: the whole row is its own key). `texts` holds each document text once.
+# Table → key columns (empty: the whole row is its own key). `texts` lists the text files (rag.store.text_store).
 READ_TABLES: dict[str, tuple[str, ...]] = {
     "documents": ("doc_id", "version"), "texts": ("content_hash",), "units": ("unit_id", "unit_version"),
     "unit_members": ("unit_id", "unit_version", "position"), "publish_log": ("publish_id",),
     "quarantine": (), "store_identity": (), "workspace_settings": ("key",)}
-_SOURCES = {"documents": "SELECT * EXCLUDE (text) FROM documents",
-            "texts": "SELECT content_hash, any_value(text) AS text FROM documents GROUP BY content_hash"}
 
 
 def snapshots_kept() -> int:
@@ -118,7 +116,9 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection, catalog_path: str | Path, p
         lance_version = previous.lance_version
     present = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     for table, key in READ_TABLES.items():
-        if table in present or table == "texts":
+        if table == "texts":
+            tables[table] = [n for (n,) in con.execute("SELECT name FROM text_files ORDER BY name").fetchall()]
+        elif table in present:
             tables[table] = _publish_table(con, folder / SEGMENT_DIR, table, key, tables.get(table, []), seq)
     name = f"{seq:08d}.json"
     _write_atomic(folder / name, json.dumps({"seq": seq, "publish_id": publish_id, "tables": tables}))
@@ -140,15 +140,11 @@ def _publish_table(con, folder: Path, table: str, key: tuple[str, ...], segments
     """
     key_cols = ", ".join(key) if key else "_h"
     files = [str(folder / f) for f in segments]
-    if table == "texts":  # a text never changes for its hash: compare hashes only, never tombstone one
-        current = "SELECT content_hash, hash(content_hash) AS _h FROM (SELECT DISTINCT content_hash FROM documents)"
-    else:
-        current = f"SELECT s.*, hash(s) AS _h FROM ({_source(table)}) s"
+    current = f"SELECT s.*, hash(s) AS _h FROM {table} s"
     if files:
         con.execute(f"CREATE OR REPLACE TEMP TABLE _published AS {published_keys(files, key)}")
-        gone = "" if table == "texts" else (
-            f" UNION ALL BY NAME SELECT {', '.join('p.' + c for c in dict.fromkeys([*key, '_h']))}, true AS _gone "
-            f"FROM _published p ANTI JOIN ({current}) c USING ({key_cols})")
+        gone = (f" UNION ALL BY NAME SELECT {', '.join('p.' + c for c in dict.fromkeys([*key, '_h']))}, true AS _gone "
+                f"FROM _published p ANTI JOIN ({current}) c USING ({key_cols})")
         con.execute(f"CREATE OR REPLACE TEMP TABLE _delta AS SELECT c.*, false AS _gone FROM ({current}) c "
                     f"ANTI JOIN _published p USING ({', '.join([*key, '_h'])}){gone}")
     else:
@@ -156,10 +152,7 @@ def _publish_table(con, folder: Path, table: str, key: tuple[str, ...], segments
     (changed,), = con.execute("SELECT count(*) FROM _delta").fetchall()
     if changed or not files:  # a table's first segment is written even when empty: it carries the schema
         name = f"{seq:08d}-{table}.parquet"
-        rows = ("SELECT d.*, t.text FROM _delta d LEFT JOIN (SELECT content_hash, any_value(text) AS text "
-                "FROM documents WHERE content_hash IN (SELECT content_hash FROM _delta) GROUP BY 1) t "
-                "USING (content_hash)") if table == "texts" else "SELECT * FROM _delta"
-        _copy(con, f"SELECT *, {seq}::BIGINT AS _seq FROM ({rows}) ORDER BY {key_cols}", folder / name)
+        write_parquet(con, f"SELECT *, {seq}::BIGINT AS _seq FROM _delta ORDER BY {key_cols}", folder / name)
         segments = [*segments, name]
     con.execute("DROP TABLE IF EXISTS _published; DROP TABLE IF EXISTS _delta")
     return _merge(con, folder, table, key_cols, segments, seq) if len(segments) > MAX_SEGMENTS else segments
@@ -167,7 +160,7 @@ def _publish_table(con, folder: Path, table: str, key: tuple[str, ...], segments
 
 def published_keys(files: list[str], key: tuple[str, ...]) -> str:
     """SQL for the key and row hash of every live row over these segments: the newest per key, not a tombstone."""
-    listed = ", ".join("'" + _quote(f) + "'" for f in files)
+    listed = ", ".join("'" + quote(f) + "'" for f in files)
     if len(files) == 1:  # a single segment (a table's first, or merged) holds one row per key
         return f"SELECT {', '.join(dict.fromkeys([*key, '_h']))} FROM read_parquet([{listed}]) WHERE NOT _gone"
     if not key:
@@ -177,10 +170,6 @@ def published_keys(files: list[str], key: tuple[str, ...]) -> str:
             f"GROUP BY {cols} HAVING NOT arg_max(_gone, _seq)")
 
 
-def _source(table: str) -> str:
-    return "SELECT * EXCLUDE (text) FROM documents" if table == "documents" else f"SELECT * FROM {table}"
-
-
 def _merge(con, folder: Path, table: str, key_cols: str, segments: list[str], seq: int) -> list[str]:
     """The segments after the base as one (tombstones kept), or all of them as one once they outweigh the base."""
     sizes = [(folder / s).stat().st_size for s in segments]
@@ -188,13 +177,13 @@ def _merge(con, folder: Path, table: str, key_cols: str, segments: list[str], se
     chosen = segments if whole else segments[1:]
     rows = newest_rows([str(folder / s) for s in chosen], key_cols)
     name = f"{seq:08d}-{table}-merged.parquet"
-    _copy(con, f"SELECT * FROM ({rows}) {'WHERE NOT _gone' if whole else ''} ORDER BY {key_cols}", folder / name)
+    write_parquet(con, f"SELECT * FROM ({rows}) {'WHERE NOT _gone' if whole else ''} ORDER BY {key_cols}", folder / name)
     return [name] if whole else [segments[0], name]
 
 
 def newest_rows(files: list[str], key_cols: str, columns=None) -> str:
     """SQL for the newest row of each key over these segments (of the given columns, or all)."""
-    listed = ", ".join("'" + _quote(f) + "'" for f in files)
+    listed = ", ".join("'" + quote(f) + "'" for f in files)
     return (f"SELECT {', '.join(columns) if columns else '*'} FROM read_parquet([{listed}], union_by_name = true) "
             f"QUALIFY row_number() OVER (PARTITION BY {key_cols} ORDER BY _seq DESC) = 1")
 
@@ -208,8 +197,10 @@ def load_read_state(con: duckdb.DuckDBPyConnection, manifest: Path, schema: str 
     for table, files in read_manifest(manifest).items():
         key = ", ".join(READ_TABLES[table]) or "_h"
         if table == "texts":
-            listed = ", ".join("'" + _quote(f) + "'" for f in files)
-            con.execute(f"CREATE VIEW {schema}.texts AS SELECT content_hash, text FROM read_parquet([{listed}])")
+            listed = ", ".join("'" + quote(f) + "'" for f in files)
+            con.execute(f"CREATE VIEW {schema}.texts AS " + (
+                f"SELECT content_hash, text FROM read_parquet([{listed}])" if files else
+                "SELECT NULL::VARCHAR AS content_hash, NULL::VARCHAR AS text WHERE false"))
             continue
         name = "doc_rows" if table == "documents" else table
         con.execute(f"CREATE TABLE {schema}.{name} AS SELECT * EXCLUDE (_h, _gone, _seq) FROM "
@@ -221,17 +212,17 @@ def load_read_state(con: duckdb.DuckDBPyConnection, manifest: Path, schema: str 
 def _newest_over_base(files: list[str], key_cols: str) -> str:
     """The newest row per key: the base segment's rows no later segment touches, and the newest of the later
     ones (small), so the base is filtered by a hash join instead of being sorted."""
-    base = f"SELECT * FROM read_parquet(['{_quote(files[0])}'])"
+    base = f"SELECT * FROM read_parquet(['{quote(files[0])}'])"
     if len(files) == 1:
         return base
-    later = ", ".join("'" + _quote(f) + "'" for f in files[1:])
+    later = ", ".join("'" + quote(f) + "'" for f in files[1:])
     return (f"{base} ANTI JOIN (SELECT DISTINCT {key_cols} FROM read_parquet([{later}], union_by_name = true)) "
             f"USING ({key_cols}) UNION ALL BY NAME {newest_rows(files[1:], key_cols)}")
 
 
-def _copy(con, query: str, dest: Path) -> None:
+def write_parquet(con, query: str, dest: Path) -> None:
     tmp = dest.with_name(f".{dest.name}.tmp")
-    con.execute(f"COPY ({query}) TO '{_quote(str(tmp))}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 8192)")
+    con.execute(f"COPY ({query}) TO '{quote(str(tmp))}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 8192)")
     _fsync(tmp)
     os.replace(tmp, dest)
 
@@ -300,5 +291,5 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _quote(value: str) -> str:
+def quote(value: str) -> str:
     return value.replace("'", "''")

@@ -96,7 +96,9 @@ def sync_sources(catalog: Catalog, publish_id: int, view: SourceView, allow_empt
     existing = existing_versions(catalog, None if touched is None else sorted(touched))
     plan = reconcile_versions(existing, loaded, view.loaded().rejected, scan.scanned, allow_empty, view.holding)
     plan.insert = _documents(plan.insert, view)
-    changes = apply_versions(catalog, publish_id, plan, lambda: _store(catalog, view))
+    lost = catalog.missing_texts(sorted(set(plan.make_current) - {(d.doc_id, d.version) for d in plan.insert}))
+    back = _documents([i for i in loaded if (i.doc_id, i.version) in lost], view) if lost else []
+    changes = apply_versions(catalog, publish_id, plan, lambda: _store(catalog, view), back)
     changes.reading = view.reading()
     return changes
 
@@ -197,7 +199,8 @@ def sync_documents(catalog: Catalog, publish_id: int, loaded: list[Document], re
                    scanned_sources: list[str], allow_empty: bool = False) -> DocChanges:
     """Record a full reading of the sources: new versions, supersessions and deletions, in one transaction."""
     plan = reconcile_versions(existing_versions(catalog), loaded, rejected, scanned_sources, allow_empty)
-    return apply_versions(catalog, publish_id, plan)
+    current = set(plan.make_current)
+    return apply_versions(catalog, publish_id, plan, None, [d for d in loaded if (d.doc_id, d.version) in current])
 
 
 def existing_versions(catalog: Catalog, doc_ids: list[str] | None = None) -> dict[tuple[str, str], tuple]:
@@ -208,13 +211,15 @@ def existing_versions(catalog: Catalog, doc_ids: list[str] | None = None) -> dic
         params)}
 
 
-def apply_versions(catalog: Catalog, publish_id: int, plan: VersionPlan, also: Callable[[], None] | None = None
-                   ) -> DocChanges:
-    """Write a version plan (and `also`'s writes) in one transaction."""
+def apply_versions(catalog: Catalog, publish_id: int, plan: VersionPlan, also: Callable[[], None] | None = None,
+                   back: list[Document] = ()) -> DocChanges:
+    """Write a version plan (and `also`'s writes) in one transaction; `back` are versions made current again
+    whose text was dropped (past the as-of retention): their texts are stored again."""
     now = utc_now()
     with catalog.transaction():
         new = plan.insert
-        catalog.bulk_insert("documents", {
+        catalog.store_texts(list(back))
+        catalog.insert_documents({
             **{c: [getattr(d, c) for d in new] for c in ("doc_id", "version", "title", "text", "collection", "source",
                                                          "source_path", "content_hash", "meta_hash")},
             "acl": [list(d.acl) for d in new], "links": [list(d.links) for d in new],

@@ -11,15 +11,15 @@ from hypothesis import strategies as st
 
 from rag.store import snapshot_files as snapshots
 from rag.store.catalog import Catalog
+from rag.store.schema import SCHEMA
 from rag.store.snapshot_files import SEGMENT_DIR, SNAPSHOT_DIR, read_pointer
 
 TABLES = ("documents", "units", "unit_members", "publish_log", "quarantine", "store_identity")
 
 
 def _doc(cat: Catalog, doc_id: str, version: str, text: str, status: str = "current") -> None:
-    cat.con.execute("INSERT INTO documents (doc_id, version, title, text, acl, links, content_hash, status) "
-                    "VALUES (?, ?, ?, ?, ['g'], [], md5(? || ?), ?)", [doc_id, version, doc_id, text, doc_id, text,
-                                                                       status])
+    cat.insert_documents({"doc_id": [doc_id], "version": [version], "title": [doc_id], "text": [text],
+                          "acl": [["g"]], "links": [[]], "content_hash": [f"{doc_id}:{text}"], "status": [status]})
 
 
 def _same_as_writer(writer: Catalog, workspace) -> None:
@@ -35,7 +35,7 @@ def _same_as_writer(writer: Catalog, workspace) -> None:
 
 def _segment_rows(workspace, seq: int) -> dict[str, int]:
     folder = workspace / SNAPSHOT_DIR / SEGMENT_DIR
-    return {p.name[9:-8]: duckdb.sql(f"SELECT count(*) FROM '{p}'").fetchall()[0][0]
+    return {p.name[9:-8].split("-")[0]: duckdb.sql(f"SELECT count(*) FROM '{p}'").fetchall()[0][0]
             for p in folder.glob(f"{seq:08d}-*.parquet")}
 
 
@@ -133,9 +133,11 @@ def test_a_damaged_segment_is_a_one_line_error(tmp_path):
 
 def test_a_workspace_published_as_whole_copies_is_read_then_moved_to_segments(tmp_path):
     """The format before segments: the pointer named a copy of the catalog file."""
-    cat = Catalog(tmp_path / "catalog.duckdb")
-    _doc(cat, "a", "1", "text of a")
-    cat.con.execute("CHECKPOINT")
+    old = duckdb.connect(str(tmp_path / "catalog.duckdb"))  # a catalog of that time held its texts
+    old.execute(SCHEMA.replace("title VARCHAR,", "title VARCHAR, text VARCHAR,", 1))
+    old.execute("INSERT INTO documents (doc_id, version, title, text, acl, links, content_hash, status) VALUES "
+                "('a', '1', 'a', 'text of a', ['g'], [], 'h', 'current')")
+    old.close()
     folder = tmp_path / SNAPSHOT_DIR
     folder.mkdir()
     shutil.copyfile(tmp_path / "catalog.duckdb", folder / "00000001.duckdb")
@@ -144,6 +146,7 @@ def test_a_workspace_published_as_whole_copies_is_read_then_moved_to_segments(tm
     old = Catalog.snapshot(tmp_path, read_pointer(tmp_path))
     assert old.document_texts([("a", "1")]) == {("a", "1"): ("a", "text of a")}
     old.close()
+    cat = Catalog(tmp_path / "catalog.duckdb")
     cat.publish_snapshot(cat.begin_publish([]))
     assert read_pointer(tmp_path).file == "00000002.json" and not list(folder.glob("*.duckdb"))
     _same_as_writer(cat, tmp_path)

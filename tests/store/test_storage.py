@@ -7,9 +7,9 @@ from rag.store.storage import measure
 
 def test_the_ratio_counts_catalog_read_state_and_index_over_titles_and_texts(tmp_path):
     cat = Catalog(tmp_path / "catalog.duckdb")
-    cat.con.execute("INSERT INTO documents (doc_id, version, title, text, content_hash, status) VALUES "
-                    "('a', '1', 'Ünïcode', 'text of a', 'h1', 'current'), ('a', '0', 'Old', 'old text', 'h0', "
-                    "'superseded')")
+    cat.insert_documents({"doc_id": ["a", "a"], "version": ["1", "0"], "title": ["Ünïcode", "Old"],
+                          "text": ["text of a", "old text"], "content_hash": ["h1", "h0"],
+                          "status": ["current", "superseded"]})
     cat.publish_snapshot(cat.begin_publish([]))
     assert cat.raw_text_bytes() == len("Ünïcode".encode()) + len("text of a")  # current versions, UTF-8 bytes
     (tmp_path / "lancedb").mkdir()
@@ -23,20 +23,6 @@ def test_the_ratio_counts_catalog_read_state_and_index_over_titles_and_texts(tmp
     cat.close()
 
 
-def test_a_new_catalog_keeps_document_texts_zstd_compressed(tmp_path):
-    cat = Catalog(tmp_path / "catalog.duckdb")
-    prose = [f"Paragraph {i} tells of the river, the mill and the town that grew around them. " * 20
-             for i in range(300)]
-    cat.con.execute("INSERT INTO documents (doc_id, version, text, content_hash, status) "
-                    "SELECT 'd' || i, '1', t, 'h' || i, 'current' FROM (SELECT unnest(?) AS t, "
-                    "unnest(range(300)) AS i)", [prose])
-    cat.con.execute("CHECKPOINT")
-    methods = {m for (m,) in cat.rows("SELECT DISTINCT compression FROM pragma_storage_info('documents') "
-                                      "WHERE column_name = 'text' AND segment_type = 'VARCHAR'")}
-    cat.close()
-    assert methods == {"ZSTD"}
-
-
 def test_a_new_catalog_uses_small_blocks_and_an_older_file_keeps_its_own(tmp_path):
     import duckdb
 
@@ -48,7 +34,7 @@ def test_a_new_catalog_uses_small_blocks_and_an_older_file_keeps_its_own(tmp_pat
     duckdb.connect(str(older)).close()  # DuckDB's default block size, as catalogs made before were
     cat = Catalog(older)
     (old_block,), = cat.rows("SELECT block_size FROM pragma_database_size()")
-    cat.con.execute("INSERT INTO documents (doc_id, version, text, status) VALUES ('a', '1', 'x', 'current')")
+    cat.insert_documents({"doc_id": ["a"], "version": ["1"], "text": ["x"], "content_hash": ["h"], "status": ["current"]})
     assert cat.raw_text_bytes() == 1
     cat.close()
     assert (new_block, old_block) == (16384, 262144)

@@ -1,0 +1,144 @@
+"""Document texts, held once: Parquet files of (content hash, text) that the writer and every reader share.
+
+A catalog `documents` row names its text by content hash; the texts lie in `snapshots/segments/NNNNNNNN-texts-*.parquet`,
+listed by the catalog's `text_files` table and by every manifest, so readers read them where they lie and no
+publish copies them. A file is written before the catalog transaction that lists it commits, so a committed row
+never lacks its text; a file no commit listed is named after the next publish, which deletes it
+(rag.store.snapshot_files). A text that only versions superseded or deleted longer ago than the as-of retention
+carry is dropped: a file with `DROPPED_SHARE` of its rows dropped is rewritten without them, and the files after the
+first are merged once there are more than `MAX_FILES`. A version made current again gets its text back from its source.
+"""
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from rag.store.snapshot_files import SEGMENT_DIR, SNAPSHOT_DIR, NoSnapshot, quote, read_pointer, write_parquet
+
+MAX_FILES = 16
+DROPPED_SHARE = 0.25  # texts compress to ~0.4x of the raw text: rewriting a file costs less than keeping its dead rows
+VIEW = "documents_with_text"  # the writer's documents joined to their texts (readers' `documents` view has them)
+
+
+class TextStore:
+    """The writer's side: adds texts, keeps the `texts` and `documents_with_text` views over the listed files."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, workspace: str | Path):
+        self.con = con
+        self.workspace = Path(workspace)
+        self.folder = self.workspace / SNAPSHOT_DIR / SEGMENT_DIR
+
+    def opened(self) -> "TextStore":
+        """Ready for the writer: an older catalog's texts moved out first (see `migrate`)."""
+        if self.con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'documents' "
+                            "AND column_name = 'text'").fetchall()[0][0]:
+            self.migrate()
+        self.refresh()
+        return self
+
+    def names(self) -> list[str]:
+        return [n for (n,) in self.con.execute("SELECT name FROM text_files ORDER BY name").fetchall()]
+
+    def refresh(self) -> None:
+        """Point the `texts` view at the files the catalog lists now (inside the caller's transaction, if any)."""
+        names = self.names()
+        listed = ", ".join("'" + quote(str(self.folder / n)) + "'" for n in names)
+        source = (f"SELECT content_hash, text FROM read_parquet([{listed}])" if names else
+                  "SELECT NULL::VARCHAR AS content_hash, NULL::VARCHAR AS text WHERE false")
+        self.con.execute(f"CREATE OR REPLACE TEMP VIEW texts AS {source}")
+        self.con.execute(f"CREATE OR REPLACE TEMP VIEW {VIEW} AS SELECT d.*, t.text FROM documents d "
+                         "LEFT JOIN texts t USING (content_hash)")
+
+    def add(self, texts: dict[str, str]) -> int:
+        """Store the texts (content hash → text) not held yet, in one new file; how many were new."""
+        if not texts:
+            return 0
+        held = {h for (h,) in self.con.execute("SELECT content_hash FROM texts WHERE content_hash IN "
+                                               "(SELECT unnest(?::VARCHAR[]))", [sorted(texts)]).fetchall()}
+        todo = sorted(h for h in texts if h not in held)
+        if not todo:
+            return 0
+        self.con.register("_new_texts", pa.table({"content_hash": todo, "text": [texts[h] for h in todo]}))
+        try:
+            self._write("SELECT * FROM _new_texts", len(todo))
+        finally:
+            self.con.unregister("_new_texts")
+        return len(todo)
+
+    def missing(self, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of these (doc_id, version) rows have no stored text (dropped past the retention)."""
+        if not keys:
+            return set()
+        return {(d, v) for d, v in self.con.execute(
+            "SELECT d.doc_id, d.version FROM documents d JOIN (SELECT unnest(?) AS doc_id, unnest(?) AS version) "
+            "USING (doc_id, version) ANTI JOIN texts t USING (content_hash)",
+            [[k[0] for k in keys], [k[1] for k in keys]]).fetchall()}
+
+    def expire(self, cutoff: datetime) -> None:
+        """Drop the texts no version current, never current, or left after `cutoff` carries; merge small files."""
+        names = self.names()
+        if not names:
+            return
+        listed = ", ".join("'" + quote(str(self.folder / n)) + "'" for n in names)
+        self.con.execute(
+            "CREATE OR REPLACE TEMP TABLE _kept_hashes AS SELECT DISTINCT content_hash FROM documents "
+            "WHERE status = 'current' OR valid_to IS NULL OR valid_to >= ?", [cutoff])
+        counts = {Path(f).name: (n, dead) for f, n, dead in self.con.execute(
+            f"SELECT filename, count(*), count(*) FILTER (k.content_hash IS NULL) FROM read_parquet([{listed}], "
+            "filename = true) t LEFT JOIN _kept_hashes k USING (content_hash) GROUP BY filename").fetchall()}
+        chosen = [n for n in names if counts.get(n, (0, 0))[1] >= DROPPED_SHARE * max(counts.get(n, (1, 0))[0], 1)]
+        rest = [n for n in names if n not in chosen]
+        if len(rest) >= MAX_FILES:  # the largest file stays unless the others outweigh it
+            sizes = {n: (self.folder / n).stat().st_size for n in rest}
+            base = max(rest, key=sizes.get)
+            whole = sum(sizes.values()) - sizes[base] >= sizes[base]
+            chosen += [n for n in rest if whole or n != base]
+        if chosen:
+            files = ", ".join("'" + quote(str(self.folder / n)) + "'" for n in chosen)
+            self.con.execute("BEGIN")
+            try:
+                self.con.execute("DELETE FROM text_files WHERE name IN (SELECT unnest(?::VARCHAR[]))", [chosen])
+                (live,), = self.con.execute(f"SELECT count(*) FROM read_parquet([{files}]) SEMI JOIN _kept_hashes "
+                                            "USING (content_hash)").fetchall()
+                if live:
+                    self._write(f"SELECT * FROM read_parquet([{files}]) SEMI JOIN _kept_hashes USING (content_hash)",
+                                live)
+                else:
+                    self.refresh()
+            except BaseException:
+                self.con.execute("ROLLBACK")
+                raise
+            self.con.execute("COMMIT")
+        self.con.execute("DROP TABLE _kept_hashes")
+
+    def migrate(self) -> None:
+        """Move the texts of a catalog from before this store (a `documents.text` column) into it, atomically."""
+        self.con.execute("BEGIN")
+        try:
+            (n,), = self.con.execute("SELECT count(DISTINCT content_hash) FROM documents").fetchall()
+            if n:
+                self._write("SELECT content_hash, any_value(text) AS text FROM documents "
+                            "WHERE content_hash IS NOT NULL GROUP BY content_hash", n, refresh=False)
+            self.con.execute("ALTER TABLE documents DROP COLUMN text")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+        self.con.execute("CHECKPOINT")
+
+    def _write(self, query: str, rows: int, refresh: bool = True) -> None:
+        """One new file of these rows, named after the next publish, listed in the catalog."""
+        try:
+            seq = read_pointer(self.workspace).seq + 1
+        except NoSnapshot:
+            seq = 1
+        self.folder.mkdir(parents=True, exist_ok=True)
+        name = f"{seq:08d}-texts-{uuid.uuid4().hex[:8]}.parquet"
+        write_parquet(self.con, f"SELECT content_hash, text FROM ({query}) ORDER BY content_hash", self.folder / name)
+        self.con.execute("INSERT INTO text_files VALUES (?, ?)", [name, rows])
+        if refresh:
+            self.refresh()
