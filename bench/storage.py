@@ -136,13 +136,12 @@ def components(ws: Path) -> dict:
 
 
 def catalog_tables(path: Path) -> dict[str, int]:
-    """Bytes of the catalog's blocks per table (its text column apart), free blocks, and the rest: metadata and the
-    pages zstd keeps texts in, which pragma_storage_info does not list."""
+    """Bytes of the catalog's blocks per table (a text column apart, in a catalog from before texts left it), free
+    blocks, and the rest: metadata and pages pragma_storage_info does not list."""
     con = duckdb.connect(str(path), read_only=True)
     try:
         (block, free), = con.execute("SELECT block_size, free_blocks FROM pragma_database_size()").fetchall()
         out = {"free": free * block}
-        out = {}
         for (table,) in con.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall():
             for text, blocks in con.execute(
                     f"SELECT column_name = 'text', count(DISTINCT block_id) FROM pragma_storage_info('{table}') "
