@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench import topology  # noqa: E402
+from bench.run_timeline import Marks, children_cpu_s, cpu_by_child, cpu_s, timeline  # noqa: E402
 from rag.text.tables import bytes_on_disk  # noqa: E402
 
 MOVED = ["maintenance-windows.md", "decommissioning.md", "diagnostics-bundle.md", "health-monitoring.md"]
@@ -153,11 +154,12 @@ def run_pid(instance, run_id: str) -> int:
     raise RuntimeError(f"no process recorded for run {run_id}")
 
 
-def kill_mid_publish(instance, corpus: Path, daemon: subprocess.Popen) -> dict:
+def kill_mid_publish(instance, corpus: Path, daemon: subprocess.Popen, mark: Marks) -> dict:
     """Edit a document, kill the sensor's run for it while its index step publishes, and follow the retry."""
     import dagster as dg
     known = {r.dagster_run.run_id for r in ingest_runs(instance)}
     edit(corpus)
+    mark("edited")
 
     def publishing():
         for r in ingest_runs(instance):
@@ -169,14 +171,18 @@ def kill_mid_publish(instance, corpus: Path, daemon: subprocess.Popen) -> dict:
     killed = wait_for("the sensor's run to start publishing", publishing, 900, daemon, every_s=0.2)
     topology.kill_tree(run_pid(instance, killed.run_id), signal.SIGKILL)
     killed_at = time.monotonic()
+    mark("killed")
     status = lambda run_id: instance.get_run_by_id(run_id).status  # noqa: E731
     wait_for("the killed run to be marked failed", lambda: status(killed.run_id) == dg.DagsterRunStatus.FAILURE,
              300, daemon, every_s=0.2)
     failed_after_s = time.monotonic() - killed_at
+    mark("killed_run_failed")
     retry = wait_for("the daemon's retry", lambda: next((r.dagster_run for r in ingest_runs(instance)
                                                          if r.dagster_run.parent_run_id == killed.run_id), None),
                      300, daemon)
+    mark("retry_created")
     wait_for("the retry to finish", lambda: instance.get_run_by_id(retry.run_id).is_finished, 900, daemon)
+    mark("retry_finished")
     checks = [e.dagster_event.event_specific_data for e in instance.all_logs(
         retry.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)]
     finished = set(steps(instance, killed.run_id, "STEP_SUCCESS"))
@@ -236,6 +242,7 @@ def run(mode: str, root: Path, clients: int = 8) -> dict:
     """The scenario in one topology ("production" or "local"); returns its figures."""
     import dagster as dg
 
+    mark = Marks()
     root.mkdir(parents=True, exist_ok=True)
     corpus, acls = sources(root)
     writer_ws, home = root / "writer" / "ws", root / "dagster_home"
@@ -261,34 +268,45 @@ def run(mode: str, root: Path, clients: int = 8) -> dict:
         stack.callback(lambda: (os.environ.clear(), os.environ.update(saved)))
         os.environ.update({k: v for k, v in env.items() if k.startswith(("AWS_", "RAG_", "DAGSTER_HOME"))})
         instance = stack.enter_context(dg.DagsterInstance.from_config(str(home)))
+        mark("servers_up")
         started = time.monotonic()
         daemon = stack.enter_context(topology.dagster_daemon(env, root / "daemon.log"))
         succeeded = lambda: [r for r in ingest_runs(instance)  # noqa: E731
                              if r.dagster_run.status == dg.DagsterRunStatus.SUCCESS]
         wait_for("the first partition run", succeeded, 900, daemon)
         first_publish_s = time.monotonic() - started
+        mark("first_publish")
         server, url = serve(env, reader_ws, root)
+        mark("serve_up")
         stack.callback(server.wait, 30)
         stack.callback(server.terminate)
         with Clients(url, acls, clients) as load:
             done = wait_for("4 partition runs", lambda: (lambda s: s if len(s) >= 4 else None)(succeeded()), 1800,
                             daemon)
             discovery_s = time.monotonic() - started
+            mark("four_partitions")
             failed = [r.dagster_run.run_id for r in ingest_runs(instance)
                       if r.dagster_run.status == dg.DagsterRunStatus.FAILURE]
             before = {r.dagster_run.run_id for r in ingest_runs(instance)}
-            twice_start = time.monotonic()
+            twice_start, launch_cpu = time.monotonic(), children_cpu_s()
             launchers = [launch(env, TWICE) for _ in range(2)]
             for p in launchers:
                 _, err = p.communicate(timeout=300)
                 if p.returncode:
                     raise RuntimeError(f"dagster job launch failed: {err[-500:]}")
+            mark("launched_twice")
+            mark.cpu["launches"] = round(children_cpu_s() - launch_cpu, 1)
             twice = wait_for("two runs of one partition", lambda: (lambda s: s if len(s) >= 2 else None)(
                 [r for r in succeeded() if r.dagster_run.run_id not in before]), 900, daemon)
             twice_s = time.monotonic() - twice_start
-            killed = kill_mid_publish(instance, corpus, daemon)
+            mark("same_partition_twice")
+            killed = kill_mid_publish(instance, corpus, daemon, mark)
             time.sleep(2 * float(env.get("RAG_SNAPSHOT_POLL_S", "1")) + 1)  # the reader pulls the last publish
             killed["served_versions"] = served_versions(url)
+            mark("served_checked")
+            mark.cpu |= {"serve": cpu_s([server.pid]), "daemon_code_server_and_runs": cpu_s(
+                topology.process_tree(daemon.pid)), "by_child_process_tree": cpu_by_child()}
+        mark("clients_stopped")
         partitions_served = sorted(httpx.get(f"{url}/healthz", timeout=10).json().get("partitions", {}) or [])
         result = {
             "mode": mode, "partition_runs": len(done), "failed_runs": failed,
@@ -298,8 +316,10 @@ def run(mode: str, root: Path, clients: int = 8) -> dict:
             "same_partition_runs_overlap": max_overlap(twice[:2]) > 1,
             "killed_mid_publish": killed, "serve": load.summary(), "served_partitions": partitions_served,
             "bytes": stored(mode, writer_ws, reader_ws, home, pg_url),
+            "timeline": timeline(instance, ingest_runs(instance), mark.wall0),
         }
-    return result
+    mark("torn_down")
+    return result | {"time": mark.summary()}
 
 
 def stored(mode: str, writer_ws: Path, reader_ws: Path, home: Path, pg_url: str | None) -> dict:
