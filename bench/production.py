@@ -5,12 +5,14 @@ per partition), LanceDB and the published snapshots in an S3-compatible bucket (
 in Postgres, and `rag serve` in a folder of its own that shares no disk with the writers (it pulls from the bucket).
 Local: the same daemon and limits with SQLite storage and everything in one workspace folder.
 
-Scenario: the sensor discovers 4 collections and the daemon runs them; 8 clients ask `rag serve` throughout (every
-item is checked against the caller's groups); then two runs of one partition are launched at once (the second must
-wait); then a document gets a new version, and the run the sensor starts for it is killed (the whole process tree,
-as a lost pod) while it publishes: the code server marks it failed, the daemon retries it, and the retry publishes
-the new version, which `rag serve` then answers with. Writes bench/results/production.json: wall time,
-requests/s, errors, leaks, bytes stored where.
+Scenario: the sensor discovers 4 collections and the daemon runs them, two at a time; `dagster job launch` queues
+one more run of a partition whose sensor run is still queued or running (the two must not overlap); 8 clients ask
+`rag serve` throughout from the first publish (every item is checked against the caller's groups); as soon as one
+partition has published, a document of it gets a new version, and the run the sensor starts for it is killed (the
+whole process tree, as a lost pod) while it publishes: the code server marks it failed, the daemon retries it, and
+the retry publishes the new version, which `rag serve` then answers with. The phases overlap, as work does in
+production, so both cores stay busy. Writes bench/results/production.json: wall time, requests/s, errors, leaks,
+bytes stored where, and where the time went (each run's phases from its event log; CPU seconds by process).
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench import topology  # noqa: E402
+from bench.run_timeline import Marks, children_cpu_s, cpu_by_child, cpu_s, timeline  # noqa: E402
 from rag.text.tables import bytes_on_disk  # noqa: E402
 
 MOVED = ["maintenance-windows.md", "decommissioning.md", "diagnostics-bundle.md", "health-monitoring.md"]
@@ -63,12 +66,15 @@ def sources(root: Path) -> tuple[Path, dict[str, set[str]]]:
 
 
 class Clients:
-    """N threads asking `rag serve` until stopped; every item must be readable by the asking user's groups."""
+    """N threads asking `rag serve` until stopped; every item must be readable by the asking user's groups.
 
-    def __init__(self, url: str, acls: dict[str, set[str]], n: int):
-        self.url, self.acls, self.n = url, acls, n
+    Each client pauses `think_s` between requests (0: the next as soon as one is answered, the throughput figure)."""
+
+    def __init__(self, url: str, acls: dict[str, set[str]], n: int, think_s: float = 0.0):
+        self.url, self.acls, self.n, self.think_s = url, acls, n, think_s
         self.requests = self.errors = self.leaks = 0
         self.latencies: list[float] = []
+        self.answered_at: list[float] = []   # time.monotonic() of each answered request
         self.error_examples: list[str] = []
         self._stop, self._lock = threading.Event(), threading.Lock()
         self._threads = [threading.Thread(target=self._loop, args=(i,), daemon=True) for i in range(n)]
@@ -86,7 +92,10 @@ class Clients:
         self.seconds = time.monotonic() - self.started
 
     def _loop(self, seed: int) -> None:
-        rng, client = random.Random(seed), httpx.Client(base_url=self.url, timeout=60)
+        # An idle connection is not reused after 1 s: uvicorn closes one after 5 s, and a request sent on it as it
+        # closes is reset (paced clients hit that race under load; a real client keeps below the server's expiry).
+        rng, client = random.Random(seed), httpx.Client(base_url=self.url, timeout=60,
+                                                        limits=httpx.Limits(keepalive_expiry=1.0))
         while not self._stop.is_set():
             user = rng.choice(sorted(USERS))
             body = {"question": rng.choice(QUESTIONS), "user": user, "method": rng.choice(["longrag", "elite"])}
@@ -103,12 +112,19 @@ class Clients:
                 self.latencies.append(time.perf_counter() - start)
                 self.errors += not ok
                 self.leaks += leaked
+                if ok:
+                    self.answered_at.append(time.monotonic())
                 if problem and len(self.error_examples) < 5:
                     self.error_examples.append(problem)
+            self._stop.wait(self.think_s)
+
+    def answered_between(self, start: float, end: float) -> int:
+        with self._lock:
+            return sum(1 for t in self.answered_at if start <= t <= end)
 
     def summary(self) -> dict:
         lat = sorted(self.latencies) or [0.0]
-        return {"clients": self.n, "requests": self.requests, "seconds": round(self.seconds, 1),
+        return {"clients": self.n, "think_s": self.think_s, "requests": self.requests, "seconds": round(self.seconds, 1),
                 "requests_per_s": round(self.requests / max(self.seconds, 1e-9), 2), "errors": self.errors,
                 "leaks": self.leaks, "p50_ms": round(1000 * lat[len(lat) // 2], 1),
                 "p95_ms": round(1000 * lat[int(len(lat) * 0.95)], 1), "error_examples": self.error_examples}
@@ -153,11 +169,12 @@ def run_pid(instance, run_id: str) -> int:
     raise RuntimeError(f"no process recorded for run {run_id}")
 
 
-def kill_mid_publish(instance, corpus: Path, daemon: subprocess.Popen) -> dict:
+def kill_mid_publish(instance, corpus: Path, daemon: subprocess.Popen, mark: Marks) -> dict:
     """Edit a document, kill the sensor's run for it while its index step publishes, and follow the retry."""
     import dagster as dg
     known = {r.dagster_run.run_id for r in ingest_runs(instance)}
     edit(corpus)
+    mark("edited")
 
     def publishing():
         for r in ingest_runs(instance):
@@ -169,14 +186,19 @@ def kill_mid_publish(instance, corpus: Path, daemon: subprocess.Popen) -> dict:
     killed = wait_for("the sensor's run to start publishing", publishing, 900, daemon, every_s=0.2)
     topology.kill_tree(run_pid(instance, killed.run_id), signal.SIGKILL)
     killed_at = time.monotonic()
+    mark("killed")
     status = lambda run_id: instance.get_run_by_id(run_id).status  # noqa: E731
     wait_for("the killed run to be marked failed", lambda: status(killed.run_id) == dg.DagsterRunStatus.FAILURE,
              300, daemon, every_s=0.2)
     failed_after_s = time.monotonic() - killed_at
+    mark("killed_run_failed")
     retry = wait_for("the daemon's retry", lambda: next((r.dagster_run for r in ingest_runs(instance)
                                                          if r.dagster_run.parent_run_id == killed.run_id), None),
                      300, daemon)
+    mark("retry_created")
     wait_for("the retry to finish", lambda: instance.get_run_by_id(retry.run_id).is_finished, 900, daemon)
+    mark("retry_finished")
+    window = (killed_at, time.monotonic())
     checks = [e.dagster_event.event_specific_data for e in instance.all_logs(
         retry.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)]
     finished = set(steps(instance, killed.run_id, "STEP_SUCCESS"))
@@ -184,7 +206,8 @@ def kill_mid_publish(instance, corpus: Path, daemon: subprocess.Popen) -> dict:
             "killed_run_failed_after_s": round(failed_after_s, 1),
             "retry_status": status(retry.run_id).value, "retry_strategy": retry.tags.get("dagster/retry_strategy"),
             "retry_published_after_kill_s": round(time.monotonic() - killed_at, 1),
-            "retry_checks": len(checks), "retry_checks_failed": [c.check_name for c in checks if not c.passed]}
+            "retry_checks": len(checks), "retry_checks_failed": [c.check_name for c in checks if not c.passed],
+            "window": window}
 
 
 def served_versions(url: str) -> list[str]:
@@ -197,6 +220,8 @@ def served_versions(url: str) -> list[str]:
 
 
 def max_overlap(records) -> int:
+    """The most runs that were running at one moment (runs that never started or never ended do not count)."""
+    records = [r for r in records if r.start_time and r.end_time]
     events = sorted([(r.start_time, 1) for r in records] + [(r.end_time, -1) for r in records])
     level = peak = 0
     for _, step in events:
@@ -232,10 +257,12 @@ def serve(env: dict, reader_ws: Path, root: Path) -> tuple[subprocess.Popen, str
     raise RuntimeError("rag serve did not come up")
 
 
-def run(mode: str, root: Path, clients: int = 8) -> dict:
-    """The scenario in one topology ("production" or "local"); returns its figures."""
+def run(mode: str, root: Path, clients: int = 8, think_s: float = 0.0) -> dict:
+    """The scenario in one topology ("production" or "local"); returns its figures. `think_s` is each client's pause
+    between requests (0: the next as soon as one is answered)."""
     import dagster as dg
 
+    mark = Marks()
     root.mkdir(parents=True, exist_ok=True)
     corpus, acls = sources(root)
     writer_ws, home = root / "writer" / "ws", root / "dagster_home"
@@ -261,45 +288,67 @@ def run(mode: str, root: Path, clients: int = 8) -> dict:
         stack.callback(lambda: (os.environ.clear(), os.environ.update(saved)))
         os.environ.update({k: v for k, v in env.items() if k.startswith(("AWS_", "RAG_", "DAGSTER_HOME"))})
         instance = stack.enter_context(dg.DagsterInstance.from_config(str(home)))
-        started = time.monotonic()
+        mark("servers_up")
+        started = time.time()
         daemon = stack.enter_context(topology.dagster_daemon(env, root / "daemon.log"))
-        succeeded = lambda: [r for r in ingest_runs(instance)  # noqa: E731
-                             if r.dagster_run.status == dg.DagsterRunStatus.SUCCESS]
-        wait_for("the first partition run", succeeded, 900, daemon)
-        first_publish_s = time.monotonic() - started
+        runs = lambda ids: [r for r in ingest_runs(instance) if r.dagster_run.run_id in ids]  # noqa: E731
+        ok = lambda ids: [r for r in runs(ids) if r.dagster_run.status == dg.DagsterRunStatus.SUCCESS]  # noqa: E731
+        discovered = {r.dagster_run.run_id for r in wait_for("the sensor's 4 partition runs", lambda: (
+            lambda s: s if len(s) >= 4 else None)(ingest_runs(instance)), 900, daemon)}
+        mark("sensor_runs_created")
+        twice_start, launch_cpu = time.time(), children_cpu_s()
+        launcher = launch(env, TWICE)
+        _, err = launcher.communicate(timeout=300)
+        if launcher.returncode:
+            raise RuntimeError(f"dagster job launch failed: {err[-500:]}")
+        mark("launched")
+        mark.cpu["launch"] = round(children_cpu_s() - launch_cpu, 1)
+        twice_ids = {r.dagster_run.run_id for r in ingest_runs(instance)} - discovered
+        wait_for("the first partition run", lambda: ok(discovered), 900, daemon)
+        mark("first_publish")
         server, url = serve(env, reader_ws, root)
+        mark("serve_up")
         stack.callback(server.wait, 30)
         stack.callback(server.terminate)
-        with Clients(url, acls, clients) as load:
-            done = wait_for("4 partition runs", lambda: (lambda s: s if len(s) >= 4 else None)(succeeded()), 1800,
-                            daemon)
-            discovery_s = time.monotonic() - started
-            failed = [r.dagster_run.run_id for r in ingest_runs(instance)
-                      if r.dagster_run.status == dg.DagsterRunStatus.FAILURE]
-            before = {r.dagster_run.run_id for r in ingest_runs(instance)}
-            twice_start = time.monotonic()
-            launchers = [launch(env, TWICE) for _ in range(2)]
-            for p in launchers:
-                _, err = p.communicate(timeout=300)
-                if p.returncode:
-                    raise RuntimeError(f"dagster job launch failed: {err[-500:]}")
-            twice = wait_for("two runs of one partition", lambda: (lambda s: s if len(s) >= 2 else None)(
-                [r for r in succeeded() if r.dagster_run.run_id not in before]), 900, daemon)
-            twice_s = time.monotonic() - twice_start
-            killed = kill_mid_publish(instance, corpus, daemon)
+        with Clients(url, acls, clients, think_s) as load:
+            wait_for(f"{KILLED}'s first run", lambda: [r for r in ok(discovered)
+                                                     if r.dagster_run.tags.get("dagster/partition") == KILLED],
+                     1800, daemon)
+            killed = kill_mid_publish(instance, corpus, daemon, mark)
             time.sleep(2 * float(env.get("RAG_SNAPSHOT_POLL_S", "1")) + 1)  # the reader pulls the last publish
             killed["served_versions"] = served_versions(url)
+            killed["requests_answered_meanwhile"] = load.answered_between(*killed.pop("window"))
+            mark("served_checked")
+            wait_for("every run", lambda: all(r.dagster_run.is_finished for r in ingest_runs(instance)), 1800, daemon)
+            mark("every_run_finished")
+            mark.cpu |= {"serve": cpu_s([server.pid]), "daemon_code_server_and_runs": cpu_s(
+                topology.process_tree(daemon.pid)), "by_child_process_tree": cpu_by_child()}
+        mark("clients_stopped")
         partitions_served = sorted(httpx.get(f"{url}/healthz", timeout=10).json().get("partitions", {}) or [])
+        everything, done, launched = ingest_runs(instance), runs(discovered), runs(twice_ids)
+        twice = launched + [r for r in done if r.dagster_run.tags.get("dagster/partition") == TWICE]
+        by_partition = {}
+        for r in everything:
+            by_partition.setdefault(r.dagster_run.tags.get("dagster/partition"), []).append(r)
         result = {
-            "mode": mode, "partition_runs": len(done), "failed_runs": failed,
+            "mode": mode, "partition_runs": len(done), "runs": len(everything),
+            "failed_runs": [r.dagster_run.run_id for r in done + launched
+                            if r.dagster_run.status != dg.DagsterRunStatus.SUCCESS],
             "partitions": sorted({r.dagster_run.tags.get("dagster/partition") for r in done}),
-            "max_runs_at_once": max_overlap(done[:4]), "first_publish_s": round(first_publish_s, 1),
-            "wall_s_4_partitions": round(discovery_s, 1), "same_partition_twice_s": round(twice_s, 1),
-            "same_partition_runs_overlap": max_overlap(twice[:2]) > 1,
+            "twice_partitions": [r.dagster_run.tags.get("dagster/partition") for r in twice],
+            # The launched run was queued before the sensor's run of its partition had finished: they contended.
+            "twice_contended": max(r.create_timestamp.timestamp() for r in launched) < min(r.end_time for r in twice),
+            "max_runs_at_once": max_overlap(everything),
+            "first_publish_s": round(min(r.end_time for r in done) - started, 1),
+            "wall_s_4_partitions": round(max(r.end_time for r in done) - started, 1),
+            "same_partition_twice_s": round(max(r.end_time for r in launched) - twice_start, 1),
+            "same_partition_runs_overlap": any(max_overlap(rs) > 1 for rs in by_partition.values()),
             "killed_mid_publish": killed, "serve": load.summary(), "served_partitions": partitions_served,
             "bytes": stored(mode, writer_ws, reader_ws, home, pg_url),
+            "timeline": timeline(instance, everything, mark.wall0),
         }
-    return result
+    mark("torn_down")
+    return result | {"time": mark.summary()}
 
 
 def stored(mode: str, writer_ws: Path, reader_ws: Path, home: Path, pg_url: str | None) -> dict:
@@ -325,13 +374,14 @@ def stored(mode: str, writer_ws: Path, reader_ws: Path, home: Path, pg_url: str 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--clients", type=int, default=8)
+    p.add_argument("--think-s", type=float, default=0.0, help="each client's pause between requests")
     p.add_argument("--modes", nargs="+", default=["local", "production"], choices=["local", "production"])
     p.add_argument("--out", default=str(REPO / "bench" / "results" / "production.json"))
     args = p.parse_args()
     results = {}
     for mode in args.modes:  # the same process order every time: local first, then production
         with tempfile.TemporaryDirectory(prefix=f"rag-{mode}-") as tmp:
-            results[mode] = run(mode, Path(tmp), args.clients)
+            results[mode] = run(mode, Path(tmp), args.clients, args.think_s)
             print(json.dumps(results[mode], indent=1), flush=True)
     if {"local", "production"} <= set(results):
         results["production_over_local_wall"] = round(results["production"]["wall_s_4_partitions"]

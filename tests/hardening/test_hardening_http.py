@@ -16,7 +16,6 @@ from test_server import GROUPS, WORDS, assert_readable_only, serving, user_of
 
 from pipelines.http_body import MAX_BODY_BYTES, MAX_DEPTH
 from pipelines.ingest_run import run_ingest, run_partitions
-from rag.query.workspace import Workspace
 
 Q = b'"question": "How long does the offline cache hold telemetry?", "user": "u-support"'
 JSON = {"content-type": "application/json"}
@@ -166,7 +165,7 @@ def served_partitioned(tmp_path_factory):
        budget=st.integers(min_value=50, max_value=9000), method=st.sampled_from(["longrag", "shortchunk", "elite"]))
 def test_no_byte_served_from_a_partitioned_workspace_is_unreadable_by_the_caller(served_partitioned, groups, words,
                                                                                    budget, method):
-    assert len(Workspace(served_partitioned["ws"]).snapshot().parts) == 3
+    assert len(served_partitioned["reader"].snapshot().parts) == 3
     r = served_partitioned["client"].post("/retrieve", json={"question": " ".join(words), "user": user_of(groups),
                                                              "budget": budget, "method": method})
-    assert_readable_only(served_partitioned["ws"], groups, budget, r)
+    assert_readable_only(served_partitioned["reader"], groups, budget, r)

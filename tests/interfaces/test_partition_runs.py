@@ -1,10 +1,12 @@
 """Partition runs in real processes: in parallel they give the serial result, and a killed one is repaired."""
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from contextlib import redirect_stdout
 
 import numpy as np
 import pytest
@@ -28,10 +30,14 @@ def start(corpus, workspace, *partitions) -> subprocess.Popen:
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
-def publish_here(corpus, workspace, *partitions) -> None:
-    """The same CLI run in this process (its vectors memoised): for the states the processes are compared with."""
+def publish_here(corpus, workspace, *partitions) -> dict:
+    """The same CLI run in this process (its vectors memoised): for the states the processes are compared with, and
+    for the run that repairs a killed process's leftovers (it knows of them only what is on disk)."""
     flags = [a for p in partitions for a in ("--partition", p)] or ["--partitioned"]
-    assert main(["ingest", "--source", str(corpus), "--workspace", str(workspace), "--json", *flags]) == 0
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["ingest", "--source", str(corpus), "--workspace", str(workspace), "--json", *flags]) == 0
+    return json.loads(out.getvalue())
 
 
 def finish(proc: subprocess.Popen) -> dict:
@@ -103,7 +109,7 @@ def test_a_partition_killed_mid_run_is_repaired_by_its_next_run_and_the_others_a
         reader = Workspace(ws)   # readers keep answering from the last published state meanwhile
         assert reader.snapshot().catalog.current_units()
 
-        assert finish(start(corpus, ws, "corpus/operations"))["checks_passed"]
+        assert publish_here(corpus, ws, "corpus/operations")["checks_passed"]
         s = store(ws, "corpus/operations")
         catalog, index = Catalog(s.catalog_path), SubchunkIndex(s.lance_uri)
         try:

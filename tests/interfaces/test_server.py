@@ -56,14 +56,15 @@ def start_server(ws, *flags: str) -> tuple[subprocess.Popen, httpx.Client]:
 
 @contextmanager
 def serving(root, ingest, users: dict):
-    """A copy of the sample corpus ingested by `ingest` into root/ws, and `rag serve` over it with these users."""
+    """A copy of the sample corpus ingested by `ingest` into root/ws, and `rag serve` over it with these users; `reader`
+    is the test's own view of the workspace (it follows each publish, as the server does)."""
     corpus, ws = root / "corpus", root / "ws"
     shutil.copytree(SAMPLES / "corpus", corpus)
     ingest(IngestSettings(workspace=ws, sources=[corpus]))
     (root / "users.yaml").write_text(yaml.safe_dump(users))
     proc, client = start_server(ws, "--users-file", str(root / "users.yaml"))
     try:
-        yield {"client": client, "ws": ws, "corpus": corpus, "proc": proc, "root": root}
+        yield {"client": client, "ws": ws, "corpus": corpus, "proc": proc, "root": root, "reader": Workspace(ws)}
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -133,13 +134,13 @@ WORD_LISTS = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4)
        budget=st.integers(min_value=50, max_value=9000), method=st.sampled_from(["longrag", "shortchunk", "elite"]))
 def test_no_byte_served_over_http_is_unreadable_by_the_caller(served, groups, words, budget, method):
     r = post(served, "/retrieve", question=" ".join(words), user=user_of(groups), budget=budget, method=method)
-    assert_readable_only(served["ws"], groups, budget, r)
+    assert_readable_only(served["reader"], groups, budget, r)
 
 
-def assert_readable_only(ws, groups, budget: int, r: httpx.Response) -> None:
+def assert_readable_only(reader: Workspace, groups, budget: int, r: httpx.Response) -> None:
     """Every item is a document the groups may read, within budget, and its ranges are the document's text."""
     assert r.status_code == 200, r.text
-    snap = Workspace(ws).snapshot()
+    snap = reader.snapshot()
     acls, body = snap.current.acls, r.json()
     assert body["tokens"] <= budget
     texts = snap.catalog.document_texts([(i["doc_id"], i["doc_version"]) for i in body["items"]])
