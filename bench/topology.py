@@ -48,7 +48,8 @@ def wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout_s: float
 
 @contextmanager
 def s3_server():
-    """moto's S3-compatible server; yields the environment a pod gets (credentials, endpoint)."""
+    """moto's S3-compatible server (writes serialised, as S3's conditional writes are atomic: bench/moto_s3.py);
+    yields the environment a pod gets (credentials, endpoint)."""
     try:
         import boto3  # noqa: F401
         import moto.server  # noqa: F401
@@ -56,7 +57,7 @@ def s3_server():
         raise ServerMissing("moto's S3 server and boto3 are not installed: "
                             "pip install -e '.[dev,production]'") from None
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("moto_s3.py")), "127.0.0.1", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port, proc, "moto server")
