@@ -160,7 +160,7 @@ def _publish_table(con, folder: Path, table: str, key: tuple[str, ...], segments
 
 def published_keys(files: list[str], key: tuple[str, ...]) -> str:
     """SQL for the key and row hash of every live row over these segments: the newest per key, not a tombstone."""
-    listed = ", ".join("'" + quote(f) + "'" for f in files)
+    listed = sql_files(files)
     if len(files) == 1:  # a single segment (a table's first, or merged) holds one row per key
         return f"SELECT {', '.join(dict.fromkeys([*key, '_h']))} FROM read_parquet([{listed}]) WHERE NOT _gone"
     if not key:
@@ -183,7 +183,7 @@ def _merge(con, folder: Path, table: str, key_cols: str, segments: list[str], se
 
 def newest_rows(files: list[str], key_cols: str, columns=None) -> str:
     """SQL for the newest row of each key over these segments (of the given columns, or all)."""
-    listed = ", ".join("'" + quote(f) + "'" for f in files)
+    listed = sql_files(files)
     return (f"SELECT {', '.join(columns) if columns else '*'} FROM read_parquet([{listed}], union_by_name = true) "
             f"QUALIFY row_number() OVER (PARTITION BY {key_cols} ORDER BY _seq DESC) = 1")
 
@@ -197,10 +197,7 @@ def load_read_state(con: duckdb.DuckDBPyConnection, manifest: Path, schema: str 
     for table, files in read_manifest(manifest).items():
         key = ", ".join(READ_TABLES[table]) or "_h"
         if table == "texts":
-            listed = ", ".join("'" + quote(f) + "'" for f in files)
-            con.execute(f"CREATE VIEW {schema}.texts AS " + (
-                f"SELECT content_hash, text FROM read_parquet([{listed}])" if files else
-                "SELECT NULL::VARCHAR AS content_hash, NULL::VARCHAR AS text WHERE false"))
+            con.execute(f"CREATE VIEW {schema}.texts AS {texts_query(files)}")
             continue
         name = "doc_rows" if table == "documents" else table
         con.execute(f"CREATE TABLE {schema}.{name} AS SELECT * EXCLUDE (_h, _gone, _seq) FROM "
@@ -215,7 +212,7 @@ def _newest_over_base(files: list[str], key_cols: str) -> str:
     base = f"SELECT * FROM read_parquet(['{quote(files[0])}'])"
     if len(files) == 1:
         return base
-    later = ", ".join("'" + quote(f) + "'" for f in files[1:])
+    later = sql_files(files[1:])
     return (f"{base} ANTI JOIN (SELECT DISTINCT {key_cols} FROM read_parquet([{later}], union_by_name = true)) "
             f"USING ({key_cols}) UNION ALL BY NAME {newest_rows(files[1:], key_cols)}")
 
@@ -293,3 +290,15 @@ def _fsync(path: Path) -> None:
 
 def quote(value: str) -> str:
     return value.replace("'", "''")
+
+
+def sql_files(paths) -> str:
+    """Paths as the items of a quoted SQL list, for read_parquet([...])."""
+    return ", ".join("'" + quote(str(p)) + "'" for p in paths)
+
+
+def texts_query(paths: list) -> str:
+    """SQL for (content_hash, text) over these text files: the writer's and every reader's `texts` view."""
+    if not paths:
+        return "SELECT NULL::VARCHAR AS content_hash, NULL::VARCHAR AS text WHERE false"
+    return f"SELECT content_hash, text FROM read_parquet([{sql_files(paths)}])"

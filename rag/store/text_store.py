@@ -17,7 +17,15 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from rag.store.snapshot_files import SEGMENT_DIR, SNAPSHOT_DIR, NoSnapshot, quote, read_pointer, write_parquet
+from rag.store.snapshot_files import (
+    SEGMENT_DIR,
+    SNAPSHOT_DIR,
+    NoSnapshot,
+    read_pointer,
+    sql_files,
+    texts_query,
+    write_parquet,
+)
 
 MAX_FILES = 16
 DROPPED_SHARE = 0.25  # texts compress to ~0.4x of the raw text: rewriting a file costs less than keeping its dead rows
@@ -45,11 +53,7 @@ class TextStore:
 
     def refresh(self) -> None:
         """Point the `texts` view at the files the catalog lists now (inside the caller's transaction, if any)."""
-        names = self.names()
-        listed = ", ".join("'" + quote(str(self.folder / n)) + "'" for n in names)
-        source = (f"SELECT content_hash, text FROM read_parquet([{listed}])" if names else
-                  "SELECT NULL::VARCHAR AS content_hash, NULL::VARCHAR AS text WHERE false")
-        self.con.execute(f"CREATE OR REPLACE TEMP VIEW texts AS {source}")
+        self.con.execute(f"CREATE OR REPLACE TEMP VIEW texts AS {texts_query(self._paths(self.names()))}")
         self.con.execute(f"CREATE OR REPLACE TEMP VIEW {VIEW} AS SELECT d.*, t.text FROM documents d "
                          "LEFT JOIN texts t USING (content_hash)")
 
@@ -83,7 +87,7 @@ class TextStore:
         names = self.names()
         if not names:
             return
-        listed = ", ".join("'" + quote(str(self.folder / n)) + "'" for n in names)
+        listed = sql_files(self._paths(names))
         self.con.execute(
             "CREATE OR REPLACE TEMP TABLE _kept_hashes AS SELECT DISTINCT content_hash FROM documents "
             "WHERE status = 'current' OR valid_to IS NULL OR valid_to >= ?", [cutoff])
@@ -98,7 +102,7 @@ class TextStore:
             whole = sum(sizes.values()) - sizes[base] >= sizes[base]
             chosen += [n for n in rest if whole or n != base]
         if chosen:
-            files = ", ".join("'" + quote(str(self.folder / n)) + "'" for n in chosen)
+            files = sql_files(self._paths(chosen))
             self.con.execute("BEGIN")
             try:
                 self.con.execute("DELETE FROM text_files WHERE name IN (SELECT unnest(?::VARCHAR[]))", [chosen])
@@ -129,6 +133,9 @@ class TextStore:
             raise
         self.con.execute("COMMIT")
         self.con.execute("CHECKPOINT")
+
+    def _paths(self, names: list[str]) -> list[Path]:
+        return [self.folder / n for n in names]
 
     def _write(self, query: str, rows: int, refresh: bool = True) -> None:
         """One new file of these rows, named after the next publish, listed in the catalog."""

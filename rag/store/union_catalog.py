@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 
 from rag.store.catalog import Catalog, CatalogError
-from rag.store.snapshot_files import load_read_state
+from rag.store.snapshot_files import load_read_state, quote
 from rag.units.linking import LinkTargets
 
 _TABLES = ("documents", "units", "unit_members", "publish_log", "quarantine", "store_identity", "workspace_settings")
@@ -54,7 +54,7 @@ class UnionCatalog(Catalog):
         aliases = {}
         for i, (key, file) in enumerate(self.parts.items()):
             if str(file).endswith(".duckdb"):  # a whole-catalog copy, the format before segments
-                self.con.execute(f"ATTACH '{_quote(str(file))}' AS p{i} (READ_ONLY)")
+                self.con.execute(f"ATTACH '{quote(str(file))}' AS p{i} (READ_ONLY)")
             else:
                 self.con.execute(f"CREATE SCHEMA p{i}")
                 load_read_state(self.con, Path(file), f"p{i}")
@@ -77,7 +77,7 @@ class UnionCatalog(Catalog):
             for key, a in aliases.items():
                 if (a, table) not in present:
                     continue
-                extra = f", '{_quote(key)}' AS partition" if table in _PER_PARTITION else ""
+                extra = f", '{quote(key)}' AS partition" if table in _PER_PARTITION else ""
                 hide = " WHERE doc_id NOT IN (SELECT doc_id FROM shared_ids)" if table in (
                     "documents", "unit_members") else ""
                 selects.append(f"SELECT *{extra} FROM {a}.{table}{hide}")
@@ -96,7 +96,7 @@ class UnionCatalog(Catalog):
     def shared_places(self, doc_id: str | None = None) -> dict[str, list[tuple[str, str, str]]]:
         """Each hidden id (or just `doc_id`) → (partition, version, source path) of every partition publishing it."""
         union = " UNION ALL ".join(
-            f"SELECT doc_id, '{_quote(key)}' AS partition, version, source_path FROM {a}.documents "
+            f"SELECT doc_id, '{quote(key)}' AS partition, version, source_path FROM {a}.documents "
             "WHERE status = 'current' AND doc_id IN (SELECT doc_id FROM shared_ids)" for key, a in self._aliases.items())
         if not union:
             return {}
@@ -144,10 +144,6 @@ class UnionCatalog(Catalog):
 
     def publish_finished(self, publish_id: int) -> datetime:
         raise LookupError("publish numbers are per partition in a partitioned workspace; give --as-of a timestamp")
-
-
-def _quote(value: str) -> str:
-    return value.replace("'", "''")
 
 
 def shared_ids_markdown(shared: dict[str, list[tuple[str, str, str]]]) -> str:
