@@ -88,21 +88,15 @@ class VectorState:
             return whole
         found = self._ranges.get(groups)
         if found is None:
-            readable = np.fromiter((not groups.isdisjoint(s) for s in self.acl_sets), dtype=bool,
-                                   count=len(self.acl_sets))
             bounds = np.searchsorted(self.acl_ids, np.arange(len(self.acl_sets) + 1))
             found = []
-            for set_id in np.flatnonzero(readable):
+            for set_id in np.flatnonzero(readable_sets(self.acl_sets, groups)):
                 lo, hi = int(bounds[set_id]), int(bounds[set_id + 1])
                 if found and found[-1][1] == lo:
                     found[-1] = (found[-1][0], hi)
                 elif hi > lo:
                     found.append((lo, hi))
-            found = found if len(found) <= MAX_RANGES else whole
-            with self._lock:
-                if len(self._ranges) >= MASKS_KEPT:
-                    self._ranges.pop(next(iter(self._ranges)))
-                self._ranges[groups] = found
+            found = remember(self._ranges, self._lock, groups, found if len(found) <= MAX_RANGES else whole)
         return found
 
     def nearest(self, scores: np.ndarray, mask: np.ndarray, limit: int) -> np.ndarray:
@@ -120,13 +114,23 @@ def acl_mask(masks: dict, lock: threading.Lock, acl_sets: list[frozenset[str]], 
     group sets (callers repeat their group sets)."""
     found = masks.get(groups)
     if found is None:
-        readable = np.fromiter((not groups.isdisjoint(s) for s in acl_sets), dtype=bool, count=len(acl_sets))
-        found = readable[acl_ids] if len(acl_ids) else np.zeros(0, dtype=bool)
-        with lock:
-            if len(masks) >= MASKS_KEPT:
-                masks.pop(next(iter(masks)))
-            masks[groups] = found
+        found = remember(masks, lock, groups, readable_sets(acl_sets, groups)[acl_ids] if len(acl_ids)
+                         else np.zeros(0, dtype=bool))
     return found
+
+
+def readable_sets(acl_sets: list[frozenset[str]], groups: frozenset[str]) -> np.ndarray:
+    """Per ACL set, whether it admits one of the groups."""
+    return np.fromiter((not groups.isdisjoint(s) for s in acl_sets), dtype=bool, count=len(acl_sets))
+
+
+def remember(cache: dict, lock: threading.Lock, key, value):
+    """`value`, kept in `cache` under `key`; the oldest entry makes room past MASKS_KEPT."""
+    with lock:
+        if len(cache) >= MASKS_KEPT:
+            cache.pop(next(iter(cache)))
+        cache[key] = value
+    return value
 
 
 def load_state(index: SubchunkIndex, previous: VectorState | None = None) -> VectorState:
