@@ -5,6 +5,7 @@ thread per request, so two concurrent swaps of one pointer could both win. Write
 stay concurrent), which is the guarantee the snapshot pointer's compare-and-swap relies on.
 """
 import os
+import signal
 import sys
 import threading
 
@@ -28,5 +29,7 @@ class SerialisedWrites:
 if __name__ == "__main__":
     host, port = sys.argv[1], int(sys.argv[2])
     os.environ.setdefault("MOTO_PORT", str(port))
+    for sig in (signal.SIGTERM, signal.SIGINT):  # a test worker may start it with these ignored (inherited)
+        signal.signal(sig, lambda *_: sys.exit(0))
     run_simple(host, port, SerialisedWrites(DomainDispatcherApplication(create_backend_app)), threaded=True,
                request_handler=MotoRequestHandler)
