@@ -7,6 +7,8 @@ revised text and the workspace is re-published. After the first ingest and after
 reports bytes on disk per component (writer catalog, published read state, LanceDB, the rest) ÷ raw text
 (UTF-8 bytes of the current documents' titles and texts); then once more after LanceDB's maintenance with a zero
 retention, i.e. what stays once the as-of horizon (RAG_INDEX_RETENTION_DAYS, 7 days) has passed the re-publishes.
+Each re-publish also reports the bytes each index operation left in each LanceDB table (rows added, rows deleted
+with the vectors they move to the cache, the upkeep after the publish) and the tables' live and physical rows.
 
 `--scale N` adds a workspace of N documents: the three corpora's 15,934 documents replicated under new ids
 (`r<k>:<doc_id>`, same titles and texts, so every copy forms units of its own). It is built once (cached in
@@ -57,6 +59,7 @@ from rag.units.linking import mentioned_titles  # noqa: E402
 BENCHMARKS = benchmarks_root()  # the bundled slices unless $RAG_BENCHMARKS or --benchmarks names the full corpora
 NAMES = ["hotpotqa", "musique", "2wikimultihopqa"]
 ROUNDS, SHARE = 5, 0.10
+LANCE_WRITES: "LanceWrites"
 
 
 def fake_embed(texts: list[str]) -> np.ndarray:
@@ -74,6 +77,35 @@ def written_bytes() -> int:
         if line.startswith("wchar:"):
             return int(line.split()[1])
     return 0
+
+
+class LanceWrites:
+    """Bytes each index operation leaves on disk, per table: rows added, rows deleted (with the vectors they move to
+    the cache), and the upkeep after a publish (indexes, compaction, cleanup of versions past the retention)."""
+
+    OPS = {"add": "add", "remove_units": "remove", "ensure_indexes": "upkeep"}
+
+    def __init__(self):
+        self.bytes: dict[str, int] = {}
+        timed = self
+        for method, op in self.OPS.items():
+            def wrapper(index, *args, _orig=getattr(SubchunkIndex, method), _op=op, **kwargs):
+                before = timed.tables(index.uri)
+                try:
+                    return _orig(index, *args, **kwargs)
+                finally:
+                    for table, size in timed.tables(index.uri).items():
+                        key = f"{_op}:{table}"
+                        timed.bytes[key] = timed.bytes.get(key, 0) + size - before.get(table, 0)
+            setattr(SubchunkIndex, method, wrapper)
+
+    @staticmethod
+    def tables(uri: str) -> dict[str, int]:
+        return {t.stem: bytes_on_disk(t) for t in Path(uri).glob("*.lance")}
+
+    def take(self) -> dict[str, int]:
+        out, self.bytes = {k: v for k, v in sorted(self.bytes.items()) if v}, {}
+        return out
 
 
 class Timed:
@@ -192,16 +224,33 @@ def corpus(name: str, counter, tmp: Path) -> dict:
     out = {"documents": len(records), "first_ingest_s": round(time.perf_counter() - t, 1), **first_run,
            "after_first_ingest": components(ws), "mention_lookup": mention_lookup(ws / "catalog.duckdb")}
     print(f"{name}: mention lookup {out['mention_lookup']}", flush=True)
-    edited = []
+    edited, rounds = [], []
+    LANCE_WRITES.take()
     for round_no in range(1, ROUNDS + 1):
         edited.append(revise(records, round_no))
         write_jsonl(source, records)
-        ingest(ws, source, counter)
+        run = ingest(ws, source, counter)
+        rounds.append({"edited": edited[-1], **run, "lancedb_bytes_by_operation": LANCE_WRITES.take(),
+                       "lancedb_rows": lance_rows(ws / "lancedb")})
+        print(f"{name} round {round_no}: {rounds[-1]}", flush=True)
     out["edited_per_round"] = edited
+    out["rounds"] = rounds
     out["after_republishes"] = components(ws)
     out["after_retention"] = past_retention(ws)
     print(f"{name}: {out['after_first_ingest']['ratio']}× after the first ingest, "
           f"{out['after_republishes']['ratio']}× after {ROUNDS} re-publishes of {SHARE:.0%}", flush=True)
+    return out
+
+
+def lance_rows(uri: Path) -> dict:
+    """Per table: live rows, rows in its data files (deleted ones included) and fragments, at the latest version."""
+    import lance
+
+    out = {}
+    for path in sorted(uri.glob("*.lance")):
+        fragments = lance.dataset(str(path)).get_fragments()
+        out[path.stem] = {"live": sum(f.count_rows() for f in fragments),
+                          "physical": sum(f.physical_rows for f in fragments), "fragments": len(fragments)}
     return out
 
 
@@ -404,7 +453,8 @@ def main() -> None:
     BENCHMARKS = benchmarks_option(parser, args)
     if args.deleted_share is not None:
         index_module.DELETED_SHARE = args.deleted_share
-    counter, timer = default_counter(), Timed()
+    global LANCE_WRITES
+    counter, timer, LANCE_WRITES = default_counter(), Timed(), LanceWrites()
     results: dict = {"code": str(REPO), "benchmarks": str(BENCHMARKS), "rounds": ROUNDS, "share": SHARE,
                      "deleted_share": getattr(index_module, "DELETED_SHARE", None), "corpora": {},
                      "command": "python " + " ".join(sys.argv)}
