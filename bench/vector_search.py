@@ -1,8 +1,9 @@
 """Sub-chunk search at 110K and 1M rows with a 20% ACL pre-filter: the in-memory matrix against LanceDB.
 
 The rows are a workspace's real MiniLM vectors replicated (each copy with a little noise, unit length again)
-into a LanceDB table per size with the normal schema and indexes (label list on acl, IVF_HNSW_SQ on the vectors
-from 50K rows), each row readable by one of five groups. Queries are questions (the sample questions by default)
+into a LanceDB table per size with the normal schema, each row readable by one of five groups (for the LanceDB
+modes, a float16 table with a label list on acl and IVF_HNSW_SQ on the vectors, as the index was before its vectors
+became int8, which LanceDB cannot search with a float query). Queries are questions (the sample questions by default)
 embedded with the workspace's embedder, searched as a caller of one group (20% of the rows). Interleaved per query:
 - memory: `rag.retrieval.vectors` (float32 matrix built from the table, mask per group set, one matrix product);
 - lance-flat: LanceDB's exact search with the pre-filter (`bypass_vector_index`);
@@ -33,7 +34,7 @@ sys.path.insert(1, str(REPO))
 from rag.models.embedders import load_embedder  # noqa: E402
 from rag.retrieval.vectors import load_state  # noqa: E402
 from rag.sources.benchmarks import load_questions  # noqa: E402
-from rag.store.index import SubchunkIndex, schema  # noqa: E402
+from rag.store.index import TABLE, SubchunkIndex, schema, vector_array  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
 
 GROUPS = 5
@@ -54,20 +55,26 @@ def build(uri: Path, vectors: np.ndarray, indexes: bool = True) -> tuple[Subchun
     if index.count() == len(vectors):
         return index, 0.0
     index.reset("minilm")
+    if indexes:
+        float16 = pa.field("vector", pa.list_(pa.float16(), vectors.shape[1]))
+        index.table = index.db.create_table(TABLE, schema=pa.schema(
+            [float16 if f.name == "vector" else f for f in schema()]), mode="overwrite")
     start = time.perf_counter()
-    dim = vectors.shape[1]
     for lo in range(0, len(vectors), 100_000):
         n = min(100_000, len(vectors) - lo)
         ids = [f"u{i}" for i in range(lo, lo + n)]
-        flat = pa.array(np.ascontiguousarray(vectors[lo:lo + n], dtype=np.float16).ravel())
         index.table.add(pa.table({
             "chunk_id": ids, "unit_key": [f"{i}@1" for i in ids], "unit_id": ids, "unit_version": [1] * n,
             "doc_id": ids, "doc_version": ["1"] * n, "part": [0] * n,
             "acl": [[f"group-{i % GROUPS}"] for i in range(lo, lo + n)], "collection": ["bench"] * n,
             "char_start": [0] * n, "char_end": [100] * n, "tokens": [25] * n, "text_hash": ids,
-            "vector": pa.FixedSizeListArray.from_arrays(flat, dim)}, schema=schema()))
+            "vector": vector_array(vectors[lo:lo + n], index.table.schema.field("vector").type)},
+            schema=index.table.schema))
     if indexes:
-        index.ensure_indexes()
+        from lancedb.index import IvfHnswSq, LabelList
+
+        index.table.create_index("acl", config=LabelList(), name="acl_idx")
+        index.table.create_index("vector", config=IvfHnswSq(distance_type="cosine"), name="vector_idx")
     return index, time.perf_counter() - start
 
 

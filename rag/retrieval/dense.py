@@ -1,4 +1,4 @@
-"""Sub-chunk search for LongRAG and short chunks: the snapshot's in-memory vectors, or LanceDB for past versions."""
+"""Sub-chunk search for LongRAG and short chunks: in-memory vectors of the snapshot's table version or a past one."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,7 +10,6 @@ import numpy as np
 from rag.retrieval.callers import Caller
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.vectors import VectorState
-from rag.store.index import SubchunkIndex
 
 
 class Hit(NamedTuple):
@@ -22,14 +21,6 @@ class Hit(NamedTuple):
     start: int
     end: int
     score: float
-
-
-def search(index: SubchunkIndex, query_vector: np.ndarray, caller: Caller, limit: int) -> list[Hit]:
-    table = index.search(query_vector, sorted(caller.groups), limit)
-    cols = {name: table.column(name).to_pylist() for name in ("unit_key", "doc_id", "part", "char_start", "char_end")}
-    scores = 1.0 - table.column("_distance").to_numpy()
-    return [Hit(k, d, p, s, e, float(sc)) for k, d, p, s, e, sc in
-            zip(cols["unit_key"], cols["doc_id"], cols["part"], cols["char_start"], cols["char_end"], scores)]
 
 
 def rescore(snap: Snapshot, query: np.ndarray, caller: Caller, unit_keys: list[str],
@@ -47,16 +38,20 @@ def rescore(snap: Snapshot, query: np.ndarray, caller: Caller, unit_keys: list[s
 
 def nearest(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int,
             as_of: datetime | None = None) -> tuple[list[Hit], "Dense | None"]:
-    """The nearest readable sub-chunks: from memory for the current snapshot, from LanceDB (the index of record)
-    at a past version; the in-memory scores come back for re-use, None for a past version."""
+    """The nearest readable sub-chunks, scored in memory alike for the current snapshot and a past version; the
+    scores come back for re-use, None for a past version (its candidate units are rescored from its rows)."""
     if as_of is None:
         return dense_hits(snap, query, caller, limit)
-    return search(snap.index_at(as_of), query, caller, limit), None
+    return state_hits(snap.vectors_at(as_of), query, caller, limit)[0], None
 
 
 def dense_hits(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int) -> tuple[list[Hit], "Dense"]:
     """The nearest readable sub-chunks from the snapshot's in-memory vectors, and the scores for re-use."""
-    state = snap.vectors
+    return state_hits(snap.vectors, query, caller, limit)
+
+
+def state_hits(state: VectorState, query: np.ndarray, caller: Caller, limit: int) -> tuple[list[Hit], "Dense"]:
+    """The nearest sub-chunks of these in-memory rows that the caller may read, and the scores for re-use."""
     scores, mask = state.scores(query, caller.groups), state.mask(caller.groups)
     dense = Dense(state, scores, mask, state.nearest(scores, mask, limit))
     return dense.hits(dense.near), dense

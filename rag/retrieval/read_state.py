@@ -17,6 +17,8 @@ from rag.models.embedders import workspace_embedder_name
 from rag.retrieval.lexical import LexicalIndex, lexical_index
 from rag.retrieval.members import MemberTable, member_table
 from rag.retrieval.vectors import VectorState, load_state, union
+
+PAST_STATES_KEPT = 4  # past table versions whose in-memory vectors are kept for as-of reads
 from rag.store.catalog import Catalog
 from rag.store.index import SubchunkIndex
 from rag.store.index_union import IndexUnion
@@ -38,6 +40,7 @@ class SharedCache:
     units: dict[str, "UnitRows"] = field(default_factory=dict)
     states: dict[str, tuple[int, "CurrentState"]] = field(default_factory=dict)  # partition → (snapshot seq, state)
     vectors: dict[str, tuple[int, VectorState]] = field(default_factory=dict)  # index URI → (table version, rows)
+    past: dict[tuple[str, int], VectorState] = field(default_factory=dict)  # (index URI, past version) → rows
 
 
 @dataclass(frozen=True)
@@ -238,6 +241,23 @@ class Snapshot:
             if version != index.version:
                 state = load_state(index, state)
                 self._shared.vectors[index.uri] = (index.version, state)
+            states.append(state)
+        return states[0] if len(states) == 1 else union(states, self.index.dimension)
+
+    def vectors_at(self, as_of: datetime) -> VectorState:
+        """The in-memory vectors of the index as the last publish before `as_of` left it: the units it shares with
+        the current version are taken from memory, the others read; the last PAST_STATES_KEPT are kept."""
+        index = self.index_at(as_of)
+        parts = index.parts if isinstance(index, IndexUnion) else {"": index}
+        states = []
+        for part in parts.values():
+            key = (part.uri, part.version)
+            state = self._shared.past.get(key)
+            if state is None:
+                state = load_state(part, self._shared.vectors.get(part.uri, (None, None))[1])
+                if len(self._shared.past) >= PAST_STATES_KEPT:
+                    self._shared.past.pop(next(iter(self._shared.past)), None)
+                self._shared.past[key] = state
             states.append(state)
         return states[0] if len(states) == 1 else union(states, self.index.dimension)
 

@@ -1,9 +1,9 @@
 """The serving copy of a snapshot's sub-chunk vectors: one unit-length float16 matrix in memory per snapshot.
 
 LanceDB stays the index of record (what is published and versioned); this copy is derived from the table
-version a snapshot pins, so exact search is one pass of dot products and the ACL pre-filter is a boolean mask,
-computed once per group set. Search reads memory, not arithmetic, at scale, so the matrix keeps the index's
-half precision (half the bytes of float32; SIMD kernels accumulate in float32) and its rows lie grouped by ACL
+version a snapshot pins (or an as-of read asks for), so exact search is one pass of dot products and the ACL
+pre-filter is a boolean mask, computed once per group set. Search reads memory, not arithmetic, at scale, so the
+matrix is half precision (half the bytes of float32; SIMD kernels accumulate in float32) and its rows lie grouped by ACL
 set: a caller's readable rows are a few contiguous ranges, and only those are read. A unit version's rows never
 change, so the next snapshot's copy keeps the rows of the units it shares with the previous one and reads only
 the new units' rows: building it costs what changed.
@@ -171,7 +171,8 @@ def _read(index: SubchunkIndex, dataset, keys: pa.Array, everything: bool) -> Ve
 
 
 def _unit_rows(column: pa.ChunkedArray, dimension: int) -> np.ndarray:
-    """The vectors as a float16 matrix, each row scaled to unit length in float32 first, a block at a time."""
+    """The stored vectors (int8, float16 or float32) as a float16 matrix, each row scaled to unit length in float32
+    first, a block at a time."""
     stored = column.combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, dimension)
     out = np.empty(stored.shape, dtype=np.float16)
     for lo in range(0, len(stored), BLOCK_ROWS):

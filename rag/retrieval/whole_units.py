@@ -12,7 +12,7 @@ from datetime import datetime
 
 from rag.retrieval.callers import Caller
 from rag.retrieval.context import ContextItem, RetrievalResult
-from rag.retrieval.dense import best_hit_per_member, maxp, rescore, search
+from rag.retrieval.dense import best_hit_per_member, maxp, nearest, rescore
 from rag.retrieval.longrag import LongRAGConfig
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
@@ -33,7 +33,7 @@ def rank_units(snap: Snapshot, req: Request, tools: Tools, config: LongRAGConfig
     """Whole readable units by dense MaxP, exact over each candidate unit's readable sub-chunks."""
     start, caller, as_of = time.perf_counter(), req.caller, req.as_of
     query = tools.embedder.encode_query(req.question)
-    hits = search(snap.index_at(as_of), query, caller, config.overfetch)
+    hits, _ = nearest(snap, query, caller, config.overfetch, as_of)
     candidates = list(maxp(hits))[: config.max_units]
     hits += rescore(snap, query, caller, candidates, as_of)
     ranked = maxp([h for h in hits if h.unit_key in set(candidates)])

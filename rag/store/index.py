@@ -17,12 +17,15 @@ from rag.units.subchunk_recipe import LEGACY_RECIPE, SubchunkRecipe
 
 TABLE = "subchunks"
 CACHE_TABLE = "vector_cache"
-# Table versions older than this are removed at the next publish: as-of reads reach back this far.
-VECTOR_INDEX_MIN_ROWS = 50_000  # below this a flat scan answers in a few ms (STACK.md)
+# Indexes this code no longer builds: every read scores the rows in memory (rag.retrieval.vectors), so they only
+# cost bytes and upkeep; a table that has them loses them at its next publish.
+UNUSED_INDEXES = ("vector_idx", "acl_idx")
 MAX_FRAGMENTS = 16  # rows of the newest publishes sit in fragments of their own until there are this many
 DELETED_SHARE = 0.5  # a fragment is rewritten without its deleted rows once they are this share of it
-# Half precision halves the index (vectors dominate it) and changes cosine scores by ~1e-3.
-VECTOR_TYPE = pa.float16()
+# A new table's vectors: each row scaled so its largest component is ±127 and rounded. Every read scales rows to unit
+# length (cosine ignores scale), so no scale is stored; a quarter of float32, half of the float16 tables before it.
+# A table keeps the type it was created with (float16 and float32 tables are read and written as they are).
+VECTOR_TYPE = pa.int8()
 
 
 def schema(dimension: int = DIMENSION, embedder: str = DEFAULT_EMBEDDER,
@@ -176,8 +179,7 @@ class SubchunkIndex:
             return
         cols = {name: [getattr(r, name) for r in rows] for name in SCHEMA.names if name != "vector"}
         cols["acl"] = [list(a) for a in cols["acl"]]
-        flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float16).ravel())
-        cols["vector"] = pa.FixedSizeListArray.from_arrays(flat, self.dimension)
+        cols["vector"] = vector_array(vectors, self.table.schema.field("vector").type)
         self.table.add(pa.table(cols, schema=self.table.schema))
 
     def remove_units(self, unit_keys: set[str]) -> int:
@@ -201,6 +203,8 @@ class SubchunkIndex:
             leaving = [int(i) for i in first if hashes[i] not in kept]
             if leaving:
                 rows = gone.take(pa.array(leaving))
+                rows = rows.set_column(1, "vector", vector_array(_matrix(rows.column("vector"), self.dimension),
+                                                                 self.cache.schema.field("vector").type))
                 if "cached_at" in self.cache.schema.names:
                     rows = rows.append_column("cached_at", pa.array([datetime.now(timezone.utc).replace(tzinfo=None)]
                                                                     * rows.num_rows, pa.timestamp("us")))
@@ -208,27 +212,15 @@ class SubchunkIndex:
         self.table.delete(f"unit_key IN ({_sql_list(unit_keys)})")
         return gone.num_rows
 
-    def search(self, vector: np.ndarray, groups: list[str], limit: int) -> pa.Table:
-        """Nearest sub-chunks among rows whose ACL admits one of the groups (the pre-filter of rule 1)."""
-        if len(vector) != self.dimension:
-            raise ValueError(f"{self.uri}: the query vector has {len(vector)} dimensions but the index holds "
-                             f"{self.dimension} ({self.embedder}); embed questions with the workspace's embedder")
-        where = f"array_has_any(acl, [{_sql_list(groups)}])"
-        return (self.table.search(np.asarray(vector, dtype=np.float32)).distance_type("cosine")
-                .where(where, prefilter=True).limit(limit).select(SEARCH_COLUMNS + ["_distance"]).to_arrow())
-
     def ensure_indexes(self) -> None:
-        """Label-list index on acl for the pre-filter; a vector index once a flat scan gets slow."""
-        from lancedb.index import BTree, IvfHnswSq, LabelList
+        """A B-tree on unit_key for the look-ups of units' rows, and the maintenance after a publish."""
+        from lancedb.index import BTree
 
         names = {i.name for i in self.table.list_indices()}
-        rows = self.table.count_rows()
-        if rows and "acl_idx" not in names:
-            self.table.create_index("acl", config=LabelList(), name="acl_idx")
-        if rows and "unit_key_idx" not in names:
+        for name in names.intersection(UNUSED_INDEXES):
+            self.table.drop_index(name)
+        if self.table.count_rows() and "unit_key_idx" not in names:
             self.table.create_index("unit_key", config=BTree(), name="unit_key_idx")
-        if rows >= VECTOR_INDEX_MIN_ROWS and "vector_idx" not in names:
-            self.table.create_index("vector", config=IvfHnswSq(distance_type="cosine"), name="vector_idx")
         elif names:
             self.maintain()
 
@@ -279,6 +271,17 @@ class SubchunkIndex:
         """What the consistency checks compare with the catalog, for every row."""
         return self.table.to_lance().to_table(columns=["unit_key", "doc_id", "doc_version", "part", "acl",
                                                        "char_start", "char_end", "text_hash"])
+
+
+def vector_array(vectors: np.ndarray, list_type: pa.FixedSizeListType) -> pa.FixedSizeListArray:
+    """Vectors as a column of this list type: int8 rows scaled so their largest component is ±127 (a row that was
+    quantised so already comes back unchanged), float rows cast."""
+    values = np.asarray(vectors, dtype=np.float32)
+    if pa.types.is_integer(list_type.value_type):
+        peak = np.maximum(np.abs(values).max(axis=1, keepdims=True, initial=0.0), 1e-12)
+        values = np.rint(values * (127.0 / peak))
+    flat = np.ascontiguousarray(values, dtype=list_type.value_type.to_pandas_dtype()).ravel()
+    return pa.FixedSizeListArray.from_arrays(pa.array(flat), list_type.list_size)
 
 
 def _matrix(column: pa.ChunkedArray, dimension: int) -> np.ndarray:

@@ -9,7 +9,7 @@ from rag.store.index import SubchunkIndex
 
 
 class IndexUnion:
-    """Read-only; the nearest rows of all partitions are the nearest of each partition's nearest."""
+    """Read-only: each partition's table at its version, read as one."""
 
     def __init__(self, parts: dict[str, SubchunkIndex]):
         self.parts = parts
@@ -44,14 +44,6 @@ class IndexUnion:
         """The partitions as these versions left them (an as-of read); partitions absent did not exist yet."""
         return IndexUnion({k: self.parts[k].as_of(v) if v is not None else self.parts[k]
                            for k, v in versions.items() if k in self.parts})
-
-    def search(self, vector: np.ndarray, groups: list[str], limit: int) -> pa.Table:
-        found = [p.search(vector, groups, limit) for p in self.parts.values()]
-        if not found:
-            return _empty()
-        merged = pa.concat_tables(found)
-        order = np.argsort(merged.column("_distance").to_numpy(), kind="stable")[:limit]
-        return merged.take(pa.array(order, pa.int64()))
 
     def rows_of_units(self, unit_keys: list[str]) -> tuple[pa.Table, np.ndarray]:
         if not self.parts:

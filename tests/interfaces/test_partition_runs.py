@@ -58,6 +58,7 @@ def state(workspace, key):
         catalog.close()
     rows = SubchunkIndex(s.lance_uri).table.to_arrow().sort_by("chunk_id")
     vectors = np.asarray(rows.column("vector").to_pylist(), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)  # int8 at rest: compare directions (one step ~2e-3)
     return (docs, units, members, rows.drop_columns(["vector"]).to_pylist()), vectors
 
 
@@ -83,7 +84,7 @@ def test_two_partitions_run_in_parallel_processes_and_publish_what_one_serial_ru
         want, want_vectors = state(serial, key)
         got, got_vectors = state(parallel, key)
         assert got == want
-        assert np.allclose(got_vectors, want_vectors, atol=2e-3)
+        assert np.allclose(got_vectors, want_vectors, atol=4e-3)
     assert sorted(Workspace(parallel).snapshot().parts) == PAIR
 
 

@@ -7,7 +7,7 @@ from test_longrag import GROUPS, WORDS, uncommitted
 from rag.models.tokens import default_counter
 from rag.query.methods import method as registered
 from rag.retrieval.callers import Caller
-from rag.retrieval.dense import maxp, search
+from rag.retrieval.dense import maxp, nearest
 from rag.retrieval.request import Request, Tools
 
 
@@ -64,7 +64,7 @@ def test_units_are_ranked_by_their_best_subchunk(sample, embedder):
     groups, question = GROUPS, "Which error code means the gateway cache is full?"
     snap, result = run(sample, embedder, question, groups, 100_000)
     caller = Caller(frozenset(groups))
-    hits = search(snap.index, embedder.encode_query(question), caller, 200)
+    hits, _ = nearest(snap, embedder.encode_query(question), caller, 200)
     scores = [next(i.score for i in result.items if i.unit_id == u) for u in dict.fromkeys(i.unit_id for i in result.items)]
     assert scores == sorted(scores, reverse=True)
     assert result.items[0].unit_id == next(iter(maxp(hits))).split("@")[0]

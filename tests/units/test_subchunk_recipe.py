@@ -81,6 +81,7 @@ def test_a_vector_stands_for_the_title_and_its_sub_chunk_while_offsets_point_int
         chunk = text[r["char_start"]:r["char_end"]]
         assert chunk.strip() and not chunk.startswith(title + "\n")   # the stored range is the document's own text
         vector = np.asarray(r["vector"], dtype=np.float32)
+        vector /= np.linalg.norm(vector)  # stored as int8, scaled so its largest component is 127
         titled, bare = embedder.encode([embedded_text(title, chunk), chunk])
         assert float(vector @ titled) > 0.999 > float(vector @ bare)
     assert consistency.index_rows_match_catalog(catalog, index).passed
