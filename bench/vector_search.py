@@ -34,7 +34,8 @@ sys.path.insert(1, str(REPO))
 from rag.models.embedders import load_embedder  # noqa: E402
 from rag.retrieval.vectors import load_state  # noqa: E402
 from rag.sources.benchmarks import load_questions  # noqa: E402
-from rag.store.index import TABLE, SubchunkIndex, schema, vector_array  # noqa: E402
+from rag.store.index import TABLE, SubchunkIndex, schema  # noqa: E402
+from rag.store.text_vectors import vector_array  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
 
 GROUPS = 5
@@ -55,21 +56,25 @@ def build(uri: Path, vectors: np.ndarray, indexes: bool = True) -> tuple[Subchun
     if index.count() == len(vectors):
         return index, 0.0
     index.reset("minilm")
-    if indexes:
+    if indexes:  # LanceDB searches float vectors held in the rows: the table as it was before int8 vectors apart
         float16 = pa.field("vector", pa.list_(pa.float16(), vectors.shape[1]))
-        index.table = index.db.create_table(TABLE, schema=pa.schema(
-            [float16 if f.name == "vector" else f for f in schema()]), mode="overwrite")
+        index.table = index.db.create_table(TABLE, schema=pa.schema([*schema(), float16]), mode="overwrite")
     start = time.perf_counter()
     for lo in range(0, len(vectors), 100_000):
         n = min(100_000, len(vectors) - lo)
         ids = [f"u{i}" for i in range(lo, lo + n)]
-        index.table.add(pa.table({
+        rows = {
             "chunk_id": ids, "unit_key": [f"{i}@1" for i in ids], "unit_id": ids, "unit_version": [1] * n,
             "doc_id": ids, "doc_version": ["1"] * n, "part": [0] * n,
             "acl": [[f"group-{i % GROUPS}"] for i in range(lo, lo + n)], "collection": ["bench"] * n,
-            "char_start": [0] * n, "char_end": [100] * n, "tokens": [25] * n, "text_hash": ids,
-            "vector": vector_array(vectors[lo:lo + n], index.table.schema.field("vector").type)},
-            schema=index.table.schema))
+            "char_start": [0] * n, "char_end": [100] * n, "tokens": [25] * n, "text_hash": ids}
+        held = index.table if indexes else index.vectors
+        stored = vector_array(vectors[lo:lo + n], held.schema.field("vector").type)
+        if indexes:
+            rows["vector"] = stored
+        else:
+            index.vectors.add(pa.table({"text_hash": ids, "vector": stored}, schema=index.vectors.schema))
+        index.table.add(pa.table(rows, schema=index.table.schema))
     if indexes:
         from lancedb.index import IvfHnswSq, LabelList
 

@@ -153,16 +153,13 @@ def load_state(index: SubchunkIndex, previous: VectorState | None = None) -> Vec
 
 
 def _read(index: SubchunkIndex, dataset, keys: pa.Array, everything: bool) -> VectorState:
-    columns = [*SEARCH_COLUMNS, "acl", "vector"]
-    if everything:
-        data = dataset.to_table(columns=columns)
-    elif len(keys):
-        data = dataset.to_table(columns=columns, filter=pc.is_in(pc.field("unit_key"), keys))
-    else:
-        data = None
-    if data is None or data.num_rows == 0:
+    if not everything and not len(keys):
         return _empty(index.dimension)
-    matrix = _unit_rows(data.column("vector"), index.dimension)
+    data, vectors = index.rows([*SEARCH_COLUMNS, "acl"], None if everything else pc.is_in(pc.field("unit_key"), keys),
+                               dataset)
+    if data.num_rows == 0:
+        return _empty(index.dimension)
+    matrix = _unit_rows(vectors, index.dimension)
     acl_sets: dict[frozenset[str], int] = {}
     acl_ids = np.fromiter((acl_sets.setdefault(frozenset(a), len(acl_sets)) for a in data.column("acl").to_pylist()),
                           dtype=np.int32, count=data.num_rows)
@@ -170,10 +167,10 @@ def _read(index: SubchunkIndex, dataset, keys: pa.Array, everything: bool) -> Ve
                        _ints(data, "char_start"), _ints(data, "char_end"), acl_ids, list(acl_sets))
 
 
-def _unit_rows(column: pa.ChunkedArray, dimension: int) -> np.ndarray:
+def _unit_rows(column: pa.Array, dimension: int) -> np.ndarray:
     """The stored vectors (int8, float16 or float32) as a float16 matrix, each row scaled to unit length in float32
     first, a block at a time."""
-    stored = column.combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, dimension)
+    stored = column.flatten().to_numpy(zero_copy_only=False).reshape(-1, dimension)
     out = np.empty(stored.shape, dtype=np.float16)
     for lo in range(0, len(stored), BLOCK_ROWS):
         block = stored[lo:lo + BLOCK_ROWS].astype(np.float32)

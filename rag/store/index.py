@@ -1,8 +1,8 @@
-"""The sub-chunk index: one LanceDB row per sub-chunk, keyed by unit version, ACL as a list column."""
+"""The sub-chunk index: one LanceDB row per sub-chunk, keyed by unit version, ACL as a list column; the vectors
+apart, one per text (rag.store.text_vectors)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -13,38 +13,40 @@ from rag.models.embedders import DEFAULT_EMBEDDER, DIMENSION, EMBEDDERS
 from rag.store.lance_table import PinnedTable
 from rag.store.object_store import is_object_uri
 from rag.store.settings import as_of_retention
+from rag.store.text_vectors import (
+    DEPARTED_SCHEMA,
+    DEPARTED_TABLE,
+    VECTORS_TABLE,
+    aligned,
+    append_new,
+    by_hash,
+    expire,
+    mark_departed,
+    matrix,
+    sql_list,
+    vectors_schema,
+)
 from rag.units.subchunk_recipe import LEGACY_RECIPE, SubchunkRecipe
 
 TABLE = "subchunks"
-CACHE_TABLE = "vector_cache"
+CACHE_TABLE = "vector_cache"  # before the vectors table: vectors of texts that left, moved there at the next publish
 # Indexes this code no longer builds: every read scores the rows in memory (rag.retrieval.vectors), so they only
 # cost bytes and upkeep; a table that has them loses them at its next publish.
 UNUSED_INDEXES = ("vector_idx", "acl_idx")
 MAX_FRAGMENTS = 16  # rows of the newest publishes sit in fragments of their own until there are this many
 DELETED_SHARE = 0.5  # a fragment is rewritten without its deleted rows once they are this share of it
-# A new table's vectors: each row scaled so its largest component is ±127 and rounded. Every read scales rows to unit
-# length (cosine ignores scale), so no scale is stored; a quarter of float32, half of the float16 tables before it.
-# A table keeps the type it was created with (float16 and float32 tables are read and written as they are).
-VECTOR_TYPE = pa.int8()
 
 
-def schema(dimension: int = DIMENSION, embedder: str = DEFAULT_EMBEDDER,
-           recipe: str = SubchunkRecipe().name) -> pa.Schema:
-    """The sub-chunk table's schema; the vector width follows the embedder, whose name the table carries, with
-    the name of the recipe its rows were cut and embedded by."""
+def schema(embedder: str = DEFAULT_EMBEDDER, recipe: str = SubchunkRecipe().name) -> pa.Schema:
+    """The sub-chunk table's schema; it names the embedder whose space its texts' vectors are in and the recipe its
+    rows were cut by. A table from before the vectors table holds a `vector` column as well (read alike)."""
     return pa.schema([
         ("chunk_id", pa.string()), ("unit_key", pa.string()), ("unit_id", pa.string()),
         ("unit_version", pa.int32()), ("doc_id", pa.string()), ("doc_version", pa.string()),
         ("part", pa.int32()), ("acl", pa.list_(pa.string())), ("collection", pa.string()),
         ("char_start", pa.int32()), ("char_end", pa.int32()), ("tokens", pa.int32()),
-        ("text_hash", pa.string()), ("vector", pa.list_(VECTOR_TYPE, dimension)),
+        ("text_hash", pa.string()),
     ], metadata={"embedder": embedder, "subchunk_recipe": recipe})
-
-
-def cache_schema(dimension: int = DIMENSION, embedder: str = DEFAULT_EMBEDDER) -> pa.Schema:
-    """Vectors of texts that left the table, with when they left (a cache from before that: kept for good)."""
-    return pa.schema([("text_hash", pa.string()), ("vector", pa.list_(VECTOR_TYPE, dimension)),
-                      ("cached_at", pa.timestamp("us"))], metadata={"embedder": embedder})
 
 
 SCHEMA = schema()
@@ -71,7 +73,8 @@ class SubchunkRow:
 
 
 class SubchunkIndex:
-    """Rows are written before the catalog makes their unit current, and deleted after it retires it."""
+    """Rows are written before the catalog makes their unit current, and deleted after it retires it; a text's
+    vector is stored before the first row that holds it."""
 
     def __init__(self, uri: str | Path):
         import lancedb  # imported by writers only: a reader of the current snapshot needs Lance alone (PinnedTable)
@@ -79,7 +82,9 @@ class SubchunkIndex:
         self.uri = str(uri)
         self.db = lancedb.connect(self.uri)
         self.table = self._open(TABLE, schema())
-        self.cache = self._open(CACHE_TABLE, cache_schema())
+        dimension = self.table.schema.field("vector").type.list_size if self.in_rows else DIMENSION
+        self._vectors = self._open(VECTORS_TABLE, vectors_schema(dimension, self.embedder))
+        self.departed = self._open(DEPARTED_TABLE, DEPARTED_SCHEMA)
 
     def _open(self, name: str, schema: pa.Schema, replace: bool = False):
         if name in self.db.list_tables().tables and not replace:
@@ -87,8 +92,26 @@ class SubchunkIndex:
         return self.db.create_table(name, schema=schema, mode="overwrite" if replace else "create")
 
     @property
+    def in_rows(self) -> bool:
+        """Whether this table version holds its vectors in its rows (written before the vectors table existed)."""
+        return "vector" in self.table.schema.names
+
+    @property
+    def vectors(self):
+        """The vectors by text hash (a reader opens the newest version: it holds every vector a kept row needs)."""
+        if self._vectors is None:
+            if is_object_uri(self.uri):
+                import lancedb
+
+                self._vectors = lancedb.connect(self.uri).open_table(VECTORS_TABLE)
+            else:
+                self._vectors = PinnedTable(self.uri, VECTORS_TABLE, None)
+        return self._vectors
+
+    @property
     def dimension(self) -> int:
-        return self.table.schema.field("vector").type.list_size
+        vectors = self.table if self.in_rows else self.vectors
+        return vectors.schema.field("vector").type.list_size
 
     @property
     def embedder(self) -> str:
@@ -103,22 +126,45 @@ class SubchunkIndex:
         return meta.get(b"subchunk_recipe", LEGACY_RECIPE.name.encode()).decode()
 
     def rechunk(self, recipe: str) -> int:
-        """Empty the table for another sub-chunk recipe, keeping its vectors in the cache (same vector space)."""
+        """Empty the table for another sub-chunk recipe; the texts' vectors stay (same vector space)."""
         removed = self.remove_units(self.unit_keys())
-        self.table = self._open(TABLE, schema(self.dimension, self.embedder, recipe), replace=True)
+        self.table = self._open(TABLE, schema(self.embedder, recipe), replace=True)
         return removed
 
     def reset(self, embedder: str) -> None:
-        """Empty the table and the vector cache and re-create them for another embedder's vector space."""
-        dim = EMBEDDERS[embedder].dimension
-        self.table = self._open(TABLE, schema(dim, embedder, self.recipe), replace=True)
-        self.cache = self._open(CACHE_TABLE, cache_schema(dim, embedder), replace=True)
+        """Empty the table and the vectors and re-create them for another embedder's vector space."""
+        self.table = self._open(TABLE, schema(embedder, self.recipe), replace=True)
+        self._vectors = self._open(VECTORS_TABLE, vectors_schema(EMBEDDERS[embedder].dimension, embedder), replace=True)
+        self.departed = self._open(DEPARTED_TABLE, DEPARTED_SCHEMA, replace=True)
+
+    def separate_vectors(self) -> int:
+        """Move the vectors of a table from before the vectors table (its rows' and its cache's) into the vectors
+        table, once; how many texts. Its older versions keep theirs in their rows for as-of reads."""
+        if not self.in_rows and CACHE_TABLE not in self.db.list_tables().tables:
+            return 0
+        cache = self.db.open_table(CACHE_TABLE) if CACHE_TABLE in self.db.list_tables().tables else None
+        parts = [t.to_lance().to_table(columns=["text_hash", "vector"])
+                 for t in ([self.table] if self.in_rows else []) + ([cache] if cache is not None else [])]
+        hashes = [h for part in parts for h in part.column("text_hash").to_pylist()]
+        moved = append_new(self.vectors, hashes, np.concatenate(
+            [matrix(part.column("vector"), self.dimension) for part in parts])) if hashes else 0
+        if cache is not None:  # its texts left the table at the latest now: they expire a retention from now
+            live = set(pc.unique(self.table.to_lance().to_table(columns=["text_hash"]).column("text_hash"))
+                       .to_pylist())
+            mark_departed(self.departed, sorted(set(parts[-1].column("text_hash").to_pylist()) - live))
+        if self.in_rows:  # dropping the column alone would leave its bytes in the data files: rewrite the rest once
+            self.table.drop_columns(["vector"])
+            rest = self.table.to_lance().to_table()
+            self.table.add(rest.replace_schema_metadata(self.table.schema.metadata), mode="overwrite")
+        if cache is not None:
+            self.db.drop_table(CACHE_TABLE)
+        return moved
 
     @classmethod
     def reader(cls, uri: str | Path, version: int | None) -> "SubchunkIndex":
         """A read-only view at a table version (a published snapshot's); it creates and writes nothing."""
         view = cls.__new__(cls)
-        view.uri, view.db = str(uri), None
+        view.uri, view.db, view._vectors, view.departed = str(uri), None, None, None
         try:
             if is_object_uri(view.uri):
                 import lancedb
@@ -132,7 +178,6 @@ class SubchunkIndex:
         except Exception as err:  # lance raises several types for a missing, cleaned-up or unknown version
             raise LookupError(f"{uri}: index table version {version} is not available "
                               f"({str(err).splitlines()[0][:200]})") from None
-        view.cache = None
         return view
 
     def as_of(self, version: int) -> "SubchunkIndex":
@@ -150,91 +195,93 @@ class SubchunkIndex:
         col = self.table.to_lance().to_table(columns=["unit_key"]).column("unit_key")
         return set(pc.unique(col).to_pylist())
 
+    def rows(self, columns: list[str], filter: pc.Expression | None = None, dataset=None) -> tuple[pa.Table, pa.Array]:
+        """These columns of the rows (of `dataset`, a version of the table; the table by default) that pass the
+        filter, and each row's stored vector, from its row or by its text's hash."""
+        dataset = dataset if dataset is not None else self.table.to_lance()
+        in_rows = "vector" in dataset.schema.names
+        extra = ["vector"] if in_rows else [] if "text_hash" in columns else ["text_hash"]
+        data = dataset.to_table(columns=[*columns, *extra], filter=filter)
+        if in_rows:
+            return data.drop_columns(["vector"]), data.column("vector").combine_chunks()
+        hashes = data.column("text_hash").combine_chunks()
+        vectors = aligned(self.vectors, hashes) if len(hashes) else pa.array(
+            [], self.vectors.schema.field("vector").type)
+        return data.drop_columns(extra), vectors
+
     def cached_vectors(self, hashes: list[str], elsewhere: list["SubchunkIndex"] = ()) -> dict[str, np.ndarray]:
-        """Vectors already computed for these texts: live rows, the cache of removed rows, then other indexes'
-        rows in the same vector space (another partition's, read-only)."""
-        wanted = pa.array(sorted(set(hashes)), pa.string())
+        """Vectors already computed for these texts: this index's, then other indexes' in the same vector space
+        (another partition's, read-only)."""
         found: dict[str, np.ndarray] = {}
-        others = [o.table for o in elsewhere if (o.embedder, o.dimension) == (self.embedder, self.dimension)]
-        for tbl in (self.table, self.cache, *others):
-            if not len(wanted) or tbl.count_rows() == 0:
-                continue
-            data = tbl.to_lance().to_table(columns=["text_hash", "vector"],
-                                           filter=pc.is_in(pc.field("text_hash"), wanted))
-            vecs = _matrix(data.column("vector"), self.dimension)
-            for h, v in zip(data.column("text_hash").to_pylist(), vecs):
-                found.setdefault(h, v)
-            wanted = pa.array([h for h in wanted.to_pylist() if h not in found], pa.string())
+        others = [o for o in elsewhere if (o.embedder, o.dimension) == (self.embedder, self.dimension)]
+        for index in (self, *others):
+            wanted = sorted(set(hashes) - set(found))
+            if not wanted:
+                break
+            if index.in_rows:
+                data, vectors = index.rows(["text_hash"], pc.is_in(pc.field("text_hash"), pa.array(wanted)))
+                found.update(zip(data.column("text_hash").to_pylist(), matrix(vectors, index.dimension)))
+            else:
+                found.update(by_hash(index.vectors, wanted))
         return found
 
     def rows_of_units(self, unit_keys: list[str]) -> tuple[pa.Table, np.ndarray]:
         """Every sub-chunk row of these unit versions (scalar-index look-up, no vector search) and its vectors."""
-        data = self.table.to_lance().to_table(
-            columns=[*SEARCH_COLUMNS, "acl", "vector"],
-            filter=pc.is_in(pc.field("unit_key"), pa.array(sorted(set(unit_keys)), pa.string())))
-        return data.drop_columns(["vector"]), _matrix(data.column("vector"), self.dimension)
+        data, vectors = self.rows([*SEARCH_COLUMNS, "acl"], pc.is_in(pc.field("unit_key"), pa.array(
+            sorted(set(unit_keys)), pa.string())))
+        return data, matrix(vectors, self.dimension)
 
     def add(self, rows: list[SubchunkRow], vectors: np.ndarray) -> None:
+        """Store the vectors of texts not stored yet, then the rows."""
         if not rows:
             return
-        cols = {name: [getattr(r, name) for r in rows] for name in SCHEMA.names if name != "vector"}
+        append_new(self.vectors, [r.text_hash for r in rows], vectors)
+        cols = {name: [getattr(r, name) for r in rows] for name in SCHEMA.names}
         cols["acl"] = [list(a) for a in cols["acl"]]
-        cols["vector"] = vector_array(vectors, self.table.schema.field("vector").type)
         self.table.add(pa.table(cols, schema=self.table.schema))
 
     def remove_units(self, unit_keys: set[str]) -> int:
-        """Delete the rows of these unit versions, keeping in the cache the vectors no remaining row holds.
-
-        A re-published unit's unchanged members keep their texts in the new version's rows, so only the vectors
-        of texts that left the table are cached: every vector ever computed stays in the table or the cache.
-        """
+        """Delete the rows of these unit versions; the texts no remaining row holds are marked as left from now
+        (their vectors stay for the retention: every vector ever computed and kept is in the vectors table)."""
         if not unit_keys:
             return 0
         keys = pa.array(sorted(unit_keys), pa.string())
-        gone = self.table.to_lance().to_table(columns=["text_hash", "vector"],
-                                              filter=pc.is_in(pc.field("unit_key"), keys))
+        gone = self.table.to_lance().to_table(columns=["text_hash"], filter=pc.is_in(pc.field("unit_key"), keys))
         if gone.num_rows:
-            hashes = np.asarray(gone.column("text_hash").to_pylist(), dtype=object)
-            unique, first = np.unique(hashes, return_index=True)
-            stays = pc.is_in(pc.field("text_hash"), pa.array(unique.tolist(), pa.string())) & ~pc.is_in(
-                pc.field("unit_key"), keys)
+            unique = pc.unique(gone.column("text_hash"))
+            stays = pc.is_in(pc.field("text_hash"), unique) & ~pc.is_in(pc.field("unit_key"), keys)
             kept = set(self.table.to_lance().to_table(columns=["text_hash"], filter=stays)
                        .column("text_hash").to_pylist())
-            leaving = [int(i) for i in first if hashes[i] not in kept]
-            if leaving:
-                rows = gone.take(pa.array(leaving))
-                rows = rows.set_column(1, "vector", vector_array(_matrix(rows.column("vector"), self.dimension),
-                                                                 self.cache.schema.field("vector").type))
-                if "cached_at" in self.cache.schema.names:
-                    rows = rows.append_column("cached_at", pa.array([datetime.now(timezone.utc).replace(tzinfo=None)]
-                                                                    * rows.num_rows, pa.timestamp("us")))
-                self.cache.merge_insert("text_hash").when_not_matched_insert_all().execute(rows)
-        self.table.delete(f"unit_key IN ({_sql_list(unit_keys)})")
+            mark_departed(self.departed, sorted(set(unique.to_pylist()) - kept))
+        self.table.delete(f"unit_key IN ({sql_list(unit_keys)})")
         return gone.num_rows
 
     def ensure_indexes(self) -> None:
-        """A B-tree on unit_key for the look-ups of units' rows, and the maintenance after a publish."""
+        """B-trees on unit_key (a unit's rows) and on the vectors' text_hash, and the maintenance after a publish."""
         from lancedb.index import BTree
 
         names = {i.name for i in self.table.list_indices()}
         for name in names.intersection(UNUSED_INDEXES):
             self.table.drop_index(name)
+        if self.vectors.count_rows() and "text_hash_idx" not in {i.name for i in self.vectors.list_indices()}:
+            self.vectors.create_index("text_hash", config=BTree(), name="text_hash_idx")
         if self.table.count_rows() and "unit_key_idx" not in names:
             self.table.create_index("unit_key", config=BTree(), name="unit_key_idx")
         elif names:
             self.maintain()
 
     def maintain(self) -> None:
-        """Drop table versions and cached vectors past the retention; rewrite the fragments whose rows were mostly
-        deleted (re-published units leave their old rows behind); compact everything once many fragments pile up.
+        """Drop table versions and left texts' vectors past the retention; rewrite the fragments whose rows were
+        mostly deleted (re-published units leave their old rows behind); compact everything once many fragments
+        pile up.
 
         Compaction rewrites what it merges and the versions kept for as-of reads hold the files it replaced, so
         only fragments with at least `DELETED_SHARE` of their rows deleted are rewritten: the copy kept for the
         retention is never larger than the rows already deleted, and past it only live rows stay.
         """
         retention = as_of_retention()
-        self._expire_cache(retention)
-        for table in (self.table, self.cache):
+        expire(self.vectors, self.departed, self.table, retention)
+        for table in (self.table, self.vectors, self.departed):
             fragments = table.to_lance().get_fragments()
             if len(fragments) > MAX_FRAGMENTS:
                 table.optimize(cleanup_older_than=retention)
@@ -245,14 +292,6 @@ class SubchunkIndex:
                                                         materialize_deletions_threshold=DELETED_SHARE)
                 table.checkout_latest()
             table.to_lance().cleanup_old_versions(older_than=retention)
-
-    def _expire_cache(self, retention: timedelta) -> None:
-        """A removed text's vector is kept for the retention (a document put back within it is not re-embedded)."""
-        if "cached_at" in self.cache.schema.names:
-            cutoff = (datetime.now(timezone.utc) - retention).replace(tzinfo=None)
-            expired = f"cached_at < TIMESTAMP '{cutoff:%Y-%m-%d %H:%M:%S.%f}'"
-            if self.cache.count_rows(expired):  # a delete of nothing would still write a table version
-                self.cache.delete(expired)
 
     def store_id(self) -> str | None:
         """The catalog identity this index was built for (None: never claimed)."""
@@ -271,24 +310,3 @@ class SubchunkIndex:
         """What the consistency checks compare with the catalog, for every row."""
         return self.table.to_lance().to_table(columns=["unit_key", "doc_id", "doc_version", "part", "acl",
                                                        "char_start", "char_end", "text_hash"])
-
-
-def vector_array(vectors: np.ndarray, list_type: pa.FixedSizeListType) -> pa.FixedSizeListArray:
-    """Vectors as a column of this list type: int8 rows scaled so their largest component is ±127 (a row that was
-    quantised so already comes back unchanged), float rows cast."""
-    values = np.asarray(vectors, dtype=np.float32)
-    if pa.types.is_integer(list_type.value_type):
-        peak = np.maximum(np.abs(values).max(axis=1, keepdims=True, initial=0.0), 1e-12)
-        values = np.rint(values * (127.0 / peak))
-    flat = np.ascontiguousarray(values, dtype=list_type.value_type.to_pandas_dtype()).ravel()
-    return pa.FixedSizeListArray.from_arrays(pa.array(flat), list_type.list_size)
-
-
-def _matrix(column: pa.ChunkedArray, dimension: int) -> np.ndarray:
-    if column.num_chunks == 0:
-        return np.zeros((0, dimension), dtype=np.float32)
-    return column.combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, dimension).astype(np.float32)
-
-
-def _sql_list(values) -> str:
-    return ", ".join("'" + str(v).replace("'", "''") + "'" for v in sorted(values))

@@ -97,6 +97,7 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     whose vectors are re-used (a document moved between collections or copied into several is embedded once).
     """
     publish_id = catalog.running_publish()
+    index.separate_vectors()
     replaced = switch_vector_space(catalog, index, embedder)
     rechunked = switch_recipe(index, settings.recipe)
     foreign = adopt_index(catalog, index)

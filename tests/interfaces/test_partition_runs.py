@@ -56,7 +56,9 @@ def state(workspace, key):
         members = catalog.rows("SELECT * FROM unit_members ORDER BY ALL")
     finally:
         catalog.close()
-    rows = SubchunkIndex(s.lance_uri).table.to_arrow().sort_by("chunk_id")
+    index = SubchunkIndex(s.lance_uri)
+    data, stored = index.rows(index.table.schema.names)
+    rows = data.append_column("vector", stored).sort_by("chunk_id")
     vectors = np.asarray(rows.column("vector").to_pylist(), dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)  # int8 at rest: compare directions (one step ~2e-3)
     return (docs, units, members, rows.drop_columns(["vector"]).to_pylist()), vectors

@@ -26,8 +26,8 @@ def publish(catalog, index, embedder, source):
 
 
 def vectors(index):
-    data = index.table.to_lance().to_table(columns=["chunk_id", "vector"]).to_pydict()
-    return dict(zip(data["chunk_id"], (np.asarray(v, dtype=np.float32) for v in data["vector"])))
+    data, stored = index.rows(["chunk_id"])
+    return dict(zip(data.column("chunk_id").to_pylist(), stored.to_numpy(zero_copy_only=False)))
 
 
 @pytest.mark.slow
@@ -43,8 +43,9 @@ def test_changing_the_embedder_re_embeds_every_sub_chunk_in_the_new_space_only(t
     assert switched.embedded == switched.subchunks == first.subchunks and switched.reused == 0
     assert (index.dimension, index.embedder, catalog.setting("embedder")) == (512, "use-multilingual",
                                                                               "use-multilingual")
-    assert index.cache.count_rows() == 0                       # no MiniLM vector left to be re-used
-    rows = index.table.to_lance().to_table(columns=["doc_id", "char_start", "char_end", "vector"]).to_pylist()
+    assert index.vectors.count_rows() == switched.embedded     # no MiniLM vector left to be re-used
+    data, stored = index.rows(["doc_id", "char_start", "char_end"])
+    rows = [dict(r, vector=v) for r, v in zip(data.to_pylist(), stored.to_pylist())]
     texts = catalog.document_texts([(r["doc_id"], "2026") for r in rows[:3]])
     for r in rows[:3]:
         title, text = texts[(r["doc_id"], "2026")]

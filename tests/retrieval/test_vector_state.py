@@ -40,8 +40,8 @@ def index(tmp_path):
 def exact_search(idx: SubchunkIndex, q: np.ndarray, groups: list[str], limit: int) -> list[str]:
     """Cosine in float64 of the query with every stored vector (int8, read straight from the table) whose row the
     groups may read, best first."""
-    data = idx.table.to_lance().to_table(columns=["unit_key", "doc_id", "char_start", "acl", "vector"])
-    stored = np.stack(data.column("vector").to_numpy(zero_copy_only=False)).astype(np.float64)
+    data, vectors = idx.rows(["unit_key", "doc_id", "char_start", "acl"])
+    stored = np.stack(vectors.to_numpy(zero_copy_only=False)).astype(np.float64)
     cosine = stored @ q / np.linalg.norm(stored, axis=1) / np.linalg.norm(q)
     readable = [i for i, acl in enumerate(data.column("acl").to_pylist()) if set(acl) & set(groups)]
     keys = [f"{k}/{d}/{s}" for k, d, s in zip(*(data.column(c).to_pylist() for c in ("unit_key", "doc_id",

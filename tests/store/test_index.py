@@ -1,11 +1,14 @@
-"""The LanceDB sub-chunk table: rows per unit version, int8 vectors at rest, a vector cache that survives deletion."""
+"""The LanceDB sub-chunk index: rows per unit version, one int8 vector per text kept apart and past the rows that
+held it for the retention; an older table with vectors in its rows moves them there once."""
+from datetime import datetime
+
 import numpy as np
 import pyarrow as pa
 import pytest
 from lancedb.index import LabelList
 
 from rag.retrieval.vectors import load_state
-from rag.store.index import CACHE_TABLE, TABLE, SubchunkIndex, SubchunkRow, cache_schema, schema
+from rag.store.index import CACHE_TABLE, TABLE, SubchunkIndex, SubchunkRow, schema
 
 
 def rows_for(unit: str, version: int, acl: tuple[str, ...], n: int) -> list[SubchunkRow]:
@@ -26,7 +29,7 @@ def same_directions(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.all(cos > 0.9995))
 
 
-def test_removed_units_leave_their_vectors_in_the_cache(tmp_path):
+def test_removed_units_leave_their_vectors_behind(tmp_path):
     index = SubchunkIndex(tmp_path / "lance")
     vecs = unit_vectors(3, 0)
     index.add(rows_for("u-a", 1, ("g1",), 3), vecs)
@@ -40,43 +43,52 @@ def test_removed_units_leave_their_vectors_in_the_cache(tmp_path):
     assert same_directions(cached["hash-u-a-2"], vecs[2])
 
 
-def test_a_new_table_keeps_int8_vectors_whose_largest_component_is_127_and_a_cached_vector_round_trips(tmp_path):
+def test_each_text_keeps_one_int8_vector_and_a_re_published_unit_writes_its_rows_only(tmp_path):
     index = SubchunkIndex(tmp_path / "lance")
     vecs = unit_vectors(4, 1)
     index.add(rows_for("u-a", 1, ("g1",), 4), vecs)
-    assert index.table.schema.field("vector").type == pa.list_(pa.int8(), 384)
-    assert index.cache.schema.field("vector").type == pa.list_(pa.int8(), 384)
+    assert "vector" not in index.table.schema.names
+    assert index.vectors.schema.field("vector").type == pa.list_(pa.int8(), 384)
     stored = index.rows_of_units(["u-a@1"])[1]
-    assert np.all(np.abs(stored).max(axis=1) == 127) and same_directions(stored, vecs)
     assert np.array_equal(stored, np.rint(vecs * 127 / np.abs(vecs).max(axis=1, keepdims=True)))
 
-    index.remove_units({"u-a@1"})               # to the cache, then back into the table as a re-published unit's
-    index.add(rows_for("u-a", 2, ("g1",), 4), np.stack([index.cached_vectors([f"hash-u-a-{i}"])[f"hash-u-a-{i}"]
-                                                        for i in range(4)]))
-    assert np.array_equal(index.rows_of_units(["u-a@2"])[1], stored)
+    successor = rows_for("u-a", 2, ("g1",), 4)  # the unit re-published, its texts unchanged
+    index.add(successor, np.stack([index.cached_vectors([r.text_hash])[r.text_hash] for r in successor]))
+    index.remove_units({"u-a@1"})
+    assert index.vectors.count_rows() == 4 and index.count() == 4
+    assert np.array_equal(index.rows_of_units(["u-a@2"])[1], stored)  # a re-quantised int8 vector is the same
+    assert index.departed.count_rows() == 0                            # every text is still held
 
 
-def test_a_float16_table_stays_float16_is_served_alike_and_loses_the_indexes_nothing_reads(tmp_path):
+def test_an_older_table_moves_its_vectors_and_its_cache_apart_once_and_its_old_versions_still_read(tmp_path):
+    import lancedb
+
+    db = lancedb.connect(str(tmp_path / "lance"))
+    rows, vecs = rows_for("u-a", 1, ("g1",), 4), unit_vectors(5, 2)
+    cols = {name: [getattr(r, name) for r in rows] for name in schema().names}
+    cols["acl"] = [list(a) for a in cols["acl"]]
+    table = db.create_table(TABLE, pa.table({**cols, "vector": pa.FixedSizeListArray.from_arrays(
+        pa.array(vecs[:4].astype(np.float16).ravel()), 384)}).replace_schema_metadata({"subchunk_recipe": "r-kept"}))
+    table.create_index("acl", config=LabelList(), name="acl_idx")
+    db.create_table(CACHE_TABLE, pa.table({"text_hash": ["hash-gone"], "vector": pa.FixedSizeListArray.from_arrays(
+        pa.array(vecs[4].astype(np.float16)), 384), "cached_at": pa.array([datetime(2026, 1, 1)], pa.timestamp("us"))}))
+    before = table.version
+
     index = SubchunkIndex(tmp_path / "lance")
-    old_type = pa.list_(pa.float16(), 384)
-    index.table = index.db.create_table(TABLE, schema=pa.schema(
-        [f if f.name != "vector" else pa.field("vector", old_type) for f in schema()]), mode="overwrite")
-    index.cache = index.db.create_table(CACHE_TABLE, schema=pa.schema(
-        [f if f.name != "vector" else pa.field("vector", old_type) for f in cache_schema()]), mode="overwrite")
-    vecs = unit_vectors(8, 2)
-    index.add(rows_for("u-a", 1, ("g1",), 4) + rows_for("u-b", 1, ("g2",), 4), vecs)
-    index.table.create_index("acl", config=LabelList(), name="acl_idx")
+    assert index.in_rows and index.dimension == 384
+    assert index.separate_vectors() == 5 and index.separate_vectors() == 0
+    assert not index.in_rows and CACHE_TABLE not in db.list_tables().tables and index.recipe == "r-kept"
+    assert same_directions(index.rows_of_units(["u-a@1"])[1], vecs[:4])
+    assert same_directions(index.cached_vectors(["hash-gone"])["hash-gone"], vecs[4])
+    assert index.departed.to_arrow().column("text_hash").to_pylist() == ["hash-gone"]
     index.ensure_indexes()
     assert {i.name for i in index.table.list_indices()} == {"unit_key_idx"}
-    assert index.table.schema.field("vector").type == old_type
-    assert np.allclose(index.rows_of_units(["u-a@1"])[1], vecs[:4], atol=1e-3)
-    state = load_state(index)
-    assert np.allclose(state.matrix.astype(np.float32), vecs, atol=2e-3)
-    index.remove_units({"u-b@1"})
-    assert same_directions(index.cached_vectors(["hash-u-b-3"])["hash-u-b-3"], vecs[7])
+
+    past = SubchunkIndex.reader(index.uri, before)   # an as-of read of the version before: vectors in its rows
+    assert past.in_rows and np.allclose(load_state(past).matrix.astype(np.float32), vecs[:4], atol=2e-3)
 
 
-def test_a_vector_still_held_by_a_row_is_not_cached_again_and_is_cached_once_its_last_row_goes(tmp_path):
+def test_a_vector_still_held_by_a_row_is_not_marked_as_left_until_its_last_row_goes(tmp_path):
     index = SubchunkIndex(tmp_path / "lance")
     vecs = unit_vectors(3, 3)
     index.add(rows_for("u-a", 1, ("g1",), 3), vecs)
@@ -84,14 +96,13 @@ def test_a_vector_still_held_by_a_row_is_not_cached_again_and_is_cached_once_its
     index.add(successor, vecs[:2])
 
     assert index.remove_units({"u-a@1"}) == 3
-    assert index.cache.count_rows() == 1  # only the text that left the table
-    assert same_directions(index.cached_vectors(["hash-u-a-2"])["hash-u-a-2"], vecs[2])
-
+    assert index.departed.to_arrow().column("text_hash").to_pylist() == ["hash-u-a-2"]
     assert index.remove_units({"u-a@2"}) == 2
+    assert sorted(index.departed.to_arrow().column("text_hash").to_pylist()) == ["hash-u-a-0", "hash-u-a-1",
+                                                                                  "hash-u-a-2"]
     cached = index.cached_vectors(["hash-u-a-0", "hash-u-a-1", "hash-u-a-2"])
-    assert set(cached) == {"hash-u-a-0", "hash-u-a-1", "hash-u-a-2"} and index.cache.count_rows() == 3
+    assert set(cached) == {"hash-u-a-0", "hash-u-a-1", "hash-u-a-2"} and index.vectors.count_rows() == 3
     assert same_directions(cached["hash-u-a-1"], vecs[1])
-
 
 
 def test_mostly_deleted_fragments_are_rewritten_and_older_versions_stay_readable_for_the_retention(tmp_path,
@@ -115,12 +126,15 @@ def test_mostly_deleted_fragments_are_rewritten_and_older_versions_stay_readable
     assert index.count() == 11
 
 
-def test_a_removed_text_keeps_its_cached_vector_for_the_retention_only(tmp_path, monkeypatch):
+def test_a_text_that_left_keeps_its_vector_for_the_retention_only_unless_it_came_back(tmp_path, monkeypatch):
     index = SubchunkIndex(tmp_path / "lance")
     index.add(rows_for("u-a", 1, ("g1",), 3), unit_vectors(3, 6))
     index.remove_units({"u-a@1"})
+    back = rows_for("u-b", 1, ("g1",), 1)[0]
+    index.add([SubchunkRow(**{**back.__dict__, "text_hash": "hash-u-a-1"})], unit_vectors(1, 7))  # came back
     index.maintain()
     assert set(index.cached_vectors(["hash-u-a-0", "hash-u-a-2"])) == {"hash-u-a-0", "hash-u-a-2"}
     monkeypatch.setenv("RAG_INDEX_RETENTION_DAYS", "0")
     index.maintain()
-    assert index.cached_vectors(["hash-u-a-0", "hash-u-a-2"]) == {} and index.cache.count_rows() == 0
+    assert set(index.cached_vectors(["hash-u-a-0", "hash-u-a-1", "hash-u-a-2"])) == {"hash-u-a-1"}
+    assert index.vectors.count_rows() == 1 and index.departed.count_rows() == 0

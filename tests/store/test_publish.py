@@ -26,6 +26,6 @@ def test_identical_texts_in_one_run_are_embedded_once(tmp_path, embedder):
     catalog, index = Catalog(tmp_path / "c.duckdb"), SubchunkIndex(tmp_path / "lance")
     report = publish(catalog, index, IngestSettings(sources=[str(src)]), embedder)
     assert report.subchunks == 4 and report.embedded == 2 and report.reused == 2
-    vectors = index.table.to_lance().to_table(columns=["doc_id", "vector"]).to_pydict()
-    by_doc = dict(zip(vectors["doc_id"], vectors["vector"]))
+    data, vectors = index.rows(["doc_id"])
+    by_doc = dict(zip(data.column("doc_id").to_pylist(), vectors.to_pylist()))
     assert by_doc["site-0"] == by_doc["site-1"] == by_doc["site-2"] != by_doc["other"]

@@ -65,8 +65,8 @@ def publish(catalog, index, embedder, recipe: SubchunkRecipe):
 
 
 def rows(index):
-    return index.table.to_lance().to_table(columns=["doc_id", "doc_version", "char_start", "char_end",
-                                                    "vector"]).to_pylist()
+    data, vectors = index.rows(["doc_id", "doc_version", "char_start", "char_end"])
+    return [dict(r, vector=v) for r, v in zip(data.to_pylist(), vectors.to_pylist())]
 
 
 @pytest.mark.slow
