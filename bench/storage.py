@@ -8,7 +8,7 @@ reports bytes on disk per component (writer catalog, published read state, Lance
 (UTF-8 bytes of the current documents' titles and texts); then once more after LanceDB's maintenance with a zero
 retention, i.e. what stays once the as-of horizon (RAG_INDEX_RETENTION_DAYS, 7 days) has passed the re-publishes.
 Each re-publish also reports the bytes each index operation left in each LanceDB table (rows added, rows deleted
-with the vectors they move to the cache, the upkeep after the publish) and the tables' live and physical rows.
+with what they leave behind, the upkeep after the publish) and the tables' live and physical rows.
 
 `--scale N` adds a workspace of N documents: the three corpora's 15,934 documents replicated under new ids
 (`r<k>:<doc_id>`, same titles and texts, so every copy forms units of its own). It is built once (cached in
@@ -80,8 +80,8 @@ def written_bytes() -> int:
 
 
 class LanceWrites:
-    """Bytes each index operation leaves on disk, per table: rows added, rows deleted (with the vectors they move to
-    the cache), and the upkeep after a publish (indexes, compaction, cleanup of versions past the retention)."""
+    """Bytes each index operation leaves on disk, per table: rows added, rows deleted (with the vectors or marks of
+    texts that left they leave behind), and the upkeep after a publish (indexes, compaction, cleanup)."""
 
     OPS = {"add": "add", "remove_units": "remove", "ensure_indexes": "upkeep"}
 

@@ -14,7 +14,7 @@ class Storage:
     raw_text_bytes: int    # UTF-8 bytes of the current documents' titles and texts
     catalog_bytes: int     # the writer's DuckDB catalog (and its write-ahead log)
     read_state_bytes: int  # the published read state readers open (segments and manifests)
-    index_bytes: int       # the LanceDB database (sub-chunk table, vector cache, kept versions), local or in a bucket
+    index_bytes: int       # the LanceDB database (sub-chunk rows, vectors, kept versions), local or in a bucket
 
     def total(self, with_index: bool = True) -> int:
         """Everything a method needs on disk; ELITE (no index) needs the catalog and its read state only."""
