@@ -315,6 +315,6 @@ def shortchunk_candidates(snap: Snapshot, req: Request, tools: Tools, config: Lo
 
 def pack_chunks(chunks: Chunks, budget: int, counter: TokenCounter) -> RetrievalResult:
     t = time.perf_counter()
-    items = pack_lazily(chunks.items, budget, counter.count)
+    items = pack_lazily(chunks.items, budget, counter.count_cached)
     return RetrievalResult("shortchunk", budget, items, {
         "subchunk_hits": chunks.hits, "retrieve_s": round(chunks.seconds + time.perf_counter() - t, 4)})
