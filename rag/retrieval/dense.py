@@ -56,10 +56,16 @@ def nearest(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int,
 
 def dense_hits(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int) -> tuple[list[Hit], "Dense"]:
     """The nearest readable sub-chunks from the snapshot's in-memory vectors, and the scores for re-use."""
-    state = snap.vectors
-    scores, mask = state.scores(query, caller.groups), state.mask(caller.groups)
-    dense = Dense(state, scores, mask, state.nearest(scores, mask, limit))
+    dense, = dense_searches(snap, np.asarray(query)[None, :], caller, limit)
     return dense.hits(dense.near), dense
+
+
+def dense_searches(snap: Snapshot, queries: np.ndarray, caller: Caller, limit: int) -> list["Dense"]:
+    """Each query's search of the snapshot's in-memory vectors, all scored in one pass over the readable rows."""
+    state = snap.vectors
+    mask = state.mask(caller.groups)
+    return [Dense(state, scores, mask, state.nearest(scores, mask, limit))
+            for scores in state.scores_many(queries, caller.groups)]
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,11 @@ class Dense:
         rows_of = self.state.rows_of_unit
         return np.concatenate([r[self.mask[r]] for k in unit_keys if (r := rows_of.get(k)) is not None]
                               or [np.zeros(0, dtype=np.int64)])
+
+    def best_per_pair(self) -> dict[tuple[str, str], float]:
+        """(unit key, doc_id) → its best score among the nearest rows (no Hit built)."""
+        back, s = self.near[::-1], self.state  # best first: a pair's best row is the one written last
+        return dict(zip(zip(s.unit_keys[back].tolist(), s.doc_ids[back].tolist()), self.scores[back].tolist()))
 
     def best_per_member(self, rows: np.ndarray) -> dict[tuple[str, str, int], Hit]:
         """best_hit_per_member over these rows taken as hits in order, with a Hit built for each winner only."""

@@ -9,8 +9,8 @@ import numpy as np
 from rag.models.tokens import TokenCounter
 from rag.retrieval.callers import Caller
 from rag.retrieval.context import Candidate, ContextItem, RetrievalResult, pack, pack_lazily
-from rag.retrieval.dense import Hit, best_hit_per_member, nearest, rescore
-from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_title
+from rag.retrieval.dense import Dense, Hit, best_hit_per_member, dense_searches, nearest, rescore
+from rag.retrieval.hop_queries import UP_FRONT, HopRule, hop_queries, no_title, readable_title
 from rag.retrieval.members import MemberTable, member_table, rows_by_unit
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
@@ -81,8 +81,9 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
     rule = hop_rule(snap, req.caller.groups, config)
     for _ in range(1, config.hops):
         branches = []
-        for query, vector, placed in hop_queries(snap, embedder, question, source, seeds, own, rule):
-            more, more_own, _, _ = _hop(snap, vector, req, tools.counter, query, config)
+        for query, vector, placed, searched in _searched(snap, req, hop_queries(snap, embedder, question, source, seeds,
+                                                                                 own, rule), rule, config):
+            more, more_own, _, _ = _hop(snap, vector, req, tools.counter, query, config, searched)
             branches.append([i for i in more if i.doc_id not in placed])  # the seed is placed; find what it names
             for key, hit in more_own.items():  # a member's matched sub-chunk: its best match under any hop's query
                 if key not in own or hit.score > own[key].score:
@@ -103,19 +104,36 @@ def hop_rule(snap: Snapshot, groups: frozenset[str], config: LongRAGConfig) -> H
     return HopRule(config.hop_query, config.hop_names, config.hop_seeds, titled, rule == "only-titles")
 
 
-def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter, text: str, config: LongRAGConfig):
-    """One retrieval hop for `text` (embedded as `query`): dense and lexical channels, units by MaxP, member
-    documents in packing order."""
+def _searched(snap: Snapshot, req: Request, queries, rule: HopRule, config: LongRAGConfig):
+    """A hop's (query, vector, seeds placed, search or None); when its queries are all known up front, the current
+    snapshot is searched for all of them in one pass over its rows."""
+    if req.as_of is not None or rule.mode not in UP_FRONT:
+        return ((query, vector, placed, None) for query, vector, placed in queries)
+    queries = list(queries)
+    if not queries:
+        return []
+    searched = dense_searches(snap, np.stack([v for _, v, _ in queries]), req.caller, config.overfetch)
+    return [(query, vector, placed, dense) for (query, vector, placed), dense in zip(queries, searched)]
+
+
+def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter, text: str, config: LongRAGConfig,
+         searched: Dense | None = None):
+    """One retrieval hop for `text` (embedded as `query`, or searched already): dense and lexical channels, units by
+    MaxP, member documents in packing order."""
     caller, as_of = req.caller, req.as_of
-    hits, dense = nearest(snap, query, caller, config.overfetch, as_of)
-    lexical = _lexical(snap, caller, text, config) if as_of is None else {}
-    units = _rank_units(snap, hits, lexical, config)
-    if dense is None:  # a past version: LanceDB's hits, the candidate units rescored from the index
+    if as_of is not None:  # a past version: LanceDB's hits, the candidate units rescored from the index
+        hits, _ = nearest(snap, query, caller, config.overfetch, as_of)
+        units = _rank_units(snap, _best_of_pairs(hits), _floor(hits), {}, config)
         hits += rescore(snap, query, caller, list(units), as_of) if units else []
         own = best_hit_per_member(hits)
-        return _candidates(snap, req, own, _floor(hits), lexical, units, config), own, units, len(hits)
+        return _candidates(snap, req, own, _floor(hits), {}, units, config), own, units, len(hits)
+    dense = searched or dense_searches(snap, query[None, :], caller, config.overfetch)[0]
+    lexical = _lexical(snap, caller, text, config)
+    near = dense.near
+    units = _rank_units(snap, dense.best_per_pair(), float(dense.scores[near].min()) if len(near) else 0.0, lexical,
+                        config)
     # The candidate units' other sub-chunks are scored already; only each member's best one becomes a Hit.
-    rows = np.concatenate([dense.near, dense.unit_rows(list(units))])
+    rows = np.concatenate([near, dense.unit_rows(list(units))])
     own, floor = dense.best_per_member(rows), float(dense.scores[rows].min()) if len(rows) else 0.0
     candidates = _candidates(snap, req, own, floor, lexical, units, config)
     if snap.current.unindexed_ids:  # documents between the documents and index steps (rare)
@@ -156,13 +174,19 @@ def _lexical(snap: Snapshot, caller: Caller, question: str, config: LongRAGConfi
     return {d: s for d, s in scores.items() if d in readable}
 
 
-def _rank_units(snap: Snapshot, hits: list[Hit], lexical: dict[str, float], config: LongRAGConfig) -> dict[str, float]:
-    """Units by their best member (MaxP), where a member's score adds the lexical channel to its dense score."""
+def _best_of_pairs(hits: list[Hit]) -> dict[tuple[str, str], float]:
+    """(unit key, doc_id) → the best score of its sub-chunks among the hits."""
     dense: dict[tuple[str, str], float] = {}
-    for h in hits:  # a member's best sub-chunk
+    for h in hits:
         if h.score > dense.get(key := (h.unit_key, h.doc_id), -2.0):
             dense[key] = h.score
-    floor = _floor(hits)
+    return dense
+
+
+def _rank_units(snap: Snapshot, dense: dict[tuple[str, str], float], floor: float, lexical: dict[str, float],
+                config: LongRAGConfig) -> dict[str, float]:
+    """Units by their best member (MaxP), where a member's score adds the lexical channel to its dense score (its
+    best sub-chunk's, `floor` for a member without a hit)."""
     best: dict[str, float] = {}
     for (unit_key, doc_id), score in dense.items():
         best[unit_key] = max(best.get(unit_key, -1.0), score + config.lexical_weight * lexical.get(doc_id, 0.0))
