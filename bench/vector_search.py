@@ -11,10 +11,8 @@ Reports p50/p95 ms, the top-50 overlap of each with the exact answer, build seco
 bench/results/vector-search[-TAG].json.
 
 `--memory-only` times the serving path alone (no LanceDB index build or search), for a caller of one group and
-one of all five, and where the code has `scores_many` two queries (a question's later hops) scored in one pass
-against two passes; `--clock cpu` counts the process's CPU seconds (robust on a shared machine);
-`RAG_BENCH_CODE=DIR` runs another checkout's code (the commit before a change, in a git worktree) on the same
-tables.
+one of all five; `--clock cpu` counts the process's CPU seconds (robust on a shared machine); `RAG_BENCH_CODE=DIR`
+runs another checkout's code (the commit before a change, in a git worktree) on the same tables.
 """
 from __future__ import annotations
 
@@ -109,15 +107,6 @@ def measure_memory(index: SubchunkIndex, queries: np.ndarray) -> dict:
             scored(state, q, groups)
             seconds.append(clock() - t)
         latency[name] = percentiles(seconds)
-        if hasattr(state, "scores_many"):  # a question's two later-hop queries: one pass over the rows, or two
-            for label, run in (("2 queries, 1 pass", lambda pair: state.scores_many(pair, groups)),
-                               ("2 queries, 2 passes", lambda pair: [state.scores(q, groups) for q in pair])):
-                seconds = []
-                for pair in zip(queries[0::2], queries[1::2]):
-                    t = clock()
-                    run(np.stack(pair))
-                    seconds.append(clock() - t)
-                latency[f"{name}, {label}"] = percentiles(seconds)
     return {"rows": len(state), "state_build_s": round(load_s, 2), "matrix_bytes": int(state.matrix.nbytes),
             "matrix_dtype": str(state.matrix.dtype), "latency_ms": latency}
 

@@ -56,16 +56,15 @@ def nearest(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int,
 
 def dense_hits(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int) -> tuple[list[Hit], "Dense"]:
     """The nearest readable sub-chunks from the snapshot's in-memory vectors, and the scores for re-use."""
-    dense, = dense_searches(snap, np.asarray(query)[None, :], caller, limit)
+    dense = dense_search(snap, query, caller, limit)
     return dense.hits(dense.near), dense
 
 
-def dense_searches(snap: Snapshot, queries: np.ndarray, caller: Caller, limit: int) -> list["Dense"]:
-    """Each query's search of the snapshot's in-memory vectors, all scored in one pass over the readable rows."""
+def dense_search(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int) -> "Dense":
+    """The query's scores against the snapshot's in-memory vectors and its nearest readable rows (no Hit built)."""
     state = snap.vectors
-    mask = state.mask(caller.groups)
-    return [Dense(state, scores, mask, state.nearest(scores, mask, limit))
-            for scores in state.scores_many(queries, caller.groups)]
+    scores, mask = state.scores(query, caller.groups), state.mask(caller.groups)
+    return Dense(state, scores, mask, state.nearest(scores, mask, limit))
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ import numpy as np
 from rag.models.tokens import TokenCounter
 from rag.retrieval.callers import Caller
 from rag.retrieval.context import Candidate, ContextItem, RetrievalResult, pack, pack_lazily
-from rag.retrieval.dense import Dense, Hit, best_hit_per_member, dense_searches, nearest, rescore
-from rag.retrieval.hop_queries import UP_FRONT, HopRule, hop_queries, no_title, readable_title
+from rag.retrieval.dense import Hit, best_hit_per_member, dense_search, nearest, rescore
+from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_title
 from rag.retrieval.members import MemberTable, member_table, rows_by_unit
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
@@ -81,9 +81,8 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
     rule = hop_rule(snap, req.caller.groups, config)
     for _ in range(1, config.hops):
         branches = []
-        for query, vector, placed, searched in _searched(snap, req, hop_queries(snap, embedder, question, source, seeds,
-                                                                                 own, rule), rule, config):
-            more, more_own, _, _ = _hop(snap, vector, req, tools.counter, query, config, searched)
+        for query, vector, placed in hop_queries(snap, embedder, question, source, seeds, own, rule):
+            more, more_own, _, _ = _hop(snap, vector, req, tools.counter, query, config)
             branches.append([i for i in more if i.doc_id not in placed])  # the seed is placed; find what it names
             for key, hit in more_own.items():  # a member's matched sub-chunk: its best match under any hop's query
                 if key not in own or hit.score > own[key].score:
@@ -104,22 +103,9 @@ def hop_rule(snap: Snapshot, groups: frozenset[str], config: LongRAGConfig) -> H
     return HopRule(config.hop_query, config.hop_names, config.hop_seeds, titled, rule == "only-titles")
 
 
-def _searched(snap: Snapshot, req: Request, queries, rule: HopRule, config: LongRAGConfig):
-    """A hop's (query, vector, seeds placed, search or None); when its queries are all known up front, the current
-    snapshot is searched for all of them in one pass over its rows."""
-    if req.as_of is not None or rule.mode not in UP_FRONT:
-        return ((query, vector, placed, None) for query, vector, placed in queries)
-    queries = list(queries)
-    if not queries:
-        return []
-    searched = dense_searches(snap, np.stack([v for _, v, _ in queries]), req.caller, config.overfetch)
-    return [(query, vector, placed, dense) for (query, vector, placed), dense in zip(queries, searched)]
-
-
-def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter, text: str, config: LongRAGConfig,
-         searched: Dense | None = None):
-    """One retrieval hop for `text` (embedded as `query`, or searched already): dense and lexical channels, units by
-    MaxP, member documents in packing order."""
+def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter, text: str, config: LongRAGConfig):
+    """One retrieval hop for `text` (embedded as `query`): dense and lexical channels, units by MaxP, member
+    documents in packing order."""
     caller, as_of = req.caller, req.as_of
     if as_of is not None:  # a past version: LanceDB's hits, the candidate units rescored from the index
         hits, _ = nearest(snap, query, caller, config.overfetch, as_of)
@@ -127,7 +113,7 @@ def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter,
         hits += rescore(snap, query, caller, list(units), as_of) if units else []
         own = best_hit_per_member(hits)
         return _candidates(snap, req, own, _floor(hits), {}, units, config), own, units, len(hits)
-    dense = searched or dense_searches(snap, query[None, :], caller, config.overfetch)[0]
+    dense = dense_search(snap, query, caller, config.overfetch)
     lexical = _lexical(snap, caller, text, config)
     near = dense.near
     units = _rank_units(snap, dense.best_per_pair(), float(dense.scores[near].min()) if len(near) else 0.0, lexical,

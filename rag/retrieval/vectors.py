@@ -71,23 +71,14 @@ class VectorState:
     def scores(self, query: np.ndarray, groups: frozenset[str] | None = None) -> np.ndarray:
         """Cosine of the query with every row the groups may read (every row if no groups are given); rows they
         may not read are not computed and score -inf."""
-        return self.scores_many(np.asarray(query)[None, :], groups)[0]
-
-    def scores_many(self, queries: np.ndarray, groups: frozenset[str] | None = None) -> np.ndarray:
-        """scores() of several queries (a question's later hops) in one pass over the rows: reading the rows, not
-        the arithmetic, is the cost at scale."""
-        q = np.asarray(queries, dtype=np.float32)
-        if q.shape[1] != self.matrix.shape[1]:
-            raise ValueError(f"the query vector has {q.shape[1]} dimensions but the index holds {self.matrix.shape[1]}; "
+        q = np.asarray(query, dtype=np.float32)
+        if len(q) != self.matrix.shape[1]:
+            raise ValueError(f"the query vector has {len(q)} dimensions but the index holds {self.matrix.shape[1]}; "
                              f"embed questions with the workspace's embedder")
-        q16 = np.stack([(v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float16) for v in q])
-        out = np.full((len(q), len(self)), -np.inf, dtype=np.float32)
+        q16 = (q / max(float(np.linalg.norm(q)), 1e-12)).astype(np.float16)[None, :]
+        out = np.full(len(self), -np.inf, dtype=np.float32)
         for lo, hi in self.ranges(groups):
-            part = out[:, lo:hi]
-            if part.flags.c_contiguous:
-                simsimd.cdist(q16, self.matrix[lo:hi], metric="dot", threads=1, out=part)
-            else:
-                part[:] = simsimd.cdist(q16, self.matrix[lo:hi], metric="dot", threads=1)
+            simsimd.cdist(q16, self.matrix[lo:hi], metric="dot", threads=1, out=out[lo:hi].reshape(1, -1))
         return out
 
     def ranges(self, groups: frozenset[str] | None) -> list[tuple[int, int]]:

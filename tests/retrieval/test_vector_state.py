@@ -2,7 +2,6 @@
 search, rebuilt incrementally per table version, the ACL pre-filter as a mask."""
 import numpy as np
 import pytest
-import simsimd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -105,25 +104,6 @@ def test_a_callers_scores_are_computed_on_exactly_the_rows_it_may_read(searched,
     reference = state.matrix.astype(np.float32) @ (q / np.linalg.norm(q))
     assert np.allclose(scores[mask], reference[mask], atol=2e-3)
     assert np.array_equal(state.nearest(scores, mask, 40), state.nearest(state.scores(q), mask, 40))
-
-
-@settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 10_000), groups=st.sets(st.sampled_from(GROUPS), min_size=1), queries=st.integers(1, 3))
-def test_several_queries_scored_in_one_pass_score_exactly_as_each_alone(searched, seed, groups, queries):
-    """A question's later hops share one pass over the rows, bit for bit what each query gets alone, whether the
-    readable rows are one range or several."""
-    state = load_state(searched)
-    q = np.random.default_rng(seed).normal(size=(queries, 384)).astype(np.float32)
-    for who in (frozenset(groups), None):
-        together = state.scores_many(q, who)
-        assert together.shape == (queries, len(state))
-        for i in range(queries):
-            alone = np.full(len(state), -np.inf, dtype=np.float32)
-            q16 = (q[i] / np.linalg.norm(q[i])).astype(np.float16)[None, :]
-            for lo, hi in state.ranges(who):
-                alone[lo:hi] = np.asarray(simsimd.cdist(q16, state.matrix[lo:hi], metric="dot", threads=1))[0]
-            assert np.array_equal(together[i], alone)
-            assert np.array_equal(state.scores(q[i], who), alone)
 
 
 def test_an_incremental_state_keeps_its_rows_grouped_by_acl_set(index):
