@@ -72,8 +72,7 @@ def has_han(text: str) -> bool:
 
 def mostly_han(text: str) -> bool:
     """Chinese text rather than English text quoting a Chinese name: Han characters are most of its letters."""
-    han = len(HAN.findall(text))
-    return han > 0 and 2 * han > sum(ch.isalpha() for ch in text)  # no Han: no letter counted (most texts)
+    return 2 * len(HAN.findall(text)) > sum(ch.isalpha() for ch in text)
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -105,11 +104,8 @@ def words(text: str, search: bool = False) -> list[str]:
     `search=True` uses jieba's search mode, which adds the shorter words inside a long one
     (中华人民共和国 → 中华, 人民, 共和国, …) so that a question and a document meet on either.
     """
-    found = WORD.findall(text.lower())
-    if not has_han(text):  # no word to segment (most texts): one search instead of one a word
-        return found
     out: list[str] = []
-    for w in found:
+    for w in WORD.findall(text.lower()):
         if not has_han(w):
             out.append(w)
             continue
@@ -143,7 +139,7 @@ def is_stop(word: str) -> bool:
 
 def term(word: str) -> str:
     """The key a lower-cased word is matched by: its stem in English, itself in Chinese (no inflection)."""
-    return word if not word.isascii() and has_han(word) else stem(word)
+    return word if has_han(word) else stem(word)
 
 
 def content_terms(text: str) -> list[str]:

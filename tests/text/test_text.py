@@ -117,31 +117,6 @@ def test_chinese_text_is_told_from_english_text_quoting_a_chinese_name():
     assert not mostly_han("Dai Jitao (戴季陶) was a Chinese journalist and politician.")
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(list("aBz1_ éßİ\u0301。中華人民") + [" the ", "Running ", "戴季陶"]), max_size=30).map("".join))
-def test_words_terms_and_script_are_those_of_the_word_by_word_rules_whatever_the_mix(text):
-    """Texts without Han characters take shortcuts (one search for the whole text, no letter count, no Han check
-    for an ASCII word); the results are those of the rules applied word by word."""
-    from rag.text.analysis import HAN, WORD, has_han, mostly_han, segment, stem, term
-
-    def reference(search: bool) -> list[str]:
-        out = []
-        for w in WORD.findall(text.lower()):
-            if not has_han(w):
-                out.append(w)
-                continue
-            pos = 0
-            for run in re.finditer(HAN.pattern + "+", w):
-                out += ([w[pos:run.start()]] if run.start() > pos else []) + segment(run.group(), search)
-                pos = run.end()
-            out += [w[pos:]] if pos < len(w) else []
-        return out
-
-    assert words(text) == reference(False) and words(text, search=True) == reference(True)
-    assert mostly_han(text) == (2 * len(HAN.findall(text)) > sum(ch.isalpha() for ch in text))
-    assert [term(w) for w in reference(True)] == [w if has_han(w) else stem(w) for w in reference(True)]
-
-
 def test_traditional_text_is_segmented_through_its_simplified_form_and_meets_simplified_words():
     assert words("熱河戰役爆發時") == ["热河", "战役", "爆发", "时"]
     assert set(content_terms("誰擔任熱河省政府主席？")) == set(content_terms("谁担任热河省政府主席？"))
