@@ -3,7 +3,9 @@
 The read path's floor: a two-hop LongRAG question runs the graph once for the question and once for its later-hop
 queries (a batch of `hop_seeds`), so its embedding costs at least the first row's figure at the question's length
 plus the batch's at theirs. One thread (as `rag serve` runs), CPU seconds of the process (robust on a shared
-machine). Writes bench/results/query-embedding[-TAG].json.
+machine). `--levels` measures the minilm graph under other ONNX Runtime graph optimisation levels and `--threads`
+under more intra-op threads (the embedder's own session is ORT_ENABLE_ALL, one thread). Writes
+bench/results/query-embedding[-TAG].json.
 """
 from __future__ import annotations
 
@@ -39,6 +41,8 @@ def main() -> None:
     p.add_argument("--batches", default="1,2,3")
     p.add_argument("--embedders", default="minilm,minilm-int8")
     p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--levels", default="", help="also minilm at these graph optimisation levels: basic,extended,all")
+    p.add_argument("--threads", default="", help="also minilm with these intra-op thread counts, e.g. 2")
     p.add_argument("--tag", default="")
     args = p.parse_args()
     tokens = [int(t) for t in args.tokens.split(",")]
@@ -56,9 +60,37 @@ def main() -> None:
             figures["cpu_ms"][name][str(n)] = {str(b): ms for b, ms in cells.items()}
             rows.append([name, n, *(cells[b] for b in batches)])
             print(name, n, cells, flush=True)
+    for label, session in sessions(args.levels, args.threads):
+        embedder = load_embedder("minilm", threads=1)
+        own, embedder.session = embedder.session, session
+        figures["cpu_ms"][label] = {}
+        for n in tokens:
+            query = " ".join(["report"] * (n - 2))
+            cells = {b: cpu_ms(embedder.encode_queries, [query] * b, args.repeats) for b in batches}
+            figures["cpu_ms"][label][str(n)] = {str(b): ms for b, ms in cells.items()}
+            rows.append([label, n, *(cells[b] for b in batches)])
+            print(label, n, cells, flush=True)
+        embedder.session = own
     out = REPO / "bench" / "results" / f"query-embedding{'-' + args.tag if args.tag else ''}.json"
     out.write_text(json.dumps(figures, indent=1) + "\n")
     print(markdown_table(["embedder", "tokens", *(f"batch {b} CPU ms" for b in batches)], rows))
+
+
+def sessions(levels: str, threads: str):
+    """(label, ONNX Runtime session of the minilm graph) for each level and thread count asked for."""
+    import onnxruntime as ort
+
+    from rag.models.files import model_dir
+    from rag.models.onnx_export import onnx_path
+
+    named = {"basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+             "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED, "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}
+    asked = [(f"minilm level={name}", named[name], 1) for name in filter(None, levels.split(","))]
+    asked += [(f"minilm threads={n}", named["all"], int(n)) for n in filter(None, threads.split(","))]
+    for label, level, n in asked:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads, options.inter_op_num_threads, options.graph_optimization_level = n, 1, level
+        yield label, ort.InferenceSession(str(onnx_path(model_dir())), options, providers=["CPUExecutionProvider"])
 
 
 if __name__ == "__main__":

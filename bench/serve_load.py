@@ -2,8 +2,9 @@
 
 Builds (once, under .rag/bench/serve-load) a workspace from HotpotQA's docs.jsonl with every document given
 one of five groups, starts `rag serve` on 127.0.0.1, and runs N client threads for D seconds, each asking
-benchmark questions as a random user through real HTTP (LongRAG and short chunks alternating). Ten seconds
-in, a real `rag ingest` process re-publishes 10% of the documents as new versions with new text. Every
+benchmark questions as a random user through real HTTP (LongRAG and short chunks alternating). The clients start
+once every worker is up and idle (a connection made earlier stays, kept alive, with the first worker up). Ten
+seconds in, a real `rag ingest` process re-publishes 10% of the documents as new versions with new text. Every
 response is checked: each item's document must be readable by the caller's groups and its version must be the
 old or the new one, with that version's text. Writes bench/results/serve-load.json.
 """
@@ -78,6 +79,38 @@ def check(body: dict, groups: set[str], acls: dict[str, list[str]], texts: dict[
     return bad
 
 
+def family_cpu(root: int) -> dict[int, float]:
+    """CPU seconds of a process and of every process under it, read from /proc."""
+    parent, cpu = {}, {}
+    for folder in Path("/proc").iterdir():
+        if not folder.name.isdigit():
+            continue
+        try:
+            fields = (folder / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        parent[int(folder.name)] = int(fields[1])
+        cpu[int(folder.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    family, grown = {root}, True
+    while grown:
+        more = {pid for pid, ppid in parent.items() if ppid in family} - family
+        family, grown = family | more, bool(more)
+    return {pid: cpu[pid] for pid in family if pid in cpu}
+
+
+def wait_until_idle(pid: int, deadline: float) -> float:
+    """Seconds until the server and all its workers stop using CPU: every worker has built its read state. A client
+    connecting earlier keeps its connection (keep-alive) with the first worker up, which then serves everything."""
+    start, before = time.monotonic(), family_cpu(pid)
+    while time.monotonic() < deadline:
+        time.sleep(1)
+        now = family_cpu(pid)
+        if now.keys() == before.keys() and sum(now.values()) - sum(before.values()) < 0.05:
+            return round(time.monotonic() - start, 1)
+        before = now
+    raise SystemExit("rag serve's workers did not settle within the start-up deadline")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--clients", type=int, default=8)
@@ -111,6 +144,11 @@ def main() -> None:
             if server.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"rag serve did not start: {server.stderr.read()[-500:]}")
             time.sleep(0.5)
+    try:
+        warm_s = wait_until_idle(server.pid, deadline)
+    except BaseException:
+        server.terminate()
+        raise
     questions = [q.question for q in load_questions(bench)]
     results: list[tuple[float, float, int, str]] = []   # (start, seconds, status, method)
     bodies: list[tuple[dict, set[str]]] = []
@@ -136,6 +174,7 @@ def main() -> None:
             n += 1
 
     threads = [threading.Thread(target=client, args=(k,)) for k in range(args.clients)]
+    cpu_before = family_cpu(server.pid)
     start = time.perf_counter()
     for t in threads:
         t.start()
@@ -150,6 +189,10 @@ def main() -> None:
         t.join()
     wall = time.perf_counter() - start
     snapshot_after = httpx.get(base + "/healthz").json()
+    cpu_after = family_cpu(server.pid)
+    # How the work spread over the server's processes: one busy worker and one idle means the clients' kept-alive
+    # connections all went to one of them.
+    busy = sorted((round(s - cpu_before.get(pid, 0.0), 1) for pid, s in cpu_after.items()), reverse=True)
     server.terminate()
     server.wait(timeout=60)
 
@@ -164,13 +207,14 @@ def main() -> None:
         "clients": args.clients, "workers": args.workers, "seconds": round(wall, 1), "requests": len(results),
         "errors": sum(status != 200 for *_, status, _ in results), "leaks": len(leaks), "leak_examples": leaks[:10],
         "requests_per_s": round(len(results) / wall, 2),
+        "server_cpu_ms_per_request": round(1000 * sum(busy) / max(len(results), 1), 1),  # robust to other jobs' load
         "latency_ms": {p: round(float(np.percentile(ms, int(p[1:]))), 1) for p in ("p50", "p95", "p99")},
         "latency_ms_during_ingest": {p: round(float(np.percentile(np.array(during) * 1000, int(p[1:]))), 1)
                                      for p in ("p50", "p95", "p99")} if during else None,
         "ingest": {"returncode": ingest.returncode, "seconds": round(ingest_seconds, 1), "republished": len(changed),
                    "documents": len(acls), "result": json.loads(ingest.stdout) if ingest.returncode == 0
                    else ingest.stderr.strip()[-300:]},
-        "snapshot_after": snapshot_after,
+        "snapshot_after": snapshot_after, "workers_settled_s": warm_s, "server_cpu_s_by_process": busy,
         "command": "python bench/serve_load.py " + " ".join(sys.argv[1:]), "code": str(args.code),
         "load_average": os.getloadavg(),
     }

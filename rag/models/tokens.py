@@ -1,6 +1,7 @@
 """Token counting with the embedder's own WordPiece tokenizer, offline, bounded by characters."""
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -13,6 +14,10 @@ from rag.models.files import model_dir
 # "word" would count as one token. Every count is therefore at least one token per CHARS_PER_TOKEN
 # characters (prose runs 4-7.5 characters per token, Chinese 1-2.5, so real text is unaffected).
 CHARS_PER_TOKEN = 10
+# BERT's normalizer works a character at a time and its pre-tokenizer splits at every one of these blanks, so a
+# text's word pieces are the sum of its blank-separated runs' (checked on every bundled corpus in the tests).
+_RUN = re.compile(r"[^ \t\n\r]+")
+RUNS_KEPT = 200_000  # runs whose pieces count_cached remembers (~20 MB); past that it starts over
 
 
 class TokenCounter:
@@ -22,6 +27,7 @@ class TokenCounter:
         self._tok = Tokenizer.from_file(str(tokenizer_path or model_dir() / "tokenizer.json"))
         self._tok.no_truncation()
         self._tok.no_padding()
+        self._runs: dict[str, int] = {}
 
     def count(self, texts: list[str]) -> np.ndarray:
         """Word pieces of each text, never fewer than len(text) / CHARS_PER_TOKEN: a budget bounds characters."""
@@ -34,6 +40,22 @@ class TokenCounter:
 
     def count_one(self, text: str) -> int:
         return int(self.count([text])[0])
+
+    def count_cached(self, texts: list[str]) -> np.ndarray:
+        """count(), with each blank-separated run's pieces remembered: a query's texts repeat words the process has
+        counted before, and tokenising costs ~3 µs a piece against ~0.1 µs a run looked up."""
+        runs = [_RUN.findall(t) for t in texts]
+        known = self._runs
+        missing = list({r for found in runs for r in found if r not in known})
+        if missing:
+            fresh = dict(zip(missing, (len(e.ids) for e in self._tok.encode_batch(missing, add_special_tokens=False))))
+            if len(known) + len(fresh) > RUNS_KEPT:  # start over; rebound, not cleared: a concurrent call keeps its own
+                self._runs, known = fresh, known | fresh
+            else:
+                known.update(fresh)
+        pieces = np.fromiter((sum(map(known.__getitem__, found)) for found in runs), dtype=np.int64, count=len(texts))
+        floor = np.fromiter((-(-len(t) // CHARS_PER_TOKEN) for t in texts), dtype=np.int64, count=len(texts))
+        return np.maximum(pieces, floor)
 
     def pieces(self, text: str) -> tuple[list[tuple[int, int]], list[int]]:
         """Character span and word index of every token, for cutting text that has no sentence boundary.

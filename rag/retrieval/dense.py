@@ -52,9 +52,19 @@ def dense_hits(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int) ->
 
 def state_hits(state: VectorState, query: np.ndarray, caller: Caller, limit: int) -> tuple[list[Hit], "Dense"]:
     """The nearest sub-chunks of these in-memory rows that the caller may read, and the scores for re-use."""
-    scores, mask = state.scores(query, caller.groups), state.mask(caller.groups)
-    dense = Dense(state, scores, mask, state.nearest(scores, mask, limit))
+    dense = state_search(state, query, caller, limit)
     return dense.hits(dense.near), dense
+
+
+def dense_search(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int) -> "Dense":
+    """The query's scores against the snapshot's in-memory vectors and its nearest readable rows (no Hit built)."""
+    return state_search(snap.vectors, query, caller, limit)
+
+
+def state_search(state: VectorState, query: np.ndarray, caller: Caller, limit: int) -> "Dense":
+    """dense_search over any in-memory rows (a past version's too)."""
+    scores, mask = state.scores(query, caller.groups), state.mask(caller.groups)
+    return Dense(state, scores, mask, state.nearest(scores, mask, limit))
 
 
 @dataclass(frozen=True)
@@ -76,6 +86,11 @@ class Dense:
         rows_of = self.state.rows_of_unit
         return np.concatenate([r[self.mask[r]] for k in unit_keys if (r := rows_of.get(k)) is not None]
                               or [np.zeros(0, dtype=np.int64)])
+
+    def best_per_pair(self) -> dict[tuple[str, str], float]:
+        """(unit key, doc_id) → its best score among the nearest rows (no Hit built)."""
+        back, s = self.near[::-1], self.state  # best first: a pair's best row is the one written last
+        return dict(zip(zip(s.unit_keys[back].tolist(), s.doc_ids[back].tolist()), self.scores[back].tolist()))
 
     def best_per_member(self, rows: np.ndarray) -> dict[tuple[str, str, int], Hit]:
         """best_hit_per_member over these rows taken as hits in order, with a Hit built for each winner only."""

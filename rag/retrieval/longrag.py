@@ -9,7 +9,7 @@ import numpy as np
 from rag.models.tokens import TokenCounter
 from rag.retrieval.callers import Caller
 from rag.retrieval.context import Candidate, ContextItem, RetrievalResult, pack, pack_lazily
-from rag.retrieval.dense import Hit, best_hit_per_member, nearest, rescore
+from rag.retrieval.dense import Hit, best_hit_per_member, dense_search, nearest, rescore
 from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_title
 from rag.retrieval.members import MemberTable, member_table, rows_by_unit
 from rag.retrieval.read_state import Snapshot
@@ -107,15 +107,19 @@ def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter,
     """One retrieval hop for `text` (embedded as `query`): dense and lexical channels, units by MaxP, member
     documents in packing order."""
     caller, as_of = req.caller, req.as_of
-    hits, dense = nearest(snap, query, caller, config.overfetch, as_of)
-    lexical = _lexical(snap, caller, text, config) if as_of is None else {}
-    units = _rank_units(snap, hits, lexical, config)
-    if dense is None:  # a past version: LanceDB's hits, the candidate units rescored from the index
+    if as_of is not None:  # a past version: LanceDB's hits, the candidate units rescored from the index
+        hits, _ = nearest(snap, query, caller, config.overfetch, as_of)
+        units = _rank_units(snap, _best_of_pairs(hits), _floor(hits), {}, config)
         hits += rescore(snap, query, caller, list(units), as_of) if units else []
         own = best_hit_per_member(hits)
-        return _candidates(snap, req, own, _floor(hits), lexical, units, config), own, units, len(hits)
+        return _candidates(snap, req, own, _floor(hits), {}, units, config), own, units, len(hits)
+    dense = dense_search(snap, query, caller, config.overfetch)
+    lexical = _lexical(snap, caller, text, config)
+    near = dense.near
+    units = _rank_units(snap, dense.best_per_pair(), float(dense.scores[near].min()) if len(near) else 0.0, lexical,
+                        config)
     # The candidate units' other sub-chunks are scored already; only each member's best one becomes a Hit.
-    rows = np.concatenate([dense.near, dense.unit_rows(list(units))])
+    rows = np.concatenate([near, dense.unit_rows(list(units))])
     own, floor = dense.best_per_member(rows), float(dense.scores[rows].min()) if len(rows) else 0.0
     candidates = _candidates(snap, req, own, floor, lexical, units, config)
     if snap.current.unindexed_ids:  # documents between the documents and index steps (rare)
@@ -156,13 +160,19 @@ def _lexical(snap: Snapshot, caller: Caller, question: str, config: LongRAGConfi
     return {d: s for d, s in scores.items() if d in readable}
 
 
-def _rank_units(snap: Snapshot, hits: list[Hit], lexical: dict[str, float], config: LongRAGConfig) -> dict[str, float]:
-    """Units by their best member (MaxP), where a member's score adds the lexical channel to its dense score."""
+def _best_of_pairs(hits: list[Hit]) -> dict[tuple[str, str], float]:
+    """(unit key, doc_id) → the best score of its sub-chunks among the hits."""
     dense: dict[tuple[str, str], float] = {}
-    for h in hits:  # a member's best sub-chunk
+    for h in hits:
         if h.score > dense.get(key := (h.unit_key, h.doc_id), -2.0):
             dense[key] = h.score
-    floor = _floor(hits)
+    return dense
+
+
+def _rank_units(snap: Snapshot, dense: dict[tuple[str, str], float], floor: float, lexical: dict[str, float],
+                config: LongRAGConfig) -> dict[str, float]:
+    """Units by their best member (MaxP), where a member's score adds the lexical channel to its dense score (its
+    best sub-chunk's, `floor` for a member without a hit)."""
     best: dict[str, float] = {}
     for (unit_key, doc_id), score in dense.items():
         best[unit_key] = max(best.get(unit_key, -1.0), score + config.lexical_weight * lexical.get(doc_id, 0.0))
@@ -315,6 +325,6 @@ def shortchunk_candidates(snap: Snapshot, req: Request, tools: Tools, config: Lo
 
 def pack_chunks(chunks: Chunks, budget: int, counter: TokenCounter) -> RetrievalResult:
     t = time.perf_counter()
-    items = pack_lazily(chunks.items, budget, counter.count)
+    items = pack_lazily(chunks.items, budget, counter.count_cached)
     return RetrievalResult("shortchunk", budget, items, {
         "subchunk_hits": chunks.hits, "retrieve_s": round(chunks.seconds + time.perf_counter() - t, 4)})

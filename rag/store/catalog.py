@@ -157,10 +157,11 @@ class Catalog:
     # documents -------------------------------------------------------------------------------------
 
     def current_fingerprint(self) -> tuple[int, int]:
-        """Changes whenever a current version, its text or its readers change: (count, hash over them)."""
-        (count, digest), = self.rows("SELECT count(*), coalesce(sum(hash(doc_id, version, content_hash, acl)), 0) "
-                                     "FROM documents WHERE status = 'current'")
-        return count, digest
+        """(count, hash) of the current versions, texts and readers; a published snapshot's, never changing, once."""
+        if not (self.read_only and "_fingerprint" in self.__dict__):  # ELITE asks on every question
+            self._fingerprint = self.rows("SELECT count(*), coalesce(sum(hash(doc_id, version, content_hash, acl)), "
+                                          "0) FROM documents WHERE status = 'current'")[0]
+        return self._fingerprint
 
     def current_texts(self) -> list[CurrentText]:
         """Every current version's title and text, by doc id."""

@@ -1,4 +1,6 @@
 """LongRAG retrieval: MaxP, read-time assembly from the catalog, permissions, versions and budgets."""
+import dataclasses
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -7,6 +9,7 @@ from rag.models.tokens import default_counter
 from rag.query.methods import method as registered
 from rag.query.workspace import Workspace
 from rag.retrieval.callers import Caller
+from rag.retrieval.context import ContextItem
 from rag.retrieval.dense import Hit, maxp
 from rag.retrieval.longrag import LongRAGConfig
 from rag.retrieval.read_state import SharedCache, Snapshot
@@ -57,6 +60,16 @@ def test_answer_document_ranks_first_with_its_header_and_current_version(sample,
     assert top.doc_id == "error-codes-reference"
     assert top.text.startswith("## ") and f"[{top.doc_id} · version {top.doc_version}]" in top.text
     assert "E-217" in top.text
+
+
+def test_a_results_json_holds_every_field_of_every_item_as_asdict_gives_them(sample, embedder):
+    result = retrieve(sample, embedder, "Which error code means the gateway cache is full?", ["support"])
+    out = result.to_json()
+    assert len(out["items"]) == len(result.items) > 0
+    assert out["items"] == [dataclasses.asdict(i) for i in result.items]
+    names = [f.name for f in dataclasses.fields(ContextItem)]
+    assert all(list(item) == names for item in out["items"])  # the fields in their order, as the API documents
+    assert out["tokens"] == sum(i.tokens for i in result.items) and out["method"] == "longrag"
 
 
 def test_each_document_appears_once_and_whole(sample, embedder):

@@ -5,7 +5,16 @@ from test_longrag import GROUPS, uncommitted
 
 from rag.retrieval.callers import Caller
 from rag.retrieval.dense import Hit, best_hit_per_member, dense_hits
-from rag.retrieval.longrag import LongRAGConfig, _best_others, _candidates, _lexical, _rank_units, link_boost
+from rag.retrieval.longrag import (
+    LongRAGConfig,
+    _best_of_pairs,
+    _best_others,
+    _candidates,
+    _floor,
+    _lexical,
+    _rank_units,
+    link_boost,
+)
 from rag.retrieval.request import Request
 from rag.retrieval.vectors import VectorState
 from rag.sources.benchmarks import load_questions
@@ -48,7 +57,8 @@ def test_member_order_and_scores_equal_the_reference_loops_for_every_sample_ques
             caller = Caller(groups)
             hits, dense = dense_hits(snap, vector, caller, CONFIG.overfetch)
             lexical = _lexical(snap, caller, q.question, CONFIG)
-            units = _rank_units(snap, hits, lexical, CONFIG)
+            assert dense.best_per_pair() == _best_of_pairs(hits)  # the hop's pairs, without building the hits
+            units = _rank_units(snap, _best_of_pairs(hits), _floor(hits), lexical, CONFIG)
             rows = np.concatenate([dense.near, dense.unit_rows(list(units))])
             all_hits = dense.hits(rows)
             own = best_hit_per_member(all_hits)

@@ -69,6 +69,21 @@ def test_a_reader_keeps_its_state_while_later_publishes_land(tmp_path):
     cat.close()
 
 
+def test_a_readers_fingerprint_is_computed_once_and_the_writers_follows_each_change(tmp_path, monkeypatch):
+    cat = Catalog(tmp_path / "catalog.duckdb")
+    _doc(cat, "a", "1", "first text")
+    cat.publish_snapshot(cat.begin_publish([]))
+    reader = Catalog.snapshot(tmp_path, read_pointer(tmp_path))
+    first = reader.current_fingerprint()
+    assert first == cat.current_fingerprint()
+    monkeypatch.setattr(reader, "rows", lambda *a: pytest.fail("a published snapshot's fingerprint was asked twice"))
+    assert reader.current_fingerprint() == first
+    _doc(cat, "b", "1", "second text")
+    assert cat.current_fingerprint() != first  # the writer's changes as they are made
+    reader.close()
+    cat.close()
+
+
 def test_nothing_changed_writes_no_segment_and_old_ones_are_pruned(tmp_path):
     cat = Catalog(tmp_path / "catalog.duckdb")
     _doc(cat, "a", "1", "text")
