@@ -6,10 +6,9 @@ partitions published before it).
 """
 import dagster as dg
 
-from rag.query.workspace import Workspace, WorkspaceError
+from rag.query.workspace import Workspace, WorkspaceError, published_catalog
 from rag.sources.partitions import store
 from rag.store.storage import measure
-from rag.store.union_catalog import UnionCatalog
 from rag.text.tables import human_size
 from rag.units.linking import LinkTargets, count_links
 from resources import SourceSettings, VectorStoreResource
@@ -32,17 +31,8 @@ def published_elsewhere(workspace: str | None, partition: str) -> LinkTargets:
     """The documents that partitions other than `partition` have published (none before any has)."""
     if not workspace:
         return LinkTargets()
-    try:
-        reader = Workspace(workspace)
-    except WorkspaceError:
-        return LinkTargets()
-    try:
-        catalog = reader.snapshot().catalog
-        return catalog.link_targets(exclude=partition) if isinstance(catalog, UnionCatalog) else LinkTargets()
-    except WorkspaceError:
-        return LinkTargets()
-    finally:
-        reader.close()
+    with published_catalog(workspace) as catalog:
+        return catalog.link_targets(exclude=partition) if catalog is not None else LinkTargets()
 
 
 def workspace_totals_definitions() -> tuple[dg.AssetsDefinition, dg.SensorDefinition]:

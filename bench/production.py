@@ -345,6 +345,7 @@ def run(mode: str, root: Path, clients: int = 8, think_s: float = 0.0) -> dict:
             "same_partition_runs_overlap": any(max_overlap(rs) > 1 for rs in by_partition.values()),
             "killed_mid_publish": killed, "serve": load.summary(), "served_partitions": partitions_served,
             "bytes": stored(mode, writer_ws, reader_ws, home, pg_url),
+            **({"postgres": postgres_activity(pg_url)} if pg_url else {}),
             "timeline": timeline(instance, everything, mark.wall0),
         }
     mark("torn_down")
@@ -369,6 +370,17 @@ def stored(mode: str, writer_ws: Path, reader_ws: Path, home: Path, pg_url: str 
     else:
         out["dagster_sqlite"] = bytes_on_disk(home)
     return out
+
+
+def postgres_activity(pg_url: str) -> dict:
+    """Connections opened and transactions committed on the instance's Postgres (dagster-postgres connects anew for
+    each operation, so sessions count its round trips)."""
+    import psycopg2
+
+    with psycopg2.connect(pg_url) as con, con.cursor() as cur:
+        cur.execute("SELECT sum(sessions), sum(xact_commit) FROM pg_stat_database")
+        sessions, commits = cur.fetchone()
+    return {"sessions": int(sessions), "transactions": int(commits)}
 
 
 def main() -> None:

@@ -75,7 +75,7 @@ def run_partitions(settings: IngestSettings, partitions: list[str] | None = None
             retire_store(store(ws, key, lance_uri), key in gone)
     totals = {k: sum(r[k] for r in runs.values()) for k in ("documents", "units", "subchunks", "embedded",
                                                              "quarantined", "deleted")}
-    shared = shared_ids(ws, lance_uri)   # hidden from readers: an error, never silent
+    shared = shared_ids(ws)   # hidden from readers: an error, never silent
     for key, run in runs.items():
         run["shared_ids"] = [{"doc_id": d, "partitions": [p for p, _, _ in places]}
                              for d, places in shared.items() if key in {p for p, _, _ in places}]

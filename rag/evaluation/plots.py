@@ -7,15 +7,23 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 DPI = 90  # small files: they are also embedded in the Dagster UI's metadata
 MAX_WIDTH_PX = 1000
+
+
+def _pyplot():
+    """matplotlib on first use: importing it costs about a second in every process that loads the code location."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def draw_plots(out: Path, summary: dict) -> dict[str, Path]:
@@ -24,7 +32,7 @@ def draw_plots(out: Path, summary: dict) -> dict[str, Path]:
     for name, fig in figures(summary).items():
         paths[name] = out / f"{name}.png"
         fig.savefig(paths[name], dpi=DPI)
-        plt.close(fig)
+        _pyplot().close(fig)
     return paths
 
 
@@ -46,7 +54,7 @@ def _grid(panels: int, panel_w: float, panel_h: float, **kwargs):
     fit = max(1, min(panels, int(MAX_WIDTH_PX / DPI // panel_w)))
     rows = math.ceil(panels / fit)
     cols = math.ceil(panels / rows)   # balanced: four panels are 2 × 2, not 3 + 1
-    fig, axes = plt.subplots(rows, cols, figsize=(panel_w * cols, panel_h * rows), squeeze=False, **kwargs)
+    fig, axes = _pyplot().subplots(rows, cols, figsize=(panel_w * cols, panel_h * rows), squeeze=False, **kwargs)
     flat = list(axes.flat)
     for ax in flat[panels:]:
         ax.set_visible(False)
@@ -117,7 +125,7 @@ def _storage(summary: dict) -> Figure:
     """Horizontal bars: method names on their own axis, each bar's ratio to the raw text beyond its end."""
     methods = list(summary["methods"])
     megabytes = [summary["methods"][m]["storage_bytes"] / 1e6 for m in methods]
-    fig, ax = plt.subplots(figsize=(6.4, 1.2 + 0.45 * len(methods)))
+    fig, ax = _pyplot().subplots(figsize=(6.4, 1.2 + 0.45 * len(methods)))
     bars = ax.barh(methods, megabytes, color="tab:blue")
     ax.bar_label(bars, [f" {summary['methods'][m]['storage_ratio_to_raw_text']:.1f}× raw text" for m in methods],
                  fontsize=8)

@@ -9,8 +9,10 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 from rag.answer.llm import ChatModel
 from rag.models.tokens import TokenCounter, default_counter
@@ -19,11 +21,11 @@ from rag.retrieval.callers import Caller
 from rag.retrieval.context import RetrievalResult
 from rag.retrieval.read_state import SharedCache, Snapshot
 from rag.retrieval.request import Request, Tools
-from rag.sources.partitions import PARTITIONS_DIR, is_partitioned, published_stores
+from rag.sources.partitions import PARTITIONS_DIR, Store, is_partitioned, published_stores
 from rag.store.catalog import Catalog, CatalogError
 from rag.store.index import SubchunkIndex
 from rag.store.index_union import IndexUnion
-from rag.store.snapshot_files import NoSnapshot, pointer_stamp, pull, read_pointer
+from rag.store.snapshot_files import NoSnapshot, SnapshotInfo, pointer_stamp, pull, read_pointer
 from rag.store.union_catalog import UnionCatalog
 
 log = logging.getLogger("rag.query.workspace")
@@ -163,29 +165,14 @@ class Workspace:
 
     def _open_partitions(self) -> Snapshot:
         """Every partition's newest snapshot, as one read-only state (each pointer is read once)."""
-        for attempt in range(3):
-            stores = published_stores(self.root)
-            if not stores:
-                raise WorkspaceError(f"{self.root}: no partition has published yet; materialise a partition first")
-            try:
-                infos = {s.key: read_pointer(s.folder) for s in stores}
-            except NoSnapshot as err:
-                raise WorkspaceError(str(err)) from None
-            if not all(i.path(s.folder).exists() for s, i in zip(stores, infos.values())) and attempt < 2:
-                continue
-            try:
-                catalog = UnionCatalog(self.root / PARTITIONS_DIR,
-                                       {s.key: infos[s.key].path(s.folder) for s in stores})
-            except CatalogError as err:
-                raise WorkspaceError(str(err)) from None
-            try:
-                index = IndexUnion.readers({s.key: s.lance_uri for s in stores},
-                                           {k: i.lance_version for k, i in infos.items()})
-            except LookupError as err:
-                catalog.close()
-                raise WorkspaceError(str(err)) from None
-            return Snapshot(infos, catalog, index, self._shared)
-        raise WorkspaceError(f"{self.root}: a partition's snapshot disappeared while opening it")
+        stores, infos, catalog = _partition_catalogs(self.root)
+        try:
+            index = IndexUnion.readers({s.key: s.lance_uri for s in stores},
+                                       {k: i.lance_version for k, i in infos.items()})
+        except LookupError as err:
+            catalog.close()
+            raise WorkspaceError(str(err)) from None
+        return Snapshot(infos, catalog, index, self._shared)
 
     def retrieve(self, method_name: str, caller: Caller, question: str, budget: int, *,
                  as_of: datetime | None = None, model: ChatModel | None = None) -> RetrievalResult:
@@ -236,14 +223,44 @@ class Workspace:
             self._snapshot = None
 
 
-def shared_ids(workspace: str | Path, lance_uri: str | None = None) -> dict[str, list[tuple[str, str, str]]]:
-    """Ids published by more than one partition of a workspace (hidden from readers), with every place of each."""
+def _partition_catalogs(root: Path) -> tuple[list[Store], dict[str, SnapshotInfo], UnionCatalog]:
+    """Every partition's newest published catalog as one, with its store and pointer (each read once); no index is
+    opened."""
+    for attempt in range(3):  # a snapshot named by a pointer we read may be pruned a moment later
+        stores = published_stores(root)
+        if not stores:
+            raise WorkspaceError(f"{root}: no partition has published yet; materialise a partition first")
+        try:
+            infos = {s.key: read_pointer(s.folder) for s in stores}
+        except NoSnapshot as err:
+            raise WorkspaceError(str(err)) from None
+        if not all(i.path(s.folder).exists() for s, i in zip(stores, infos.values())) and attempt < 2:
+            continue
+        try:
+            return stores, infos, UnionCatalog(root / PARTITIONS_DIR, {s.key: infos[s.key].path(s.folder) for s in stores})
+        except CatalogError as err:
+            raise WorkspaceError(str(err)) from None
+    raise WorkspaceError(f"{root}: a partition's snapshot disappeared while opening it")
+
+
+@contextmanager
+def published_catalog(workspace: str | Path) -> Iterator[UnionCatalog | None]:
+    """What a partition's writer reads of the others: their published catalogs as one (None before any published,
+    or for a whole workspace). Their indexes stay closed: the writer needs ids, titles and links, not vectors."""
+    root = Path(workspace)
+    pull(root)  # publishes made on another machine ($RAG_SNAPSHOT_URI), if any
     try:
-        reader = Workspace(workspace, lance_uri=lance_uri)
+        catalog = _partition_catalogs(root)[2] if is_partitioned(root) else None
     except WorkspaceError:
-        return {}
+        catalog = None
     try:
-        catalog = reader.snapshot().catalog
-        return catalog.shared_places() if isinstance(catalog, UnionCatalog) else {}
+        yield catalog
     finally:
-        reader.close()
+        if catalog is not None:
+            catalog.close()
+
+
+def shared_ids(workspace: str | Path) -> dict[str, list[tuple[str, str, str]]]:
+    """Ids published by more than one partition of a workspace (hidden from readers), with every place of each."""
+    with published_catalog(workspace) as catalog:
+        return catalog.shared_places() if catalog is not None else {}

@@ -196,7 +196,9 @@ def test_elite_runs_its_llm_policy_through_the_real_local_server(local_model, tm
 
     catalog = Catalog(tmp_path / "catalog.duckdb")
     publish_documents(catalog, IngestSettings(sources=[str(SAMPLES / "corpus")]))
-    small = EliteConfig(max_rounds=1, importance_chunks=1, noise_samples=1)
+    # Every step of the policy is a real call (plan, the importance answers, the judge); ±1 sentence per chunk and two
+    # judged chunks send 1.2K prompt tokens instead of 3K (one llama.cpp thread reads ~100 tokens/s on a busy core).
+    small = EliteConfig(max_rounds=1, importance_chunks=1, noise_samples=1, neighbours=1, judge_chunks=2)
     result = elite_retrieve(catalog, Caller(frozenset({"support"})), "How long does the offline cache hold data?",
                             600, explorer_for(model=local_model, config=small))
     assert result.trace["policy"] == f"llm:{MODEL_NAME}"

@@ -8,11 +8,12 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from assets.workspace_totals import published_elsewhere
 from pipelines.cli import main
 from pipelines.definitions import build_definitions
 from pipelines.ingest_run import run_partitions
 from pipelines.workspace_resources import workspace_resources
-from rag.query.workspace import Workspace
+from rag.query.workspace import Workspace, shared_ids
 from rag.retrieval.callers import Caller
 from rag.sources.partitions import (
     PARTITIONS_DIR,
@@ -181,6 +182,13 @@ def test_an_id_in_two_partitions_is_an_error_in_both_partitions_the_totals_and_h
     assert "published by 2 partitions and hidden from readers" in said
     assert "docs/hr" in said and "docs/public" in said and said.count("\n") == 1
     assert main(["history", "canteen", "--workspace", str(ws)]) == 0
+
+    # What a partition's run reads of the others (these errors, its cross-collection links) is their catalogs alone:
+    # with every index gone the answers are the same, so a run opens no other partition's index.
+    for s in published_stores(ws):
+        shutil.rmtree(s.lance_uri)
+    assert list(shared_ids(ws)) == ["pay-bands"]
+    assert published_elsewhere(str(ws), "docs/hr").ids == {"pay-bands", "canteen"}
 
 
 @pytest.mark.slow

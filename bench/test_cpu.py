@@ -1,0 +1,59 @@
+"""CPU seconds and wall time of chosen test modules (pytest and every process it starts), in several checkouts, run
+alternately in the same order (before, after, before, after, …): the suite's cost where a change touched it.
+
+Each run is one pytest process over all the given tests together, as one xdist worker would run them (so the
+embedder's memo warms as it does in the suite), with one thread per process as under `make test`:
+
+    python bench/test_cpu.py --repos /work/before-21 . --rounds 1 --tag s33 -- tests/interfaces/test_cli.py
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run_once(repo: Path, tests: list[str]) -> dict:
+    """One pytest process over `tests` in `repo`: CPU seconds of it and its children, wall seconds, its summary."""
+    env = {**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1", "RAG_LLM_THREADS": "1"}
+    env.pop("DAGSTER_HOME", None)
+    before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=10", *tests],
+                          cwd=repo, env=env, capture_output=True, text=True)
+    wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+    lines = done.stdout.strip().splitlines()
+    return {"cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
+            "wall_s": round(wall, 1), "returncode": done.returncode, "summary": lines[-1] if lines else "",
+            "slowest": [line for line in lines if re.match(r"^\d+\.\d+s (call|setup|teardown) ", line)],
+            "load_average_after": os.getloadavg()[0]}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repos", nargs="+", type=Path, required=True, help="checkouts, run in this order each round")
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--tag", default="")
+    p.add_argument("tests", nargs="+", help="test paths or node ids, relative to each checkout")
+    args = p.parse_args()
+    runs = []
+    for round_ in range(args.rounds):
+        for repo in args.repos:
+            runs.append({"repo": str(repo.resolve()), "round": round_, **run_once(repo.resolve(), args.tests)})
+            r = runs[-1]
+            print(f"{r['repo']}: {r['cpu_s']} CPU s, {r['wall_s']} s wall, load {r['load_average_after']:.1f}: "
+                  f"{r['summary']}", flush=True)
+    out = REPO / "bench" / "results" / f"test-cpu{'-' + args.tag if args.tag else ''}.json"
+    out.write_text(json.dumps({"tests": args.tests, "runs": runs}, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
