@@ -103,9 +103,10 @@ class VectorState:
         """The readable rows with the highest scores, best first (ties by row order)."""
         readable = np.flatnonzero(mask)
         if len(readable) > limit:
-            part = np.argpartition(-scores[readable], limit - 1)[:limit]
-            readable = readable[part]
-        return readable[np.lexsort((readable, -scores[readable]))]
+            # argpartition picks any of the rows tied at the cut; every tied row goes on, so the earliest wins
+            cut = scores[readable][np.argpartition(-scores[readable], limit - 1)[limit - 1]]
+            readable = readable[scores[readable] >= cut]
+        return readable[np.lexsort((readable, -scores[readable]))][:limit]
 
 
 def acl_mask(masks: dict, lock: threading.Lock, acl_sets: list[frozenset[str]], acl_ids: np.ndarray,
