@@ -9,30 +9,19 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
-
-import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.multihop import CALLER  # noqa: E402
+from bench.query_embedding import median_cpu_ms  # noqa: E402
 from rag.evaluation.prepared import prepare_workspace  # noqa: E402
 from rag.models.embedders import Embedder  # noqa: E402
 from rag.models.tokens import TokenCounter  # noqa: E402
 from rag.retrieval.longrag import LongRAGConfig, pack_chunks, shortchunk_candidates  # noqa: E402
 from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, load_questions, split_halves  # noqa: E402
-
-
-def p50_ms(run, items) -> float:
-    seconds = []
-    for item in items:
-        start = time.process_time()
-        run(item)
-        seconds.append(time.process_time() - start)
-    return round(1000 * float(np.median(seconds)), 2)
 
 
 def main() -> None:
@@ -58,15 +47,15 @@ def main() -> None:
         counter._runs = {}
         pack(chunks)
 
-    figures = {"count_every_candidate": p50_ms(lambda c: [counter.count([i.text for i in c.items[k:k + 24]])
+    figures = {"count_every_candidate": median_cpu_ms(lambda c: [counter.count([i.text for i in c.items[k:k + 24]])
                                                            for k in range(0, len(c.items), 24)], timed),
-               "memory_empty": p50_ms(empty_then_pack, timed)}
+               "memory_empty": median_cpu_ms(empty_then_pack, timed)}
     counter._runs = {}
     for chunks in others:
         pack(chunks)
-    figures["memory_from_other_questions"] = p50_ms(pack, timed)
+    figures["memory_from_other_questions"] = median_cpu_ms(pack, timed)
     figures["memory_runs_after_other_questions"] = len(counter._runs)
-    figures["memory_holding_these_questions"] = p50_ms(pack, timed)
+    figures["memory_holding_these_questions"] = median_cpu_ms(pack, timed)
     out = {"command": "python bench/count_memory.py " + " ".join(sys.argv[1:]), "benchmark": args.benchmark,
            "questions": len(timed), "other_questions": len(others), "clock": "cpu",
            "load_average": os.getloadavg(), "pack_ms_p50": figures}

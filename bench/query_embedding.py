@@ -25,14 +25,19 @@ from rag.models.embedders import load_embedder  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
 
 
-def cpu_ms(run, queries: list[str], repeats: int) -> float:
-    run(queries)  # warm: ONNX Runtime plans a shape on its first run
+def median_cpu_ms(run, arguments) -> float:
+    """Median CPU milliseconds of run(a) over the arguments."""
     seconds = []
-    for _ in range(repeats):
+    for a in arguments:
         start = time.process_time()
-        run(queries)
+        run(a)
         seconds.append(time.process_time() - start)
     return round(1000 * float(np.median(seconds)), 2)
+
+
+def cpu_ms(run, queries: list[str], repeats: int) -> float:
+    run(queries)  # warm: ONNX Runtime plans a shape on its first run
+    return median_cpu_ms(run, [queries] * repeats)
 
 
 def main() -> None:

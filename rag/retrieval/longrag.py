@@ -107,7 +107,7 @@ def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter,
     """One retrieval hop for `text` (embedded as `query`): dense and lexical channels, units by MaxP, member
     documents in packing order."""
     caller, as_of = req.caller, req.as_of
-    if as_of is not None:  # a past version: LanceDB's hits, the candidate units rescored from the index
+    if as_of is not None:  # a past version: its own state's hits, the candidate units rescored from its rows
         hits, _ = nearest(snap, query, caller, config.overfetch, as_of)
         units = _rank_units(snap, _best_of_pairs(hits), _floor(hits), {}, config)
         hits += rescore(snap, query, caller, list(units), as_of) if units else []
