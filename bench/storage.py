@@ -41,7 +41,8 @@ import numpy as np
 import pyarrow as pa
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+CODE = os.environ.get("RAG_BENCH_CODE", str(REPO))  # another checkout's code (a git worktree), for before/after
+sys.path.insert(0, CODE)
 
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, benchmarks_root  # noqa: E402
@@ -306,9 +307,10 @@ def scale(n: int, cache: Path, counter, tmp: Path, timer: Timed) -> dict:
             records[20] = dict(records[20], version="2", text=records[20]["text"] + " Revised once.")
             write_jsonl(source, records)
         timer.reset()
-        w, t = written_bytes(), time.perf_counter()
+        w, t, cpu = written_bytes(), time.perf_counter(), time.process_time()
         run = ingest(ws, source, counter)
-        out[step] = {"run_s": round(time.perf_counter() - t, 2), "publish_points_s": round(timer.seconds, 2),
+        out[step] = {"run_s": round(time.perf_counter() - t, 2), "cpu_s": round(time.process_time() - cpu, 2),
+                     "publish_points_s": round(timer.seconds, 2),
                      "publish_points": timer.calls, "bytes_written": written_bytes() - w, **run,
                      "after": components(ws)}
         print(f"{n} documents, {step}: {out[step]['run_s']} s, {out[step]['bytes_written']:,} bytes written",
@@ -358,9 +360,10 @@ def publish_point(n: int, tmp: Path) -> dict:
                 catalog.con.execute("INSERT INTO unit_members VALUES (?, 2, 0, ?, '2', 0, 0, ?, 101)",
                                     ["u:" + doc, doc, len(texts[20]) + 14])
             catalog.con.execute("CHECKPOINT")  # the edit's own write to the catalog is not the publish point's
-            w, t = written_bytes(), time.perf_counter()
+            w, t, cpu = written_bytes(), time.perf_counter(), time.process_time()
             catalog.publish_snapshot(pid, None)
-            out[step] = {"seconds": round(time.perf_counter() - t, 3), "bytes_written": written_bytes() - w}
+            out[step] = {"seconds": round(time.perf_counter() - t, 3), "cpu_s": round(time.process_time() - cpu, 3),
+                         "bytes_written": written_bytes() - w}
     finally:
         catalog.close()
     out["bytes_kept"] = components(ws)
@@ -455,7 +458,7 @@ def main() -> None:
         index_module.DELETED_SHARE = args.deleted_share
     global LANCE_WRITES
     counter, timer, LANCE_WRITES = default_counter(), Timed(), LanceWrites()
-    results: dict = {"code": str(REPO), "benchmarks": str(BENCHMARKS), "rounds": ROUNDS, "share": SHARE,
+    results: dict = {"code": CODE, "benchmarks": str(BENCHMARKS), "rounds": ROUNDS, "share": SHARE,
                      "deleted_share": getattr(index_module, "DELETED_SHARE", None), "corpora": {},
                      "command": "python " + " ".join(sys.argv)}
     with tempfile.TemporaryDirectory() as tmp:

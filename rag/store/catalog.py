@@ -12,8 +12,9 @@ import duckdb
 import pyarrow as pa
 
 from rag.sources.documents import Document, Rejected
+from rag.store.catalog_file import close_connection, connect_writer
 from rag.store.rows import CurrentText, CurrentVersion, MemberRow, UnitChanges, UnitEvent, VersionEvent
-from rag.store.schema import BLOCK_SIZE, SCHEMA, SETTINGS_SCHEMA, unit_key_sql
+from rag.store.schema import SCHEMA, SETTINGS_SCHEMA, drop_primary_keys, unit_key_sql
 from rag.store.settings import as_of_retention
 from rag.store.snapshot_files import SnapshotInfo, load_read_state, publish_snapshot
 from rag.store.text_store import VIEW, TextStore
@@ -58,7 +59,7 @@ class Catalog:
             self._writer.acquire()
         try:
             if not self.read_only:
-                self.con = duckdb.connect(self.file, config={"default_block_size": str(BLOCK_SIZE)})
+                self.con = connect_writer(Path(self.file))
             else:  # a manifest's state is built in memory; a whole-catalog copy (the format before) is opened
                 copy = not self.file.endswith(".json")
                 self.con = duckdb.connect(self.file if copy else ":memory:", read_only=copy)
@@ -71,9 +72,9 @@ class Catalog:
             elif not self.read_only:
                 self.con.execute(SCHEMA)
                 self.texts = TextStore(self.con, Path(path).parent).opened()
+                drop_primary_keys(self.con)  # after the texts moved out; the views bind by name at each query
         except (duckdb.Error, OSError, ValueError, KeyError) as err:
-            self.con.close()
-            self._release()
+            self.close()  # an error is on its way out: no compaction
             raise CatalogError(f"{self.file}: cannot open the catalog ({str(err).splitlines()[0]})") from None
 
     @classmethod
@@ -87,8 +88,11 @@ class Catalog:
         return VIEW if self.texts is not None else "documents"
 
     def close(self) -> None:
-        self.con.close()
-        self._release()
+        """Close; a writer's connection may compact the file (rag.store.catalog_file.close_connection)."""
+        try:
+            close_connection(self.con, Path(self.file), writer=self._writer is not None)
+        finally:
+            self._release()
 
     def _release(self) -> None:
         if self._writer:
@@ -128,8 +132,6 @@ class Catalog:
         self.con.execute("CHECKPOINT")  # the write-ahead log folded into the file, so it never outgrows the change
         self.texts.expire(utc_now() - as_of_retention())
         return publish_snapshot(self.con, self.path, publish_id, lance_version)
-
-    # publish log -----------------------------------------------------------------------------------
 
     def begin_publish(self, sources: list[str]) -> int:
         (last,), = self.rows("SELECT coalesce(max(publish_id), 0) FROM publish_log")
@@ -365,8 +367,6 @@ class Catalog:
         return dict(self.rows(f"SELECT content_hash, any_value(title || '\n' || text) FROM {self.with_texts} "
                               "JOIN (SELECT unnest(?) AS content_hash) USING (content_hash) GROUP BY content_hash",
                               [hashes]))
-
-    # workspace settings ----------------------------------------------------------------------------
 
     def setting(self, key: str) -> str | None:
         """A workspace setting (such as the embedder its index was built with), or None if never set."""

@@ -2,20 +2,22 @@
 
 # Texts are not in the catalog: `documents.content_hash` names them in the text files (rag.store.text_store), which
 # `text_files` lists and every reader shares.
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS documents (
+# `documents` and `units` have no primary key: its index (an ART, rewritten whole at every checkpoint) was a quarter
+# of a HotpotQA catalog and most of its freed blocks (bench/storage.py), while every read and update of them is a
+# join or a scan. Their keys are unique by construction (a version is inserted once, by the one writer).
+KEYLESS = {
+    "documents": """documents (
     doc_id VARCHAR NOT NULL, version VARCHAR NOT NULL, title VARCHAR,
     acl VARCHAR[], links VARCHAR[], collection VARCHAR, source VARCHAR, source_path VARCHAR,
     content_hash VARCHAR, meta_hash VARCHAR,
     status VARCHAR NOT NULL,            -- current | superseded | deleted
-    valid_from TIMESTAMP, valid_to TIMESTAMP, publish_id BIGINT,
-    PRIMARY KEY (doc_id, version));
-CREATE TABLE IF NOT EXISTS units (
+    valid_from TIMESTAMP, valid_to TIMESTAMP, publish_id BIGINT)""",
+    "units": """units (
     unit_id VARCHAR NOT NULL, unit_version INTEGER NOT NULL, acl VARCHAR[], collection VARCHAR,
     tokens INTEGER, content_hash VARCHAR,
     status VARCHAR NOT NULL,            -- pending | current | retired | abandoned
-    valid_from TIMESTAMP, valid_to TIMESTAMP, publish_id BIGINT,
-    PRIMARY KEY (unit_id, unit_version));
+    valid_from TIMESTAMP, valid_to TIMESTAMP, publish_id BIGINT)"""}
+SCHEMA = "".join(f"CREATE TABLE IF NOT EXISTS {ddl};\n" for ddl in KEYLESS.values()) + """
 CREATE TABLE IF NOT EXISTS unit_members (
     unit_id VARCHAR, unit_version INTEGER, position INTEGER, doc_id VARCHAR, doc_version VARCHAR,
     part INTEGER, char_start INTEGER, char_end INTEGER, tokens INTEGER);
@@ -54,6 +56,27 @@ BLOCK_SIZE = 16384
 SETTINGS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS workspace_settings (key VARCHAR PRIMARY KEY, value VARCHAR, updated_at TIMESTAMP);
 """
+
+
+def drop_primary_keys(con) -> None:
+    """Rebuild the `KEYLESS` tables of an older catalog that still carry a primary key, in one transaction."""
+    keyed = sorted(t for (t,) in con.execute(
+        "SELECT DISTINCT table_name FROM duckdb_constraints() WHERE constraint_type = 'PRIMARY KEY' "
+        "AND table_name IN (SELECT unnest(?::VARCHAR[]))", [list(KEYLESS)]).fetchall())
+    if not keyed:
+        return
+    con.execute("BEGIN")
+    try:
+        for table in keyed:
+            con.execute(f"CREATE TABLE _keyless_{KEYLESS[table]}")
+            con.execute(f"INSERT INTO _keyless_{table} BY NAME SELECT * FROM {table}")
+            con.execute(f"DROP TABLE {table}")
+            con.execute(f"ALTER TABLE _keyless_{table} RENAME TO {table}")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+    con.execute("CHECKPOINT")
 
 
 def unit_key_sql(alias: str = "") -> str:

@@ -220,7 +220,7 @@ def _newest_over_base(files: list[str], key_cols: str) -> str:
 def write_parquet(con, query: str, dest: Path) -> None:
     tmp = dest.with_name(f".{dest.name}.tmp")
     con.execute(f"COPY ({query}) TO '{quote(str(tmp))}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 8192)")
-    _fsync(tmp)
+    fsync(tmp)
     os.replace(tmp, dest)
 
 
@@ -261,7 +261,7 @@ def _pull_store(bucket, store_folder: Path, prefix: str) -> None:
 def _write_atomic(path: Path, text: str | bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_bytes(text.encode() if isinstance(text, str) else text)
-    _fsync(tmp)
+    fsync(tmp)
     os.replace(tmp, path)
 
 
@@ -280,7 +280,7 @@ def _prune(folder: Path, seq: int, keep: int) -> None:
         path.unlink(missing_ok=True)
 
 
-def _fsync(path: Path) -> None:
+def fsync(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

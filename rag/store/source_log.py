@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
+import pyarrow as pa
+
 from rag.sources.documents import Document, LoadResult
 from rag.sources.loaders import _load_files, jsonl_lines, jsonl_record
 from rag.sources.partitions import Selection
@@ -211,6 +213,19 @@ def existing_versions(catalog: Catalog, doc_ids: list[str] | None = None) -> dic
         params)}
 
 
+def _update_documents(catalog: Catalog, columns: dict[str, list]) -> None:
+    """Set the other columns of the document versions named by `doc_id` and `version` in one joined statement
+    (the table has no key index to look each one up)."""
+    if len(columns["doc_id"]):
+        sets = ", ".join(f"{c} = u.{c}" for c in columns if c not in ("doc_id", "version"))
+        catalog.con.register("_updates", pa.table(columns))
+        try:
+            catalog.con.execute(f"UPDATE documents SET {sets} FROM _updates u "
+                                "WHERE documents.doc_id = u.doc_id AND documents.version = u.version")
+        finally:
+            catalog.con.unregister("_updates")
+
+
 def apply_versions(catalog: Catalog, publish_id: int, plan: VersionPlan, also: Callable[[], None] | None = None,
                    back: list[Document] = ()) -> DocChanges:
     """Write a version plan (and `also`'s writes) in one transaction; `back` are versions made current again
@@ -224,18 +239,19 @@ def apply_versions(catalog: Catalog, publish_id: int, plan: VersionPlan, also: C
                                                          "source_path", "content_hash", "meta_hash")},
             "acl": [list(d.acl) for d in new], "links": [list(d.links) for d in new],
             "status": ["superseded"] * len(new), "publish_id": [publish_id] * len(new)})
-        catalog.execute_many(
-            "UPDATE documents SET acl = ?, links = ?, collection = ?, source = ?, source_path = ?, meta_hash = ? "
-            "WHERE doc_id = ? AND version = ?",
-            [[list(d.acl), list(d.links), d.collection, d.source, d.source_path, d.meta_hash, d.doc_id,
-              d.version] for d in plan.update_meta])
+        meta = plan.update_meta
+        _update_documents(catalog, {
+            **{c: [getattr(d, c) for d in meta] for c in ("doc_id", "version", "collection", "source", "source_path",
+                                                           "meta_hash")},
+            "acl": [list(d.acl) for d in meta], "links": [list(d.links) for d in meta]})
         for status, keys in (("superseded", plan.supersede), ("deleted", plan.delete)):
-            catalog.execute_many(
-                "UPDATE documents SET status = ?, valid_to = ? WHERE doc_id = ? AND version = ?",
-                [[status, now, d, v] for d, v in keys])
-        catalog.execute_many(
-            "UPDATE documents SET status = 'current', valid_from = ?, valid_to = NULL, publish_id = ? "
-            "WHERE doc_id = ? AND version = ?", [[now, publish_id, d, v] for d, v in plan.make_current])
+            _update_documents(catalog, {"doc_id": [d for d, _ in keys], "version": [v for _, v in keys],
+                                        "status": [status] * len(keys), "valid_to": [now] * len(keys)})
+        made = plan.make_current
+        _update_documents(catalog, {
+            "doc_id": [d for d, _ in made], "version": [v for _, v in made], "status": ["current"] * len(made),
+            "valid_from": [now] * len(made), "valid_to": pa.nulls(len(made), pa.timestamp("us")),
+            "publish_id": [publish_id] * len(made)})
         catalog.record_problems(publish_id, "rejected", plan.rejected)
         catalog.record_problems(publish_id, "warning", plan.warnings)
         catalog.con.execute("UPDATE publish_log SET documents_new = ?, documents_superseded = ?, "

@@ -1,0 +1,83 @@
+"""The writer's catalog file rewritten without its free blocks, once they are a large share of it.
+
+DuckDB reuses the blocks a checkpoint frees but never returns them to the file system, so re-publishes leave the
+catalog a growing share of free blocks. A copy costs the used blocks and is made only once the free ones reach
+`FREE_SHARE` of them, so, amortised, a run writes in proportion to the blocks it freed, i.e. to its change.
+Readers never open this file (they read the published segments), and the writer copies it while it holds the
+workspace's lock, once no other writer connection of its process has it open.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+import duckdb
+
+from rag.store.schema import BLOCK_SIZE
+from rag.store.snapshot_files import fsync, quote
+
+FREE_SHARE = 0.25
+_OPEN: dict[str, int] = {}  # catalog file → writer connections of this process that have it open
+_GUARD = threading.Lock()
+
+
+def connect_writer(path: Path) -> duckdb.DuckDBPyConnection:
+    """The writer's connection (a new file gets `BLOCK_SIZE` blocks), counted until `close_connection`."""
+    con = duckdb.connect(str(path), config={"default_block_size": str(BLOCK_SIZE)})
+    key = str(Path(path).resolve())
+    with _GUARD:
+        _OPEN[key] = _OPEN.get(key, 0) + 1
+    return con
+
+
+def last_closing(path: Path) -> bool:
+    """Count a writer connection closing; whether it was the last one of this process on the file."""
+    key = str(Path(path).resolve())
+    with _GUARD:
+        _OPEN[key] = _OPEN.get(key, 1) - 1
+        if _OPEN[key] > 0:
+            return False
+        del _OPEN[key]
+        return True
+
+
+def close_connection(con: duckdb.DuckDBPyConnection, path: Path, writer: bool) -> None:
+    """Close; the last writer connection of the process on the file compacts it if mostly free, unless an error
+    is on its way out (a failed step's catalog is closed as it is)."""
+    if writer and last_closing(path) and sys.exc_info()[1] is None and sparse(con):
+        con.execute("CHECKPOINT")
+        compact(con, path)
+    else:
+        con.close()
+
+
+def sparse(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the file's free blocks reach `FREE_SHARE` of its used ones."""
+    (free, used), = con.execute("SELECT free_blocks, used_blocks FROM pragma_database_size() "
+                                "WHERE database_name = current_database()").fetchall()
+    return free >= FREE_SHARE * max(used, 1)
+
+
+def compact(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Copy the committed catalog into a fresh file, close `con`, and put the copy in the file's place.
+
+    A failed copy leaves the file as it was (the copy is dropped); `con` is closed either way.
+    """
+    tmp = path.with_name(f".{path.name}.compact")
+    tmp.unlink(missing_ok=True)
+    try:
+        (name,), = con.execute("SELECT current_database()").fetchall()
+        con.execute(f"ATTACH '{quote(str(tmp))}' AS _compact (BLOCK_SIZE {BLOCK_SIZE})")
+        con.execute(f'COPY FROM DATABASE "{name}" TO _compact')
+        con.execute("DETACH _compact")
+    except duckdb.Error:
+        con.close()
+        tmp.unlink(missing_ok=True)
+        Path(f"{tmp}.wal").unlink(missing_ok=True)
+        raise
+    con.close()
+    fsync(tmp)
+    Path(f"{path}.wal").unlink(missing_ok=True)  # the copy holds every commit; an old log must not replay on it
+    os.replace(tmp, path)
