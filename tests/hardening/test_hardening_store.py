@@ -89,7 +89,7 @@ def test_an_index_from_before_store_identities_is_adopted_without_embedding_agai
 def test_the_row_check_fails_when_a_row_disagrees_with_the_catalog(tmp_path, source, embedder, tamper, expected):
     catalog, index, _, _ = publish_all(tmp_path / "ws", [source], embedder.encode)
     assert consistency.index_rows_match_catalog(catalog, index).passed
-    index.table.update(where="doc_id = 'gearbox'", values_sql=tamper)
+    index.table.to_lance().update(tamper, where="doc_id = 'gearbox'")
     finding = consistency.index_rows_match_catalog(catalog, index)
     assert not finding.passed
     assert any(expected in e for e in finding.examples), finding.examples
