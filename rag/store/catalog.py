@@ -397,8 +397,3 @@ class Catalog:
             "m.char_end, d.title, d.text FROM units u JOIN unit_members m USING (unit_id, unit_version) "
             f"JOIN {self.with_texts} d ON d.doc_id = m.doc_id AND d.version = m.doc_version WHERE u.status = 'current'")
         return {(k, d, v, p): (tuple(acl), s, e, t, x) for k, d, v, p, acl, s, e, t, x in rows}
-
-    def current_places(self) -> dict[str, tuple[str, str]]:
-        """doc_id → the current version and its source file (what `rag.store.doc_partitions` records)."""
-        return {d: (v, p) for d, v, p in self.rows(
-            "SELECT doc_id, version, source_path FROM documents WHERE status = 'current'")}
