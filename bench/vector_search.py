@@ -58,7 +58,10 @@ def build(uri: Path, vectors: np.ndarray, indexes: bool = True) -> tuple[Subchun
     index.reset("minilm")
     if indexes:  # LanceDB searches float vectors held in the rows: the table as it was before int8 vectors apart
         float16 = pa.field("vector", pa.list_(pa.float16(), vectors.shape[1]))
-        index.table = index.db.create_table(TABLE, schema=pa.schema([*schema(), float16]), mode="overwrite")
+        import lancedb  # the vector index and search below are LanceDB's, not the writer's Lance calls
+
+        index.table = lancedb.connect(str(uri)).create_table(TABLE, schema=pa.schema([*schema(), float16]),
+                                                             mode="overwrite")
     start = time.perf_counter()
     for lo in range(0, len(vectors), 100_000):
         n = min(100_000, len(vectors) - lo)

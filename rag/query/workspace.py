@@ -22,6 +22,7 @@ from rag.retrieval.context import RetrievalResult
 from rag.retrieval.read_state import SharedCache, Snapshot
 from rag.retrieval.request import Request, Tools
 from rag.sources.partitions import PARTITIONS_DIR, Store, is_partitioned, published_stores
+from rag.store import doc_partitions
 from rag.store.catalog import Catalog, CatalogError
 from rag.store.index import SubchunkIndex
 from rag.store.index_union import IndexUnion
@@ -261,6 +262,7 @@ def published_catalog(workspace: str | Path) -> Iterator[UnionCatalog | None]:
 
 
 def shared_ids(workspace: str | Path) -> dict[str, list[tuple[str, str, str]]]:
-    """Ids published by more than one partition of a workspace (hidden from readers), with every place of each."""
-    with published_catalog(workspace) as catalog:
-        return catalog.shared_places() if catalog is not None else {}
+    """Ids published by more than one partition of a workspace (hidden from readers), with every place of each.
+
+    Read from the partitions' id record, not their catalogs: a partition's run reads only the shared ids."""
+    return doc_partitions.shared(workspace)

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rag.models.embedders import DEFAULT_EMBEDDER, DIMENSION, EMBEDDERS
+from rag.store.lance_folder import LanceFolder
 from rag.store.lance_table import PinnedTable
 from rag.store.object_store import is_object_uri
 from rag.store.settings import as_of_retention
@@ -77,17 +78,15 @@ class SubchunkIndex:
     vector is stored before the first row that holds it."""
 
     def __init__(self, uri: str | Path):
-        import lancedb  # imported by writers only: a reader of the current snapshot needs Lance alone (PinnedTable)
-
         self.uri = str(uri)
-        self.db = lancedb.connect(self.uri)
+        self.db = LanceFolder(self.uri)   # Lance alone: a writer never pays for importing LanceDB
         self.table = self._open(TABLE, schema())
         dimension = self.table.schema.field("vector").type.list_size if self.in_rows else DIMENSION
         self._vectors = self._open(VECTORS_TABLE, vectors_schema(dimension, self.embedder))
         self.departed = self._open(DEPARTED_TABLE, DEPARTED_SCHEMA)
 
     def _open(self, name: str, schema: pa.Schema, replace: bool = False):
-        if name in self.db.list_tables().tables and not replace:
+        if self.db.exists(name) and not replace:
             return self.db.open_table(name)
         return self.db.create_table(name, schema=schema, mode="overwrite" if replace else "create")
 
@@ -140,9 +139,9 @@ class SubchunkIndex:
     def separate_vectors(self) -> int:
         """Move the vectors of a table from before the vectors table (its rows' and its cache's) into the vectors
         table, once; how many texts. Its older versions keep theirs in their rows for as-of reads."""
-        if not self.in_rows and CACHE_TABLE not in self.db.list_tables().tables:
+        if not self.in_rows and not self.db.exists(CACHE_TABLE):
             return 0
-        cache = self.db.open_table(CACHE_TABLE) if CACHE_TABLE in self.db.list_tables().tables else None
+        cache = self.db.open_table(CACHE_TABLE) if self.db.exists(CACHE_TABLE) else None
         parts = [t.to_lance().to_table(columns=["text_hash", "vector"])
                  for t in ([self.table] if self.in_rows else []) + ([cache] if cache is not None else [])]
         hashes = [h for part in parts for h in part.column("text_hash").to_pylist()]
@@ -258,15 +257,13 @@ class SubchunkIndex:
 
     def ensure_indexes(self) -> None:
         """B-trees on unit_key (a unit's rows) and on the vectors' text_hash, and the maintenance after a publish."""
-        from lancedb.index import BTree
-
         names = {i.name for i in self.table.list_indices()}
         for name in names.intersection(UNUSED_INDEXES):
             self.table.drop_index(name)
         if self.vectors.count_rows() and "text_hash_idx" not in {i.name for i in self.vectors.list_indices()}:
-            self.vectors.create_index("text_hash", config=BTree(), name="text_hash_idx")
+            self.vectors.create_btree("text_hash", "text_hash_idx")
         if self.table.count_rows() and "unit_key_idx" not in names:
-            self.table.create_index("unit_key", config=BTree(), name="unit_key_idx")
+            self.table.create_btree("unit_key", "unit_key_idx")
         elif names:
             self.maintain()
 
@@ -295,16 +292,15 @@ class SubchunkIndex:
 
     def store_id(self) -> str | None:
         """The catalog identity this index was built for (None: never claimed)."""
-        if IDENTITY_TABLE not in self.db.list_tables().tables:
+        if not self.db.exists(IDENTITY_TABLE):
             return None
         ids = self.db.open_table(IDENTITY_TABLE).to_arrow().column("store_id").to_pylist()
         return ids[0] if ids else None
 
     def claim(self, store_id: str) -> None:
         """Record which catalog this index now belongs to (after its foreign rows were removed)."""
-        exists = IDENTITY_TABLE in self.db.list_tables().tables
         self.db.create_table(IDENTITY_TABLE, pa.table({"store_id": [store_id]}, schema=IDENTITY_SCHEMA),
-                             mode="overwrite" if exists else "create")  # "overwrite" of nothing prints a WARN
+                             mode="overwrite" if self.db.exists(IDENTITY_TABLE) else "create")
 
     def row_facts(self) -> pa.Table:
         """What the consistency checks compare with the catalog, for every row."""

@@ -10,6 +10,7 @@ import numpy as np
 from rag.models.embedders import DEFAULT_EMBEDDER, EMBEDDER_SETTING, embedder_spec
 from rag.models.tokens import TokenCounter
 from rag.sources.documents import LoadResult, Rejected, content_hash
+from rag.store import doc_partitions
 from rag.store.catalog import Catalog
 from rag.store.facts import plan_from_facts
 from rag.store.index import SubchunkIndex, SubchunkRow
@@ -66,6 +67,7 @@ def publish_documents(catalog: Catalog, settings: IngestSettings) -> tuple[DocCh
     changes = sync_sources(catalog, publish_id, view, settings.allow_empty, settings.rescan)
     if changes.new or changes.superseded or changes.deleted or changes.updated_in_place:
         catalog.publish_snapshot(publish_id)  # readers hide deleted and superseded text from their next query
+    doc_partitions.sync(catalog)   # also when nothing changed: a store published before the record fills it once
     return changes, loaded
 
 

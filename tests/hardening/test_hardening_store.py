@@ -13,12 +13,25 @@ from rag.store.index import IDENTITY_TABLE
 LONG = " ".join(f"Sentence {i} explains how the turbine gearbox is serviced." for i in range(60))
 
 
-@pytest.fixture
-def source(tmp_path):
-    src = tmp_path / "src"
+def sources_in(folder: Path) -> Path:
+    src = folder / "src"
     write(src, "gearbox.md", good("gearbox", LONG, acl="secret-team"))
     write(src, "other.md", good("other", "Blade inspection happens every spring."))
     return src
+
+
+@pytest.fixture
+def source(tmp_path):
+    return sources_in(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory, embedder):
+    """One published workspace for the row-check cases, each of which tampers with it and restores it."""
+    folder = tmp_path_factory.mktemp("row-check")
+    catalog, index, _, _ = publish_all(folder / "ws", [sources_in(folder)], embedder.encode)
+    yield catalog, index
+    catalog.close()
 
 
 def checks(catalog, index):
@@ -86,10 +99,15 @@ def test_an_index_from_before_store_identities_is_adopted_without_embedding_agai
     ({"text_hash": "'0000'"}, "another text"),
     ({"doc_version": "'7'"}, "not a member"),
 ])
-def test_the_row_check_fails_when_a_row_disagrees_with_the_catalog(tmp_path, source, embedder, tamper, expected):
-    catalog, index, _, _ = publish_all(tmp_path / "ws", [source], embedder.encode)
+def test_the_row_check_fails_when_a_row_disagrees_with_the_catalog(published, tamper, expected):
+    catalog, index = published
+    clean = index.version
     assert consistency.index_rows_match_catalog(catalog, index).passed
-    index.table.update(where="doc_id = 'gearbox'", values_sql=tamper)
-    finding = consistency.index_rows_match_catalog(catalog, index)
+    index.table.to_lance().update(tamper, where="doc_id = 'gearbox'")
+    try:
+        finding = consistency.index_rows_match_catalog(catalog, index)
+    finally:   # the next case starts from the published rows again
+        index.table.to_lance().checkout_version(clean).restore()
+        index.table.checkout_latest()
     assert not finding.passed
     assert any(expected in e for e in finding.examples), finding.examples

@@ -10,9 +10,11 @@ from conftest import REPO, SAMPLES
 from servers import s3_env, s3_server  # noqa: F401 (fixtures)
 
 from rag.models.tokens import default_counter
-from rag.query.workspace import Workspace
+from rag.query.workspace import Workspace, shared_ids
 from rag.retrieval.callers import Caller
+from rag.sources.partitions import claim_store, resolve, store
 from rag.store.catalog import Catalog
+from rag.store.doc_partitions import RECORD_DIR
 from rag.store.index import SubchunkIndex
 from rag.store.object_store import ObjectStore
 from rag.store.publish import IngestSettings, publish_documents, publish_index, publish_units
@@ -89,3 +91,31 @@ def test_a_reader_with_no_shared_disk_follows_publishes_and_a_second_writer_cann
     with pytest.raises(PointerMoved, match="another writer owns this store"):
         publish(intruder, corpus, f"s3://{bucket}/intruder-index", embedder)
     assert json.loads(objects.get("snapshots/CURRENT").body) == newest
+
+
+def test_partitions_on_pods_with_no_shared_disk_find_an_id_they_both_publish_through_the_bucket(
+        s3_env, tmp_path, monkeypatch):
+    """The id record lives in the bucket: each writer pod sees only its own folder, a reader pod an empty one."""
+    monkeypatch.setenv("RAG_SNAPSHOT_URI", f"s3://{s3_env['bucket']}/ws")
+    src = tmp_path / "docs"
+    for folder, text in (("hr", "The pay band for grade 7 is 91,000 euros."), ("public", "Pay bands change yearly.")):
+        (src / folder).mkdir(parents=True)
+        (src / folder / "bands.md").write_text(f"---\nid: pay-bands\nacl: [staff]\n---\n{text}\n")
+    for pod, key in (("pod-a", "docs/hr"), ("pod-b", "docs/public")):
+        ws = tmp_path / pod / "ws"
+        s = store(ws, key)
+        claim_store(s)
+        catalog = Catalog(s.catalog_path)
+        publish_documents(catalog, IngestSettings(sources=[str(src)]).for_partition(resolve([str(src)], key, ws)))
+        catalog.close()
+    assert not (tmp_path / "pod-a" / "ws" / RECORD_DIR).exists()
+    found = shared_ids(tmp_path / "reader-pod" / "ws")
+    assert {p for p, _, _ in found["pay-bands"]} == {"docs/hr", "docs/public"}
+
+    (src / "public" / "bands.md").unlink()
+    (src / "public" / "canteen.md").write_text("---\nid: canteen\nacl: [staff]\n---\nThe canteen opens at noon.\n")
+    catalog = Catalog(store(tmp_path / "pod-b" / "ws", "docs/public").catalog_path)
+    publish_documents(catalog, IngestSettings(sources=[str(src)]).for_partition(
+        resolve([str(src)], "docs/public", tmp_path / "pod-b" / "ws")))
+    catalog.close()
+    assert shared_ids(tmp_path / "reader-pod" / "ws") == {}

@@ -1,0 +1,147 @@
+"""Which partitions publish each document id: a record every partition's publish updates with its changed ids only.
+
+Ids are meant to be unique across partitions. Checking that by loading every partition's published catalog grew
+with the corpus; instead each partition keeps one small object per id it publishes, `ids/<id hash>/<its slug>.json`
+(with the version and source file the report names), and a publish checks only the ids it changed: an id that two
+partitions publish also gets `shared/<id hash>.json`, so the report reads the shared ids alone. Each partition
+writes only its own objects (partitions never contend); a `shared` object is re-checked after it is removed, so an
+id another partition adds meanwhile is never lost. The record lives in $RAG_SNAPSHOT_URI's bucket when one is set
+(pods share no disk), else in the workspace folder (`doc_ids/`).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Protocol
+
+from rag.sources.partitions import PARTITIONS_DIR, STORE_INFO
+from rag.store.catalog import Catalog
+from rag.store.snapshot_objects import bucket
+
+RECORD_DIR = "doc_ids"
+RECORDED = "doc_ids.json"   # in a partition's store folder: the ids (version, source file) it last wrote to the record
+Place = tuple[str, str, str]   # partition, version, source path
+
+
+class _Record(Protocol):
+    def get(self, name: str) -> bytes | None: ...
+    def put(self, name: str, body: bytes) -> None: ...
+    def delete(self, name: str) -> None: ...
+    def names(self, under: str) -> list[str]: ...
+
+
+class _Folder:
+    """The record in a local folder."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def get(self, name: str) -> bytes | None:
+        try:
+            return (self.root / name).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def put(self, name: str, body: bytes) -> None:
+        path = self.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(body)
+        os.replace(tmp, path)
+
+    def delete(self, name: str) -> None:
+        (self.root / name).unlink(missing_ok=True)
+
+    def names(self, under: str) -> list[str]:
+        folder = self.root / under
+        return sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
+
+
+class _Bucket:
+    """The record under `doc_ids/` of the snapshot bucket."""
+
+    def __init__(self, objects):
+        self.objects = objects
+
+    def get(self, name: str) -> bytes | None:
+        found = self.objects.get(f"{RECORD_DIR}/{name}")
+        return found.body if found is not None else None
+
+    def put(self, name: str, body: bytes) -> None:
+        self.objects.put(f"{RECORD_DIR}/{name}", body)
+
+    def delete(self, name: str) -> None:
+        self.objects.delete(f"{RECORD_DIR}/{name}")
+
+    def names(self, under: str) -> list[str]:
+        return sorted(k.rsplit("/", 1)[1] for k in self.objects.keys(f"{RECORD_DIR}/{under}/"))
+
+
+def _record(workspace: Path) -> _Record:
+    objects = bucket()
+    return _Bucket(objects) if objects is not None else _Folder(Path(workspace) / RECORD_DIR)
+
+
+def _hash(doc_id: str) -> str:
+    return hashlib.sha256(doc_id.encode()).hexdigest()[:32]
+
+
+def sync(catalog: Catalog) -> int:
+    """Bring the record to the partition's current ids once it published them (a whole workspace has none).
+
+    Only ids whose version or source file differ from what this partition last wrote are touched; returns how many.
+    """
+    store_folder = Path(catalog.path).parent
+    if store_folder.parent.name != PARTITIONS_DIR or not (store_folder / STORE_INFO).exists():
+        return 0
+    key = json.loads((store_folder / STORE_INFO).read_text())["key"]
+    current = {d: (v, p) for d, v, p in catalog.rows(
+        "SELECT doc_id, version, source_path FROM documents WHERE status = 'current'")}
+    mine = store_folder / RECORDED
+    before = {d: tuple(p) for d, p in json.loads(mine.read_text()).items()} if mine.exists() else {}
+    changed = sorted(d for d in before.keys() | current.keys() if before.get(d) != current.get(d))
+    if not changed:
+        return 0
+    record = _record(store_folder.parent.parent)
+    for doc_id in changed:
+        marker = f"ids/{_hash(doc_id)}/{store_folder.name}.json"
+        if doc_id in current:
+            version, path = current[doc_id]
+            record.put(marker, json.dumps({"doc_id": doc_id, "partition": key, "version": version,
+                                           "source_path": path}).encode())
+        else:
+            record.delete(marker)
+        _settle(record, doc_id)
+    tmp = mine.with_name(f".{RECORDED}.tmp")
+    tmp.write_text(json.dumps(current))
+    os.replace(tmp, mine)   # a publish killed before this line is applied again by the next one
+    return len(changed)
+
+
+def _settle(record: _Record, doc_id: str) -> None:
+    """Mark the id shared if two partitions hold it, else unmark it (and mark it again if one was added meanwhile)."""
+    h = _hash(doc_id)
+    hint, body = f"shared/{h}.json", json.dumps({"doc_id": doc_id}).encode()
+    if len(record.names(f"ids/{h}")) > 1:
+        record.put(hint, body)
+    elif record.get(hint) is not None:
+        record.delete(hint)
+        if len(record.names(f"ids/{h}")) > 1:
+            record.put(hint, body)
+
+
+def shared(workspace: str | Path) -> dict[str, list[Place]]:
+    """Ids published by more than one partition, each with every (partition, version, source file), by id."""
+    record, found = _record(Path(workspace)), {}
+    for hint in record.names("shared"):
+        places = []
+        for marker in record.names(f"ids/{hint.removesuffix('.json')}"):
+            body = record.get(f"ids/{hint.removesuffix('.json')}/{marker}")
+            if body is not None:   # removed by its partition since it was listed
+                entry = json.loads(body)
+                places.append((entry["doc_id"], (entry["partition"], entry["version"], entry["source_path"])))
+        if len(places) > 1:
+            found[places[0][0]] = sorted(p for _, p in places)
+    return dict(sorted(found.items()))
