@@ -24,7 +24,6 @@ class MemberTable:
     index: dict[tuple[str, str, int], int]     # (unit key, doc_id, part) → row
     unit_rank: np.ndarray                      # the unit key's rank in sorted order, per row
     position: np.ndarray
-    doc_ids: np.ndarray                        # object array of str
     acl_ids: np.ndarray                        # index into acl_sets
     acl_sets: list[frozenset[str]]
     heads: list[tuple]                         # a row's Candidate fields before the score
@@ -65,7 +64,7 @@ def member_table(members: dict[str, list[MemberRow]]) -> MemberTable:
     docs: dict[str, int] = {}
     return MemberTable(rows, bounds, {(r.unit_key, r.doc_id, r.part): i for i, r in enumerate(rows)},
                        np.asarray(ranks, dtype=np.int64), np.asarray([r.position for r in rows], dtype=np.int64),
-                       np.asarray([r.doc_id for r in rows], dtype=object), acl_ids, list(acl_sets), heads,
+                       acl_ids, list(acl_sets), heads,
                        [(r.unit_key, None, r.part) for r in rows], np.asarray([r.tokens for r in rows], dtype=np.int64),
                        _codes(entries, ((h[0], h[1], h[5]) for h in heads), len(rows)),
                        _codes(docs, (r.doc_id for r in rows), len(rows)), docs)
