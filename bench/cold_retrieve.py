@@ -3,7 +3,7 @@
 Runs `python -m pipelines.cli retrieve … --json` on the demo workspace (`rag demo` builds it) from this checkout
 and, with `--before DIR`, from another checkout (a git worktree of the commit before a change), alternating
 A, B, A, B so load from other jobs hits both alike. Also lists which heavy modules each imported
-(`python -X importtime`). Writes bench/results/cold-retrieve.json.
+(`python -X importtime`). Writes bench/results/cold-retrieve[-TAG].json.
 """
 from __future__ import annotations
 
@@ -54,6 +54,7 @@ def main() -> None:
     p.add_argument("--workspace", type=Path, default=REPO / ".rag" / "demo")
     p.add_argument("--before", type=Path, help="another checkout to compare with (e.g. /work/before-22)")
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--tag", default="", help="suffix of the results file (e.g. s34)")
     args = p.parse_args()
     codes = {"after": REPO} | ({"before": args.before} if args.before else {})
     runs = {k: [] for k in codes}
@@ -69,7 +70,8 @@ def main() -> None:
                                    "heavy_imports": imported(codes[label], args.workspace),
                                    "same_items": len({r["items"] for r in rs}) == 1}
                            for label, rs in runs.items()}}
-    (REPO / "bench" / "results" / "cold-retrieve.json").write_text(json.dumps(figures, indent=1) + "\n")
+    name = f"cold-retrieve{'-' + args.tag if args.tag else ''}.json"
+    (REPO / "bench" / "results" / name).write_text(json.dumps(figures, indent=1) + "\n")
     print(json.dumps(figures, indent=1))
 
 

@@ -92,14 +92,45 @@ class Dense:
         back, s = self.near[::-1], self.state  # best first: a pair's best row is the one written last
         return dict(zip(zip(s.unit_keys[back].tolist(), s.doc_ids[back].tolist()), self.scores[back].tolist()))
 
-    def best_per_member(self, rows: np.ndarray) -> dict[tuple[str, str, int], Hit]:
-        """best_hit_per_member over these rows taken as hits in order, with a Hit built for each winner only."""
-        if not len(rows):
-            return {}
-        code, score = self.state.member_codes[rows], self.scores[rows]
-        order = np.lexsort((np.arange(len(rows)), -score, code))  # per member: best score, then first in order
-        first = order[np.r_[True, code[order][1:] != code[order][:-1]]]
-        return {(h.unit_key, h.doc_id, h.part): h for h in self.hits(rows[np.sort(first)])}
+    def best_per_member(self, rows: np.ndarray) -> "MemberHits":
+        """best_hit_per_member over these rows taken as hits in order, as arrays (a Hit is built when asked for)."""
+        return MemberHits.best(self.state, self.state.member_codes[rows], rows,
+                               self.scores[rows].astype(np.float64))
+
+
+@dataclass(frozen=True)
+class MemberHits:
+    """Each member's best sub-chunk (its row of the state and score), by member code: a hop scores hundreds of
+    members, and only the few packed or seeding ones need their Hit."""
+
+    state: VectorState
+    codes: np.ndarray   # ascending member codes (VectorState.member_codes)
+    rows: np.ndarray
+    scores: np.ndarray
+
+    @staticmethod
+    def best(state: VectorState, codes: np.ndarray, rows: np.ndarray, scores: np.ndarray) -> "MemberHits":
+        """Per member code, its best score; among equal scores its first in the given order."""
+        order = np.lexsort((np.arange(len(rows)), -scores, codes))
+        first = order[np.r_[True, codes[order][1:] != codes[order][:-1]]] if len(rows) else order
+        return MemberHits(state, codes[first], rows[first], scores[first])
+
+    def merged(self, later: "MemberHits") -> "MemberHits":
+        """Each member's best under either hop's query; this hop's hit wins a tie."""
+        return MemberHits.best(self.state, np.concatenate([self.codes, later.codes]),
+                               np.concatenate([self.rows, later.rows]), np.concatenate([self.scores, later.scores]))
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def get(self, key: tuple[str, str, int], default: Hit | None = None) -> Hit | None:
+        code = self.state.code_of.get(key)
+        at = int(np.searchsorted(self.codes, code)) if code is not None else len(self.codes)
+        if at == len(self.codes) or self.codes[at] != code:
+            return default
+        s, row = self.state, int(self.rows[at])
+        return Hit(s.unit_keys[row], s.doc_ids[row], int(s.parts[row]), int(s.starts[row]), int(s.ends[row]),
+                   float(self.scores[at]))
 
 
 def maxp(hits: list[Hit]) -> dict[str, float]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -65,6 +66,15 @@ class Postings:
     counts: TermColumns
     lengths: np.ndarray
 
+    def scores(self, terms: np.ndarray, idf: np.ndarray, norm: np.ndarray) -> np.ndarray:
+        """Each document's BM25 score: every term's postings at once, summed per document in term order."""
+        inside = terms < self.counts.shape[1]
+        terms, idf = terms[inside], idf[inside]
+        lo, hi = self.counts.indptr[terms], self.counts.indptr[terms + 1]
+        at = np.repeat(lo - np.cumsum(np.r_[0, (hi - lo)[:-1]]), hi - lo) + np.arange(int((hi - lo).sum()))
+        rows, tf = self.counts.indices[at], self.counts.data[at]
+        return np.bincount(rows, weights=np.repeat(idf, hi - lo) * tf / (tf + norm[rows]), minlength=len(self.doc_ids))
+
     def df(self, terms: np.ndarray) -> np.ndarray:
         inside = terms < self.counts.shape[1]
         out = np.zeros(len(terms))
@@ -93,35 +103,33 @@ class LexicalIndex:
     def search(self, question: str, limit: int) -> dict[str, float]:
         """doc_id → BM25 score scaled to [0, 1] by the best score for this question."""
         terms = self.vocab.known(lexical_tokens(check_question(question)))
-        n = sum(len(p.doc_ids) for p in self.parts)
-        if not n or not len(terms):
+        if not self.documents or not len(terms):
             return {}
-        avgdl = sum(float(p.lengths.sum()) for p in self.parts) / n
         df = sum(p.df(terms) for p in self.parts)
-        idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
-        scored: list[tuple[np.ndarray, Postings]] = []
-        for part in self.parts:
-            scores = np.zeros(len(part.doc_ids))
-            norm = K1 * (1 - B + B * part.lengths / avgdl)
-            for term, weight in zip(terms, idf):
-                if term >= part.counts.shape[1]:
-                    continue
-                lo, hi = part.counts.indptr[term], part.counts.indptr[term + 1]
-                rows, tf = part.counts.indices[lo:hi], part.counts.data[lo:hi]
-                scores[rows] += weight * tf / (tf + norm[rows])
-            scored.append((scores, part))
+        idf = np.log(1 + (self.documents - df + 0.5) / (df + 0.5))
         top: list[tuple[float, str]] = []
-        for scores, part in scored:
+        for part, norm in zip(self.parts, self.norms):
+            scores = part.scores(terms, idf, norm)
             hit = np.flatnonzero(scores > 0)
             if len(hit) > limit:  # ties at the cut are settled by doc id below, whatever the partitioning
                 cut = np.partition(scores[hit], len(hit) - limit)[len(hit) - limit]
                 hit = hit[scores[hit] >= cut]
-            top += [(-float(scores[i]), part.doc_ids[i]) for i in hit]
+            top += zip((-scores[hit]).tolist(), map(part.doc_ids.__getitem__, hit.tolist()))
         top = sorted(top)[:limit]
         if not top:
             return {}
         best = -top[0][0]
         return {doc_id: -s / best for s, doc_id in top}
+
+    @cached_property
+    def documents(self) -> int:
+        return sum(len(p.doc_ids) for p in self.parts)
+
+    @cached_property
+    def norms(self) -> list[np.ndarray]:
+        """Per partition, each document's length normalisation (k1 (1 - b + b len / avgdl), avgdl over all)."""
+        avgdl = sum(float(p.lengths.sum()) for p in self.parts) / max(self.documents, 1)
+        return [K1 * (1 - B + B * p.lengths / avgdl) for p in self.parts]
 
 
 _VOCAB = Vocabulary()

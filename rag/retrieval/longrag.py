@@ -9,9 +9,9 @@ import numpy as np
 from rag.models.tokens import TokenCounter
 from rag.retrieval.callers import Caller
 from rag.retrieval.context import Candidate, ContextItem, RetrievalResult, pack, pack_lazily
-from rag.retrieval.dense import Hit, best_hit_per_member, dense_search, nearest, rescore
+from rag.retrieval.dense import Hit, MemberHits, best_hit_per_member, dense_search, nearest, rescore
 from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_title
-from rag.retrieval.members import MemberTable, member_table, rows_by_unit
+from rag.retrieval.members import MemberTable, RankedRows, member_table, rows_by_unit
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
 from rag.units.long_units import render_header, render_member, split_unit_key
@@ -56,19 +56,21 @@ def configured(tools: Tools) -> LongRAGConfig:
 
 def pack_ranked(snap: Snapshot, ranked: Ranked, budget: int) -> RetrievalResult:
     """Pack the ranked members into the budget and render them: one ranking serves every budget."""
-    return RetrievalResult("longrag", budget, _with_text(snap, pack(ranked.items, budget), ranked.own),
-                           dict(ranked.trace))
+    items = ranked.items
+    packed = items.packed(budget) if isinstance(items, RankedRows) else pack(items, budget)
+    return RetrievalResult("longrag", budget, _with_text(snap, packed, ranked.own), dict(ranked.trace))
 
 
 Entry = Candidate | ContextItem  # a ranked member (not rendered yet), or an unindexed version rendered whole
+Own = dict[tuple[str, str, int], Hit] | MemberHits  # each member's best hit: a past version's as a dict
 
 
 @dataclass
 class Ranked:
     """LongRAG's readable member documents in packing order (text not yet read), with each member's best hit."""
 
-    items: list[Entry]
-    own: dict[tuple[str, str, int], Hit]
+    items: RankedRows | list[Entry]
+    own: Own
     trace: dict
 
 
@@ -83,10 +85,8 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
         branches = []
         for query, vector, placed in hop_queries(snap, embedder, question, source, seeds, own, rule):
             more, more_own, _, _ = _hop(snap, vector, req, tools.counter, query, config)
-            branches.append([i for i in more if i.doc_id not in placed])  # the seed is placed; find what it names
-            for key, hit in more_own.items():  # a member's matched sub-chunk: its best match under any hop's query
-                if key not in own or hit.score > own[key].score:
-                    own[key] = hit
+            branches.append(_unplaced(more, placed))  # the seed is placed; find what it names
+            own = _best_of_both(own, more_own)  # a member's matched sub-chunk: its best match under any hop's query
         if not branches:
             break
         lists += branches
@@ -127,28 +127,63 @@ def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter,
     return candidates, own, units, len(rows)
 
 
-def by_best_score(lists: list[list[Entry]]) -> list[Entry]:
-    """Every hop's members by their best score under any hop (scores of one scale: cosine plus shares of BM25)."""
-    best: dict[tuple, Entry] = {}
-    for ranked in lists:
-        for item in ranked:
-            key = (item.doc_id, item.doc_version, item.ranges)
-            if key not in best or item.score > best[key].score:
-                best[key] = item
-    return sorted(best.values(), key=lambda i: -i.score)
+def _unplaced(entries: RankedRows | list[Entry], placed: set[str]) -> RankedRows | list[Entry]:
+    if isinstance(entries, RankedRows):
+        return entries.without_docs(placed)
+    return [i for i in entries if i.doc_id not in placed]
 
 
-def interleave(lists: list[list[Entry]]) -> list[Entry]:
+def _best_of_both(own: Own, more: Own) -> Own:
+    """Each member's best hit under either query; the earlier query's wins a tie."""
+    if isinstance(own, MemberHits) and isinstance(more, MemberHits):
+        return own.merged(more)
+    for key, hit in more.items():
+        if key not in own or hit.score > own[key].score:
+            own[key] = hit
+    return own
+
+
+def by_best_score(lists: list[RankedRows | list[Entry]]) -> RankedRows | list[Entry]:
+    """Every hop's members by their best score under any hop (scores of one scale: cosine plus shares of BM25); a
+    member keeps its first entry with that score, and equal scores keep the order of first appearance."""
+    flat = _entry_codes(lists)
+    score = -np.array([i.score for ranked in lists for i in ranked]) if len(flat) else np.zeros(0)  # rounded
+    order = np.lexsort((np.arange(len(flat)), score, flat))
+    best = order[np.r_[True, flat[order][1:] != flat[order][:-1]]] if len(flat) else order
+    _, first_seen = np.unique(flat, return_index=True)  # per code, ascending, as best is
+    return _pick(lists, best[np.lexsort((first_seen, score[best]))])
+
+
+def interleave(lists: list[RankedRows | list[Entry]]) -> RankedRows | list[Entry]:
     """Rank-by-rank round robin over the hops' lists, first occurrence kept: no weight between hops to tune."""
-    out, seen = [], set()
-    for rank in range(max((len(x) for x in lists), default=0)):
-        for ranked in lists:
-            if rank < len(ranked):
-                key = (ranked[rank].doc_id, ranked[rank].doc_version, ranked[rank].ranges)
-                if key not in seen:
-                    seen.add(key)
-                    out.append(ranked[rank])
-    return out
+    flat = _entry_codes(lists)
+    rank = np.concatenate([np.arange(len(x)) for x in lists] or [np.zeros(0, np.int64)])
+    order = np.lexsort((np.repeat(np.arange(len(lists)), [len(x) for x in lists]), rank))
+    _, first = np.unique(flat[order], return_index=True)
+    return _pick(lists, order[np.sort(first)])
+
+
+def _entry_codes(lists: list[RankedRows | list[Entry]]) -> np.ndarray:
+    """Every entry of the lists, in list order, as one number per (doc_id, doc_version, ranges): packing's identity."""
+    if _one_table(lists):
+        return lists[0].table.entry_codes[np.concatenate([x.rows for x in lists])]
+    seen: dict[tuple, int] = {}
+    keys = [(i.doc_id, i.doc_version, i.ranges) for ranked in lists for i in ranked]
+    return np.fromiter((seen.setdefault(k, len(seen)) for k in keys), dtype=np.int64, count=len(keys))
+
+
+def _one_table(lists: list[RankedRows | list[Entry]]) -> bool:
+    """Whether the lists are rows of one member table (the current snapshot's; a past version's differ per hop)."""
+    return bool(lists) and all(isinstance(x, RankedRows) for x in lists) and len({id(x.table) for x in lists}) == 1
+
+
+def _pick(lists: list[RankedRows | list[Entry]], chosen: np.ndarray) -> RankedRows | list[Entry]:
+    """The entries at these positions of the lists taken as one (ranked rows stay rows)."""
+    if _one_table(lists):
+        return RankedRows(lists[0].table, np.concatenate([x.rows for x in lists])[chosen],
+                          np.concatenate([x.scores for x in lists])[chosen])
+    flat = [i for ranked in lists for i in ranked]
+    return [flat[i] for i in chosen.tolist()]
 
 
 def _lexical(snap: Snapshot, caller: Caller, question: str, config: LongRAGConfig) -> dict[str, float]:
@@ -183,8 +218,8 @@ def _rank_units(snap: Snapshot, dense: dict[tuple[str, str], float], floor: floa
     return dict(ranked[: config.max_units])
 
 
-def _candidates(snap: Snapshot, req: Request, own: dict[tuple[str, str, int], Hit], floor: float,
-                lexical: dict[str, float], units: dict[str, float], config: LongRAGConfig) -> list[Candidate]:
+def _candidates(snap: Snapshot, req: Request, own: Own, floor: float, lexical: dict[str, float],
+                units: dict[str, float], config: LongRAGConfig) -> RankedRows:
     """Whole member documents of the ranked units, readable ones only, ordered for packing (text not yet read).
 
     A member's score is its own MaxP (plus the lexical channel) and a share of the best other readable
@@ -199,27 +234,41 @@ def _candidates(snap: Snapshot, req: Request, own: dict[tuple[str, str, int], Hi
     rows = table.of_units(list(units))
     rows = rows[table.readable(req.caller.groups)[rows]]  # a hit on one member never authorises the rest of its unit
     if not len(rows):
-        return []
-    lex = np.array([lexical.get(d, 0.0) for d in table.doc_ids[rows].tolist()]) if lexical else np.zeros(len(rows))
-    score = _own_scores(table, own, rows, floor) + weight * lex
+        return RankedRows(table, rows, np.zeros(0))
+    score = _own_scores(snap, table, own, rows, floor) + weight * _lexical_scores(table, lexical, rows)
     unit = table.unit_rank[rows]
     total = score + link_boost(snap, config) * _best_others(unit, score)
     order = np.lexsort((table.position[rows], unit, -total))
-    heads, tails, new = table.heads, table.tails, tuple.__new__  # a tuple's own constructor: a third of the cost
-    return [new(Candidate, heads[r] + (round(t, 6),) + tails[r])
-            for r, t in zip(rows[order].tolist(), total[order].tolist())]
+    return RankedRows(table, rows[order], total[order])
 
 
-def _own_scores(table: MemberTable, own: dict[tuple[str, str, int], Hit], rows: np.ndarray, floor: float):
+def _own_scores(snap: Snapshot, table: MemberTable, own: Own, rows: np.ndarray, floor: float) -> np.ndarray:
     """Each row's member's best sub-chunk score, `floor` for a member without a hit."""
-    found = [(i, h.score) for key, h in own.items() if (i := table.index.get(key)) is not None]
-    if not found:
-        return np.full(len(rows), floor)
-    members, scores = np.array(found).T
-    order = np.argsort(members)
-    members, scores = members[order].astype(np.int64), scores[order]
-    at = np.minimum(np.searchsorted(members, rows), len(members) - 1)
-    return np.where(members[at] == rows, scores[at], floor)
+    if isinstance(own, MemberHits):  # rows of the current member table, found through the snapshot's member codes
+        members, scores = snap.code_rows[own.codes], own.scores
+        members, scores = members[members >= 0], scores[members >= 0]
+    else:
+        found = [(i, h.score) for key, h in own.items() if (i := table.index.get(key)) is not None]
+        members, scores = np.array(found, dtype=np.float64).reshape(-1, 2).T
+    return _at_rows(members.astype(np.int64), scores, rows, floor)
+
+
+def _lexical_scores(table: MemberTable, lexical: dict[str, float], rows: np.ndarray) -> np.ndarray:
+    """Each row's document's scaled BM25 score (0 without one)."""
+    codes = table.doc_code_of
+    found = [(c, s) for d, s in lexical.items() if (c := codes.get(d)) is not None]
+    docs, scores = np.array(found, dtype=np.float64).reshape(-1, 2).T
+    return _at_rows(docs.astype(np.int64), scores, table.doc_codes[rows], 0.0)
+
+
+def _at_rows(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, missing: float) -> np.ndarray:
+    """values[k] for each wanted key k of `keys` (distinct), `missing` for the others."""
+    if not len(keys):
+        return np.full(len(wanted), missing)
+    order = np.argsort(keys)
+    keys, values = keys[order], values[order]
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    return np.where(keys[at] == wanted, values[at], missing)
 
 
 def _floor(hits: list[Hit]) -> float:
@@ -248,7 +297,7 @@ def link_boost(snap: Snapshot, config: LongRAGConfig) -> float:
     return config.link_boost
 
 
-def _with_unindexed(snap: Snapshot, caller: Caller, counter: TokenCounter, candidates: list[Entry],
+def _with_unindexed(snap: Snapshot, caller: Caller, counter: TokenCounter, candidates: RankedRows,
                     hits: list[Hit], lexical: dict[str, float], config: LongRAGConfig) -> list[Entry]:
     """Add current versions the documents step recorded but no unit holds yet, whole, in their place.
 
@@ -274,7 +323,7 @@ def _with_unindexed(snap: Snapshot, caller: Caller, counter: TokenCounter, candi
         score = dense.get(v.doc_id, floor) + config.lexical_weight * lexical.get(v.doc_id, 0.0)
         extra.append(ContextItem(v.doc_id, v.version, v.title, rendered, counter.count_one(rendered),
                                  ((0, len(text)),), round(score, 6)))
-    return sorted(candidates + extra, key=lambda item: -item.score)
+    return sorted([*candidates, *extra], key=lambda item: -item.score)
 
 
 def _with_text(snap: Snapshot, items: list[Entry], own: dict[tuple[str, str, int], Hit]) -> list[ContextItem]:

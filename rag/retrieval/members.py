@@ -7,10 +7,12 @@ by position within a unit, as `Snapshot.members` returns them.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from rag.retrieval.context import Candidate
 from rag.retrieval.vectors import acl_mask
 from rag.store.rows import MemberRow
 
@@ -22,11 +24,14 @@ class MemberTable:
     index: dict[tuple[str, str, int], int]     # (unit key, doc_id, part) → row
     unit_rank: np.ndarray                      # the unit key's rank in sorted order, per row
     position: np.ndarray
-    doc_ids: np.ndarray                        # object array of str
     acl_ids: np.ndarray                        # index into acl_sets
     acl_sets: list[frozenset[str]]
     heads: list[tuple]                         # a row's Candidate fields before the score
     tails: list[tuple]                         # and after it
+    tokens: np.ndarray                         # of the row's rendered block
+    entry_codes: np.ndarray                    # one number per (doc_id, doc_version, ranges): packing's identity
+    doc_codes: np.ndarray                      # one number per doc_id
+    doc_code_of: dict[str, int]
     _masks: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -54,11 +59,65 @@ def member_table(members: dict[str, list[MemberRow]]) -> MemberTable:
     acl_sets: dict[frozenset[str], int] = {}
     acl_ids = np.fromiter((acl_sets.setdefault(frozenset(r.acl), len(acl_sets)) for r in rows), dtype=np.int32,
                           count=len(rows))
+    heads = [(r.doc_id, r.doc_version, r.title, "", r.tokens, ((r.start, r.end),)) for r in rows]
+    entries: dict[tuple, int] = {}
+    docs: dict[str, int] = {}
     return MemberTable(rows, bounds, {(r.unit_key, r.doc_id, r.part): i for i, r in enumerate(rows)},
                        np.asarray(ranks, dtype=np.int64), np.asarray([r.position for r in rows], dtype=np.int64),
-                       np.asarray([r.doc_id for r in rows], dtype=object), acl_ids, list(acl_sets),
-                       [(r.doc_id, r.doc_version, r.title, "", r.tokens, ((r.start, r.end),)) for r in rows],
-                       [(r.unit_key, None, r.part) for r in rows])
+                       acl_ids, list(acl_sets), heads,
+                       [(r.unit_key, None, r.part) for r in rows], np.asarray([r.tokens for r in rows], dtype=np.int64),
+                       _codes(entries, ((h[0], h[1], h[5]) for h in heads), len(rows)),
+                       _codes(docs, (r.doc_id for r in rows), len(rows)), docs)
+
+
+def _codes(codes: dict, keys, count: int) -> np.ndarray:
+    """One number per distinct key, in order of first appearance; `codes` keeps the key → number map."""
+    return np.fromiter((codes.setdefault(k, len(codes)) for k in keys), dtype=np.int64, count=count)
+
+
+@dataclass(frozen=True)
+class RankedRows(Sequence):
+    """Rows of a member table in ranked order with their scores: a Candidate is built only for an entry read, and
+    a ranking reads a few of its hundreds (the seeds of the next hop, the packed ones)."""
+
+    table: MemberTable
+    rows: np.ndarray
+    scores: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        row, t = int(self.rows[i]), self.table
+        return tuple.__new__(Candidate, t.heads[row] + (round(float(self.scores[i]), 6),) + t.tails[row])
+
+    def __iter__(self):
+        heads, tails, new = self.table.heads, self.table.tails, tuple.__new__  # a tuple's own constructor: faster
+        return (new(Candidate, heads[r] + (round(s, 6),) + tails[r])
+                for r, s in zip(self.rows.tolist(), self.scores.tolist()))
+
+    def without_docs(self, doc_ids: set[str]) -> "RankedRows":
+        codes = [c for d in doc_ids if (c := self.table.doc_code_of.get(d)) is not None]
+        keep = ~np.isin(self.table.doc_codes[self.rows], codes)
+        return RankedRows(self.table, self.rows[keep], self.scores[keep])
+
+    def packed(self, budget: int) -> list[Candidate]:
+        """context.pack's contract (rank order, an entry that does not fit is skipped, each entry once), read from the
+        table's token counts; stops once no later entry can fit."""
+        tokens = self.table.tokens[self.rows]
+        smallest_left = np.minimum.accumulate(tokens[::-1])[::-1].tolist()
+        taken, used, seen = [], 0, set()
+        for i, (n, code) in enumerate(zip(tokens.tolist(), self.table.entry_codes[self.rows].tolist())):
+            if budget - used < smallest_left[i]:
+                break
+            if code in seen or used + n > budget:
+                continue
+            taken.append(i)
+            seen.add(code)
+            used += n
+        return [self[i] for i in taken]
 
 
 def rows_by_unit(rows: list[MemberRow]) -> dict[str, list[MemberRow]]:

@@ -208,6 +208,14 @@ class Snapshot:
         return member_table(self.current.members)
 
     @cached_property
+    def code_rows(self) -> np.ndarray:
+        """Per member code of the serving vectors (VectorState.member_codes), its row in member_table; -1 for rows of a
+        member that is not current (its document deleted since the index step)."""
+        index = self.member_table.index
+        return np.fromiter((index.get(key, -1) for key in self.vectors.code_of), dtype=np.int64,
+                           count=len(self.vectors.code_of))
+
+    @cached_property
     def lexical(self) -> LexicalIndex:
         """BM25 over the current documents (reused across snapshots while they are unchanged)."""
         return lexical_index(self.catalog)
@@ -263,7 +271,7 @@ class Snapshot:
 
     def warm(self) -> None:
         """Build everything a query reads from memory (members, ACLs, vectors, BM25) now, not in a query."""
-        for name in ("current", "member_table", "vectors", "lexical"):
+        for name in ("current", "member_table", "vectors", "code_rows", "lexical"):
             getattr(self, name)  # cached properties: built once per snapshot
 
     def index_at(self, as_of: datetime | None) -> SubchunkIndex:

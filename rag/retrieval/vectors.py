@@ -56,10 +56,19 @@ class VectorState:
         """Per row, a number shared by the rows of one (unit key, doc_id, part) (built on first use, then kept)."""
         if not hasattr(self, "_member_codes"):
             codes: dict[tuple, int] = {}
-            self._member_codes = np.fromiter(
-                (codes.setdefault(k, len(codes)) for k in zip(self.unit_keys.tolist(), self.doc_ids.tolist(),
-                                                               self.parts.tolist())), dtype=np.int64, count=len(self))
+            found = np.fromiter((codes.setdefault(k, len(codes)) for k in zip(self.unit_keys.tolist(),
+                                                                               self.doc_ids.tolist(),
+                                                                               self.parts.tolist())),
+                                dtype=np.int64, count=len(self))
+            self._code_of = codes  # first: a thread that sees _member_codes finds _code_of too
+            self._member_codes = found
         return self._member_codes
+
+    @property
+    def code_of(self) -> dict[tuple[str, str, int], int]:
+        """(unit key, doc_id, part) → its member code (see member_codes)."""
+        self.member_codes
+        return self._code_of
 
     def __len__(self) -> int:
         return len(self.unit_keys)
