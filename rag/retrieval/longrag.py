@@ -14,6 +14,7 @@ from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_t
 from rag.retrieval.members import MemberTable, member_table, rows_by_unit
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
+from rag.retrieval.windows import rescore_lists
 from rag.units.long_units import render_header, render_member, split_unit_key
 
 
@@ -32,6 +33,8 @@ class LongRAGConfig:
     hop_seeds: int = 2            # documents of a hop's list that each seed a query of the next hop
     hop_names: int = 3            # names a "residual"/"names" query carries from its seed (the bridge candidates)
     hop_bridges: str = "order"    # which names: sentence order, "no-dates", "titles", "only-titles" (hop_queries)
+    rescore: str = "none"         # a second scorer over each hop's first members: "rrf", "windows" (retrieval.windows)
+    rescore_depth: int = 16       # members of each hop's list it re-reads
 
 
 # The two weights add shares of a BM25 score and of a linked member's score to a cosine, so they belong to the
@@ -76,13 +79,15 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
     """Every hop's ranked members, merged by `hop_merge`; budget-independent, so hybrid methods can build on it.
     With `req.as_of`, what was current then (index and catalog)."""
     question, embedder = req.question, tools.embedder
-    ranked, own, units, hits = _hop(snap, embedder.encode_query(question), req, tools.counter, question, config)
+    vectors = [embedder.encode_query(question)]
+    ranked, own, units, hits = _hop(snap, vectors[0], req, tools.counter, question, config)
     lists, seeds, source = [ranked], [], ranked
     rule = hop_rule(snap, req.caller.groups, config)
     for _ in range(1, config.hops):
         branches = []
         for query, vector, placed in hop_queries(snap, embedder, question, source, seeds, own, rule):
             more, more_own, _, _ = _hop(snap, vector, req, tools.counter, query, config)
+            vectors.append(vector)
             branches.append([i for i in more if i.doc_id not in placed])  # the seed is placed; find what it names
             for key, hit in more_own.items():  # a member's matched sub-chunk: its best match under any hop's query
                 if key not in own or hit.score > own[key].score:
@@ -91,6 +96,8 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
             break
         lists += branches
         source = branches[0]
+    if config.rescore != "none":
+        lists = rescore_lists(snap, embedder, tools.counter, lists, vectors, config.rescore_depth, config.rescore)
     merged = interleave(lists) if config.hop_merge == "interleave" else by_best_score(lists)
     return Ranked(merged, own, {"units_ranked": len(units), "subchunk_hits": hits,
                                 "queries": len(lists), "seeds": list(seeds)})
