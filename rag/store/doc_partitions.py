@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
@@ -23,6 +24,7 @@ from rag.store.snapshot_objects import bucket
 RECORD_DIR = "doc_ids"
 RECORDED = "doc_ids.json"   # in a partition's store folder: the ids (version, source file) it last wrote to the record
 Place = tuple[str, str, str]   # partition, version, source path
+REQUESTS_IN_FLIGHT = 16
 
 
 class _Record(Protocol):
@@ -105,7 +107,8 @@ def sync(catalog: Catalog) -> int:
     if not changed:
         return 0
     record = _record(store_folder.parent.parent)
-    for doc_id in changed:
+
+    def write(doc_id: str) -> None:
         marker = f"ids/{_hash(doc_id)}/{store_folder.name}.json"
         if doc_id in current:
             version, path = current[doc_id]
@@ -114,6 +117,11 @@ def sync(catalog: Catalog) -> int:
         else:
             record.delete(marker)
         _settle(record, doc_id)
+
+    # Ids are independent and each costs a few object-store round trips, so a first ingest of a large partition
+    # waits on the network unless they overlap (boto3's client is thread-safe).
+    with ThreadPoolExecutor(max_workers=REQUESTS_IN_FLIGHT) as pool:
+        list(pool.map(write, changed))
     tmp = mine.with_name(f".{RECORDED}.tmp")
     tmp.write_text(json.dumps(current))
     os.replace(tmp, mine)   # a publish killed before this line is applied again by the next one
