@@ -14,6 +14,7 @@ from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_t
 from rag.retrieval.members import MemberTable, RankedRows, member_table, rows_by_unit
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
+from rag.retrieval.vectors import first_seen_codes
 from rag.units.long_units import render_header, render_member, split_unit_key
 
 
@@ -167,9 +168,8 @@ def _entry_codes(lists: list[RankedRows | list[Entry]]) -> np.ndarray:
     """Every entry of the lists, in list order, as one number per (doc_id, doc_version, ranges): packing's identity."""
     if _one_table(lists):
         return lists[0].table.entry_codes[np.concatenate([x.rows for x in lists])]
-    seen: dict[tuple, int] = {}
     keys = [(i.doc_id, i.doc_version, i.ranges) for ranked in lists for i in ranked]
-    return np.fromiter((seen.setdefault(k, len(seen)) for k in keys), dtype=np.int64, count=len(keys))
+    return first_seen_codes({}, keys, len(keys))
 
 
 def _one_table(lists: list[RankedRows | list[Entry]]) -> bool:

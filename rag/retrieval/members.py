@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rag.retrieval.context import Candidate
-from rag.retrieval.vectors import acl_mask
+from rag.retrieval.vectors import acl_mask, first_seen_codes
 from rag.store.rows import MemberRow
 
 
@@ -66,13 +66,8 @@ def member_table(members: dict[str, list[MemberRow]]) -> MemberTable:
                        np.asarray(ranks, dtype=np.int64), np.asarray([r.position for r in rows], dtype=np.int64),
                        acl_ids, list(acl_sets), heads,
                        [(r.unit_key, None, r.part) for r in rows], np.asarray([r.tokens for r in rows], dtype=np.int64),
-                       _codes(entries, ((h[0], h[1], h[5]) for h in heads), len(rows)),
-                       _codes(docs, (r.doc_id for r in rows), len(rows)), docs)
-
-
-def _codes(codes: dict, keys, count: int) -> np.ndarray:
-    """One number per distinct key, in order of first appearance; `codes` keeps the key → number map."""
-    return np.fromiter((codes.setdefault(k, len(codes)) for k in keys), dtype=np.int64, count=count)
+                       first_seen_codes(entries, ((h[0], h[1], h[5]) for h in heads), len(rows)),
+                       first_seen_codes(docs, (r.doc_id for r in rows), len(rows)), docs)
 
 
 @dataclass(frozen=True)

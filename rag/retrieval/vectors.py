@@ -11,6 +11,7 @@ the new units' rows: building it costs what changed.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,6 +25,11 @@ MASKS_KEPT = 256  # group sets whose pre-filter mask is kept (callers repeat the
 MAX_RANGES = 64   # a caller readable in more separate row ranges than this has every row scored in one pass
 BLOCK_ROWS = 65_536  # rows normalised at a time: no float32 copy of a whole large table
 
+
+
+def first_seen_codes(codes: dict, keys: Iterable, count: int) -> np.ndarray:
+    """One number per distinct key, in order of first appearance; `codes` keeps the key → number map."""
+    return np.fromiter((codes.setdefault(k, len(codes)) for k in keys), dtype=np.int64, count=count)
 
 @dataclass
 class VectorState:
@@ -56,10 +62,8 @@ class VectorState:
         """Per row, a number shared by the rows of one (unit key, doc_id, part) (built on first use, then kept)."""
         if not hasattr(self, "_member_codes"):
             codes: dict[tuple, int] = {}
-            found = np.fromiter((codes.setdefault(k, len(codes)) for k in zip(self.unit_keys.tolist(),
-                                                                               self.doc_ids.tolist(),
-                                                                               self.parts.tolist())),
-                                dtype=np.int64, count=len(self))
+            found = first_seen_codes(codes, zip(self.unit_keys.tolist(), self.doc_ids.tolist(), self.parts.tolist()),
+                                     len(self))
             self._code_of = codes  # first: a thread that sees _member_codes finds _code_of too
             self._member_codes = found
         return self._member_codes
