@@ -11,9 +11,10 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from rag.sources.documents import Document, Rejected
+from rag.sources.documents import Rejected
+from rag.store.catalog_documents import DocumentTables
 from rag.store.catalog_file import close_connection, connect_writer
-from rag.store.rows import CurrentText, CurrentVersion, MemberRow, UnitChanges, UnitEvent, VersionEvent
+from rag.store.rows import MemberRow, UnitChanges, UnitEvent, VersionEvent
 from rag.store.schema import SCHEMA, SETTINGS_SCHEMA, drop_primary_keys, unit_key_sql
 from rag.store.settings import as_of_retention
 from rag.store.snapshot_files import SnapshotInfo, load_read_state, publish_snapshot
@@ -37,7 +38,7 @@ class CatalogError(RuntimeError):
     """The catalog file cannot be opened (not a DuckDB file, a folder, unreadable)."""
 
 
-class Catalog:
+class Catalog(DocumentTables):
     """The writer's catalog (holding the workspace's writer lock), or a read-only published snapshot of it.
 
     `path` is always the workspace's `catalog.duckdb`, so caches keyed by it survive new snapshots;
@@ -156,68 +157,12 @@ class Catalog:
         return self.rows(f"SELECT severity, source_path, doc_id, reason FROM quarantine {where} "
                          "ORDER BY source_path", params)
 
-    # documents -------------------------------------------------------------------------------------
-
-    def current_fingerprint(self) -> tuple[int, int]:
-        """(count, hash) of the current versions, texts and readers; a published snapshot's, never changing, once."""
-        if not (self.read_only and "_fingerprint" in self.__dict__):  # ELITE asks on every question
-            self._fingerprint = self.rows("SELECT count(*), coalesce(sum(hash(doc_id, version, content_hash, acl)), "
-                                          "0) FROM documents WHERE status = 'current'")[0]
-        return self._fingerprint
-
-    def current_texts(self) -> list[CurrentText]:
-        """Every current version's title and text, by doc id."""
-        return [CurrentText(d, v, t, x, tuple(acl), h) for d, v, t, x, acl, h in self.rows(
-            f"SELECT doc_id, version, title, text, acl, content_hash FROM {self.with_texts} "
-            "WHERE status = 'current' ORDER BY doc_id")]
-
-    def current_versions_of(self, doc_ids: list[str]) -> dict[str, str]:
-        """doc_id → its current version, for those of `doc_ids` that have one."""
-        return dict(self.rows("SELECT doc_id, version FROM documents WHERE status = 'current' "
-                              "AND list_contains(?, doc_id)", [list(doc_ids)]))
-
-    def current_counts(self) -> tuple[int, int]:
-        """(current documents, current units)."""
-        (documents,), = self.rows("SELECT count(*) FROM documents WHERE status = 'current'")
-        (units,), = self.rows("SELECT count(*) FROM units WHERE status = 'current'")
-        return documents, units
-
     def embedding_time(self) -> tuple[float, int]:
         """Seconds the publishes that embedded anything took, and the sub-chunks they embedded."""
         (seconds, embedded), = self.rows(
             "SELECT coalesce(sum(epoch(finished_at) - epoch(started_at)), 0), coalesce(sum(subchunks_embedded), 0) "
             "FROM publish_log WHERE status = 'published' AND subchunks_embedded > 0")
         return float(seconds), int(embedded)
-
-    def current_documents(self) -> list[Document]:
-        """Every current document version, by doc id."""
-        return [Document(doc_id=r[0], version=r[1], title=r[2], text=r[3], acl=tuple(r[4]), links=tuple(r[5]),
-                         collection=r[6], source=r[7], source_path=r[8])
-                for r in self.rows("SELECT doc_id, version, title, text, acl, links, collection, source, "
-                                   f"source_path FROM {self.with_texts} WHERE status = 'current' ORDER BY doc_id")]
-
-    def store_texts(self, docs: list[Document]) -> None:
-        """Hold these documents' texts (by content hash) before rows naming them commit."""
-        self.texts.add({d.content_hash: d.text for d in docs})
-
-    def insert_documents(self, columns: dict[str, list]) -> None:
-        """Insert document rows whose `text` column goes to the text store, under each row's content hash."""
-        rows = dict(columns)
-        self.texts.add(dict(zip(rows["content_hash"], rows.pop("text"))))
-        self.bulk_insert("documents", rows)
-
-    def missing_texts(self, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
-        """Which of these stored versions lost their text (dropped past the as-of retention)."""
-        return self.texts.missing(keys)
-
-    def document_texts(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
-        """(doc_id, version) → (title, text) for the given versions, whatever their status."""
-        if not keys:
-            return {}
-        return {(d, v): (t, x) for d, v, t, x in self.rows(
-            f"SELECT d.doc_id, d.version, d.title, d.text FROM {self.with_texts} d "
-            "JOIN (SELECT unnest(?) AS doc_id, unnest(?) AS version) k USING (doc_id, version)",
-            [[k[0] for k in keys], [k[1] for k in keys]])}
 
     # units -----------------------------------------------------------------------------------------
 
@@ -245,9 +190,10 @@ class Catalog:
                 if cur:
                     changes.retired.append((unit.unit_id, cur[0]))
             changes.retired += [(u, v) for u, (v, _) in current.items() if u not in planned]
-            self.con.execute("UPDATE publish_log SET units_published = ?, units_retired = ? WHERE publish_id = ?",
-                             [[unit_key(u, v) for u, v in changes.published],
-                              [unit_key(u, v) for u, v in changes.retired], publish_id])
+            # Only until the index step commits them (commit_units clears it): which unit a publish made is in
+            # `units.publish_id`, so the log keeps no list of keys.
+            self.con.execute("UPDATE publish_log SET units_retired = ? WHERE publish_id = ?",
+                             [[unit_key(u, v) for u, v in changes.retired], publish_id])
         return changes
 
     def _insert_unit(self, publish_id: int, unit: Unit, version: int) -> None:
@@ -273,15 +219,17 @@ class Catalog:
     def commit_units(self, publish_id: int, lance_version: int, embedded: int) -> None:
         """Make the pending units current and retire the ones they replace, atomically."""
         (retired,), = self.rows("SELECT units_retired FROM publish_log WHERE publish_id = ?", [publish_id])
+        ids, versions = _split_keys(list(retired or []))
         now = utc_now()
         with self.transaction():
-            self.execute_many("UPDATE units SET status = 'retired', valid_to = ? "
-                                 f"WHERE {unit_key_sql()} = ? AND status = 'current'",
-                                 [[now, key] for key in retired or []])
+            self.con.execute("UPDATE units SET status = 'retired', valid_to = ? FROM (SELECT unnest(?::VARCHAR[]) AS "
+                             "unit_id, unnest(?::INTEGER[]) AS unit_version) k WHERE units.unit_id = k.unit_id AND "
+                             "units.unit_version = k.unit_version AND status = 'current'", [now, ids, versions])
             self.con.execute("UPDATE units SET status = 'current', valid_from = ? WHERE status = 'pending'", [now])
             self.con.execute(
                 "UPDATE publish_log SET finished_at = ?, status = 'published', subchunks_embedded = ?, "
-                "lance_version = ? WHERE publish_id = ?", [now, embedded, lance_version, publish_id])
+                "lance_version = ?, units_retired = NULL WHERE publish_id = ?",
+                [now, embedded, lance_version, publish_id])
 
     def running_publish(self) -> int:
         """The publish a step belongs to: the latest still running, or a new one for a step run alone."""
@@ -294,12 +242,6 @@ class Catalog:
     def finish_failed(self, publish_id: int) -> None:
         self.con.execute("UPDATE publish_log SET status = 'failed', finished_at = ? WHERE publish_id = ?",
                          [utc_now(), publish_id])
-
-    def raw_text_bytes(self) -> int:
-        """UTF-8 bytes of the current documents' titles and texts: the denominator of the storage ratio."""
-        (n,), = self.rows("SELECT coalesce(sum(strlen(coalesce(title, '')) + strlen(text)), 0) "
-                          f"FROM {self.with_texts} WHERE status = 'current'")
-        return n
 
     def current_members(self, unit_keys: list[str] | None = None, as_of: datetime | None = None) -> list[MemberRow]:
         """Members of these unit versions (all current units when None) if still current, or current at `as_of`.
@@ -325,11 +267,6 @@ class Catalog:
             f"WHERE {unit_ok} ORDER BY unit_key, m.position",
             [*(_split_keys(unit_keys) if unit_keys is not None else []), *params])]
 
-    def current_versions(self) -> dict[str, CurrentVersion]:
-        """doc_id → its current version, title, ACL and content hash."""
-        return {r[0]: CurrentVersion(r[0], r[1], r[2], tuple(r[3]), r[4]) for r in self.rows(
-            "SELECT doc_id, version, title, acl, content_hash FROM documents WHERE status = 'current'")}
-
     def publish_at(self, when: datetime) -> tuple[int, int]:
         """(publish_id, LanceDB table version) of the last publish finished at or before `when`."""
         rows = self.rows("SELECT publish_id, lance_version FROM publish_log WHERE status = 'published' "
@@ -337,6 +274,14 @@ class Catalog:
         if not rows:
             raise LookupError(f"nothing was published at or before {when:%Y-%m-%d %H:%M:%S}")
         return rows[0]
+
+    def as_of_versions(self) -> set[int]:
+        """The LanceDB table versions as-of reads within the retention may open: those of the publishes finished
+        since its start and of the last one before it (the state at its start)."""
+        return {v for (v,) in self.rows(
+            "SELECT lance_version FROM publish_log WHERE status = 'published' AND lance_version IS NOT NULL AND "
+            "publish_id >= (SELECT coalesce(max(publish_id), 0) FROM publish_log WHERE status = 'published' AND "
+            "finished_at < ?)", [utc_now() - as_of_retention()])}
 
     def publish_finished(self, publish_id: int) -> datetime:
         rows = self.rows("SELECT finished_at FROM publish_log WHERE publish_id = ? AND status = 'published'",
@@ -354,19 +299,6 @@ class Catalog:
             "u.publish_id FROM unit_members m JOIN units u USING (unit_id, unit_version) WHERE m.doc_id = ? "
             "AND u.status IN ('current', 'retired') ORDER BY u.valid_from, 2", [doc_id])
         return [VersionEvent(*r) for r in versions], [UnitEvent(*r) for r in units]
-
-    def current_hashes(self) -> dict[str, list[tuple[str, str]]]:
-        """Partition ("" in a whole workspace) → (doc_id, content hash) of its current documents, by doc id."""
-        return {"": [tuple(r) for r in self.rows(
-            "SELECT doc_id, content_hash FROM documents WHERE status = 'current' ORDER BY doc_id")]}
-
-    def texts_by_hash(self, hashes: list[str]) -> dict[str, str]:
-        """Content hash → the title and text it is the hash of (what BM25 indexes)."""
-        if not hashes:
-            return {}
-        return dict(self.rows(f"SELECT content_hash, any_value(title || '\n' || text) FROM {self.with_texts} "
-                              "JOIN (SELECT unnest(?) AS content_hash) USING (content_hash) GROUP BY content_hash",
-                              [hashes]))
 
     def setting(self, key: str) -> str | None:
         """A workspace setting (such as the embedder its index was built with), or None if never set."""

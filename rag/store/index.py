@@ -3,6 +3,7 @@ apart, one per text (rag.store.text_vectors)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -255,8 +256,9 @@ class SubchunkIndex:
         self.table.delete(f"unit_key IN ({sql_list(unit_keys)})")
         return gone.num_rows
 
-    def ensure_indexes(self) -> None:
-        """B-trees on unit_key (a unit's rows) and on the vectors' text_hash, and the maintenance after a publish."""
+    def ensure_indexes(self, published: set[int] | None = None) -> None:
+        """B-trees on unit_key (a unit's rows) and on the vectors' text_hash, and the maintenance after a publish
+        (`published`: see maintain)."""
         names = {i.name for i in self.table.list_indices()}
         for name in names.intersection(UNUSED_INDEXES):
             self.table.drop_index(name)
@@ -265,12 +267,13 @@ class SubchunkIndex:
         if self.table.count_rows() and "unit_key_idx" not in names:
             self.table.create_btree("unit_key", "unit_key_idx")
         elif names:
-            self.maintain()
+            self.maintain(published)
 
-    def maintain(self) -> None:
+    def maintain(self, published: set[int] | None = None) -> None:
         """Drop table versions and left texts' vectors past the retention; rewrite the fragments whose rows were
         mostly deleted (re-published units leave their old rows behind); compact everything once many fragments
-        pile up.
+        pile up. With `published`, the table versions that publishes named and as-of reads may still open, every
+        other version of the sub-chunk table but the newest goes now: no reader ever opens one.
 
         Compaction rewrites what it merges and the versions kept for as-of reads hold the files it replaced, so
         only fragments with at least `DELETED_SHARE` of their rows deleted are rewritten: the copy kept for the
@@ -289,6 +292,11 @@ class SubchunkIndex:
                                                         materialize_deletions_threshold=DELETED_SHARE)
                 table.checkout_latest()
             table.to_lance().cleanup_old_versions(older_than=retention)
+        if published is not None:
+            dataset = self.table.to_lance()
+            unread = [v["version"] for v in dataset.versions() if v["version"] not in published | {dataset.version}]
+            if unread:
+                dataset.cleanup_old_versions(older_than=timedelta(0), versions=unread)
 
     def store_id(self) -> str | None:
         """The catalog identity this index was built for (None: never claimed)."""

@@ -124,7 +124,7 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     catalog.commit_units(publish_id, index.version, len(first))
     current = {unit_key(u, v) for u, (v, _) in catalog.current_units().items()}
     removed = index.remove_units(index.unit_keys() - current)
-    index.ensure_indexes()
+    index.ensure_indexes(catalog.as_of_versions())  # this publish's too: an as-of read may have just opened it
     catalog.set_lance_version(publish_id, index.version)
     catalog.publish_snapshot(publish_id, index.version)
     return IndexReport(index.count(), len(first), len(rows) - len(first), len(missing), removed, index.version,

@@ -24,7 +24,9 @@ CREATE TABLE IF NOT EXISTS unit_members (
 CREATE TABLE IF NOT EXISTS publish_log (
     publish_id BIGINT PRIMARY KEY, started_at TIMESTAMP, finished_at TIMESTAMP, status VARCHAR,
     sources VARCHAR[], documents_new INTEGER, documents_superseded INTEGER, documents_deleted INTEGER,
-    units_published VARCHAR[], units_retired VARCHAR[], subchunks_embedded INTEGER, lance_version BIGINT);
+    units_retired VARCHAR[], subchunks_embedded INTEGER, lance_version BIGINT);
+-- Units a publish made are the ones whose publish_id is its own; the list of their keys it once kept goes.
+ALTER TABLE publish_log DROP COLUMN IF EXISTS units_published;
 CREATE TABLE IF NOT EXISTS quarantine (
     publish_id BIGINT, severity VARCHAR, source_path VARCHAR, doc_id VARCHAR, reason VARCHAR, seen_at TIMESTAMP);
 CREATE TABLE IF NOT EXISTS store_identity (store_id VARCHAR NOT NULL);
@@ -43,10 +45,14 @@ CREATE TABLE IF NOT EXISTS component_groups (signature VARCHAR, grp INTEGER, pos
 CREATE TABLE IF NOT EXISTS source_files (
     path VARCHAR, source VARCHAR, root VARCHAR, size BIGINT, mtime_ns BIGINT, ctime_ns BIGINT, ino BIGINT,
     content_hash VARCHAR, settings VARCHAR, checked_ns BIGINT);
+-- A record's content hash and source path are NULL where they are the default (rag.store.catalog_documents); its
+-- ACL, links and collection are not kept: a version is inserted or updated from its file, read again.
 CREATE TABLE IF NOT EXISTS source_records (
     file VARCHAR, source VARCHAR, position INTEGER, line_hash VARCHAR, source_path VARCHAR, doc_id VARCHAR,
-    version VARCHAR, content_hash VARCHAR, meta_hash VARCHAR, acl VARCHAR[], links VARCHAR[], collection VARCHAR,
-    reason VARCHAR, holds VARCHAR, empty BOOLEAN);
+    version VARCHAR, content_hash VARCHAR, meta_hash VARCHAR, reason VARCHAR, holds VARCHAR, empty BOOLEAN);
+ALTER TABLE source_records DROP COLUMN IF EXISTS acl;
+ALTER TABLE source_records DROP COLUMN IF EXISTS links;
+ALTER TABLE source_records DROP COLUMN IF EXISTS collection;
 """
 # A new catalog file's block size: DuckDB's default (256 KiB) gives each of the ~15 small tables a quarter
 # megabyte at least; 16 KiB (DuckDB's smallest) made a HotpotQA catalog 1.46x -> 1.20x of its text against 64 KiB

@@ -20,10 +20,14 @@ from rag.sources.partitions import Selection
 from rag.sources.scan import FileState, Record, Scan, scan_sources
 from rag.sources.versions import VersionPlan, reconcile_versions
 from rag.store.catalog import Catalog, utc_now
+from rag.store.catalog_documents import SOURCE_RECORDS
 from rag.store.rows import DocChanges
 
+# A record's ACL, links and collection are not stored: a version is inserted or updated from its file, read again.
 _RECORD_COLUMNS = ("file", "source", "position", "line_hash", "source_path", "doc_id", "version", "content_hash",
-                   "meta_hash", "acl", "links", "collection", "reason", "holds", "empty")
+                   "meta_hash", "reason", "holds", "empty")
+_RECORD_SCHEMA = pa.schema([(c, pa.int32() if c == "position" else pa.bool_() if c == "empty" else pa.string())
+                            for c in _RECORD_COLUMNS])
 _STATE_COLUMNS = ("path", "source", "root", "size", "mtime_ns", "ctime_ns", "ino", "content_hash", "settings",
                   "checked_ns")
 
@@ -75,7 +79,7 @@ def read_sources(catalog: Catalog, sources: list[str], default_acl: tuple[str, .
     view.removed = sorted(p for p, st in known.items() if st.source in scanned and p not in scan.states)
     keep = _kept()
     view.kept_rejections = [_record(r) for r in catalog.rows(
-        f"SELECT {', '.join(_RECORD_COLUMNS)} FROM source_records WHERE reason IS NOT NULL AND {keep} "
+        f"SELECT {', '.join(_RECORD_COLUMNS)} FROM {SOURCE_RECORDS} r WHERE reason IS NOT NULL AND {keep} "
         "ORDER BY file, position", [scan.scanned, view.stale])]
     view.holding = {r.source for recs in scan.changed.values() for r in recs if r.is_document}
     view.holding |= {s for (s,) in catalog.rows(
@@ -93,11 +97,12 @@ def sync_sources(catalog: Catalog, publish_id: int, view: SourceView, allow_empt
     loaded: list = [scan.parsed.get((r.file, r.position), r) for r in fresh]
     if touched is not None:
         loaded += [_record(r) for r in catalog.rows(
-            f"SELECT {', '.join(_RECORD_COLUMNS)} FROM source_records WHERE reason IS NULL AND {_kept()} "
+            f"SELECT {', '.join(_RECORD_COLUMNS)} FROM {SOURCE_RECORDS} r WHERE reason IS NULL AND {_kept()} "
             "AND doc_id IN (SELECT unnest(?::VARCHAR[]))", [scan.scanned, view.stale, sorted(touched)])]
     existing = existing_versions(catalog, None if touched is None else sorted(touched))
     plan = reconcile_versions(existing, loaded, view.loaded().rejected, scan.scanned, allow_empty, view.holding)
     plan.insert = _documents(plan.insert, view)
+    plan.update_meta = _documents(plan.update_meta, view)
     lost = catalog.missing_texts(sorted(set(plan.make_current) - {(d.doc_id, d.version) for d in plan.insert}))
     back = _documents([i for i in loaded if (i.doc_id, i.version) in lost], view) if lost else []
     changes = apply_versions(catalog, publish_id, plan, lambda: _store(catalog, view), back)
@@ -165,17 +170,12 @@ def _store(catalog: Catalog, view: SourceView) -> None:
     """Replace the states and records of the files read anew or gone (inside the version plan's transaction)."""
     scan = view.scan
     written = sorted(set(scan.changed) | set(scan.restated))
-    catalog.con.execute("DELETE FROM source_files WHERE path IN (SELECT unnest(?::VARCHAR[]))",
-                        [sorted(set(written) | set(view.removed))])
     states = [scan.states[p] for p in written]
-    catalog.bulk_insert("source_files", {c: [getattr(s, c) for s in states] for c in _STATE_COLUMNS})
-    catalog.con.execute("DELETE FROM source_records WHERE file IN (SELECT unnest(?::VARCHAR[]))", [view.stale])
     records = [r for recs in scan.changed.values() for r in recs]
-    catalog.bulk_insert("source_records", {c: [_column(getattr(r, c)) for r in records] for c in _RECORD_COLUMNS})
-
-
-def _column(value):
-    return list(value) if isinstance(value, tuple) else value
+    catalog.replace_source_files(sorted(set(written) | set(view.removed)),
+                                 {c: [getattr(s, c) for s in states] for c in _STATE_COLUMNS}, view.stale,
+                                 pa.table({c: [getattr(r, c) for r in records] for c in _RECORD_COLUMNS},
+                                          schema=_RECORD_SCHEMA))
 
 
 def _states(catalog: Catalog) -> dict[str, FileState]:
@@ -185,16 +185,14 @@ def _states(catalog: Catalog) -> dict[str, FileState]:
 def _records(catalog: Catalog, files: list[str]) -> dict[str, list[Record]]:
     out: dict[str, list[Record]] = defaultdict(list)
     if files:
-        for row in catalog.rows(f"SELECT {', '.join(_RECORD_COLUMNS)} FROM source_records "
+        for row in catalog.rows(f"SELECT {', '.join(_RECORD_COLUMNS)} FROM {SOURCE_RECORDS} r "
                                 "WHERE file IN (SELECT unnest(?::VARCHAR[])) ORDER BY file, position", [files]):
             out[row[0]].append(_record(row))
     return out
 
 
 def _record(row: tuple) -> Record:
-    values = dict(zip(_RECORD_COLUMNS, row))
-    values["acl"], values["links"] = tuple(values["acl"] or ()), tuple(values["links"] or ())
-    return Record(**values)
+    return Record(**dict(zip(_RECORD_COLUMNS, row)))
 
 
 def sync_documents(catalog: Catalog, publish_id: int, loaded: list[Document], rejected: list,
@@ -213,19 +211,6 @@ def existing_versions(catalog: Catalog, doc_ids: list[str] | None = None) -> dic
         params)}
 
 
-def _update_documents(catalog: Catalog, columns: dict[str, list]) -> None:
-    """Set the other columns of the document versions named by `doc_id` and `version` in one joined statement
-    (the table has no key index to look each one up)."""
-    if len(columns["doc_id"]):
-        sets = ", ".join(f"{c} = u.{c}" for c in columns if c not in ("doc_id", "version"))
-        catalog.con.register("_updates", pa.table(columns))
-        try:
-            catalog.con.execute(f"UPDATE documents SET {sets} FROM _updates u "
-                                "WHERE documents.doc_id = u.doc_id AND documents.version = u.version")
-        finally:
-            catalog.con.unregister("_updates")
-
-
 def apply_versions(catalog: Catalog, publish_id: int, plan: VersionPlan, also: Callable[[], None] | None = None,
                    back: list[Document] = ()) -> DocChanges:
     """Write a version plan (and `also`'s writes) in one transaction; `back` are versions made current again
@@ -240,23 +225,21 @@ def apply_versions(catalog: Catalog, publish_id: int, plan: VersionPlan, also: C
             "acl": [list(d.acl) for d in new], "links": [list(d.links) for d in new],
             "status": ["superseded"] * len(new), "publish_id": [publish_id] * len(new)})
         meta = plan.update_meta
-        _update_documents(catalog, {
+        catalog.update_documents({
             **{c: [getattr(d, c) for d in meta] for c in ("doc_id", "version", "collection", "source", "source_path",
                                                            "meta_hash")},
             "acl": [list(d.acl) for d in meta], "links": [list(d.links) for d in meta]})
         for status, keys in (("superseded", plan.supersede), ("deleted", plan.delete)):
-            _update_documents(catalog, {"doc_id": [d for d, _ in keys], "version": [v for _, v in keys],
-                                        "status": [status] * len(keys), "valid_to": [now] * len(keys)})
+            catalog.update_documents({"doc_id": [d for d, _ in keys], "version": [v for _, v in keys],
+                                  "status": [status] * len(keys), "valid_to": [now] * len(keys)})
         made = plan.make_current
-        _update_documents(catalog, {
+        catalog.update_documents({
             "doc_id": [d for d, _ in made], "version": [v for _, v in made], "status": ["current"] * len(made),
             "valid_from": [now] * len(made), "valid_to": pa.nulls(len(made), pa.timestamp("us")),
             "publish_id": [publish_id] * len(made)})
         catalog.record_problems(publish_id, "rejected", plan.rejected)
         catalog.record_problems(publish_id, "warning", plan.warnings)
-        catalog.con.execute("UPDATE publish_log SET documents_new = ?, documents_superseded = ?, "
-                         "documents_deleted = ? WHERE publish_id = ?",
-                         [len(plan.insert), len(plan.supersede), len(plan.delete), publish_id])
+        catalog.count_documents(publish_id, len(plan.insert), len(plan.supersede), len(plan.delete))
         if also:
             also()
     (current,), = catalog.rows("SELECT count(*) FROM documents WHERE status = 'current'")

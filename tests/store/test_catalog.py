@@ -164,3 +164,23 @@ def test_unit_members_record_document_versions_and_ranges(catalog, counter):
     publish_units(catalog, docs, counter)
     members = catalog.rows("SELECT doc_id, doc_version, part, char_start, char_end FROM unit_members ORDER BY doc_id")
     assert members == [("a", "2026", 0, 0, len("Alpha body.")), ("b", "7", 0, 0, len("Beta."))]
+
+
+def test_the_publish_log_keeps_no_unit_keys_once_the_units_are_committed(catalog, counter):
+    docs = [doc("a"), doc("b")]
+    publish_units(catalog, docs, counter)
+    publish_units(catalog, [docs[0], replace(docs[1], version="2", text="Revised.")], counter)
+    assert catalog.rows("SELECT count(*) FROM publish_log WHERE units_retired IS NOT NULL") == [(0,)]
+    assert "units_published" not in [c for (c,) in catalog.rows(
+        "SELECT column_name FROM duckdb_columns() WHERE table_name = 'publish_log'")]
+
+
+def test_as_of_reads_keep_the_index_versions_of_the_retention_and_of_the_publish_current_at_its_start(catalog,
+                                                                                                      monkeypatch):
+    monkeypatch.setenv("RAG_INDEX_RETENTION_DAYS", "7")
+    for version, days_ago in ((3, 20), (5, 10), (9, 2), (13, 0)):
+        pid = catalog.begin_publish([SRC])
+        catalog.commit_units(pid, lance_version=version, embedded=0)
+        catalog.con.execute("UPDATE publish_log SET finished_at = finished_at - INTERVAL (?) DAY WHERE publish_id = ?",
+                            [days_ago, pid])
+    assert catalog.as_of_versions() == {5, 9, 13}

@@ -138,3 +138,20 @@ def test_a_text_that_left_keeps_its_vector_for_the_retention_only_unless_it_came
     index.maintain()
     assert set(index.cached_vectors(["hash-u-a-0", "hash-u-a-1", "hash-u-a-2"])) == {"hash-u-a-1"}
     assert index.vectors.count_rows() == 1 and index.departed.count_rows() == 0
+
+
+def test_with_the_published_versions_named_every_other_version_goes_and_those_still_read(tmp_path):
+    """As-of reads only open versions publishes named; the ones between (rows added, deleted, compacted) go."""
+    index = SubchunkIndex(tmp_path / "lance")
+    index.add(rows_for("u-a", 1, ("g1",), 10), unit_vectors(10, 6))
+    index.ensure_indexes()
+    first = index.version
+    index.add(rows_for("u-a", 2, ("g1",), 10), unit_vectors(10, 7))
+    between = index.version
+    index.remove_units({"u-a@1"})
+    index.ensure_indexes({first})
+    assert {v["version"] for v in index.table.to_lance().versions()} == {first, index.version}
+    assert SubchunkIndex.reader(index.uri, first).count() == 10
+    with pytest.raises(LookupError):
+        SubchunkIndex.reader(index.uri, between)
+    assert sorted(index.unit_keys()) == ["u-a@2"]

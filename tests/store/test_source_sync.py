@@ -181,3 +181,18 @@ def test_a_refusal_is_repeated_while_its_file_stays_as_it_is(tmp_path, settled):
     for _ in range(2):
         run(catalog, src)
         assert [r[3] for r in problems(catalog)] == ["version 1 of 'a' is older than the published version 2"]
+
+
+def test_records_store_only_hashes_and_paths_that_differ_from_the_default_and_a_refusal_stands(tmp_path, settled):
+    """A record's content hash is left out where it is the stored version's; a text changed under its label keeps its
+    own, so the unchanged file is refused again at the next run."""
+    src, catalog, _ = published(tmp_path, {"all.jsonl": line("a", 1, "Alpha.") + "\n" + line("b", 1, "Beta.") + "\n"})
+    assert catalog.rows("SELECT count(*) FROM source_records WHERE content_hash IS NOT NULL OR source_path IS NOT NULL"
+                        ) == [(0,)]
+    (src / "all.jsonl").write_text(line("a", 1, "Alpha, changed.") + "\n" + line("b", 1, "Beta.") + "\n")
+    for _ in range(2):
+        run(catalog, src)
+        assert [r[3] for r in problems(catalog)] == [
+            "text of 'a' version 1 changed but the version label did not; give the new text a newer version"]
+    assert catalog.rows("SELECT doc_id FROM source_records WHERE content_hash IS NOT NULL") == [("a",)]
+    assert [r[:3] for r in documents(catalog)] == [("a", "1", "current"), ("b", "1", "current")]

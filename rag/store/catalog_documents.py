@@ -1,0 +1,139 @@
+"""The catalog's document versions and the source files' records: their reads and writes (part of Catalog)."""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from rag.sources.documents import Document
+from rag.store.rows import CurrentText, CurrentVersion
+from rag.store.text_store import TextStore
+
+
+class DocumentTables:
+    """`documents`, `source_files` and `source_records`; mixed into Catalog, whose connection (`con`, `rows`,
+    `bulk_insert`) and text store it uses."""
+
+    texts: TextStore | None
+
+    def current_fingerprint(self) -> tuple[int, int]:
+        """(count, hash) of the current versions, texts and readers; a published snapshot's, never changing, once."""
+        if not (self.read_only and "_fingerprint" in self.__dict__):  # ELITE asks on every question
+            self._fingerprint = self.rows("SELECT count(*), coalesce(sum(hash(doc_id, version, content_hash, acl)), "
+                                          "0) FROM documents WHERE status = 'current'")[0]
+        return self._fingerprint
+
+    def current_texts(self) -> list[CurrentText]:
+        """Every current version's title and text, by doc id."""
+        return [CurrentText(d, v, t, x, tuple(acl), h) for d, v, t, x, acl, h in self.rows(
+            f"SELECT doc_id, version, title, text, acl, content_hash FROM {self.with_texts} "
+            "WHERE status = 'current' ORDER BY doc_id")]
+
+    def current_versions_of(self, doc_ids: list[str]) -> dict[str, str]:
+        """doc_id → its current version, for those of `doc_ids` that have one."""
+        return dict(self.rows("SELECT doc_id, version FROM documents WHERE status = 'current' "
+                              "AND list_contains(?, doc_id)", [list(doc_ids)]))
+
+    def current_counts(self) -> tuple[int, int]:
+        """(current documents, current units)."""
+        (documents,), = self.rows("SELECT count(*) FROM documents WHERE status = 'current'")
+        (units,), = self.rows("SELECT count(*) FROM units WHERE status = 'current'")
+        return documents, units
+
+    def current_documents(self) -> list[Document]:
+        """Every current document version, by doc id."""
+        return [Document(doc_id=r[0], version=r[1], title=r[2], text=r[3], acl=tuple(r[4]), links=tuple(r[5]),
+                         collection=r[6], source=r[7], source_path=r[8])
+                for r in self.rows("SELECT doc_id, version, title, text, acl, links, collection, source, "
+                                   f"source_path FROM {self.with_texts} WHERE status = 'current' ORDER BY doc_id")]
+
+    def store_texts(self, docs: list[Document]) -> None:
+        """Hold these documents' texts (by content hash) before rows naming them commit."""
+        self.texts.add({d.content_hash: d.text for d in docs})
+
+    def insert_documents(self, columns: dict[str, list]) -> None:
+        """Insert document rows whose `text` column goes to the text store, under each row's content hash."""
+        rows = dict(columns)
+        self.texts.add(dict(zip(rows["content_hash"], rows.pop("text"))))
+        self.bulk_insert("documents", rows)
+
+    def missing_texts(self, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of these stored versions lost their text (dropped past the as-of retention)."""
+        return self.texts.missing(keys)
+
+    def document_texts(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
+        """(doc_id, version) → (title, text) for the given versions, whatever their status."""
+        if not keys:
+            return {}
+        return {(d, v): (t, x) for d, v, t, x in self.rows(
+            f"SELECT d.doc_id, d.version, d.title, d.text FROM {self.with_texts} d "
+            "JOIN (SELECT unnest(?) AS doc_id, unnest(?) AS version) k USING (doc_id, version)",
+            [[k[0] for k in keys], [k[1] for k in keys]])}
+
+    def raw_text_bytes(self) -> int:
+        """UTF-8 bytes of the current documents' titles and texts: the denominator of the storage ratio."""
+        (n,), = self.rows("SELECT coalesce(sum(strlen(coalesce(title, '')) + strlen(text)), 0) "
+                          f"FROM {self.with_texts} WHERE status = 'current'")
+        return n
+
+    def current_versions(self) -> dict[str, CurrentVersion]:
+        """doc_id → its current version, title, ACL and content hash."""
+        return {r[0]: CurrentVersion(r[0], r[1], r[2], tuple(r[3]), r[4]) for r in self.rows(
+            "SELECT doc_id, version, title, acl, content_hash FROM documents WHERE status = 'current'")}
+
+    def current_hashes(self) -> dict[str, list[tuple[str, str]]]:
+        """Partition ("" in a whole workspace) → (doc_id, content hash) of its current documents, by doc id."""
+        return {"": [tuple(r) for r in self.rows(
+            "SELECT doc_id, content_hash FROM documents WHERE status = 'current' ORDER BY doc_id")]}
+
+    def texts_by_hash(self, hashes: list[str]) -> dict[str, str]:
+        """Content hash → the title and text it is the hash of (what BM25 indexes)."""
+        if not hashes:
+            return {}
+        return dict(self.rows(f"SELECT content_hash, any_value(title || '\n' || text) FROM {self.with_texts} "
+                              "JOIN (SELECT unnest(?) AS content_hash) USING (content_hash) GROUP BY content_hash",
+                              [hashes]))
+
+    def update_documents(self, columns: dict[str, list]) -> None:
+        """Set the other columns of the document versions named by `doc_id` and `version` in one joined statement
+        (the table has no key index to look each one up)."""
+        if len(columns["doc_id"]):
+            sets = ", ".join(f"{c} = u.{c}" for c in columns if c not in ("doc_id", "version"))
+            self.con.register("_updates", pa.table(columns))
+            try:
+                self.con.execute(f"UPDATE documents SET {sets} FROM _updates u "
+                                 "WHERE documents.doc_id = u.doc_id AND documents.version = u.version")
+            finally:
+                self.con.unregister("_updates")
+
+    def count_documents(self, publish_id: int, new: int, superseded: int, deleted: int) -> None:
+        """Record in the publish log how many versions this publish added, superseded and deleted."""
+        self.con.execute("UPDATE publish_log SET documents_new = ?, documents_superseded = ?, documents_deleted = ? "
+                         "WHERE publish_id = ?", [new, superseded, deleted, publish_id])
+
+    def replace_source_files(self, paths: list[str], states: dict[str, list], stale: list[str],
+                             records: pa.Table) -> None:
+        """Replace the stored states of these files (columns `states`) and the records of the `stale` ones.
+
+        A record's content hash and source path are stored only where they differ from what `SOURCE_RECORDS`
+        gives without them: the hash of the version the catalog holds (a version's hash never changes), and
+        `file:line` (or `file` for a whole file).
+        """
+        self.con.execute("DELETE FROM source_files WHERE path IN (SELECT unnest(?::VARCHAR[]))", [paths])
+        self.bulk_insert("source_files", states)
+        self.con.execute("DELETE FROM source_records WHERE file IN (SELECT unnest(?::VARCHAR[]))", [stale])
+        if records.num_rows:
+            self.con.register("_records", records)
+            try:
+                self.con.execute(
+                    "INSERT INTO source_records BY NAME SELECT r.* REPLACE ("
+                    "nullif(r.content_hash, d.content_hash) AS content_hash, "
+                    f"nullif(r.source_path, {_DEFAULT_PATH}) AS source_path) "
+                    "FROM _records r LEFT JOIN documents d USING (doc_id, version)")
+            finally:
+                self.con.unregister("_records")
+
+
+_DEFAULT_PATH = "CASE WHEN r.position = 0 THEN r.file ELSE r.file || ':' || r.position END"
+# The stored source records with the content hash and source path each left out where it was the default.
+SOURCE_RECORDS = ("(SELECT r.* REPLACE (coalesce(r.content_hash, d.content_hash) AS content_hash, "
+                  f"coalesce(r.source_path, {_DEFAULT_PATH}) AS source_path) "
+                  "FROM source_records r LEFT JOIN documents d USING (doc_id, version))")
