@@ -1,4 +1,5 @@
-"""The catalog: a DuckDB file holding every document version, units, membership, publish log, quarantine."""
+"""The catalog: a DuckDB file holding every document version, units, membership, publish log, quarantine (the
+documents' and source files' reads and writes are in rag.store.catalog_documents)."""
 from __future__ import annotations
 
 import threading
