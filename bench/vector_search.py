@@ -67,7 +67,7 @@ def build(uri: Path, vectors: np.ndarray, indexes: bool = True) -> tuple[Subchun
         n = min(100_000, len(vectors) - lo)
         ids = [f"u{i}" for i in range(lo, lo + n)]
         rows = {
-            "chunk_id": ids, "unit_key": [f"{i}@1" for i in ids], "unit_id": ids, "unit_version": [1] * n,
+            "unit_key": [f"{i}@1" for i in ids], "unit_id": ids, "unit_version": [1] * n,
             "doc_id": ids, "doc_version": ["1"] * n, "part": [0] * n,
             "acl": [[f"group-{i % GROUPS}"] for i in range(lo, lo + n)], "collection": ["bench"] * n,
             "char_start": [0] * n, "char_end": [100] * n, "tokens": [25] * n, "text_hash": ids}

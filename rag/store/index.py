@@ -35,6 +35,9 @@ CACHE_TABLE = "vector_cache"  # before the vectors table: vectors of texts that 
 # Indexes this code no longer builds: every read scores the rows in memory (rag.retrieval.vectors), so they only
 # cost bytes and upkeep; a table that has them loses them at its next publish.
 UNUSED_INDEXES = ("vector_idx", "acl_idx")
+# Columns this code no longer writes: `chunk_id` (unit key, member position, sub-chunk number) was read by nothing
+# and was a fifth of a row's bytes, re-written with every row of a re-published unit (bench/storage.py).
+UNUSED_COLUMNS = ("chunk_id",)
 MAX_FRAGMENTS = 16  # rows of the newest publishes sit in fragments of their own until there are this many
 DELETED_SHARE = 0.5  # a fragment is rewritten without its deleted rows once they are this share of it
 
@@ -43,7 +46,7 @@ def schema(embedder: str = DEFAULT_EMBEDDER, recipe: str = SubchunkRecipe().name
     """The sub-chunk table's schema; it names the embedder whose space its texts' vectors are in and the recipe its
     rows were cut by. A table from before the vectors table holds a `vector` column as well (read alike)."""
     return pa.schema([
-        ("chunk_id", pa.string()), ("unit_key", pa.string()), ("unit_id", pa.string()),
+        ("unit_key", pa.string()), ("unit_id", pa.string()),
         ("unit_version", pa.int32()), ("doc_id", pa.string()), ("doc_version", pa.string()),
         ("part", pa.int32()), ("acl", pa.list_(pa.string())), ("collection", pa.string()),
         ("char_start", pa.int32()), ("char_end", pa.int32()), ("tokens", pa.int32()),
@@ -59,7 +62,6 @@ IDENTITY_SCHEMA = pa.schema([("store_id", pa.string())])
 
 @dataclass
 class SubchunkRow:
-    chunk_id: str
     unit_key: str
     unit_id: str
     unit_version: int
@@ -159,6 +161,13 @@ class SubchunkIndex:
         if cache is not None:
             self.db.drop_table(CACHE_TABLE)
         return moved
+
+    def drop_unused_columns(self) -> list[str]:
+        """Drop the columns of an older table this code no longer writes (its older versions keep them)."""
+        unused = [c for c in UNUSED_COLUMNS if c in self.table.schema.names]
+        if unused:
+            self.table.drop_columns(unused)
+        return unused
 
     @classmethod
     def reader(cls, uri: str | Path, version: int | None) -> "SubchunkIndex":

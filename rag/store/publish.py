@@ -18,7 +18,7 @@ from rag.store.rows import DocChanges, UnitChanges
 from rag.store.settings import IngestSettings
 from rag.store.source_log import read_sources, sync_sources
 from rag.units.linking import LinkTargets
-from rag.units.long_units import Member, UnitPlan, plan_units, split_unit_key, unit_key
+from rag.units.long_units import UnitPlan, plan_units, split_unit_key, unit_key
 from rag.units.subchunk_recipe import SubchunkRecipe, embedded_text
 
 
@@ -100,6 +100,7 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     """
     publish_id = catalog.running_publish()
     index.separate_vectors()
+    index.drop_unused_columns()
     replaced = switch_vector_space(catalog, index, embedder)
     rechunked = switch_recipe(index, settings.recipe)
     foreign = adopt_index(catalog, index)
@@ -175,20 +176,17 @@ def adopt_index(catalog: Catalog, index: SubchunkIndex) -> int:
 def subchunk_rows(units: dict[str, list[tuple]], catalog: Catalog, counter: TokenCounter,
                   settings: IngestSettings) -> tuple[list[SubchunkRow], list[str]]:
     """Sentence-aligned sub-chunks of every member, with offsets into the document and the text to embed."""
-    members: list[tuple[str, tuple, str, int, Member]] = []
-    for key, entries in units.items():
-        for pos, (acl, collection, m) in enumerate(entries):
-            members.append((key, acl, collection, pos, m))
+    members = [(key, acl, collection, m) for key, entries in units.items() for acl, collection, m in entries]
     texts_by_key = catalog.document_texts(sorted({(m.doc_id, m.doc_version) for *_, m in members}))
     rows: list[SubchunkRow] = []
     texts: list[str] = []
-    for key, acl, collection, pos, m in members:
+    for key, acl, collection, m in members:
         title, text = texts_by_key[(m.doc_id, m.doc_version)]
         unit_id, version = split_unit_key(key)
-        for k, span in enumerate(settings.recipe.spans(text[m.start:m.end], counter)):
+        for span in settings.recipe.spans(text[m.start:m.end], counter):
             start, end = m.start + span.start, m.start + span.end
             embedded = embedded_text(title, text[start:end])
-            rows.append(SubchunkRow(f"{key}:{pos}:{k}", key, unit_id, version, m.doc_id, m.doc_version,
+            rows.append(SubchunkRow(key, unit_id, version, m.doc_id, m.doc_version,
                                     m.part, acl, collection, start, end, span.tokens, content_hash(embedded)))
             texts.append(embedded)
     return rows, texts

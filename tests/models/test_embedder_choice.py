@@ -26,8 +26,9 @@ def publish(catalog, index, embedder, source):
 
 
 def vectors(index):
-    data, stored = index.rows(["chunk_id"])
-    return dict(zip(data.column("chunk_id").to_pylist(), stored.to_numpy(zero_copy_only=False)))
+    data, stored = index.rows(["unit_key", "doc_id", "part", "char_start"])
+    keys = zip(*(data.column(c).to_pylist() for c in data.column_names))
+    return dict(zip(keys, stored.to_numpy(zero_copy_only=False)))
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ GROUPS = ["a", "b", "c", "d"]
 
 
 def rows_for(unit: str, n: int, rng: np.random.Generator) -> tuple[list[SubchunkRow], np.ndarray]:
-    rows = [SubchunkRow(f"{unit}:{i}", f"{unit}@1", unit, 1, f"{unit}-doc{i % 2}", "1", i % 2,
+    rows = [SubchunkRow(f"{unit}@1", unit, 1, f"{unit}-doc{i % 2}", "1", i % 2,
                         tuple(sorted(rng.choice(GROUPS, size=int(rng.integers(0, 3)), replace=False).tolist())),
                         "c", i * 10, i * 10 + 9, 3, f"h-{unit}-{i}") for i in range(n)]
     vectors = rng.normal(size=(n, 384)).astype(np.float32)

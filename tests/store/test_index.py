@@ -13,7 +13,7 @@ from rag.store.index import CACHE_TABLE, TABLE, SubchunkIndex, SubchunkRow, sche
 
 def rows_for(unit: str, version: int, acl: tuple[str, ...], n: int) -> list[SubchunkRow]:
     key = f"{unit}@{version}"
-    return [SubchunkRow(f"{key}:0:{i}", key, unit, version, f"{unit}-doc", "1", 0, acl, "c", i * 10, i * 10 + 9, 5,
+    return [SubchunkRow(key, unit, version, f"{unit}-doc", "1", 0, acl, "c", i * 10, i * 10 + 9, 5,
                         f"hash-{unit}-{i}") for i in range(n)]
 
 
@@ -155,3 +155,19 @@ def test_with_the_published_versions_named_every_other_version_goes_and_those_st
     with pytest.raises(LookupError):
         SubchunkIndex.reader(index.uri, between)
     assert sorted(index.unit_keys()) == ["u-a@2"]
+
+
+def test_an_older_table_loses_its_chunk_ids_and_its_old_versions_keep_them(tmp_path):
+    index = SubchunkIndex(tmp_path / "lance")
+    rows = rows_for("u-a", 1, ("g1",), 3)
+    index.add(rows, unit_vectors(3, 8))
+    old = index.table.to_lance().to_table()
+    old = old.add_column(0, "chunk_id", pa.array([f"u-a@1:0:{i}" for i in range(3)]))
+    index.table = index.db.create_table(TABLE, old.replace_schema_metadata(index.table.schema.metadata),
+                                        mode="overwrite")
+    before = index.version
+    assert index.drop_unused_columns() == ["chunk_id"]
+    assert "chunk_id" not in index.table.schema.names and index.drop_unused_columns() == []
+    index.add(rows_for("u-b", 1, ("g1",), 2), unit_vectors(2, 9))
+    assert sorted(index.unit_keys()) == ["u-a@1", "u-b@1"]
+    assert SubchunkIndex.reader(index.uri, before).table.to_lance().to_table(columns=["chunk_id"]).num_rows == 3
