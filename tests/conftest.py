@@ -124,7 +124,7 @@ class MemoEmbedder(Embedder):
         missing = [t for t in dict.fromkeys(texts) if t not in self._queries]
         if missing:
             self._queries.update(zip(missing, super().encode_queries(missing)))
-        return np.array([self._queries[t] for t in texts], dtype=np.float32)
+        return np.array([self._queries[t] for t in texts], dtype=np.float32).reshape(len(texts), self.dimension)
 
 
 def _load_memo_embedder(name: str, batch_size: int, threads: int | None):
