@@ -41,6 +41,7 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
 
 from rag.models import embedders  # noqa: E402  (after the offline settings above)
 from rag.models.embedders import Embedder  # noqa: E402
+from rag.text.analysis import check_question  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples"
@@ -103,9 +104,11 @@ def workspace(tmp_path: Path) -> Path:
 class MemoEmbedder(Embedder):
     """The real ONNX MiniLM that encodes each distinct text once per worker: the suite publishes the same corpora
     dozens of times, and a text's vector does not change. One memo for every instance (threads, batch sizes) in the
-    worker. Queries are always encoded afresh."""
+    worker. Queries too: the permission properties ask ~1,000 questions drawn from a few words, and later hops ask
+    the same bridge queries again; each question is still checked (its length) on every call."""
 
     _memo: dict[str, np.ndarray] = {}
+    _queries: dict[str, np.ndarray] = {}
 
     def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
@@ -115,6 +118,13 @@ class MemoEmbedder(Embedder):
             if progress:
                 progress(min(self.batch_size, len(texts) - start))
         return np.array([self._memo[t] for t in texts], dtype=np.float32).reshape(len(texts), self.dimension)
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        texts = [check_question(t) for t in texts]
+        missing = [t for t in dict.fromkeys(texts) if t not in self._queries]
+        if missing:
+            self._queries.update(zip(missing, super().encode_queries(missing)))
+        return np.array([self._queries[t] for t in texts], dtype=np.float32).reshape(len(texts), self.dimension)
 
 
 def _load_memo_embedder(name: str, batch_size: int, threads: int | None):
