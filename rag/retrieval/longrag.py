@@ -9,6 +9,7 @@ import numpy as np
 from rag.models.tokens import TokenCounter
 from rag.retrieval.callers import Caller
 from rag.retrieval.context import Candidate, ContextItem, RetrievalResult, pack, pack_lazily
+from rag.retrieval.coverage import covered
 from rag.retrieval.dense import Hit, MemberHits, best_hit_per_member, dense_search, nearest, rescore
 from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_title
 from rag.retrieval.members import MemberTable, RankedRows, member_table, rows_by_unit
@@ -33,6 +34,7 @@ class LongRAGConfig:
     hop_seeds: int = 2            # documents of a hop's list that each seed a query of the next hop
     hop_names: int = 3            # names a "residual"/"names" query carries from its seed (the bridge candidates)
     hop_bridges: str = "order"    # which names: sentence order, "no-dates", "titles", "only-titles" (hop_queries)
+    cover: str = "none"           # order members by what of the query they add: "none", "hop", "merged" (coverage)
 
 
 # The two weights add shares of a BM25 score and of a linked member's score to a cosine, so they belong to the
@@ -79,7 +81,8 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
     """Every hop's ranked members, merged by `hop_merge`; budget-independent, so hybrid methods can build on it.
     With `req.as_of`, what was current then (index and catalog)."""
     question, embedder = req.question, tools.embedder
-    ranked, own, units, hits = _hop(snap, embedder.encode_query(question), req, tools.counter, question, config)
+    queries = [embedder.encode_query(question)]
+    ranked, own, units, hits = _hop(snap, queries[0], req, tools.counter, question, config)
     lists, seeds, source = [ranked], [], ranked
     rule = hop_rule(snap, req.caller.groups, config)
     for _ in range(1, config.hops):
@@ -87,12 +90,14 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
         for query, vector, placed in hop_queries(snap, embedder, question, source, seeds, own, rule):
             more, more_own, _, _ = _hop(snap, vector, req, tools.counter, query, config)
             branches.append(_unplaced(more, placed))  # the seed is placed; find what it names
+            queries.append(vector)
             own = _best_of_both(own, more_own)  # a member's matched sub-chunk: its best match under any hop's query
         if not branches:
             break
         lists += branches
         source = branches[0]
-    merged = interleave(lists) if config.hop_merge == "interleave" else by_best_score(lists)
+    merged = covered(snap, lists, queries, own, config.cover,
+                     interleave if config.hop_merge == "interleave" else by_best_score)
     return Ranked(merged, own, {"units_ranked": len(units), "subchunk_hits": hits,
                                 "queries": len(lists), "seeds": list(seeds)})
 
