@@ -5,7 +5,8 @@ A member's dense share is its best sub-chunk's cosine with its hop's query, q·v
 part of the space; the query's projection on that span (P q, by Gram–Schmidt over their vectors) is answered, so
 a member keeps only its match to the rest, (q − P q)·v: a paraphrase of a placed member gives way to one that
 matches another part of the question. Its other shares (BM25, the link boost) stay as they were, and no weight
-is added. "hop" orders each hop's list on its own; "merged" keeps the hops' rank-by-rank round robin but lets
+is added. "hop" orders each hop's list on its own, "first" the first hop's only (the question's own query);
+"merged" keeps the hops' rank-by-rank round robin but lets
 every pick see the members ahead in the merged list, from any hop (the seeds among them).
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ from rag.retrieval.dense import MemberHits
 from rag.retrieval.members import RankedRows
 from rag.retrieval.read_state import Snapshot
 
-COVER_MODES = ("none", "hop", "merged")
+COVER_MODES = ("none", "hop", "first", "merged")
 # Members placed greedily; the rest follow in their lists' order. 1K–4K budgets pack ~8–32 members, so 64 reaches
 # past the largest, and each pick costs one product over the candidates.
 COVER_DEPTH = 64
@@ -93,14 +94,16 @@ def _grow(basis: np.ndarray, v: np.ndarray, queries: list[np.ndarray], vectors: 
 
 def covered(snap: Snapshot, lists: list, queries: list[np.ndarray], own, mode: str,
             then: Callable[[list[RankedRows]], RankedRows]):
-    """The hops' lists merged under `mode`: "hop" orders each list alone, then `then` merges them; "merged" orders
+    """The hops' lists merged under `mode`: "hop" orders each list alone ("first" the first one), then `then` merges
+    them; "merged" orders
     them as one. A past version's lists (entries, not rows of one table) are merged by `then` as they are."""
     if mode not in COVER_MODES:
         raise ValueError(f"unknown cover mode {mode!r}; choose one of {', '.join(COVER_MODES)}")
     rows = all(isinstance(x, RankedRows) for x in lists) and len({id(x.table) for x in lists}) == 1
     if mode == "none" or not rows or not isinstance(own, MemberHits):
         return then(lists)
-    vectors = [member_vectors(snap, own, x) for x in lists]
-    if mode == "hop":
-        return then([covering_merge([x], [q], [v], then) for x, q, v in zip(lists, queries, vectors)])
-    return covering_merge(lists, queries, vectors, then)
+    if mode in ("hop", "first"):
+        alone = lists if mode == "hop" else lists[:1]
+        return then([covering_merge([x], [q], [member_vectors(snap, own, x)], then) for x, q in zip(alone, queries)]
+                    + lists[len(alone):])
+    return covering_merge(lists, queries, [member_vectors(snap, own, x) for x in lists], then)

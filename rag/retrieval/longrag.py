@@ -34,7 +34,7 @@ class LongRAGConfig:
     hop_seeds: int = 2            # documents of a hop's list that each seed a query of the next hop
     hop_names: int = 3            # names a "residual"/"names" query carries from its seed (the bridge candidates)
     hop_bridges: str = "order"    # which names: sentence order, "no-dates", "titles", "only-titles" (hop_queries)
-    cover: str = "none"           # order members by what of the query they add: "none", "hop", "merged" (coverage)
+    cover: str = "none"           # members by what of the query they add: "none", "hop", "first", "merged" (coverage)
 
 
 # The two weights add shares of a BM25 score and of a linked member's score to a cosine, so they belong to the

@@ -63,7 +63,7 @@ def expected_order(scores: np.ndarray, vectors: np.ndarray, query: np.ndarray) -
     return chosen
 
 
-@pytest.mark.parametrize("mode", ["hop", "merged"])
+@pytest.mark.parametrize("mode", ["hop", "first", "merged"])
 def test_one_hop_is_ordered_by_its_score_less_what_the_members_ahead_answered(corpus, embedder, mode):
     snap = uncommitted(*corpus)
     plain = ranked(corpus, embedder, hops=1, lexical_weight=0.0)
