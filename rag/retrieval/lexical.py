@@ -71,7 +71,7 @@ class Postings:
         inside = terms < self.counts.shape[1]
         terms, idf = terms[inside], idf[inside]
         lo, hi = self.counts.indptr[terms], self.counts.indptr[terms + 1]
-        at = np.repeat(lo - np.cumsum(np.r_[0, (hi - lo)[:-1]]), hi - lo) + np.arange(int((hi - lo).sum()))
+        at = np.repeat(lo - np.cumsum(np.concatenate(([0], (hi - lo)[:-1]))), hi - lo) + np.arange(int((hi - lo).sum()))
         rows, tf = self.counts.indices[at], self.counts.data[at]
         return np.bincount(rows, weights=np.repeat(idf, hi - lo) * tf / (tf + norm[rows]), minlength=len(self.doc_ids))
 

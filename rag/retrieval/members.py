@@ -94,8 +94,9 @@ class RankedRows(Sequence):
                 for r, s in zip(self.rows.tolist(), self.scores.tolist()))
 
     def without_docs(self, doc_ids: set[str]) -> "RankedRows":
-        codes = [c for d in doc_ids if (c := self.table.doc_code_of.get(d)) is not None]
-        keep = ~np.isin(self.table.doc_codes[self.rows], codes)
+        docs, keep = self.table.doc_codes[self.rows], np.ones(len(self.rows), dtype=bool)
+        for code in (c for d in doc_ids if (c := self.table.doc_code_of.get(d)) is not None):  # a hop's few seeds
+            keep &= docs != code
         return RankedRows(self.table, self.rows[keep], self.scores[keep])
 
     def packed(self, budget: int) -> list[Candidate]:

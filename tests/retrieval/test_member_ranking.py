@@ -1,4 +1,4 @@
-"""A hop's member ranking in numpy gives exactly the order and scores of the per-member Python loops it replaced."""
+"""A hop's unit and member ranking in numpy gives exactly the order and scores of the per-member Python loops it replaced."""
 import numpy as np
 import pytest
 from test_longrag import GROUPS, uncommitted
@@ -16,6 +16,7 @@ from rag.retrieval.longrag import (
     link_boost,
 )
 from rag.retrieval.request import Request
+from rag.retrieval.unit_ranking import rank_units
 from rag.retrieval.vectors import VectorState
 from rag.sources.benchmarks import load_questions
 from tests.conftest import SAMPLES
@@ -57,8 +58,10 @@ def test_member_order_and_scores_equal_the_reference_loops_for_every_sample_ques
             caller = Caller(groups)
             hits, dense = dense_hits(snap, vector, caller, CONFIG.overfetch)
             lexical = _lexical(snap, caller, q.question, CONFIG)
-            assert dense.best_per_pair() == _best_of_pairs(hits)  # the hop's pairs, without building the hits
             units = _rank_units(snap, _best_of_pairs(hits), _floor(hits), lexical, CONFIG)
+            by_pairs = rank_units(snap.unit_codes, dense.near, dense.scores, lexical, CONFIG.lexical_weight,
+                                  CONFIG.max_units)  # as a hop ranks them: pair numbers, no hit or string key
+            assert list(by_pairs.items()) == list(units.items())
             rows = np.concatenate([dense.near, dense.unit_rows(list(units))])
             all_hits = dense.hits(rows)
             own = best_hit_per_member(all_hits)
