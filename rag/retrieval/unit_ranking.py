@@ -15,13 +15,12 @@ from rag.retrieval.vectors import VectorState, first_seen_codes, run_starts
 
 @dataclass(frozen=True)
 class UnitCodes:
-    """Per row of the serving vectors its unit's code and its pair; per current document the pair of its unit."""
+    """Per row of the serving vectors its (unit, document) pair; per document its code and its current unit's pair."""
 
-    unit_keys: list[str]             # sorted: a unit's code is its position
-    row_units: np.ndarray            # per vector row, its unit code
-    row_pairs: np.ndarray            # per vector row, unit code × documents + document code
-    doc_of: dict[str, tuple[int, int]]  # doc_id → its code and the pair of the current unit holding its current
-    documents: int                      # version (-1 when none does)
+    unit_keys: list[str]                # sorted: a unit's code is its position
+    row_pairs: np.ndarray               # per vector row, unit code × documents + document code
+    doc_of: dict[str, tuple[int, int]]  # doc_id → (its code, the pair of the unit holding its current version or -1)
+    documents: int
 
 
 def unit_codes(state: VectorState, unit_of: dict[str, str]) -> UnitCodes:
@@ -36,7 +35,7 @@ def unit_codes(state: VectorState, unit_of: dict[str, str]) -> UnitCodes:
     row_units = inverse[: len(state)].astype(np.int64)
     pairs = dict(zip(unit_of, (inverse[len(state):].astype(np.int64) * documents + lexical_docs).tolist()))
     doc_of = {d: (c, pairs.get(d, -1)) for d, c in doc_code.items()}
-    return UnitCodes(keys.tolist(), row_units, row_units * documents + row_docs, doc_of, documents)
+    return UnitCodes(keys.tolist(), row_units * documents + row_docs, doc_of, documents)
 
 
 def rank_units(codes: UnitCodes, near: np.ndarray, scores: np.ndarray, lexical: dict[str, float], weight: float,
