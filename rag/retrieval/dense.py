@@ -9,7 +9,7 @@ import numpy as np
 
 from rag.retrieval.callers import Caller
 from rag.retrieval.read_state import Snapshot
-from rag.retrieval.vectors import VectorState
+from rag.retrieval.vectors import VectorState, run_starts
 
 
 class Hit(NamedTuple):
@@ -87,11 +87,6 @@ class Dense:
         return np.concatenate([r[self.mask[r]] for k in unit_keys if (r := rows_of.get(k)) is not None]
                               or [np.zeros(0, dtype=np.int64)])
 
-    def best_per_pair(self) -> dict[tuple[str, str], float]:
-        """(unit key, doc_id) → its best score among the nearest rows (no Hit built)."""
-        back, s = self.near[::-1], self.state  # best first: a pair's best row is the one written last
-        return dict(zip(zip(s.unit_keys[back].tolist(), s.doc_ids[back].tolist()), self.scores[back].tolist()))
-
     def best_per_member(self, rows: np.ndarray) -> "MemberHits":
         """best_hit_per_member over these rows taken as hits in order, as arrays (a Hit is built when asked for)."""
         return MemberHits.best(self.state, self.state.member_codes[rows], rows,
@@ -112,7 +107,7 @@ class MemberHits:
     def best(state: VectorState, codes: np.ndarray, rows: np.ndarray, scores: np.ndarray) -> "MemberHits":
         """Per member code, its best score; among equal scores its first in the given order."""
         order = np.lexsort((np.arange(len(rows)), -scores, codes))
-        first = order[np.r_[True, codes[order][1:] != codes[order][:-1]]] if len(rows) else order
+        first = order[run_starts(codes[order])]
         return MemberHits(state, codes[first], rows[first], scores[first])
 
     def merged(self, later: "MemberHits") -> "MemberHits":

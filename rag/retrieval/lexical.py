@@ -14,6 +14,7 @@ from functools import cached_property
 
 import numpy as np
 
+from rag.retrieval.vectors import concatenated_ranges
 from rag.store.catalog import Catalog
 from rag.text.analysis import check_question, lexical_tokens
 
@@ -71,14 +72,15 @@ class Postings:
         inside = terms < self.counts.shape[1]
         terms, idf = terms[inside], idf[inside]
         lo, hi = self.counts.indptr[terms], self.counts.indptr[terms + 1]
-        at = np.repeat(lo - np.cumsum(np.r_[0, (hi - lo)[:-1]]), hi - lo) + np.arange(int((hi - lo).sum()))
+        at = concatenated_ranges(lo, hi)
         rows, tf = self.counts.indices[at], self.counts.data[at]
         return np.bincount(rows, weights=np.repeat(idf, hi - lo) * tf / (tf + norm[rows]), minlength=len(self.doc_ids))
 
     def df(self, terms: np.ndarray) -> np.ndarray:
         inside = terms < self.counts.shape[1]
         out = np.zeros(len(terms))
-        out[inside] = np.diff(self.counts.indptr)[terms[inside]]
+        terms, indptr = terms[inside], self.counts.indptr  # not a diff of the whole vocabulary's pointers
+        out[inside] = indptr[terms + 1] - indptr[terms]
         return out
 
 

@@ -14,7 +14,8 @@ from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_t
 from rag.retrieval.members import MemberTable, RankedRows, member_table, rows_by_unit
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
-from rag.retrieval.vectors import first_seen_codes
+from rag.retrieval.unit_ranking import at_keys, rank_units
+from rag.retrieval.vectors import first_seen_codes, run_starts
 from rag.units.long_units import render_header, render_member, split_unit_key
 
 
@@ -117,8 +118,7 @@ def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter,
     dense = dense_search(snap, query, caller, config.overfetch)
     lexical = _lexical(snap, caller, text, config)
     near = dense.near
-    units = _rank_units(snap, dense.best_per_pair(), float(dense.scores[near].min()) if len(near) else 0.0, lexical,
-                        config)
+    units = rank_units(snap.unit_codes, near, dense.scores, lexical, config.lexical_weight, config.max_units)
     # The candidate units' other sub-chunks are scored already; only each member's best one becomes a Hit.
     rows = np.concatenate([near, dense.unit_rows(list(units))])
     own, floor = dense.best_per_member(rows), float(dense.scores[rows].min()) if len(rows) else 0.0
@@ -150,7 +150,7 @@ def by_best_score(lists: list[RankedRows | list[Entry]]) -> RankedRows | list[En
     flat = _entry_codes(lists)
     score = -np.array([i.score for ranked in lists for i in ranked]) if len(flat) else np.zeros(0)  # rounded
     order = np.lexsort((np.arange(len(flat)), score, flat))
-    best = order[np.r_[True, flat[order][1:] != flat[order][:-1]]] if len(flat) else order
+    best = order[run_starts(flat[order])]
     _, first_seen = np.unique(flat, return_index=True)  # per code, ascending, as best is
     return _pick(lists, best[np.lexsort((first_seen, score[best]))])
 
@@ -250,7 +250,7 @@ def _own_scores(snap: Snapshot, table: MemberTable, own: Own, rows: np.ndarray, 
     else:
         found = [(i, h.score) for key, h in own.items() if (i := table.index.get(key)) is not None]
         members, scores = np.array(found, dtype=np.float64).reshape(-1, 2).T
-    return _at_rows(members.astype(np.int64), scores, rows, floor)
+    return at_keys(members.astype(np.int64), scores, rows, floor)
 
 
 def _lexical_scores(table: MemberTable, lexical: dict[str, float], rows: np.ndarray) -> np.ndarray:
@@ -258,17 +258,7 @@ def _lexical_scores(table: MemberTable, lexical: dict[str, float], rows: np.ndar
     codes = table.doc_code_of
     found = [(c, s) for d, s in lexical.items() if (c := codes.get(d)) is not None]
     docs, scores = np.array(found, dtype=np.float64).reshape(-1, 2).T
-    return _at_rows(docs.astype(np.int64), scores, table.doc_codes[rows], 0.0)
-
-
-def _at_rows(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, missing: float) -> np.ndarray:
-    """values[k] for each wanted key k of `keys` (distinct), `missing` for the others."""
-    if not len(keys):
-        return np.full(len(wanted), missing)
-    order = np.argsort(keys)
-    keys, values = keys[order], values[order]
-    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
-    return np.where(keys[at] == wanted, values[at], missing)
+    return at_keys(docs.astype(np.int64), scores, table.doc_codes[rows], 0.0)
 
 
 def _floor(hits: list[Hit]) -> float:
@@ -280,8 +270,8 @@ def _best_others(unit: np.ndarray, score: np.ndarray) -> np.ndarray:
     """Per member, the best score among the other members of its unit (0 for a unit of one); `unit` is sorted."""
     order = np.lexsort((-score, unit))
     ranked = score[order]
-    starts = np.flatnonzero(np.r_[True, unit[order][1:] != unit[order][:-1]])
-    counts = np.diff(np.r_[starts, len(order)])
+    starts = np.flatnonzero(run_starts(unit[order]))
+    counts = np.diff(np.append(starts, len(order)))
     first, second = ranked[starts], ranked[np.minimum(starts + 1, len(order) - 1)]
     group = np.empty(len(order), dtype=np.int64)
     group[order] = np.repeat(np.arange(len(starts)), counts)

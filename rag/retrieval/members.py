@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rag.retrieval.context import Candidate
-from rag.retrieval.vectors import acl_mask, first_seen_codes
+from rag.retrieval.vectors import acl_mask, concatenated_ranges, first_seen_codes
 from rag.store.rows import MemberRow
 
 
@@ -38,9 +38,8 @@ class MemberTable:
     def of_units(self, unit_keys: list[str]) -> np.ndarray:
         """Rows of these units, units in key order (each once), positions in order."""
         spans = [self.bounds[k] for k in sorted(set(unit_keys)) if k in self.bounds]
-        if not spans:
-            return np.zeros(0, dtype=np.int64)
-        return np.concatenate([np.arange(lo, hi) for lo, hi in spans])
+        lo, hi = np.array(spans, dtype=np.int64).reshape(-1, 2).T
+        return concatenated_ranges(lo, hi)
 
     def readable(self, groups: frozenset[str]) -> np.ndarray:
         """Rows whose member ACL admits one of the groups (rule 1's read-time check), once per group set."""
@@ -94,8 +93,9 @@ class RankedRows(Sequence):
                 for r, s in zip(self.rows.tolist(), self.scores.tolist()))
 
     def without_docs(self, doc_ids: set[str]) -> "RankedRows":
-        codes = [c for d in doc_ids if (c := self.table.doc_code_of.get(d)) is not None]
-        keep = ~np.isin(self.table.doc_codes[self.rows], codes)
+        docs, keep = self.table.doc_codes[self.rows], np.ones(len(self.rows), dtype=bool)
+        for code in (c for d in doc_ids if (c := self.table.doc_code_of.get(d)) is not None):  # a hop's few seeds
+            keep &= docs != code
         return RankedRows(self.table, self.rows[keep], self.scores[keep])
 
     def packed(self, budget: int) -> list[Candidate]:

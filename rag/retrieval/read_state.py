@@ -16,6 +16,7 @@ import numpy as np
 from rag.models.embedders import workspace_embedder_name
 from rag.retrieval.lexical import LexicalIndex, lexical_index
 from rag.retrieval.members import MemberTable, member_table
+from rag.retrieval.unit_ranking import UnitCodes, unit_codes
 from rag.retrieval.vectors import VectorState, load_state, union
 
 PAST_STATES_KEPT = 4  # past table versions whose in-memory vectors are kept for as-of reads
@@ -216,6 +217,11 @@ class Snapshot:
                            count=len(self.vectors.code_of))
 
     @cached_property
+    def unit_codes(self) -> UnitCodes:
+        """The serving vectors' units and documents as numbers, for ranking a hop's units (built once per snapshot)."""
+        return unit_codes(self.vectors, self.current.unit_of)
+
+    @cached_property
     def lexical(self) -> LexicalIndex:
         """BM25 over the current documents (reused across snapshots while they are unchanged)."""
         return lexical_index(self.catalog)
@@ -271,7 +277,7 @@ class Snapshot:
 
     def warm(self) -> None:
         """Build everything a query reads from memory (members, ACLs, vectors, BM25) now, not in a query."""
-        for name in ("current", "member_table", "vectors", "code_rows", "lexical"):
+        for name in ("current", "member_table", "vectors", "code_rows", "unit_codes", "lexical"):
             getattr(self, name)  # cached properties: built once per snapshot
 
     def index_at(self, as_of: datetime | None) -> SubchunkIndex:

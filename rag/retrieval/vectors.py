@@ -31,6 +31,19 @@ def first_seen_codes(codes: dict, keys: Iterable, count: int) -> np.ndarray:
     """One number per distinct key, in order of first appearance; `codes` keeps the key → number map."""
     return np.fromiter((codes.setdefault(k, len(codes)) for k in keys), dtype=np.int64, count=count)
 
+
+def concatenated_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The ranges [lo, hi) one after the other, without an arange per range."""
+    counts = hi - lo
+    return np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+
+
+def run_starts(ordered: np.ndarray) -> np.ndarray:
+    """True where a sorted array's value differs from the one before (the first of each run of equal values)."""
+    out = np.ones(len(ordered), dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=out[1:])
+    return out
+
 @dataclass
 class VectorState:
     """Every row of one table version: where it lies, who may read it, its unit-length vector."""

@@ -1,4 +1,4 @@
-"""A hop's member ranking in numpy gives exactly the order and scores of the per-member Python loops it replaced."""
+"""A hop's unit and member ranking in numpy gives exactly the order and scores of the per-member Python loops it replaced."""
 import numpy as np
 import pytest
 from test_longrag import GROUPS, uncommitted
@@ -16,6 +16,7 @@ from rag.retrieval.longrag import (
     link_boost,
 )
 from rag.retrieval.request import Request
+from rag.retrieval.unit_ranking import rank_units, unit_codes
 from rag.retrieval.vectors import VectorState
 from rag.sources.benchmarks import load_questions
 from tests.conftest import SAMPLES
@@ -57,8 +58,10 @@ def test_member_order_and_scores_equal_the_reference_loops_for_every_sample_ques
             caller = Caller(groups)
             hits, dense = dense_hits(snap, vector, caller, CONFIG.overfetch)
             lexical = _lexical(snap, caller, q.question, CONFIG)
-            assert dense.best_per_pair() == _best_of_pairs(hits)  # the hop's pairs, without building the hits
             units = _rank_units(snap, _best_of_pairs(hits), _floor(hits), lexical, CONFIG)
+            by_pairs = rank_units(snap.unit_codes, dense.near, dense.scores, lexical, CONFIG.lexical_weight,
+                                  CONFIG.max_units)  # as a hop ranks them: pair numbers, no hit or string key
+            assert list(by_pairs.items()) == list(units.items())
             rows = np.concatenate([dense.near, dense.unit_rows(list(units))])
             all_hits = dense.hits(rows)
             own = best_hit_per_member(all_hits)
@@ -107,3 +110,18 @@ def _as_dict(found, expected: dict) -> dict:
     """The member hits looked up at the expected keys, once the counts agree (no member more or fewer)."""
     assert len(found) == len(expected)
     return {key: found.get(key) for key in expected}
+
+
+def test_units_rank_by_their_best_pair_with_the_floor_for_a_bm25_document_without_a_near_row():
+    rows = [("u-b@1", "d1"), ("u-a@1", "d2"), ("u-b@1", "d3"), ("u-c@1", "d4")]
+    state = VectorState(np.zeros((4, 2), dtype=np.float16), np.array([u for u, _ in rows], dtype=object),
+                        np.array([d for _, d in rows], dtype=object), *[np.zeros(4, np.int32)] * 4, [frozenset({"g"})])
+    codes = unit_codes(state, {d: u for u, d in rows})
+    scores, near = np.array([0.5, 0.7, 0.7, 0.2], dtype=np.float32), np.array([1, 2, 0])  # row 3 is not near
+    weakest, strong = float(np.float32(0.5)), float(np.float32(0.7))
+    assert list(rank_units(codes, near, scores, {}, 0.45, 3).items()) == [("u-a@1", strong), ("u-b@1", strong)]
+    lexical = {"d1": 1.0, "d4": 0.5, "d9": 1.0}  # d4's unit has no near row: the floor; d9 has no unit at all
+    ranked = rank_units(codes, near, scores, lexical, 0.45, 3)
+    assert list(ranked.items()) == [("u-b@1", weakest + 0.45 * 1.0), ("u-c@1", weakest + 0.45 * 0.5),
+                                    ("u-a@1", strong)]
+    assert list(rank_units(codes, near, scores, lexical, 0.45, 1)) == ["u-b@1"]
