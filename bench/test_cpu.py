@@ -5,6 +5,8 @@ Each run is one pytest process over all the given tests together, as one xdist w
 embedder's memo warms as it does in the suite), with one thread per process as under `make test`:
 
     python bench/test_cpu.py --repos /work/before-21 . --rounds 1 --tag s33 -- tests/interfaces/test_cli.py
+
+`--wrappers none eatmydata` runs each checkout's tests bare and then under a wrapper command, alternately.
 """
 from __future__ import annotations
 
@@ -21,13 +23,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def run_once(repo: Path, tests: list[str]) -> dict:
+def run_once(repo: Path, tests: list[str], wrapper: list[str]) -> dict:
     """One pytest process over `tests` in `repo`: CPU seconds of it and its children, wall seconds, its summary."""
     env = {**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1", "RAG_LLM_THREADS": "1"}
     env.pop("DAGSTER_HOME", None)
     before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=10", *tests],
-                          cwd=repo, env=env, capture_output=True, text=True)
+    command = [*wrapper, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=10", *tests]
+    done = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True)
     wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
     lines = done.stdout.strip().splitlines()
     return {"cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
@@ -41,15 +43,19 @@ def main() -> None:
     p.add_argument("--repos", nargs="+", type=Path, required=True, help="checkouts, run in this order each round")
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--tag", default="")
+    p.add_argument("--wrappers", nargs="+", default=["none"],
+                   help="commands to run pytest under, each in turn ('none': bare), e.g. none eatmydata")
     p.add_argument("tests", nargs="+", help="test paths or node ids, relative to each checkout")
     args = p.parse_args()
     runs = []
     for round_ in range(args.rounds):
-        for repo in args.repos:
-            runs.append({"repo": str(repo.resolve()), "round": round_, **run_once(repo.resolve(), args.tests)})
+        for repo, wrapper in [(repo, wrapper) for repo in args.repos for wrapper in args.wrappers]:
+            command = [] if wrapper == "none" else wrapper.split()
+            runs.append({"repo": str(repo.resolve()), "wrapper": wrapper, "round": round_,
+                         **run_once(repo.resolve(), args.tests, command)})
             r = runs[-1]
-            print(f"{r['repo']}: {r['cpu_s']} CPU s, {r['wall_s']} s wall, load {r['load_average_after']:.1f}: "
-                  f"{r['summary']}", flush=True)
+            print(f"{r['repo']} ({wrapper}): {r['cpu_s']} CPU s, {r['wall_s']} s wall, "
+                  f"load {r['load_average_after']:.1f}: {r['summary']}", flush=True)
     out = REPO / "bench" / "results" / f"test-cpu{'-' + args.tag if args.tag else ''}.json"
     out.write_text(json.dumps({"tests": args.tests, "runs": runs}, indent=1))
     print(f"wrote {out}")
