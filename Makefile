@@ -26,12 +26,8 @@ demo: install            ## ingest the bundled sample corpus offline, then say w
 
 # Parallel on every core (pytest-xdist; tests/conftest.py says how a test stays isolated). The 15 slowest tests are
 # printed on every run so that a regression shows in each CI log. RAG_BENCHMARKS=DIR runs on full benchmarks.
-# Where Debian's eatmydata is installed (.ci/run installs it), fsync is a no-op for the suite: no test checks
-# durability against a power cut (a killed process's writes are in the page cache either way), and the two workers
-# and their servers wait on one disk. Without it the suite runs the same tests.
-EATMYDATA := $(shell command -v eatmydata 2>/dev/null)
 TEST_WORKERS ?= 2
-PYTEST = $(EATMYDATA) $(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
+PYTEST = $(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
 	--durations=15
 
 test: install-all        ## the whole suite, slow tests included (what CI runs)
