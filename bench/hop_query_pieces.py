@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -20,20 +19,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.multihop import CALLER  # noqa: E402
+from bench.query_embedding import cpu_ms  # noqa: E402
 from rag.evaluation.prepared import prepare_workspace  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.query.methods import method  # noqa: E402
 from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, load_questions, split_halves  # noqa: E402
-
-
-def cpu_ms(run, repeats: int) -> float:
-    seconds = []
-    for _ in range(repeats):
-        start = time.process_time()
-        run()
-        seconds.append(time.process_time() - start)
-    return 1000 * float(np.median(seconds))
 
 
 def main() -> None:
@@ -62,9 +53,8 @@ def main() -> None:
     padded, real = sum(max(x) * len(x) for x in pieces), sum(sum(x) for x in pieces)
     batch_ms, single_ms = [], []
     for texts in later:
-        encode_queries(texts)  # warm: ONNX Runtime plans a shape on its first run
-        batch_ms.append(cpu_ms(lambda: encode_queries(texts), args.repeats))
-        single_ms.append(cpu_ms(lambda: [encode_queries([t]) for t in texts], args.repeats))
+        batch_ms.append(cpu_ms(encode_queries, texts, args.repeats))
+        single_ms.append(cpu_ms(lambda ts: [encode_queries([t]) for t in ts], texts, args.repeats))
     figures = {"command": "python bench/hop_query_pieces.py " + " ".join(sys.argv[1:]), "benchmark": args.benchmark,
                "questions": len(questions), "later_hop_batches": len(later), "load_average": os.getloadavg(),
                "pieces_per_query_p50": float(np.median([n for x in pieces for n in x])),

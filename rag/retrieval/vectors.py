@@ -44,6 +44,7 @@ def run_starts(ordered: np.ndarray) -> np.ndarray:
     np.not_equal(ordered[1:], ordered[:-1], out=out[1:])
     return out
 
+
 @dataclass
 class VectorState:
     """Every row of one table version: where it lies, who may read it, its unit-length vector."""

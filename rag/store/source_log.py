@@ -143,7 +143,8 @@ def _kept(prefix: str = "") -> str:
 
 
 def _documents(items: list, view: SourceView) -> list[Document]:
-    """The documents to insert: a record kept from an earlier reading is read again from its file."""
+    """The documents to insert or update in place: a record kept from an earlier reading is read again from its
+    file (the catalog keeps no copy of its ACL, links or collection)."""
     wanted: dict[str, list[Record]] = defaultdict(list)
     for item in items:
         if isinstance(item, Record):
@@ -231,7 +232,7 @@ def apply_versions(catalog: Catalog, publish_id: int, plan: VersionPlan, also: C
             "acl": [list(d.acl) for d in meta], "links": [list(d.links) for d in meta]})
         for status, keys in (("superseded", plan.supersede), ("deleted", plan.delete)):
             catalog.update_documents({"doc_id": [d for d, _ in keys], "version": [v for _, v in keys],
-                                  "status": [status] * len(keys), "valid_to": [now] * len(keys)})
+                                      "status": [status] * len(keys), "valid_to": [now] * len(keys)})
         made = plan.make_current
         catalog.update_documents({
             "doc_id": [d for d, _ in made], "version": [v for _, v in made], "status": ["current"] * len(made),
