@@ -18,6 +18,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results_file import write_results  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.retrieval.context import ContextItem, pack  # noqa: E402
@@ -98,7 +99,7 @@ def main() -> None:
                 cell = {"completeness": bootstrap_ci(full).to_json(), "evidence_recall": bootstrap_ci(recall).to_json()}
                 figures["results"].setdefault(kind, {}).setdefault(half, {})[str(b)] = cell
                 rows.append([kind, half, b, str(bootstrap_ci(full)), str(bootstrap_ci(recall))])
-        (REPO / "bench" / "results" / f"anchor64-{name}.json").write_text(json.dumps(figures, indent=1) + "\n")
+        write_results(figures, f"anchor64-{name}")
         print(f"\n{name}: {len(spans)} chunks of ≤{MAX_TOKENS} tokens")
         print(markdown_table(["packing", "half", "budget", "completeness", "evidence recall"], rows), flush=True)
 

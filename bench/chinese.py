@@ -27,6 +27,7 @@ sys.path.insert(0, str(REPO))
 import blingfire  # noqa: E402
 import jieba  # noqa: E402
 
+from bench.results_file import write_results  # noqa: E402
 from rag.elite import elite_explore, explorer_for, pack_exploration  # noqa: E402
 from rag.elite.sentences import STORES, StoreCache  # noqa: E402
 from rag.evaluation.bootstrap import paired_difference_ci  # noqa: E402
@@ -175,8 +176,7 @@ def main() -> None:
         figures = run(root / name, budgets, args.limit, Path(args.workdir), args.half)
         figures["command"] = "python bench/chinese.py " + " ".join(sys.argv[1:])
         suffix = ("-tune" if args.half == "tune" else "") + ("-as-written" if args.segment_as_written else "")
-        out = REPO / "bench" / "results" / f"chinese-{name}{suffix}.json"
-        out.write_text(json.dumps(figures, indent=2, ensure_ascii=False) + "\n")
+        write_results(figures, f"chinese-{name}{suffix}")
         print(f"\n{name} ({args.half} half): {figures['questions']} questions, embedder {figures['embedder']}, "
               f"ingest {figures['ingest']}")
         print(markdown_table(["method"] + [f"C@{b}" for b in budgets] + ["s/question p50"],

@@ -9,7 +9,6 @@ Several checkouts are timed interleaved, in the same process order each round (b
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import statistics
@@ -18,6 +17,10 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.results_file import write_results  # noqa: E402
+
 HEAVY = ("matplotlib", "lancedb", "lance", "torch", "onnxruntime", "sentence_transformers")
 LOAD = ("import sys; import pipelines.definitions as d; d.defs(); "
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
@@ -60,8 +63,7 @@ def main() -> None:
     for repo, r in result["repos"].items():
         print(f"{repo}: {r['cpu_s_median']} CPU s, {r['wall_s_median']} s wall (median of {args.rounds}); "
               f"imports {', '.join(r['heavy_modules_imported']) or 'none of ' + ', '.join(HEAVY)}")
-    out = REPO / "bench" / "results" / f"code-location{'-' + args.tag if args.tag else ''}.json"
-    out.write_text(json.dumps(result, indent=1))
+    out = write_results(result, "code-location", args.tag)
     print(f"wrote {out}")
 
 

@@ -19,6 +19,10 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.results_file import write_results  # noqa: E402
+
 HEAVY = ("torch", "transformers", "sentence_transformers", "dagster", "onnxruntime", "lancedb", "duckdb")
 QUESTION = "How long does the offline cache hold telemetry?"
 
@@ -90,8 +94,7 @@ def main() -> None:
                                    "heavy_imports": imported(codes[label], args.workspace),
                                    "same_items": len({r["items"] for r in rs}) == 1}
                            for label, rs in runs.items()}}
-    name = f"cold-retrieve{'-' + args.tag if args.tag else ''}.json"
-    (REPO / "bench" / "results" / name).write_text(json.dumps(figures, indent=1) + "\n")
+    write_results(figures, "cold-retrieve", args.tag)
     print(json.dumps(figures, indent=1))
 
 

@@ -16,6 +16,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.multihop import CALLER  # noqa: E402
 from bench.query_embedding import median_cpu_ms  # noqa: E402
+from bench.results_file import write_results  # noqa: E402
 from rag.evaluation.prepared import prepare_workspace  # noqa: E402
 from rag.models.embedders import Embedder  # noqa: E402
 from rag.models.tokens import TokenCounter  # noqa: E402
@@ -59,8 +60,7 @@ def main() -> None:
     out = {"command": "python bench/count_memory.py " + " ".join(sys.argv[1:]), "benchmark": args.benchmark,
            "questions": len(timed), "other_questions": len(others), "clock": "cpu",
            "load_average": os.getloadavg(), "pack_ms_p50": figures}
-    (REPO / "bench" / "results" / f"count-memory{'-' + args.tag if args.tag else ''}.json").write_text(
-        json.dumps(out, indent=1) + "\n")
+    write_results(out, "count-memory", args.tag)
     print(json.dumps(out, indent=1))
     prepared.close()
 

@@ -16,6 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results_file import write_results  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.sources.documents import version_order  # noqa: E402
 from rag.sources.loaders import load_sources  # noqa: E402
@@ -41,8 +42,7 @@ def main(sources: list[str]) -> dict:
               "pairs_same_acl": sorted(f"{a.doc_id} ({a.collection}) -> {b.doc_id} ({b.collection})"
                                        for a, b in same_acl)}
     print(json.dumps(result, indent=1))
-    out = REPO / "bench" / "results" / "cross_links.json"
-    out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    write_results(result, "cross_links")
     return result
 
 

@@ -21,6 +21,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results_file import write_results  # noqa: E402
 from rag.elite import EliteConfig, elite_explore, explorer_for, pack_exploration  # noqa: E402
 from rag.elite.collect import expand, score_sentences, term_weights, terms_from, top_k  # noqa: E402
 from rag.elite.sentences import STORES, StoreCache  # noqa: E402
@@ -145,12 +146,10 @@ def main() -> None:
     args = parser.parse_args()
     root = benchmarks_option(parser, args)
     workdir = Path(args.workdir)
-    results = REPO / "bench" / "results"
-    results.mkdir(parents=True, exist_ok=True)
     if not args.skip_collect:
         figures = collect_benchmark(root, workdir, args.limit, args.copies) | {"copies": args.copies}
         print(json.dumps(figures, indent=1))
-        (results / "elite-collect.json").write_text(json.dumps(figures, indent=1) + "\n")
+        write_results(figures, "elite-collect")
     if args.collect_only:
         return
     from rag.models.embedders import Embedder
@@ -160,7 +159,7 @@ def main() -> None:
         figures = evaluate(root, workdir, name, args.budgets, args.limit, embedder, args.half)
         STORES.clear()   # one benchmark's store at a time keeps memory flat
         print(json.dumps(figures, indent=1))
-        (results / f"elite-{name}-{args.half}.json").write_text(json.dumps(figures, indent=1) + "\n")
+        write_results(figures, f"elite-{name}-{args.half}")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+from bench.results_file import results_path, write_json  # noqa: E402
 from rag.answer.llm import chat_model  # noqa: E402
 from rag.elite import EliteConfig  # noqa: E402
 from rag.evaluation import EvalConfig, Evaluator, evaluate, load_questions, open_prepared  # noqa: E402
@@ -53,7 +54,7 @@ def main() -> None:
     embedder, counter = Embedder(threads=1), default_counter()
     model = chat_model(args.reader)
     budgets = tuple(int(b) for b in args.budgets.split(","))
-    out = REPO / "bench" / "results" / f"elite-llm-cost-{name}.json"
+    out = results_path(f"elite-llm-cost-{name}")
     figures = {"command": "python bench/elite_llm_cost.py " + " ".join(sys.argv[1:]), "benchmark": name,
                "half": "tune (rag.sources.benchmarks.half_of)", "questions": [q.qid for q in questions],
                "load_average": os.getloadavg(), "runs": {}}
@@ -80,7 +81,7 @@ def main() -> None:
                               "evidence_recall": _mean([r.evidence_recall for r in evaluation.rows if r.budget == b])}
                           for b in budgets}}
         print(label, json.dumps(figures["runs"][label]), flush=True)
-        out.write_text(json.dumps(figures, indent=1) + "\n")
+        write_json(out, figures)
     print(f"wrote {out}")
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results_file import write_results  # noqa: E402
 from rag.answer.llm import chat_model  # noqa: E402
 from rag.answer.local_llm import shared_server  # noqa: E402
 from rag.elite import EliteConfig, elite_retrieve, explorer_for  # noqa: E402
@@ -61,10 +62,9 @@ def main() -> None:
                              "items": [i.doc_id for i in result.items], "tokens": result.tokens})
                 print(json.dumps({k: v for k, v in runs[-1].items() if k != "calls"}), flush=True)
         catalog.close()
-    out = REPO / "bench" / "results" / f"elite-llm-test-cost{'-' + args.tag if args.tag else ''}.json"
-    out.write_text(json.dumps({"settings": {k: repr(v) for k, v in SETTINGS.items()}, "runs": runs,
-                               "llm_threads": os.environ.get("RAG_LLM_THREADS"), "load_average": os.getloadavg()},
-                              indent=1))
+    figures = {"settings": {k: repr(v) for k, v in SETTINGS.items()}, "runs": runs,
+               "llm_threads": os.environ.get("RAG_LLM_THREADS"), "load_average": os.getloadavg()}
+    out = write_results(figures, "elite-llm-test-cost", args.tag)
     print(f"wrote {out}")
 
 

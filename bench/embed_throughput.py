@@ -20,6 +20,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results_file import write_results  # noqa: E402
 from rag.models.embedders import Embedder  # noqa: E402
 from rag.models.files import verified_model_dir  # noqa: E402
 
@@ -65,7 +66,7 @@ def main() -> None:
                "min_cosine": round(float((a * b).sum(axis=1).min()), 6),
                "int8_cosine_to_fp32": {"min": round(float((a * c).sum(axis=1).min()), 4),
                                        "mean": round(float((a * c).sum(axis=1).mean()), 4)}}
-    (REPO / "bench" / "results" / "embed-throughput.json").write_text(json.dumps(figures, indent=1) + "\n")
+    write_results(figures, "embed-throughput")
     print(json.dumps(figures, indent=1))
 
 

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.results_file import results_path, write_json  # noqa: E402
+
 FIGURES = ("completeness", "evidence_recall", "tokens_mean")
 
 
@@ -24,7 +29,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("before", type=Path)
     p.add_argument("after", type=Path)
-    p.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "eval-compare.json")
+    p.add_argument("--out", type=Path, default=results_path("eval-compare"))
     args = p.parse_args()
     before, after = json.loads(args.before.read_text()), json.loads(args.after.read_text())
     old, new = rows(before), rows(after)
@@ -33,7 +38,7 @@ def main() -> None:
     out = {"before": str(args.before), "after": str(args.after), "rows": len(old), "differing": differ,
            "only_after": missing, "methods": sorted({k[2] for k in old}), "benchmarks": sorted(before["benchmarks"]),
            "evaluation_wall_s": [before.get("evaluation_wall_s_total"), after.get("evaluation_wall_s_total")]}
-    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    write_json(args.out, out)
     verdict = "identical" if not differ and not missing else f"{len(differ)} rows differ, {len(missing)} new"
     print(f"{len(old)} rows (benchmark × half × method × budget) over {', '.join(out['benchmarks'])}; "
           f"methods {', '.join(out['methods'])}: {verdict} in {', '.join(FIGURES)}")

@@ -19,6 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results_file import results_path, write_json  # noqa: E402
 from rag.evaluation import METHODS, EvalConfig, Evaluator, prepare_workspace  # noqa: E402
 from rag.evaluation.benchmark import evaluate_prepared  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
@@ -37,7 +38,7 @@ def main() -> None:
     parser.add_argument("--half", choices=(*HALVES, "all"), default="all",
                         help="tune only to choose settings; report to quote; all: every dev question, figures per half")
     parser.add_argument("--workspace-root", default=str(REPO / ".rag" / "bench"))
-    parser.add_argument("--out", default=str(REPO / "bench" / "results" / "eval-dev-retrieval.json"))
+    parser.add_argument("--out", default=str(results_path("eval-dev-retrieval")))
     add_benchmarks_option(parser)
     args = parser.parse_args()
     root = benchmarks_option(parser, args)
@@ -71,10 +72,10 @@ def main() -> None:
             print(markdown_table(["method", "budget", "completeness", "evidence recall", "retrieve s mean"],
                                  [[c["method"], c["budget"], _ci(c["completeness"]), _ci(c["evidence_recall"]),
                                    f"{c['retrieve_s']:.3f}"] for c in cells]), flush=True)
-        Path(args.out).write_text(json.dumps(figures | {"evaluation_wall_s_total": round(total, 1)}, indent=1))
+        write_json(args.out, figures | {"evaluation_wall_s_total": round(total, 1)})
     figures["evaluation_wall_s_total"] = round(total, 1)
     figures["load_average_at_end"] = os.getloadavg()
-    Path(args.out).write_text(json.dumps(figures, indent=1) + "\n")
+    write_json(args.out, figures)
     print(f"total evaluation wall time: {total:.0f} s ({total / 60:.1f} min) for "
           f"{sum(b['questions'] for b in figures['benchmarks'].values())} questions; load average "
           f"{figures['load_average_at_start']} at start")

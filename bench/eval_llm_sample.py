@@ -7,7 +7,6 @@ bench/results/eval-llm-sample-<name>.json and the full report under bench/result
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results_file import write_results  # noqa: E402
 from rag.answer.llm import chat_model  # noqa: E402
 from rag.evaluation import (  # noqa: E402
     EvalConfig,
@@ -68,8 +68,7 @@ def main() -> None:
                                             "answer_in_gold", "generate_s", "input_tokens_mean")}
                          for c in summary["results"]],
                "differences": [d for d in summary["differences"] if d["metric"] == "f1"]}
-    out = REPO / "bench" / "results" / f"eval-llm-sample-{name}.json"
-    out.write_text(json.dumps(figures, indent=1) + "\n")
+    out = write_results(figures, f"eval-llm-sample-{name}")
     print(f"{name}: {len(questions)} questions × {len(config.methods)} methods × {len(config.budgets)} budgets, "
           f"reader {summary['reader']}, {wall:.0f} s")
     for c in figures["cells"]:

@@ -25,6 +25,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.groupings import prepare  # noqa: E402
 from bench.multihop import CALLER, parse_variant  # noqa: E402
+from bench.results_file import write_results  # noqa: E402
 from rag.retrieval.hop_queries import hop_queries  # noqa: E402
 from rag.retrieval.longrag import _hop, hop_rule, longrag_candidates, pack_ranked  # noqa: E402
 from rag.retrieval.request import Request, Tools  # noqa: E402
@@ -175,8 +176,7 @@ def main() -> None:
     figures = {"command": "python bench/hop_failures.py " + " ".join(sys.argv[1:]), "benchmark": args.benchmark,
                "half": args.half, "budget": args.budget, "variant": args.variant,
                "summary": summary(failures, len(records)), "failures": failures}
-    name = f"hop-failures-{args.benchmark}-{args.half}{'-' + args.tag if args.tag else ''}.json"
-    (REPO / "bench" / "results" / name).write_text(json.dumps(figures, indent=1) + "\n")
+    write_results(figures, f"hop-failures-{args.benchmark}-{args.half}", args.tag)
     print(json.dumps(figures["summary"], indent=1))
     rows = [[f["qid"], m["hop"], m["rank_merged"], m["tokens_to_reach"], m["rank_hop1"], m["rank_branches"],
              m["bridge_in_hop_query"], m["bridge_in_title"]] for f in failures for m in f["missing"]]

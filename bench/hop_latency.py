@@ -10,7 +10,6 @@ same workspace files, so before and after are measured by the same script.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -23,6 +22,7 @@ sys.path.insert(0, os.environ.get("RAG_BENCH_CODE", str(REPO)))
 sys.path.insert(1, str(REPO))
 
 from bench.multihop import CALLER, parse_variant  # noqa: E402
+from bench.results_file import write_results  # noqa: E402
 from rag.evaluation.prepared import prepare_workspace  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.query.hybrid import hybrid_explore, pack_hybrid  # noqa: E402
@@ -144,8 +144,7 @@ def main() -> None:
     figures["added_over_one_hop_ms"] = {n: {k: round(v[k] - base[k], 1) for k in ("p50", "p95")}
                                         for n, v in figures["latency_ms"].items()
                                         if base and n.startswith("longrag") and n != "longrag:hops=1"}
-    name = f"hop-latency{'-' + args.tag if args.tag else ''}.json"
-    (REPO / "bench" / "results" / name).write_text(json.dumps(figures, indent=1) + "\n")
+    write_results(figures, "hop-latency", args.tag)
     print(markdown_table(["variant", "p50 ms", "p95 ms", "embed", "search", "rank", "pack"],
                          [[n, v["p50"], v["p95"], *figures["parts_p50_ms"][n].values()]
                           for n, v in figures["latency_ms"].items()]))

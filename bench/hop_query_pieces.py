@@ -20,6 +20,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.multihop import CALLER  # noqa: E402
 from bench.query_embedding import cpu_ms  # noqa: E402
+from bench.results_file import write_results  # noqa: E402
 from rag.evaluation.prepared import prepare_workspace  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.query.methods import method  # noqa: E402
@@ -62,8 +63,7 @@ def main() -> None:
                "batch_cpu_ms_p50": round(float(np.median(batch_ms)), 2),
                "one_by_one_cpu_ms_p50": round(float(np.median(single_ms)), 2),
                "batch_cheaper_share": round(float(np.mean(np.array(batch_ms) < np.array(single_ms))), 3)}
-    name = f"hop-query-pieces{'-' + args.tag if args.tag else ''}.json"
-    (REPO / "bench" / "results" / name).write_text(json.dumps(figures, indent=1) + "\n")
+    write_results(figures, "hop-query-pieces", args.tag)
     print(json.dumps(figures, indent=1))
 
 

@@ -7,7 +7,6 @@ fixed tune/report split. Prints a table and writes bench/results/hop-ranks-<benc
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.groupings import prepare  # noqa: E402
 from bench.multihop import CALLER, parse_variant  # noqa: E402
+from bench.results_file import write_results  # noqa: E402
 from rag.retrieval.longrag import longrag_candidates  # noqa: E402
 from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import HALVES, add_benchmarks_option, benchmarks_option, load_questions, split_halves  # noqa: E402
@@ -67,8 +67,7 @@ def main() -> None:
                 "median_rank_when_listed": float(np.median(listed)) if len(listed) else None}
         figures["positions"][str(k + 1)] = cell
         rows.append([k + 1, cell["n"], cell["missing"], cell["top8"], cell["top20"], cell["median_rank_when_listed"]])
-    name = f"hop-ranks-{args.benchmark}-{args.half}-{args.variant.replace(':', '_').replace(',', '_')}.json"
-    (REPO / "bench" / "results" / name).write_text(json.dumps(figures, indent=1) + "\n")
+    write_results(figures, f"hop-ranks-{args.benchmark}-{args.half}-{args.variant.replace(':', '_').replace(',', '_')}")
     print(markdown_table(["gold document (hop)", "n", "missing", "top 8", "top 20", "median rank if listed"], rows))
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results_file import write_results  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402
 from rag.store.catalog import Catalog  # noqa: E402
@@ -132,7 +133,7 @@ def main() -> None:
                              m["units_published"]])
     figures = {"sizes": results, "command": "python bench/incremental.py " + " ".join(sys.argv[1:]),
                "timed": "documents + units steps on a real catalog, staged units committed; index step excluded"}
-    (REPO / "bench" / "results" / "incremental.json").write_text(json.dumps(figures, indent=2) + "\n")
+    write_results(figures, "incremental")
     print(markdown_table(["documents", "run", "mode", "documents s", "units s", "total s", "lines parsed",
                           "tokenised", "components re-planned", "units published"], rows))
     for r in results:

@@ -7,7 +7,6 @@ ratio (rag.store.storage: catalog + published read state + index bytes ÷ the ti
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results_file import results_path, write_json  # noqa: E402
 from pipelines.ingest_run import run_ingest  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402
@@ -34,7 +34,7 @@ def main() -> None:
     parser.add_argument("--out", help="JSON file for the figures (default: bench/results/ingest-<name>.json)")
     args = parser.parse_args()
     bench = Path(args.benchmark) if args.benchmark else benchmarks_option(parser, args) / "musique"
-    out = Path(args.out or REPO / "bench" / "results" / f"ingest-{bench.name}.json")
+    out = Path(args.out or results_path(f"ingest-{bench.name}"))
 
     t = time.perf_counter()
     model = EmbedderResource().embedder()  # the ingest below re-uses this process-wide instance
@@ -71,8 +71,7 @@ def main() -> None:
         "storage_ratio": stored.ratio(),
         "command": f"python bench/ingest.py --benchmark {args.benchmark}",
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(figures, indent=2) + "\n")
+    write_json(out, figures)
     print(markdown_table(["figure", "value"], [[k, v] for k, v in figures.items()]))
     print(f"\nwritten to {out}")
 

@@ -28,6 +28,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results_file import write_results  # noqa: E402
 from pipelines.ingest_run import run_ingest  # noqa: E402
 from rag.models.embedders import Embedder  # noqa: E402
 from rag.query.workspace import Workspace  # noqa: E402
@@ -148,7 +149,7 @@ def main() -> None:
                "ratio_p50_after_over_before": {k: round(after[k]["longrag_ms"]["p50"] / before[k]["longrag_ms"]["p50"], 3)
                                                for k in CALLERS},
                "command": "python bench/latency.py " + " ".join(sys.argv[1:])}
-    (REPO / "bench" / "results" / "latency.json").write_text(json.dumps(figures, indent=2) + "\n")
+    write_results(figures, "latency")
     print(f"{figures['subchunks']} sub-chunks, {figures['documents']} documents, {len(questions)} queries, "
           f"indices {figures['indices']}")
     print(markdown_table(

@@ -7,7 +7,6 @@ Reads the workspaces bench/multihop.py builds (.rag/bench/<name>); writes bench/
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.multihop import NAMES  # noqa: E402
+from bench.results_file import write_results  # noqa: E402
 from rag.evaluation.prepared import prepare_workspace  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.retrieval.longrag import LongRAGConfig  # noqa: E402
@@ -62,7 +62,7 @@ def main() -> None:
             "boost": round(share * current.link_density, 4),
             "tune_gold_neighbours_gold": round(gold_neighbours(current, tune), 4)}
         prepared.close()
-    (REPO / "bench" / "results" / "link-density.json").write_text(json.dumps(figures, indent=1) + "\n")
+    write_results(figures, "link-density")
     head = ["benchmark", "documents", "linked documents", "median k (linked)", "mean 1/k", "boost",
             "tune: gold neighbours gold"]
     print(markdown_table(head, [[n, b["documents"], b["linked_documents"], b["median_linked_unit"], b["mean_inverse_k"],

@@ -8,7 +8,6 @@ is kept under .rag/bench/<name> so a re-run only ingests what changed.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import replace
@@ -19,6 +18,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results_file import write_results  # noqa: E402
 from pipelines.ingest_run import run_ingest  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
 from rag.models.embedders import Embedder  # noqa: E402
@@ -90,8 +90,7 @@ def main() -> None:
     for name in args.benchmark or ["hotpotqa", "musique", "2wikimultihopqa"]:
         figures = run(root / name, budgets, args.limit, config, args.half)
         figures["command"] = "python bench/longrag.py " + " ".join(sys.argv[1:])
-        out = REPO / "bench" / "results" / f"longrag-{name}-{args.half}.json"
-        out.write_text(json.dumps(figures, indent=2) + "\n")
+        write_results(figures, f"longrag-{name}-{args.half}")
         print(f"\n{name} ({args.half} half, {figures['questions']} questions), latency ms {figures['latency_ms']}")
         print(markdown_table(["method", "budget", "evidence recall", "completeness", "mean tokens"],
                              [list(r.values()) for r in figures["results"]]))

@@ -18,6 +18,10 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.results_file import write_json  # noqa: E402
+
 ENGLISH = ("hotpotqa", "musique", "2wikimultihopqa")
 CHINESE = ("cmrc2018", "drcd")
 
@@ -83,7 +87,7 @@ def main() -> None:
         manifest[name] = make_slice(args.source / name, args.out / name, name,
                                     args.questions if english else args.zh_questions, 0 if english else args.zh_distractors)
         print(f"{name}: {manifest[name]['questions']} questions, {manifest[name]['documents']} documents")
-    (args.out / "MANIFEST.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    write_json(args.out / "MANIFEST.json", manifest)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ A variant is `method[:key=value,...]` with LongRAGConfig fields, e.g. `longrag:h
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -22,6 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.groupings import GROUPINGS, prepare  # noqa: E402
+from bench.results_file import results_path, write_json  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci, paired_difference_ci  # noqa: E402
 from rag.query.hybrid import hybrid_explore, pack_hybrid  # noqa: E402
 from rag.query.methods import method as registered  # noqa: E402
@@ -194,17 +194,17 @@ def main() -> None:
     budgets = [int(b) for b in args.budgets.split(",")]
     embedder = Embedder(threads=1, int8=args.embedder == "minilm-int8")
     workdir = args.workdir if args.embedder == "minilm" else args.workdir.with_name(f"{args.workdir.name}-{args.embedder}")
-    out = REPO / "bench" / "results" / f"multihop-{args.grouping}{'-' + args.tag if args.tag else ''}.json"
+    out = results_path(f"multihop-{args.grouping}", args.tag)
     figures = {"command": "python bench/multihop.py " + " ".join(sys.argv[1:]), "grouping": args.grouping,
                "split": "rag.sources.benchmarks.half_of: sha256('tune-report|<benchmark>|<qid>') last bit, 0 tune, 1 report",
                "reference": variants[0].name, "budgets": budgets, "embedder": args.embedder, "benchmarks": {}}
     for name in args.benchmark or NAMES:
         figures["benchmarks"][name] = run_benchmark(root / name, args.grouping, variants, budgets, embedder,
                                                     (args.half,) if args.half else HALVES, workdir)
-        out.write_text(json.dumps(figures, indent=1) + "\n")
+        write_json(out, figures)
         print(table(name, figures["benchmarks"][name], budgets), flush=True)
     figures["macro_completeness"] = macro(figures, budgets)
-    out.write_text(json.dumps(figures, indent=1) + "\n")
+    write_json(out, figures)
     print("\nmean over the benchmarks (completeness):")
     print(markdown_table(["variant", "half"] + [str(b) for b in budgets],
                          [[v, h] + [f"{x:.3f}" for x in xs] for v, by_half in figures["macro_completeness"].items()

@@ -21,6 +21,9 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.results_file import write_results  # noqa: E402
 
 BUILD = """
 import sys
@@ -139,8 +142,7 @@ def main() -> None:
                 f"{step} {f[step]['cpu_s']} CPU s, {f[step]['bytes_read'] / 1e6:.2f} MB read, "
                 f"{f[step]['catalogs_loaded']} catalogs" for step in ("publish", "shared_check", "link_targets"))
                   + f" ({f['shared']} shared ids, {f['changed']} changed)")
-    out = REPO / "bench" / "results" / f"partition-reads{'-' + args.tag if args.tag else ''}.json"
-    out.write_text(json.dumps(result, indent=1))
+    out = write_results(result, "partition-reads", args.tag)
     print(f"wrote {out}")
 
 

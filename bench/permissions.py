@@ -19,6 +19,7 @@ from tqdm import tqdm
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results_file import write_results  # noqa: E402
 from rag.elite import EliteConfig, elite_retrieve, explorer_for  # noqa: E402
 from rag.models.embedders import Embedder  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
@@ -85,7 +86,7 @@ def main() -> None:
             counts[name][1] += leaks(result, readable) + (result.tokens > budget)
     figures = {m: {"trials": n, "leaks": k} for m, (n, k) in counts.items()}
     figures["command"] = f"python bench/permissions.py --trials {args.trials} --seed {args.seed}"
-    (REPO / "bench" / "results" / "permissions.json").write_text(json.dumps(figures, indent=2) + "\n")
+    write_results(figures, "permissions")
     print(json.dumps(figures, indent=2))
 
 

@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench import topology  # noqa: E402
+from bench.results_file import write_json  # noqa: E402
 from bench.run_timeline import Marks, children_cpu_s, cpu_by_child, cpu_s, timeline  # noqa: E402
 from rag.text.tables import bytes_on_disk  # noqa: E402
 
@@ -399,7 +400,7 @@ def main() -> None:
         results["production_over_local_wall"] = round(results["production"]["wall_s_4_partitions"]
                                                       / results["local"]["wall_s_4_partitions"], 2)
     results["load_average"] = os.getloadavg()
-    Path(args.out).write_text(json.dumps(results, indent=1))
+    write_json(args.out, results)
     print(f"wrote {args.out}")
 
 

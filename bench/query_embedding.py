@@ -10,7 +10,6 @@ bench/results/query-embedding[-TAG].json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -21,6 +20,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results_file import write_results  # noqa: E402
 from rag.models.embedders import load_embedder  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
 
@@ -76,8 +76,7 @@ def main() -> None:
             rows.append([label, n, *(cells[b] for b in batches)])
             print(label, n, cells, flush=True)
         embedder.session = own
-    out = REPO / "bench" / "results" / f"query-embedding{'-' + args.tag if args.tag else ''}.json"
-    out.write_text(json.dumps(figures, indent=1) + "\n")
+    write_results(figures, "query-embedding", args.tag)
     print(markdown_table(["embedder", "tokens", *(f"batch {b} CPU ms" for b in batches)], rows))
 
 

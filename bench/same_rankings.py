@@ -17,6 +17,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, os.environ.get("RAG_BENCH_CODE", str(REPO)))
 sys.path.insert(1, str(REPO))
 
+from bench.results_file import results_path, write_results  # noqa: E402
+
 METHODS = ("longrag", "longrag-1hop", "shortchunk")
 BUDGETS = (1000, 2000, 4000)
 SAMPLES = REPO / "samples"
@@ -65,17 +67,16 @@ def main() -> None:
     p.add_argument("--tag", default="after")
     p.add_argument("--compare", nargs=2, metavar=("A", "B"), help="two tags to compare instead of collecting")
     args = p.parse_args()
-    results = REPO / "bench" / "results"
     if args.compare:
-        a, b = (json.loads((results / f"rankings-{t}.json").read_text())["rankings"] for t in args.compare)
+        a, b = (json.loads(results_path(f"rankings-{t}").read_text())["rankings"] for t in args.compare)
         figures = {"command": "python bench/same_rankings.py " + " ".join(sys.argv[1:]), "a": args.compare[0],
                    "b": args.compare[1], "by_method_budget": compare(a, b)}
-        (results / f"rankings-{args.compare[0]}-vs-{args.compare[1]}.json").write_text(json.dumps(figures, indent=1))
+        write_results(figures, f"rankings-{args.compare[0]}-vs-{args.compare[1]}")
         print(json.dumps(figures["by_method_budget"], indent=1))
         return
     figures = {"command": "python bench/same_rankings.py " + " ".join(sys.argv[1:]),
                "code": os.environ.get("RAG_BENCH_CODE", str(REPO)), "rankings": collect(args.workspace)}
-    (results / f"rankings-{args.tag}.json").write_text(json.dumps(figures, indent=1) + "\n")
+    write_results(figures, f"rankings-{args.tag}")
     print(f"{len(figures['rankings'])} rankings written")
 
 

@@ -29,6 +29,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results_file import RESULTS, write_results  # noqa: E402
 from pipelines.ingest_run import run_partitions  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402
 from rag.sources.partitions import discover  # noqa: E402
@@ -180,7 +181,7 @@ def ops_again(root: Path) -> None:
     first_s, _ = ingest(ws, src, ["scale/c00"])  # a catalog from before the change may need a migration run
     row = {"documents": size, "first_run_after_change_s": round(first_s, 2), **operations(ws, src, 0)}
     out = {"after_change": row, "command": "python bench/scale.py --ops-only"}
-    (REPO / "bench" / "results" / "scale-ops.json").write_text(json.dumps(out, indent=2) + "\n")
+    write_results(out, "scale-ops")
     print(markdown_table(list(row), [list(row.values())]))
 
 
@@ -218,9 +219,8 @@ def main() -> None:
     figures = {"sizes": rows, "backfill": backfill(args.root, all_docs, args.backfill_docs),
                "threads": "in-process runs: torch default (2); backfill: 1 torch thread per process",
                "command": "python bench/scale.py " + " ".join(sys.argv[1:])}
-    out = REPO / "bench" / "results"
-    (out / "scale.json").write_text(json.dumps(figures, indent=2) + "\n")
-    plot(rows, out / "scale.png")
+    write_results(figures, "scale")
+    plot(rows, RESULTS / "scale.png")
     keys = list(rows[0])
     print(markdown_table(keys, [[r[k] for k in keys] for r in rows]))
     print(markdown_table(list(figures["backfill"]), [list(figures["backfill"].values())]))

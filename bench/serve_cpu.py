@@ -23,6 +23,7 @@ import numpy as np  # noqa: E402
 import orjson  # noqa: E402
 import yaml  # noqa: E402
 
+from bench.results_file import write_results  # noqa: E402
 from pipelines.server import RetrieveRequest  # noqa: E402
 from rag.query.workspace import Workspace  # noqa: E402
 from rag.retrieval.callers import Caller  # noqa: E402
@@ -70,8 +71,7 @@ def main() -> None:
                "cpu_ms_per_request": {m: round(float(np.median(v)), 2) for m, v in ms.items()}}
     figures["cpu_ms_per_request"]["mean_of_methods"] = round(float(np.mean(list(
         figures["cpu_ms_per_request"].values()))), 2)
-    name = f"serve-cpu{'-' + args.tag if args.tag else ''}.json"
-    (REPO / "bench" / "results" / name).write_text(json.dumps(figures, indent=1) + "\n")
+    write_results(figures, "serve-cpu", args.tag)
     print(json.dumps(figures["cpu_ms_per_request"]), "load average", figures["load_average"][0])
     workspace.close()
 

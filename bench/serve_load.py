@@ -28,6 +28,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results_file import write_results  # noqa: E402
 from pipelines.ingest_run import run_ingest  # noqa: E402
 from rag.query.workspace import Workspace  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, load_questions  # noqa: E402
@@ -218,7 +219,7 @@ def main() -> None:
         "command": "python bench/serve_load.py " + " ".join(sys.argv[1:]), "code": str(args.code),
         "load_average": os.getloadavg(),
     }
-    (REPO / "bench" / "results" / f"serve-load{'-' + args.tag if args.tag else ''}.json").write_text(json.dumps(figures, indent=2) + "\n")
+    write_results(figures, "serve-load", args.tag)
     print(json.dumps(figures, indent=2))
 
 

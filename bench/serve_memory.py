@@ -28,6 +28,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results_file import write_json  # noqa: E402
 from pipelines.ingest_run import run_ingest  # noqa: E402
 from rag.store.settings import IngestSettings  # noqa: E402
 
@@ -129,8 +130,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="serve-memory-") as tmp:
         result = measure(args.publishes, args.warmup, Path(tmp))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1))
+    write_json(args.out, result)
     print(f"{result['publishes']} publishes: RSS {result['baseline_rss_mib']} MiB after {result['warmup']} → "
           f"{result['final_rss_mib']} MiB ({result['rss_growth']:+.1%}), peak {result['peak_rss_mib']} MiB; open files "
           f"{result['open_files_baseline']} → {result['open_files_final']} (max {result['open_files_max']})")

@@ -44,6 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 CODE = os.environ.get("RAG_BENCH_CODE", str(REPO))  # another checkout's code (a git worktree), for before/after
 sys.path.insert(0, CODE)
 
+from bench.results_file import write_json  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, benchmarks_root  # noqa: E402
 from rag.store import index as index_module  # noqa: E402
@@ -486,8 +487,7 @@ def main() -> None:
         print(markdown_table(["run at scale", "s", "publish points s", "bytes written"],
                              [[k, s[k]["run_s"], s[k]["publish_points_s"], f"{s[k]['bytes_written']:,}"]
                               for k in ("nothing_changed", "one_edit")]))
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
+    write_json(args.out, results)
     print(f"written to {args.out}")
 
 

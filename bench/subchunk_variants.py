@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.multihop import NAMES, _ci, measure, parse_variant, summarise  # noqa: E402
+from bench.results_file import results_path, write_json  # noqa: E402
 from rag.evaluation.prepared import benchmark_settings, open_prepared  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.sources.benchmarks import HALVES, add_benchmarks_option, benchmarks_option, load_questions, split_halves  # noqa: E402
@@ -90,7 +91,7 @@ def main() -> None:
     budgets = [int(b) for b in args.budgets.split(",")]
     halves_run = (args.half,) if args.half else HALVES
     query_embedder, index_embedder, counter = Embedder(threads=1), Embedder(threads=2), default_counter()
-    out = REPO / "bench" / "results" / f"subchunk-variants{'-' + args.tag if args.tag else ''}.json"
+    out = results_path("subchunk-variants", args.tag)
     figures = {"command": "python bench/subchunk_variants.py " + " ".join(sys.argv[1:]),
                "split": "rag.sources.benchmarks.half_of: sha256('tune-report|<benchmark>|<qid>') last bit, 0 tune, 1 report",
                "reference": recipes[0].name, "budgets": budgets, "benchmarks": {}}
@@ -120,9 +121,9 @@ def main() -> None:
                         f"{b}:{cell['variants'][v.name][half][str(b)]['completeness']['mean']:.3f}" for b in budgets),
                         flush=True)
             prepared.close()
-            out.write_text(json.dumps(figures, indent=1) + "\n")
+            write_json(out, figures)
     figures["macro_completeness"] = macro(figures, budgets)
-    out.write_text(json.dumps(figures, indent=1) + "\n")
+    write_json(out, figures)
     print_tables(figures)
 
 

@@ -11,7 +11,6 @@ embedder's memo warms as it does in the suite), with one thread per process as u
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import resource
@@ -21,6 +20,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.results_file import write_results  # noqa: E402
 
 
 def run_once(repo: Path, tests: list[str], wrapper: list[str]) -> dict:
@@ -56,8 +58,7 @@ def main() -> None:
             r = runs[-1]
             print(f"{r['repo']} ({wrapper}): {r['cpu_s']} CPU s, {r['wall_s']} s wall, "
                   f"load {r['load_average_after']:.1f}: {r['summary']}", flush=True)
-    out = REPO / "bench" / "results" / f"test-cpu{'-' + args.tag if args.tag else ''}.json"
-    out.write_text(json.dumps({"tests": args.tests, "runs": runs}, indent=1))
+    out = write_results({"tests": args.tests, "runs": runs}, "test-cpu", args.tag)
     print(f"wrote {out}")
 
 

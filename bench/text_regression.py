@@ -29,6 +29,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results_file import results_path, write_json  # noqa: E402
 from rag.elite import elite_explore, explorer_for, pack_exploration  # noqa: E402
 from rag.elite.counting import detect_count  # noqa: E402
 from rag.elite.sentences import STORES  # noqa: E402
@@ -188,12 +189,12 @@ def main() -> None:
 
     embedder = Embedder(threads=1)
     budgets = [int(b) for b in args.budgets.split(",")]
-    out = REPO / "bench" / "results" / f"text-regression{'-' + args.tag if args.tag else ''}.json"
+    out = results_path("text-regression", args.tag)
     figures = {"command": "python bench/text_regression.py " + " ".join(sys.argv[1:]), "half": "report",
                "split": "rag.sources.benchmarks.half_of", "budgets": budgets, "policy": "offline", "benchmarks": {}}
     for name in args.benchmark or NAMES:
         result = figures["benchmarks"][name] = run(root / name, budgets, args.limit, embedder, Path(args.workdir))
-        out.write_text(json.dumps(figures, indent=1) + "\n")
+        write_json(out, figures)
         print(f"\n{name}: {result['questions']} report-half questions; audit {json.dumps(result['audit'])}")
         rows = [[m, str(b), f"{c['rag_text']['mean']:.3f}", f"{c['pre13']['mean']:.3f}",
                  f"{c['rag_text_minus_pre13']['mean']:+.3f} [{c['rag_text_minus_pre13']['low']:+.3f}, "

@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, os.environ.get("RAG_BENCH_CODE", str(REPO)))
 sys.path.insert(1, str(REPO))
 
+from bench.results_file import results_path, write_json  # noqa: E402
 from rag.models.embedders import load_embedder  # noqa: E402
 from rag.retrieval.vectors import load_state  # noqa: E402
 from rag.sources.benchmarks import load_questions  # noqa: E402
@@ -174,13 +175,13 @@ def main() -> None:
     figures = {"command": "python bench/vector_search.py " + " ".join(sys.argv[1:]), "source_rows": len(base),
                "code": os.environ.get("RAG_BENCH_CODE", str(REPO)), "clock": args.clock,
                "caller": "one group of five (20% of rows)", "load_average": os.getloadavg(), "sizes": {}}
-    out = REPO / "bench" / "results" / f"vector-search{'-' + args.tag if args.tag else ''}.json"
+    out = results_path("vector-search", args.tag)
     for size in args.sizes:
         index, build_s = build(args.root / str(size), replicate(base, size), indexes=not args.memory_only)
         figures["sizes"][str(size)] = {"lance_build_s": round(build_s, 1),
                                        "indices": sorted(i.name for i in index.table.list_indices()),
                                        **(measure_memory if args.memory_only else measure)(index, queries)}
-        out.write_text(json.dumps(figures, indent=1) + "\n")
+        write_json(out, figures)
         print(size, json.dumps(figures["sizes"][str(size)]), flush=True)
     if args.memory_only:
         print(markdown_table(["rows", *(f"{c} p50/p95 ms" for c in CALLERS), "matrix MB", "state build s"],

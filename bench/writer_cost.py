@@ -20,6 +20,9 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.results_file import write_results  # noqa: E402
 
 PUBLISH = """
 import json, resource, sys
@@ -80,8 +83,7 @@ def main() -> None:
             print(f"{repo} {run:6s}: {f['total_cpu_s']} CPU s (imports {f['imports_cpu_s']}, publish "
                   f"{f['publish_cpu_s']}; median of {args.rounds}); LanceDB imported: {f['lancedb_imported']}; "
                   f"{f['subchunks']} sub-chunks, table version {f['lance_version']}")
-    out = REPO / "bench" / "results" / f"writer-cost{'-' + args.tag if args.tag else ''}.json"
-    out.write_text(json.dumps(result, indent=1))
+    out = write_results(result, "writer-cost", args.tag)
     print(f"wrote {out}")
 
 
