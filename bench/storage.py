@@ -11,10 +11,11 @@ Each re-publish also reports the bytes each index operation left in each LanceDB
 with what they leave behind, the upkeep after the publish) and the tables' live and physical rows.
 
 `--scale N` adds a workspace of N documents: the three corpora's 15,934 documents replicated under new ids
-(`r<k>:<doc_id>`, same titles and texts, so every copy forms units of its own). It is built once (cached in
-`--scale-dir`, catalog and LanceDB only) and copied; then one publish with nothing changed establishes the read
-state of the code under test, and one document gets a new version: wall time of that run, of its publish
-points, and bytes the process wrote (`wchar` of /proc/self/io: every write(2), LanceDB's and DuckDB's alike).
+(`r<k>:<doc_id>`; every copy after the first has the copy number added to its title and text, so copies share no
+text or vector and every copy forms units of its own). It is built once (cached in `--scale-dir`; its bytes ÷ text
+and CPU time are kept in `built.json`) and copied; then one publish with nothing changed, and one document gets a
+new version: wall and CPU time of that run, of its publish points, and bytes the process wrote (`wchar` of
+/proc/self/io: every write(2), LanceDB's and DuckDB's alike).
 
 Vectors: a deterministic stand-in embedder (a unit vector drawn from each text's hash) replaces MiniLM, so
 the bench measures bytes and publish costs in minutes instead of hours; vectors are stored at the index's own
@@ -230,9 +231,12 @@ def corpus(name: str, counter, tmp: Path) -> dict:
     for round_no in range(1, ROUNDS + 1):
         edited.append(revise(records, round_no))
         write_jsonl(source, records)
+        before = subchunk_rows(ws / "lancedb")
         run = ingest(ws, source, counter)
-        rounds.append({"edited": edited[-1], **run, "lancedb_bytes_by_operation": LANCE_WRITES.take(),
-                       "lancedb_rows": lance_rows(ws / "lancedb")})
+        written = LANCE_WRITES.take()
+        rounds.append({"edited": edited[-1], **run, "lancedb_bytes_by_operation": written,
+                       "lancedb_rows": lance_rows(ws / "lancedb"),
+                       "doc_keyed_rows": doc_keyed(before, subchunk_rows(ws / "lancedb"), written.get("add:subchunks", 0))})
         print(f"{name} round {round_no}: {rounds[-1]}", flush=True)
     out["edited_per_round"] = edited
     out["rounds"] = rounds
@@ -253,6 +257,25 @@ def lance_rows(uri: Path) -> dict:
         out[path.stem] = {"live": sum(f.count_rows() for f in fragments),
                           "physical": sum(f.physical_rows for f in fragments), "fragments": len(fragments)}
     return out
+
+
+def subchunk_rows(uri: Path) -> set[tuple]:
+    """The live sub-chunk rows, as (unit key, then what a row keyed by document version would hold)."""
+    import lance
+
+    table = lance.dataset(str(uri / "subchunks.lance")).to_table(columns=[
+        "unit_key", "doc_id", "doc_version", "part", "char_start", "char_end", "acl", "collection"]).to_pylist()
+    return {(r.pop("unit_key"), *(tuple(v) if isinstance(v, list) else v for v in r.values())) for r in table}
+
+
+def doc_keyed(before: set[tuple], after: set[tuple], added_bytes: int) -> dict:
+    """Rows a publish added, and how many of them a table keyed by (doc_id, doc_version) with the unit mapping
+    resolved per snapshot would not have written: same member, range, ACL and collection, only a new unit key;
+    with the added rows' bytes in that share (an estimate: rows of one publish are alike in size)."""
+    added, held = after - before, {r[1:] for r in before}
+    unchanged = sum(r[1:] in held for r in added)
+    return {"added": len(added), "unchanged_member_rows": unchanged,
+            "bytes_not_written_est": round(added_bytes * unchanged / max(len(added), 1))}
 
 
 def past_retention(ws: Path) -> dict:
@@ -277,9 +300,15 @@ def past_retention(ws: Path) -> dict:
 
 
 def scale_source(n: int) -> list[dict]:
+    """The corpora's documents replicated under new ids; each copy after the first has its own title and text (a
+    copy number added to both), so no text, vector or embedded sub-chunk is shared with another copy."""
     pool = [r for name in NAMES for r in load(name)]
-    return [dict(r, doc_id=f"r{k // len(pool)}:{r['doc_id']}", version="1")
-            for k, r in ((k, pool[k % len(pool)]) for k in range(n))]
+    out = []
+    for k in range(n):
+        r, copy = pool[k % len(pool)], k // len(pool)
+        mark = {"title": f"{r['title']} ({copy})", "text": f"{r['text']} (Copy {copy}.)"} if copy else {}
+        out.append(dict(r, doc_id=f"r{copy}:{r['doc_id']}", version="1", **mark))
+    return out
 
 
 def scale(n: int, cache: Path, counter, tmp: Path, timer: Timed) -> dict:
@@ -291,17 +320,19 @@ def scale(n: int, cache: Path, counter, tmp: Path, timer: Timed) -> dict:
         shutil.rmtree(build, ignore_errors=True)
         (build / "ws").mkdir(parents=True)
         write_jsonl(build / "docs.jsonl", records)
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         ingest(build / "ws", build / "docs.jsonl", counter)
+        (build / "built.json").write_text(json.dumps({"run_s": round(time.perf_counter() - t, 1),
+                                                      "cpu_s": round(time.process_time() - cpu, 1),
+                                                      "after": components(build / "ws")}))
         print(f"built {n} documents in {time.perf_counter() - t:.0f} s", flush=True)
-        shutil.rmtree(build / "ws" / "snapshots")
         (build / "ws" / "writer.lock").unlink(missing_ok=True)
         build.rename(built)
     ws, source = tmp / "scale" / "ws", tmp / "scale" / "docs.jsonl"
     ws.parent.mkdir()
     shutil.copytree(built / "ws", ws)
     shutil.copyfile(built / "docs.jsonl", source)
-    out = {"documents": n}
+    out = {"documents": n, "first_ingest": json.loads((built / "built.json").read_text())}
     for step in ("nothing_changed", "one_edit"):
         if step == "one_edit":
             records[20] = dict(records[20], version="2", text=records[20]["text"] + " Revised once.")
