@@ -236,7 +236,8 @@ def corpus(name: str, counter, tmp: Path) -> dict:
         written = LANCE_WRITES.take()
         rounds.append({"edited": edited[-1], **run, "lancedb_bytes_by_operation": written,
                        "lancedb_rows": lance_rows(ws / "lancedb"),
-                       "doc_keyed_rows": doc_keyed(before, subchunk_rows(ws / "lancedb"), written.get("add:subchunks", 0))})
+                       "doc_keyed_rows": doc_keyed(before, subchunk_rows(ws / "lancedb"),
+                                                   written.get("add:subchunks", 0))})
         print(f"{name} round {round_no}: {rounds[-1]}", flush=True)
     out["edited_per_round"] = edited
     out["rounds"] = rounds
@@ -470,6 +471,42 @@ def mention_lookup(catalog_path: Path, sizes=(1, 100, 1000)) -> dict:
     return out
 
 
+def report(results: dict) -> None:
+    """The tables: bytes ÷ text per part (and without the catalog's free blocks, whose timing moves the figure),
+    the bytes a document-version key would not have written, the run at scale."""
+    rows = []
+    for name, r in results["corpora"].items():
+        for when in ("after_first_ingest", "after_republishes", "after_retention"):
+            c = r[when]
+            free = c.get("catalog_tables_bytes", {}).get("free", 0)
+            rows.append([name, when, f"{c['raw_text_bytes']:,}", f"{c['total_bytes']:,}", c["ratio"],
+                         round((c["total_bytes"] - free) / c["raw_text_bytes"], 2), c["catalog_ratio"],
+                         c["snapshots_ratio"], c["lancedb_ratio"], c["other_ratio"]])
+    s = results.get("scale")
+    if s:
+        for when, c in (("first ingest", s.get("first_ingest", {}).get("after")),
+                        ("after one edit", s["one_edit"]["after"])):
+            if c:
+                rows.append([f"{s['documents']:,} docs", when, f"{c['raw_text_bytes']:,}", f"{c['total_bytes']:,}",
+                             c["ratio"], "", c["catalog_ratio"], c["snapshots_ratio"], c["lancedb_ratio"],
+                             c["other_ratio"]])
+    print(markdown_table(["corpus", "when", "raw text B", "on disk B", "ratio", "without free blocks", "catalog",
+                          "read state", "LanceDB", "other"], rows))
+    keyed = [[name, sum(x["doc_keyed_rows"]["added"] for x in r["rounds"]),
+              sum(x["doc_keyed_rows"]["unchanged_member_rows"] for x in r["rounds"]),
+              f"{sum(x['doc_keyed_rows'].get('bytes_not_written_est', 0) for x in r['rounds']):,}"]
+             for name, r in results["corpora"].items() if r["rounds"] and "doc_keyed_rows" in r["rounds"][0]]
+    if keyed:
+        print(markdown_table(["corpus", "sub-chunk rows added (5 rounds)", "of them unchanged members",
+                              "bytes a document-version key would not write (est.)"], keyed))
+    if s:
+        built = s.get("first_ingest", {})
+        print(markdown_table(["run at scale", "s", "CPU s", "publish points s", "bytes written"],
+                             [["first ingest (build)", built.get("run_s", ""), built.get("cpu_s", ""), "", ""]] +
+                             [[k, s[k]["run_s"], s[k].get("cpu_s", ""), s[k]["publish_points_s"],
+                               f"{s[k]['bytes_written']:,}"] for k in ("nothing_changed", "one_edit")]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpora", default=",".join(NAMES), help="comma-separated (empty: none)")
@@ -481,8 +518,15 @@ def main() -> None:
     parser.add_argument("--deleted-share", type=float, default=None,
                         help="the index rewrites a fragment once this share of its rows is deleted (default: the code's)")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "storage.json"))
+    parser.add_argument("--print", nargs="+", metavar="JSON",
+                        help="print the tables of these result files, run nothing")
     add_benchmarks_option(parser)
     args = parser.parse_args()
+    if args.print:
+        for path in args.print:
+            print(path)
+            report(json.loads(Path(path).read_text()))
+        return
     global BENCHMARKS
     BENCHMARKS = benchmarks_option(parser, args)
     if args.deleted_share is not None:
@@ -500,23 +544,7 @@ def main() -> None:
         if args.scale:
             Path(args.scale_dir).mkdir(parents=True, exist_ok=True)
             results["scale"] = scale(args.scale, Path(args.scale_dir), counter, Path(tmp), timer)
-    rows = []
-    for name, r in results["corpora"].items():
-        for when in ("after_first_ingest", "after_republishes", "after_retention"):
-            c = r[when]
-            rows.append([name, when, f"{c['raw_text_bytes']:,}", f"{c['total_bytes']:,}", c["ratio"],
-                         c["catalog_ratio"], c["snapshots_ratio"], c["lancedb_ratio"], c["other_ratio"]])
-    if "scale" in results:
-        c = results["scale"]["one_edit"]["after"]
-        rows.append([f"{args.scale:,} docs", "after one edit", f"{c['raw_text_bytes']:,}", f"{c['total_bytes']:,}",
-                     c["ratio"], c["catalog_ratio"], c["snapshots_ratio"], c["lancedb_ratio"], c["other_ratio"]])
-    print(markdown_table(["corpus", "when", "raw text B", "on disk B", "ratio", "catalog", "read state", "LanceDB",
-                          "other"], rows))
-    if "scale" in results:
-        s = results["scale"]
-        print(markdown_table(["run at scale", "s", "publish points s", "bytes written"],
-                             [[k, s[k]["run_s"], s[k]["publish_points_s"], f"{s[k]['bytes_written']:,}"]
-                              for k in ("nothing_changed", "one_edit")]))
+    report(results)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     print(f"written to {args.out}")
