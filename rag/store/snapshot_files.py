@@ -2,7 +2,8 @@
 
 DuckDB lets one process write a file or several read it, never both, so readers never touch `catalog.duckdb`.
 At each publish point the writer appends one Parquet segment per read table holding only the rows that are
-new or changed since the last publish (found by a hash of each row) and a tombstone per vanished key; texts
+new or changed since the last publish (found by a hash of each row) and a tombstone per vanished key (none for
+the unit history the writer drops once published, `HISTORY_HELD_HERE`); texts
 are the writer's own text files keyed by content hash (rag.store.text_store), named as they are. A manifest (`snapshots/NNNNNNNN.json`)
 lists each table's segments; the `snapshots/CURRENT` pointer names the manifest and the LanceDB table version
 that goes with it, and is swapped with an atomic rename: a reader sees the old state or the new one, never half
