@@ -22,7 +22,8 @@ the bench measures bytes and publish costs in minutes instead of hours; vectors 
 type and width (384), and float vectors do not compress, so the bytes are those of real embeddings. Tokens,
 units and sub-chunks are the real ones (MiniLM's tokenizer).
 The corpora are read from --benchmarks, else $RAG_BENCHMARKS, else the slices bundled in samples/benchmarks/
-(the figures in the README are on the full corpora). Prints tables and writes bench/results/storage.json (or --out).
+(the figures in the README are on the full corpora). Prints tables and writes bench/results/storage.json (or --out);
+`--print FILE...` prints the tables of saved results.
 """
 from __future__ import annotations
 
