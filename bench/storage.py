@@ -11,17 +11,19 @@ Each re-publish also reports the bytes each index operation left in each LanceDB
 with what they leave behind, the upkeep after the publish) and the tables' live and physical rows.
 
 `--scale N` adds a workspace of N documents: the three corpora's 15,934 documents replicated under new ids
-(`r<k>:<doc_id>`, same titles and texts, so every copy forms units of its own). It is built once (cached in
-`--scale-dir`, catalog and LanceDB only) and copied; then one publish with nothing changed establishes the read
-state of the code under test, and one document gets a new version: wall time of that run, of its publish
-points, and bytes the process wrote (`wchar` of /proc/self/io: every write(2), LanceDB's and DuckDB's alike).
+(`r<k>:<doc_id>`; every copy after the first has the copy number added to its title and text, so copies share no
+text or vector and every copy forms units of its own). It is built once (cached in `--scale-dir`; its bytes ÷ text
+and CPU time are kept in `built.json`) and copied; then one publish with nothing changed, and one document gets a
+new version: wall and CPU time of that run, of its publish points, and bytes the process wrote (`wchar` of
+/proc/self/io: every write(2), LanceDB's and DuckDB's alike).
 
 Vectors: a deterministic stand-in embedder (a unit vector drawn from each text's hash) replaces MiniLM, so
 the bench measures bytes and publish costs in minutes instead of hours; vectors are stored at the index's own
 type and width (384), and float vectors do not compress, so the bytes are those of real embeddings. Tokens,
 units and sub-chunks are the real ones (MiniLM's tokenizer).
 The corpora are read from --benchmarks, else $RAG_BENCHMARKS, else the slices bundled in samples/benchmarks/
-(the figures in the README are on the full corpora). Prints tables and writes bench/results/storage.json (or --out).
+(the figures in the README are on the full corpora). Prints tables and writes bench/results/storage.json (or --out);
+`--print FILE...` prints the tables of saved results.
 """
 from __future__ import annotations
 
@@ -231,9 +233,13 @@ def corpus(name: str, counter, tmp: Path) -> dict:
     for round_no in range(1, ROUNDS + 1):
         edited.append(revise(records, round_no))
         write_jsonl(source, records)
+        before = subchunk_rows(ws / "lancedb")
         run = ingest(ws, source, counter)
-        rounds.append({"edited": edited[-1], **run, "lancedb_bytes_by_operation": LANCE_WRITES.take(),
-                       "lancedb_rows": lance_rows(ws / "lancedb")})
+        written = LANCE_WRITES.take()
+        rounds.append({"edited": edited[-1], **run, "lancedb_bytes_by_operation": written,
+                       "lancedb_rows": lance_rows(ws / "lancedb"),
+                       "doc_keyed_rows": doc_keyed(before, subchunk_rows(ws / "lancedb"),
+                                                   written.get("add:subchunks", 0))})
         print(f"{name} round {round_no}: {rounds[-1]}", flush=True)
     out["edited_per_round"] = edited
     out["rounds"] = rounds
@@ -254,6 +260,25 @@ def lance_rows(uri: Path) -> dict:
         out[path.stem] = {"live": sum(f.count_rows() for f in fragments),
                           "physical": sum(f.physical_rows for f in fragments), "fragments": len(fragments)}
     return out
+
+
+def subchunk_rows(uri: Path) -> set[tuple]:
+    """The live sub-chunk rows, as (unit key, then what a row keyed by document version would hold)."""
+    import lance
+
+    table = lance.dataset(str(uri / "subchunks.lance")).to_table(columns=[
+        "unit_key", "doc_id", "doc_version", "part", "char_start", "char_end", "acl", "collection"]).to_pylist()
+    return {(r.pop("unit_key"), *(tuple(v) if isinstance(v, list) else v for v in r.values())) for r in table}
+
+
+def doc_keyed(before: set[tuple], after: set[tuple], added_bytes: int) -> dict:
+    """Rows a publish added, and how many of them a table keyed by (doc_id, doc_version) with the unit mapping
+    resolved per snapshot would not have written: same member, range, ACL and collection, only a new unit key;
+    with the added rows' bytes in that share (an estimate: rows of one publish are alike in size)."""
+    added, held = after - before, {r[1:] for r in before}
+    unchanged = sum(r[1:] in held for r in added)
+    return {"added": len(added), "unchanged_member_rows": unchanged,
+            "bytes_not_written_est": round(added_bytes * unchanged / max(len(added), 1))}
 
 
 def past_retention(ws: Path) -> dict:
@@ -278,9 +303,15 @@ def past_retention(ws: Path) -> dict:
 
 
 def scale_source(n: int) -> list[dict]:
+    """The corpora's documents replicated under new ids; each copy after the first has its own title and text (a
+    copy number added to both), so no text, vector or embedded sub-chunk is shared with another copy."""
     pool = [r for name in NAMES for r in load(name)]
-    return [dict(r, doc_id=f"r{k // len(pool)}:{r['doc_id']}", version="1")
-            for k, r in ((k, pool[k % len(pool)]) for k in range(n))]
+    out = []
+    for k in range(n):
+        r, copy = pool[k % len(pool)], k // len(pool)
+        mark = {"title": f"{r['title']} ({copy})", "text": f"{r['text']} (Copy {copy}.)"} if copy else {}
+        out.append(dict(r, doc_id=f"r{copy}:{r['doc_id']}", version="1", **mark))
+    return out
 
 
 def scale(n: int, cache: Path, counter, tmp: Path, timer: Timed) -> dict:
@@ -292,17 +323,19 @@ def scale(n: int, cache: Path, counter, tmp: Path, timer: Timed) -> dict:
         shutil.rmtree(build, ignore_errors=True)
         (build / "ws").mkdir(parents=True)
         write_jsonl(build / "docs.jsonl", records)
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         ingest(build / "ws", build / "docs.jsonl", counter)
+        (build / "built.json").write_text(json.dumps({"run_s": round(time.perf_counter() - t, 1),
+                                                      "cpu_s": round(time.process_time() - cpu, 1),
+                                                      "after": components(build / "ws")}))
         print(f"built {n} documents in {time.perf_counter() - t:.0f} s", flush=True)
-        shutil.rmtree(build / "ws" / "snapshots")
         (build / "ws" / "writer.lock").unlink(missing_ok=True)
         build.rename(built)
     ws, source = tmp / "scale" / "ws", tmp / "scale" / "docs.jsonl"
     ws.parent.mkdir()
     shutil.copytree(built / "ws", ws)
     shutil.copyfile(built / "docs.jsonl", source)
-    out = {"documents": n}
+    out = {"documents": n, "first_ingest": json.loads((built / "built.json").read_text())}
     for step in ("nothing_changed", "one_edit"):
         if step == "one_edit":
             records[20] = dict(records[20], version="2", text=records[20]["text"] + " Revised once.")
@@ -440,6 +473,42 @@ def mention_lookup(catalog_path: Path, sizes=(1, 100, 1000)) -> dict:
     return out
 
 
+def report(results: dict) -> None:
+    """The tables: bytes ÷ text per part (and without the catalog's free blocks, whose timing moves the figure),
+    the bytes a document-version key would not have written, the run at scale."""
+    rows = []
+    for name, r in results["corpora"].items():
+        for when in ("after_first_ingest", "after_republishes", "after_retention"):
+            c = r[when]
+            free = c.get("catalog_tables_bytes", {}).get("free", 0)
+            rows.append([name, when, f"{c['raw_text_bytes']:,}", f"{c['total_bytes']:,}", c["ratio"],
+                         round((c["total_bytes"] - free) / c["raw_text_bytes"], 2), c["catalog_ratio"],
+                         c["snapshots_ratio"], c["lancedb_ratio"], c["other_ratio"]])
+    s = results.get("scale")
+    if s:
+        for when, c in (("first ingest", s.get("first_ingest", {}).get("after")),
+                        ("after one edit", s["one_edit"]["after"])):
+            if c:
+                rows.append([f"{s['documents']:,} docs", when, f"{c['raw_text_bytes']:,}", f"{c['total_bytes']:,}",
+                             c["ratio"], "", c["catalog_ratio"], c["snapshots_ratio"], c["lancedb_ratio"],
+                             c["other_ratio"]])
+    print(markdown_table(["corpus", "when", "raw text B", "on disk B", "ratio", "without free blocks", "catalog",
+                          "read state", "LanceDB", "other"], rows))
+    keyed = [[name, sum(x["doc_keyed_rows"]["added"] for x in r["rounds"]),
+              sum(x["doc_keyed_rows"]["unchanged_member_rows"] for x in r["rounds"]),
+              f"{sum(x['doc_keyed_rows'].get('bytes_not_written_est', 0) for x in r['rounds']):,}"]
+             for name, r in results["corpora"].items() if r["rounds"] and "doc_keyed_rows" in r["rounds"][0]]
+    if keyed:
+        print(markdown_table(["corpus", "sub-chunk rows added (5 rounds)", "of them unchanged members",
+                              "bytes a document-version key would not write (est.)"], keyed))
+    if s:
+        built = s.get("first_ingest", {})
+        print(markdown_table(["run at scale", "s", "CPU s", "publish points s", "bytes written"],
+                             [["first ingest (build)", built.get("run_s", ""), built.get("cpu_s", ""), "", ""]] +
+                             [[k, s[k]["run_s"], s[k].get("cpu_s", ""), s[k]["publish_points_s"],
+                               f"{s[k]['bytes_written']:,}"] for k in ("nothing_changed", "one_edit")]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpora", default=",".join(NAMES), help="comma-separated (empty: none)")
@@ -451,8 +520,15 @@ def main() -> None:
     parser.add_argument("--deleted-share", type=float, default=None,
                         help="the index rewrites a fragment once this share of its rows is deleted (default: the code's)")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "storage.json"))
+    parser.add_argument("--print", nargs="+", metavar="JSON",
+                        help="print the tables of these result files, run nothing")
     add_benchmarks_option(parser)
     args = parser.parse_args()
+    if args.print:
+        for path in args.print:
+            print(path)
+            report(json.loads(Path(path).read_text()))
+        return
     global BENCHMARKS
     BENCHMARKS = benchmarks_option(parser, args)
     if args.deleted_share is not None:
@@ -470,23 +546,7 @@ def main() -> None:
         if args.scale:
             Path(args.scale_dir).mkdir(parents=True, exist_ok=True)
             results["scale"] = scale(args.scale, Path(args.scale_dir), counter, Path(tmp), timer)
-    rows = []
-    for name, r in results["corpora"].items():
-        for when in ("after_first_ingest", "after_republishes", "after_retention"):
-            c = r[when]
-            rows.append([name, when, f"{c['raw_text_bytes']:,}", f"{c['total_bytes']:,}", c["ratio"],
-                         c["catalog_ratio"], c["snapshots_ratio"], c["lancedb_ratio"], c["other_ratio"]])
-    if "scale" in results:
-        c = results["scale"]["one_edit"]["after"]
-        rows.append([f"{args.scale:,} docs", "after one edit", f"{c['raw_text_bytes']:,}", f"{c['total_bytes']:,}",
-                     c["ratio"], c["catalog_ratio"], c["snapshots_ratio"], c["lancedb_ratio"], c["other_ratio"]])
-    print(markdown_table(["corpus", "when", "raw text B", "on disk B", "ratio", "catalog", "read state", "LanceDB",
-                          "other"], rows))
-    if "scale" in results:
-        s = results["scale"]
-        print(markdown_table(["run at scale", "s", "publish points s", "bytes written"],
-                             [[k, s[k]["run_s"], s[k]["publish_points_s"], f"{s[k]['bytes_written']:,}"]
-                              for k in ("nothing_changed", "one_edit")]))
+    report(results)
     write_json(args.out, results)
     print(f"written to {args.out}")
 

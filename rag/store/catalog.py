@@ -133,7 +133,28 @@ class Catalog(DocumentTables):
         """Make the catalog's committed state the one readers see (see rag.store.snapshot_files)."""
         self.con.execute("CHECKPOINT")  # the write-ahead log folded into the file, so it never outgrows the change
         self.texts.expire(utc_now() - as_of_retention())
-        return publish_snapshot(self.con, self.path, publish_id, lance_version)
+        info = publish_snapshot(self.con, self.path, publish_id, lance_version)
+        self._drop_published_history()
+        return info
+
+    def _drop_published_history(self) -> None:
+        """Drop, once the read state holds them, the rows only as-of reads and history need: unit versions that
+        a newer one replaced (the newest of each unit stays, for numbering) and the members of every unit neither
+        current nor pending; and planning facts of versions no longer current (recomputed if one comes back).
+
+        Document versions stay: reconciling the sources reads them (labels, a version made current again).
+        """
+        with self.transaction():
+            self.con.execute("DELETE FROM units u WHERE status IN ('retired', 'abandoned') AND unit_version < "
+                             "(SELECT max(unit_version) FROM units n WHERE n.unit_id = u.unit_id)")
+            self.con.execute("DELETE FROM unit_members m WHERE NOT EXISTS (SELECT 1 FROM units u WHERE u.unit_id = "
+                             "m.unit_id AND u.unit_version = m.unit_version AND u.status IN ('current', 'pending'))")
+            self.con.execute("DELETE FROM doc_facts f WHERE NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = "
+                             "f.doc_id AND d.version = f.version AND d.status = 'current')")
+            self.con.execute("DELETE FROM doc_mentions m WHERE NOT EXISTS (SELECT 1 FROM doc_facts f "
+                             "WHERE f.fact_id = m.fact_id)")
+            self.con.execute("DELETE FROM doc_parts p WHERE NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = "
+                             "p.doc_id AND d.version = p.version AND d.status = 'current')")
 
     def begin_publish(self, sources: list[str]) -> int:
         (last,), = self.rows("SELECT coalesce(max(publish_id), 0) FROM publish_log")

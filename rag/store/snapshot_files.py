@@ -2,7 +2,8 @@
 
 DuckDB lets one process write a file or several read it, never both, so readers never touch `catalog.duckdb`.
 At each publish point the writer appends one Parquet segment per read table holding only the rows that are
-new or changed since the last publish (found by a hash of each row) and a tombstone per vanished key; texts
+new or changed since the last publish (found by a hash of each row) and a tombstone per vanished key (none for
+the unit history the writer drops once published, `HISTORY_HELD_HERE`); texts
 are the writer's own text files keyed by content hash (rag.store.text_store), named as they are. A manifest (`snapshots/NNNNNNNN.json`)
 lists each table's segments; the `snapshots/CURRENT` pointer names the manifest and the LanceDB table version
 that goes with it, and is swapped with an atomic rename: a reader sees the old state or the new one, never half
@@ -40,6 +41,9 @@ READ_TABLES: dict[str, tuple[str, ...]] = {
     "documents": ("doc_id", "version"), "texts": ("content_hash",), "units": ("unit_id", "unit_version"),
     "unit_members": ("unit_id", "unit_version", "position"), "publish_log": ("publish_id",),
     "quarantine": (), "store_identity": (), "workspace_settings": ("key",)}
+# Tables whose published rows are never tombstoned: the writer drops the history rows it has published
+# (Catalog._drop_published_history), so the read state is the one place as-of reads and history find them.
+HISTORY_HELD_HERE = ("units", "unit_members")
 
 
 def snapshots_kept() -> int:
@@ -143,8 +147,9 @@ def _publish_table(con, folder: Path, table: str, key: tuple[str, ...], segments
     current = f"SELECT s.*, hash(s) AS _h FROM {table} s"
     if files:
         con.execute(f"CREATE OR REPLACE TEMP TABLE _published AS {published_keys(files, key)}")
-        gone = (f" UNION ALL BY NAME SELECT {', '.join('p.' + c for c in dict.fromkeys([*key, '_h']))}, true AS _gone "
-                f"FROM _published p ANTI JOIN ({current}) c USING ({key_cols})")
+        gone = "" if table in HISTORY_HELD_HERE else (
+            f" UNION ALL BY NAME SELECT {', '.join('p.' + c for c in dict.fromkeys([*key, '_h']))}, true AS _gone "
+            f"FROM _published p ANTI JOIN ({current}) c USING ({key_cols})")
         con.execute(f"CREATE OR REPLACE TEMP TABLE _delta AS SELECT c.*, false AS _gone FROM ({current}) c "
                     f"ANTI JOIN _published p USING ({', '.join([*key, '_h'])}){gone}")
     else:

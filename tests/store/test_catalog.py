@@ -6,6 +6,7 @@ import pytest
 from rag.models.tokens import default_counter
 from rag.sources.documents import Document, Rejected
 from rag.store.catalog import Catalog
+from rag.store.snapshot_files import read_pointer
 from rag.store.source_log import sync_documents
 from rag.units.long_units import plan_units
 
@@ -184,3 +185,37 @@ def test_as_of_reads_keep_the_index_versions_of_the_retention_and_of_the_publish
         catalog.con.execute("UPDATE publish_log SET finished_at = finished_at - INTERVAL (?) DAY WHERE publish_id = ?",
                             [days_ago, pid])
     assert catalog.as_of_versions() == {5, 9, 13}
+
+
+def test_published_unit_history_leaves_the_writers_catalog_and_stays_in_the_read_state(tmp_path, counter):
+    """Held once: a replaced unit version and the members of a retired one live only where as-of reads read them."""
+    catalog = Catalog(tmp_path / "catalog.duckdb")
+    docs = [doc("a", links=("b",)), doc("b"), doc("c", "2025", "Old."), doc("d")]
+    try:
+        publish_units(catalog, docs, counter)
+        first = catalog.latest_publish()
+        catalog.publish_snapshot(first)
+        [gone_id] = [u.unit_id for u in plan_units([docs[3]], counter).units]
+        changes = publish_units(catalog, [*docs[:2], doc("c", "2026", "New.")], counter)
+        catalog.publish_snapshot(catalog.latest_publish())
+        [(changed_id, version)] = changes.published
+        assert version == 2
+        assert (changed_id, 1) not in unit_statuses(catalog)
+        assert unit_statuses(catalog)[(gone_id, 1)] == "retired"  # the newest version of a unit stays: numbering
+        assert catalog.rows("SELECT count(*) FROM unit_members WHERE unit_id IN (?, ?)", [changed_id, gone_id]) == \
+            [(1,)]
+        assert catalog.rows("SELECT count(*) FROM doc_facts WHERE doc_id = 'c' AND version = '2025'") == [(0,)]
+        reader = Catalog.snapshot(tmp_path, read_pointer(tmp_path))
+        try:
+            assert unit_statuses(reader)[(changed_id, 1)] == "retired"
+            then = {(m.unit_key, m.doc_id, m.doc_version) for m in reader.current_members(
+                as_of=catalog.publish_finished(first))}
+            assert (f"{changed_id}@1", "c", "2025") in then and (f"{gone_id}@1", "d", "1") in then
+            _, units = reader.history("c")
+            assert {(u.doc_version, u.status) for u in units} == {("2025", "retired"), ("2026", "current")}
+        finally:
+            reader.close()
+        changes = publish_units(catalog, [*docs[:2], doc("c", "2026", "New."), doc("d")], counter)
+        assert (gone_id, 2) in changes.published
+    finally:
+        catalog.close()
