@@ -100,7 +100,7 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
         settings = source_settings.settings(part)
         with catalog.open(part) as cat:
             name = workspace_embedder_name(cat, settings.embedder)
-        model = embedder.embedder(name)   # loaded before the catalog is opened for the run, as before
+        model = embedder.embedder(name)   # the workspace's embedder, as its catalog names it
 
         def embed(texts: list[str]):
             with tqdm(total=len(texts), desc=f"embedding sub-chunks ({name})", unit="chunk", disable=None) as bar:

@@ -7,6 +7,7 @@ from pipelines.workspace_resources import workspace_resources
 from rag.store.catalog import Catalog
 from rag.store.index import SubchunkIndex
 from rag.store.settings import IngestSettings
+from rag.store.writer_lock import LOCK_FILE
 
 
 def materialize(instance, workspace, sources, **kw):
@@ -48,6 +49,29 @@ def test_second_run_over_unchanged_input_embeds_nothing(instance, corpus, worksp
     assert second["long_units"]["published"] == 0
     assert second["subchunk_index"]["subchunks"] == first["subchunk_index"]["subchunks"]
     assert all(checks.values())
+
+
+def test_a_run_opens_its_catalog_once_and_leaves_nothing_held_even_after_a_failed_step(instance, corpus, workspace,
+                                                                                       tmp_path, monkeypatch):
+    """Three assets and four checks share one writer open of the catalog (an open is a noticeable part of a small
+    run's CPU); after the run, and after a run whose first step failed, no writer holds the workspace."""
+    writer_opens, real_init = [], Catalog.__init__
+
+    def counted(self, *args, **kw):
+        real_init(self, *args, **kw)
+        writer_opens.extend([self.path] if not self.read_only else [])
+
+    monkeypatch.setattr(Catalog, "__init__", counted)
+    materialize(instance, workspace, [corpus])
+    assert writer_opens == [str(workspace / "catalog.duckdb")]
+    assert (workspace / LOCK_FILE).read_text() == ""   # a holder writes its pid here; release empties it
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    failed = dg.materialize([*ingest_assets, *ingest_checks], instance=instance, raise_on_error=False,
+                            resources=workspace_resources(IngestSettings(workspace=workspace, sources=[str(empty)])))
+    assert not failed.success and (workspace / LOCK_FILE).read_text() == ""
+    meta, checks = materialize(instance, workspace, [corpus])   # and the next run writes
+    assert meta["subchunk_index"]["embedded"] == 0 and all(checks.values())
 
 
 def test_bad_inputs_are_quarantined_and_everything_else_published(instance, corpus, workspace):
