@@ -16,6 +16,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.results_file import write_results  # noqa: E402
 
 CHILD = r"""
 import json, os, shutil, sys, tempfile, time
@@ -76,8 +79,7 @@ def main() -> None:
                         "load_average_after": os.getloadavg()[0]})
         print(f"{repo.resolve()}: " + "; ".join(f"{k}: {v['cpu_s_median']} CPU s, {v['writer_opens']} writer opens"
                                                   for k, v in summary.items()), flush=True)
-    out = REPO / "bench" / "results" / f"run-catalog-opens{'-' + args.tag if args.tag else ''}.json"
-    out.write_text(json.dumps({"runs_per_kind": args.runs, "results": results}, indent=1))
+    out = write_results({"runs_per_kind": args.runs, "results": results}, "run-catalog-opens", args.tag)
     print(f"wrote {out}")
 
 

@@ -23,6 +23,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.results_file import write_results  # noqa: E402
+
 TIMELINE = "RAG_TEST_TIMELINE"
 
 
@@ -119,8 +123,7 @@ def main() -> None:
     for repo in args.repos:
         results.append(run(repo.resolve(), args.pytest_args, args.workers, Path(f"/tmp/{name}-{os.getpid()}.jsonl")))
         report(results[-1], args.top)
-    out = REPO / "bench" / "results" / f"{name}.json"
-    out.write_text(json.dumps({"pytest_args": args.pytest_args, "workers": args.workers, "runs": results}, indent=1))
+    out = write_results({"pytest_args": args.pytest_args, "workers": args.workers, "runs": results}, name)
     print(f"wrote {out}")
 
 
