@@ -23,9 +23,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from bench.results_file import write_results  # noqa: E402
 
 TIMELINE = "RAG_TEST_TIMELINE"
 
@@ -123,6 +120,9 @@ def main() -> None:
     for repo in args.repos:
         results.append(run(repo.resolve(), args.pytest_args, args.workers, Path(f"/tmp/{name}-{os.getpid()}.jsonl")))
         report(results[-1], args.top)
+    sys.path.insert(0, str(REPO))  # only here: as a plugin this file runs inside another checkout's tests
+    from bench.results_file import write_results
+
     out = write_results({"pytest_args": args.pytest_args, "workers": args.workers, "runs": results}, name)
     print(f"wrote {out}")
 
