@@ -16,6 +16,7 @@ from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
 from rag.retrieval.unit_ranking import at_keys, rank_units
 from rag.retrieval.vectors import first_seen_codes, run_starts
+from rag.store.rows import MemberRow
 from rag.units.long_units import render_header, render_member, split_unit_key
 
 
@@ -314,11 +315,36 @@ def _with_text(snap: Snapshot, items: list[Entry], own: dict[tuple[str, str, int
     return out
 
 
+class Blocks:
+    """The baseline's visible sub-chunks as blocks, rendered as packing reads them: a budget packs the first few of
+    ~200, so the rest are never rendered."""
+
+    def __init__(self, snap: Snapshot, visible: list[tuple[Hit, MemberRow]]):
+        self._snap, self._visible, self._done = snap, visible, []
+
+    def __len__(self) -> int:
+        return len(self._visible)
+
+    def __getitem__(self, at: slice) -> list[ContextItem]:
+        upto = min(at.stop, len(self._visible))
+        if len(self._done) < upto:
+            todo = self._visible[len(self._done) : upto]
+            texts = self._snap.texts([m for _, m in todo])
+            self._done += [_block(h, m, *texts[(m.doc_id, m.doc_version)]) for h, m in todo]
+        return self._done[at]
+
+
+def _block(h: Hit, m: MemberRow, title: str, text: str) -> ContextItem:
+    chunk = text[h.start:h.end]
+    return ContextItem(m.doc_id, m.doc_version, title, render_header(title, m.doc_id, m.doc_version, m.part) + chunk
+                       + "\n", 0, ((h.start, h.end),), round(h.score, 6), split_unit_key(h.unit_key)[0], chunk, m.part)
+
+
 @dataclass
 class Chunks:
-    """The baseline's readable sub-chunks in score order, rendered; budget-independent."""
+    """The baseline's readable sub-chunks in score order; budget-independent."""
 
-    items: list[ContextItem]
+    items: Blocks
     hits: int
     seconds: float
 
@@ -331,15 +357,7 @@ def shortchunk_candidates(snap: Snapshot, req: Request, tools: Tools, config: Lo
     members = {(m.unit_key, m.doc_id, m.part): m for m in snap.members([h.unit_key for h in hits], as_of)}
     visible = [(h, members[(h.unit_key, h.doc_id, h.part)]) for h in hits if (h.unit_key, h.doc_id, h.part) in members
                and caller.may_read(members[(h.unit_key, h.doc_id, h.part)].acl)]
-    texts = snap.texts([m for _, m in visible])
-    blocks = []
-    for h, m in visible:
-        title, text = texts[(m.doc_id, m.doc_version)]
-        chunk = text[h.start:h.end]
-        blocks.append(ContextItem(m.doc_id, m.doc_version, title,
-                                  render_header(title, m.doc_id, m.doc_version, m.part) + chunk + "\n", 0,
-                                  ((h.start, h.end),), round(h.score, 6), split_unit_key(h.unit_key)[0], chunk, m.part))
-    return Chunks(blocks, len(hits), time.perf_counter() - t)
+    return Chunks(Blocks(snap, visible), len(hits), time.perf_counter() - t)
 
 
 def pack_chunks(chunks: Chunks, budget: int, counter: TokenCounter) -> RetrievalResult:
