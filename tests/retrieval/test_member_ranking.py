@@ -1,10 +1,12 @@
 """A hop's unit and member ranking in numpy gives exactly the order and scores of the per-member Python loops it replaced."""
+from datetime import datetime, timezone
+
 import numpy as np
 import pytest
 from test_longrag import GROUPS, uncommitted
 
 from rag.retrieval.callers import Caller
-from rag.retrieval.dense import Hit, best_hit_per_member, dense_hits
+from rag.retrieval.dense import Hit, best_hit_per_member, dense_hits, state_search
 from rag.retrieval.longrag import LongRAGConfig, _best_others, _candidates, _floor, _lexical, link_boost
 from rag.retrieval.request import Request
 from rag.retrieval.unit_ranking import rank_units, unit_codes
@@ -134,3 +136,19 @@ def test_units_rank_by_their_best_pair_with_the_floor_for_a_bm25_document_withou
     assert list(ranked.items()) == [("u-b@1", weakest + 0.45 * 1.0), ("u-c@1", weakest + 0.45 * 0.5),
                                     ("u-a@1", strong)]
     assert list(rank_units(codes, near, scores, lexical, 0.45, 1)) == ["u-b@1"]
+
+
+def test_an_as_of_hop_ranks_the_past_rows_units_as_the_dictionaries_would(sample, embedder):
+    snap = uncommitted(*sample)
+    as_of = datetime.now(timezone.utc).replace(tzinfo=None)
+    state, codes = snap.unit_codes_at(as_of)
+    assert snap.unit_codes_at(as_of)[1] is codes  # built once per past state
+    ranked = 0
+    for q in load_questions(SAMPLES / "questions.jsonl"):
+        vector = embedder.encode_query(q.question)
+        for groups in CALLERS:
+            dense = state_search(state, vector, Caller(groups), CONFIG.overfetch)
+            units = rank_units(codes, dense.near, dense.scores, {}, CONFIG.lexical_weight, CONFIG.max_units)
+            assert list(units.items()) == list(reference_units(snap, dense.hits(dense.near), {}, CONFIG).items())
+            ranked += len(units)
+    assert ranked > 500
