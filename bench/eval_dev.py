@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.results_file import results_path, write_json  # noqa: E402
+from bench.results_file import RESULTS, results_path, write_json  # noqa: E402
 from rag.evaluation import METHODS, EvalConfig, Evaluator, prepare_workspace  # noqa: E402
 from rag.evaluation.benchmark import evaluate_prepared  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
@@ -53,7 +53,7 @@ def main() -> None:
         prepared = prepare_workspace(root / name, Path(args.workspace_root) / name, embedder, counter)
         ingest = time.perf_counter() - start
         start = time.perf_counter()
-        out = REPO / "bench" / "results" / "eval" / "dev-retrieval" / name
+        out = RESULTS / "eval" / "dev-retrieval" / name
         questions = half_questions(root / name, args.half, Path(args.workspace_root))
         outcome = evaluate_prepared(Evaluator(config, embedder, counter, command=figures["command"]), prepared,
                                     questions, out)

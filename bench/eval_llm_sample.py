@@ -15,7 +15,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.results_file import write_results  # noqa: E402
+from bench.results_file import RESULTS, write_results  # noqa: E402
 from rag.answer.llm import chat_model  # noqa: E402
 from rag.evaluation import (  # noqa: E402
     EvalConfig,
@@ -60,7 +60,7 @@ def main() -> None:
     finally:
         prepared.close()
     wall = time.perf_counter() - start
-    write_report(REPO / "bench" / "results" / "eval" / f"llm-sample-{name}", evaluation, summary)
+    write_report(RESULTS / "eval" / f"llm-sample-{name}", evaluation, summary)
     figures = {"command": command, "benchmark": name, "half": "report (rag.sources.benchmarks.half_of)", "seed": args.seed,
                "questions": [q.qid for q in questions], "strata": sorted({f"{q.kind}/{q.hops}" for q in questions}),
                "reader": summary["reader"], "wall_s": round(wall, 1), "load_average": os.getloadavg(),

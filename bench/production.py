@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench import topology  # noqa: E402
-from bench.results_file import write_json  # noqa: E402
+from bench.results_file import results_path, write_json  # noqa: E402
 from bench.run_timeline import Marks, children_cpu_s, cpu_by_child, cpu_s, timeline  # noqa: E402
 from rag.text.tables import bytes_on_disk  # noqa: E402
 
@@ -389,7 +389,7 @@ def main() -> None:
     p.add_argument("--clients", type=int, default=8)
     p.add_argument("--think-s", type=float, default=0.0, help="each client's pause between requests")
     p.add_argument("--modes", nargs="+", default=["local", "production"], choices=["local", "production"])
-    p.add_argument("--out", default=str(REPO / "bench" / "results" / "production.json"))
+    p.add_argument("--out", default=str(results_path("production")))
     args = p.parse_args()
     results = {}
     for mode in args.modes:  # the same process order every time: local first, then production

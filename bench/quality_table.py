@@ -14,9 +14,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results_file import RESULTS  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
-
-RESULTS = REPO / "bench" / "results"
 
 
 def rows_of(path: Path, halves: list[str], only: set[str] | None) -> list[list[str]]:

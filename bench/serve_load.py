@@ -99,6 +99,19 @@ def family_cpu(root: int) -> dict[int, float]:
     return {pid: cpu[pid] for pid in family if pid in cpu}
 
 
+def family_rss_mib(root: int) -> list[float]:
+    """Resident memory (MiB) of a process and of every process under it, largest first: what each worker holds."""
+    out = []
+    for pid in family_cpu(root):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        kib = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+        out.append(round(kib / 1024, 1))
+    return sorted(out, reverse=True)
+
+
 def wait_until_idle(pid: int, deadline: float) -> float:
     """Seconds until the server and all its workers stop using CPU: every worker has built its read state. A client
     connecting earlier keeps its connection (keep-alive) with the first worker up, which then serves everything."""
@@ -194,6 +207,7 @@ def main() -> None:
     # How the work spread over the server's processes: one busy worker and one idle means the clients' kept-alive
     # connections all went to one of them.
     busy = sorted((round(s - cpu_before.get(pid, 0.0), 1) for pid, s in cpu_after.items()), reverse=True)
+    rss = family_rss_mib(server.pid)
     server.terminate()
     server.wait(timeout=60)
 
@@ -216,6 +230,7 @@ def main() -> None:
                    "documents": len(acls), "result": json.loads(ingest.stdout) if ingest.returncode == 0
                    else ingest.stderr.strip()[-300:]},
         "snapshot_after": snapshot_after, "workers_settled_s": warm_s, "server_cpu_s_by_process": busy,
+        "server_rss_mib_by_process": rss,  # the supervisor and each worker, after the re-publish
         "command": "python bench/serve_load.py " + " ".join(sys.argv[1:]), "code": str(args.code),
         "load_average": os.getloadavg(),
     }

@@ -28,7 +28,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.results_file import write_json  # noqa: E402
+from bench.results_file import results_path, write_json  # noqa: E402
 from pipelines.ingest_run import run_ingest  # noqa: E402
 from rag.store.settings import IngestSettings  # noqa: E402
 
@@ -126,7 +126,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--publishes", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=5, help="publishes before the baseline is taken")
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "serve-memory.json")
+    ap.add_argument("--out", type=Path, default=results_path("serve-memory"))
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="serve-memory-") as tmp:
         result = measure(args.publishes, args.warmup, Path(tmp))

@@ -46,7 +46,7 @@ REPO = Path(__file__).resolve().parent.parent
 CODE = os.environ.get("RAG_BENCH_CODE", str(REPO))  # another checkout's code (a git worktree), for before/after
 sys.path.insert(0, CODE)
 
-from bench.results_file import write_json  # noqa: E402
+from bench.results_file import results_path, write_json  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, benchmarks_root  # noqa: E402
 from rag.store import index as index_module  # noqa: E402
@@ -519,7 +519,7 @@ def main() -> None:
                         help="documents in the publish-point run (0: skip it)")
     parser.add_argument("--deleted-share", type=float, default=None,
                         help="the index rewrites a fragment once this share of its rows is deleted (default: the code's)")
-    parser.add_argument("--out", default=str(REPO / "bench" / "results" / "storage.json"))
+    parser.add_argument("--out", default=str(results_path("storage")))
     parser.add_argument("--print", nargs="+", metavar="JSON",
                         help="print the tables of these result files, run nothing")
     add_benchmarks_option(parser)

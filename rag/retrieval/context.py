@@ -62,29 +62,37 @@ def pack(candidates: list[ContextItem] | list[Candidate], budget: int) -> list[C
 
     The same contract for every method, so an evaluation compares like with like.
     """
-    packed, used, seen = [], 0, set()
-    for item in candidates:
-        key = (item.doc_id, item.doc_version, item.ranges)
-        if key in seen or used + item.tokens > budget:
-            continue
-        packed.append(item)
-        seen.add(key)
-        used += item.tokens
-    return packed
+    room = _Room(budget)
+    return [item for item in candidates if room.takes(item, item.tokens)]
 
 
 def pack_lazily(candidates: list[ContextItem], budget: int, count, batch: int = 24) -> list[ContextItem]:
-    """pack() for candidates whose tokens are not known yet: count them a batch at a time, only as far as needed."""
-    packed: list[ContextItem] = []
-    used = 0
+    """pack() for candidates whose tokens are not known yet: count them a batch at a time, only as far as needed;
+    only the packed ones are rebuilt with their count."""
+    room, packed = _Room(budget), []
     for i in range(0, len(candidates), batch):
         chunk = candidates[i : i + batch]
-        counted = [replace(c, tokens=int(n)) for c, n in zip(chunk, count([c.text for c in chunk]))]
-        taken = pack(packed + counted, budget)
-        packed, used = taken, sum(c.tokens for c in taken)
-        if budget - used < MIN_ITEM_TOKENS:
+        packed += [replace(c, tokens=n) for c, n in zip(chunk, count([c.text for c in chunk]).tolist())
+                   if room.takes(c, n)]
+        if room.left < MIN_ITEM_TOKENS:
             break
     return packed
+
+
+class _Room:
+    """What is left of a budget, and which (document, version, ranges) it holds already."""
+
+    def __init__(self, budget: int):
+        self.left, self.seen = budget, set()
+
+    def takes(self, item: ContextItem | Candidate, tokens: int) -> bool:
+        """Take the item if it fits and is not in yet."""
+        key = (item.doc_id, item.doc_version, item.ranges)
+        if key in self.seen or tokens > self.left:
+            return False
+        self.seen.add(key)
+        self.left -= tokens
+        return True
 
 
 MIN_ITEM_TOKENS = 16  # no header plus text is shorter, so a budget with less room left is full

@@ -9,13 +9,14 @@ import numpy as np
 from rag.models.tokens import TokenCounter
 from rag.retrieval.callers import Caller
 from rag.retrieval.context import Candidate, ContextItem, RetrievalResult, pack, pack_lazily
-from rag.retrieval.dense import Hit, MemberHits, best_hit_per_member, dense_search, nearest, rescore
+from rag.retrieval.dense import Hit, MemberHits, best_hit_per_member, dense_search, nearest, rescore, state_search
 from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_title
 from rag.retrieval.members import MemberTable, RankedRows, member_table, rows_by_unit
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
 from rag.retrieval.unit_ranking import at_keys, rank_units
 from rag.retrieval.vectors import first_seen_codes, run_starts
+from rag.store.rows import MemberRow
 from rag.units.long_units import render_header, render_member, split_unit_key
 
 
@@ -110,8 +111,11 @@ def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter,
     documents in packing order."""
     caller, as_of = req.caller, req.as_of
     if as_of is not None:  # a past version: its own state's hits, the candidate units rescored from its rows
-        hits, _ = nearest(snap, query, caller, config.overfetch, as_of)
-        units = _rank_units(snap, _best_of_pairs(hits), _floor(hits), {}, config)
+        state, codes = snap.unit_codes_at(as_of)
+        dense = state_search(state, query, caller, config.overfetch)
+        hits = dense.hits(dense.near)
+        # No lexical channel: BM25 indexes the current texts, not the past ones.
+        units = rank_units(codes, dense.near, dense.scores, {}, config.lexical_weight, config.max_units)
         hits += rescore(snap, query, caller, list(units), as_of) if units else []
         own = best_hit_per_member(hits)
         return _candidates(snap, req, own, _floor(hits), {}, units, config), own, units, len(hits)
@@ -193,29 +197,6 @@ def _lexical(snap: Snapshot, caller: Caller, question: str, config: LongRAGConfi
     scores = snap.lexical.search(question, config.lexical_depth)
     readable = snap.readable_ids(list(scores), caller.groups)
     return {d: s for d, s in scores.items() if d in readable}
-
-
-def _best_of_pairs(hits: list[Hit]) -> dict[tuple[str, str], float]:
-    """(unit key, doc_id) → the best score of its sub-chunks among the hits."""
-    dense: dict[tuple[str, str], float] = {}
-    for h in hits:
-        if h.score > dense.get(key := (h.unit_key, h.doc_id), -2.0):
-            dense[key] = h.score
-    return dense
-
-
-def _rank_units(snap: Snapshot, dense: dict[tuple[str, str], float], floor: float, lexical: dict[str, float],
-                config: LongRAGConfig) -> dict[str, float]:
-    """Units by their best member (MaxP), where a member's score adds the lexical channel to its dense score (its
-    best sub-chunk's, `floor` for a member without a hit)."""
-    best: dict[str, float] = {}
-    for (unit_key, doc_id), score in dense.items():
-        best[unit_key] = max(best.get(unit_key, -1.0), score + config.lexical_weight * lexical.get(doc_id, 0.0))
-    for doc_id, unit_key in snap.units_of(list(lexical)).items():
-        score = dense.get((unit_key, doc_id), floor) + config.lexical_weight * lexical[doc_id]
-        best[unit_key] = max(best.get(unit_key, -1.0), score)
-    ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
-    return dict(ranked[: config.max_units])
 
 
 def _candidates(snap: Snapshot, req: Request, own: Own, floor: float, lexical: dict[str, float],
@@ -334,11 +315,36 @@ def _with_text(snap: Snapshot, items: list[Entry], own: dict[tuple[str, str, int
     return out
 
 
+class Blocks:
+    """The baseline's visible sub-chunks as blocks, rendered as packing reads them: a budget packs the first few of
+    ~200, so the rest are never rendered."""
+
+    def __init__(self, snap: Snapshot, visible: list[tuple[Hit, MemberRow]]):
+        self._snap, self._visible, self._done = snap, visible, []
+
+    def __len__(self) -> int:
+        return len(self._visible)
+
+    def __getitem__(self, at: slice) -> list[ContextItem]:
+        upto = min(at.stop, len(self._visible))
+        if len(self._done) < upto:
+            todo = self._visible[len(self._done) : upto]
+            texts = self._snap.texts([m for _, m in todo])
+            self._done += [_block(h, m, *texts[(m.doc_id, m.doc_version)]) for h, m in todo]
+        return self._done[at]
+
+
+def _block(h: Hit, m: MemberRow, title: str, text: str) -> ContextItem:
+    chunk = text[h.start:h.end]
+    return ContextItem(m.doc_id, m.doc_version, title, render_header(title, m.doc_id, m.doc_version, m.part) + chunk
+                       + "\n", 0, ((h.start, h.end),), round(h.score, 6), split_unit_key(h.unit_key)[0], chunk, m.part)
+
+
 @dataclass
 class Chunks:
-    """The baseline's readable sub-chunks in score order, rendered; budget-independent."""
+    """The baseline's readable sub-chunks in score order; budget-independent."""
 
-    items: list[ContextItem]
+    items: Blocks
     hits: int
     seconds: float
 
@@ -351,15 +357,7 @@ def shortchunk_candidates(snap: Snapshot, req: Request, tools: Tools, config: Lo
     members = {(m.unit_key, m.doc_id, m.part): m for m in snap.members([h.unit_key for h in hits], as_of)}
     visible = [(h, members[(h.unit_key, h.doc_id, h.part)]) for h in hits if (h.unit_key, h.doc_id, h.part) in members
                and caller.may_read(members[(h.unit_key, h.doc_id, h.part)].acl)]
-    texts = snap.texts([m for _, m in visible])
-    blocks = []
-    for h, m in visible:
-        title, text = texts[(m.doc_id, m.doc_version)]
-        chunk = text[h.start:h.end]
-        blocks.append(ContextItem(m.doc_id, m.doc_version, title,
-                                  render_header(title, m.doc_id, m.doc_version, m.part) + chunk + "\n", 0,
-                                  ((h.start, h.end),), round(h.score, 6), split_unit_key(h.unit_key)[0], chunk, m.part))
-    return Chunks(blocks, len(hits), time.perf_counter() - t)
+    return Chunks(Blocks(snap, visible), len(hits), time.perf_counter() - t)
 
 
 def pack_chunks(chunks: Chunks, budget: int, counter: TokenCounter) -> RetrievalResult:

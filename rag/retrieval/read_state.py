@@ -7,6 +7,7 @@ across snapshots (a version's text never changes), so a new publish re-reads onl
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -42,6 +43,7 @@ class SharedCache:
     states: dict[str, tuple[int, "CurrentState"]] = field(default_factory=dict)  # partition → (snapshot seq, state)
     vectors: dict[str, tuple[int, VectorState]] = field(default_factory=dict)  # index URI → (table version, rows)
     past: dict[tuple[str, int], VectorState] = field(default_factory=dict)  # (index URI, past version) → rows
+    past_codes: dict[int, tuple[weakref.ref, UnitCodes]] = field(default_factory=dict)  # id(past rows) → their codes
 
 
 @dataclass(frozen=True)
@@ -274,6 +276,18 @@ class Snapshot:
                 self._shared.past[key] = state
             states.append(state)
         return states[0] if len(states) == 1 else union(states, self.index.dimension)
+
+    def unit_codes_at(self, as_of: datetime) -> tuple[VectorState, UnitCodes]:
+        """vectors_at(as_of) with its units and documents as numbers, built once per past state (no current unit:
+        as-of reads have no lexical channel). Held by a weak reference: the codes never keep a state's rows alive."""
+        state = self.vectors_at(as_of)
+        kept = self._shared.past_codes
+        found = kept.get(id(state))
+        if found is None or found[0]() is not state:  # an id is reused only once its state is gone
+            if len(kept) >= PAST_STATES_KEPT:
+                kept.pop(next(iter(kept)), None)
+            found = kept[id(state)] = (weakref.ref(state), unit_codes(state, {}))
+        return state, found[1]
 
     def warm(self) -> None:
         """Build everything a query reads from memory (members, ACLs, vectors, BM25) now, not in a query."""

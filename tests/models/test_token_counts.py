@@ -35,9 +35,13 @@ def test_counts_by_runs_equal_the_tokenizers_on_odd_text_repeated_and_after_star
     counter = TokenCounter()
     expected = counter.count(texts).tolist()
     assert counter.count_cached(texts).tolist() == expected
-    assert counter.count_cached(texts[::-1]).tolist() == expected[::-1]  # every run remembered now
+    assert counter.count_cached(texts[::-1]).tolist() == expected[::-1]  # every text remembered now
+    joined = [f"{a} {b}" for a, b in zip(texts, texts[1:])]  # new texts of remembered runs
+    assert counter.count_cached(joined).tolist() == counter.count(joined).tolist()
     monkeypatch.setattr(tokens, "RUNS_KEPT", 50)
+    monkeypatch.setattr(tokens, "TEXTS_KEPT", 30)
     small = TokenCounter()
-    for lo in range(0, 400, 20):  # past the bound it starts over, and stays exact
+    for lo in [*range(0, 400, 20), *range(0, 400, 20)]:  # past the bounds it starts over, and stays exact
         assert small.count_cached(texts[lo:lo + 20]).tolist() == expected[lo:lo + 20]
         assert len(small._runs) <= max(50, len({r for t in texts[lo:lo + 20] for r in tokens._RUN.findall(t)}))
+        assert len(small._texts) <= 30

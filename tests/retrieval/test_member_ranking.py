@@ -1,20 +1,13 @@
 """A hop's unit and member ranking in numpy gives exactly the order and scores of the per-member Python loops it replaced."""
+from datetime import datetime, timezone
+
 import numpy as np
 import pytest
 from test_longrag import GROUPS, uncommitted
 
 from rag.retrieval.callers import Caller
-from rag.retrieval.dense import Hit, best_hit_per_member, dense_hits
-from rag.retrieval.longrag import (
-    LongRAGConfig,
-    _best_of_pairs,
-    _best_others,
-    _candidates,
-    _floor,
-    _lexical,
-    _rank_units,
-    link_boost,
-)
+from rag.retrieval.dense import Hit, best_hit_per_member, dense_hits, state_search
+from rag.retrieval.longrag import LongRAGConfig, _best_others, _candidates, _floor, _lexical, link_boost
 from rag.retrieval.request import Request
 from rag.retrieval.unit_ranking import rank_units, unit_codes
 from rag.retrieval.vectors import VectorState
@@ -28,6 +21,21 @@ CALLERS = [frozenset({g}) for g in GROUPS] + [frozenset(GROUPS)]
 @pytest.fixture(scope="module")
 def sample(published_sample):
     return published_sample
+
+
+def reference_units(snap, hits, lexical, config) -> dict[str, float]:
+    """The dictionaries as they were before pair numbers: units by their best (unit, document) pair, a pair's score
+    its best hit plus the lexical share, a BM25 document without a hit of its unit at the weakest hit's score."""
+    dense: dict[tuple[str, str], float] = {}
+    for h in hits:
+        dense[(h.unit_key, h.doc_id)] = max(dense.get((h.unit_key, h.doc_id), -2.0), h.score)
+    floor, best = _floor(hits), {}
+    for (unit_key, doc_id), score in dense.items():
+        best[unit_key] = max(best.get(unit_key, -1.0), score + config.lexical_weight * lexical.get(doc_id, 0.0))
+    for doc_id, unit_key in snap.units_of(list(lexical)).items():
+        score = dense.get((unit_key, doc_id), floor) + config.lexical_weight * lexical[doc_id]
+        best[unit_key] = max(best.get(unit_key, -1.0), score)
+    return dict(sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[: config.max_units])
 
 
 def reference_candidates(snap, caller, own, floor, lexical, units, config):
@@ -58,10 +66,13 @@ def test_member_order_and_scores_equal_the_reference_loops_for_every_sample_ques
             caller = Caller(groups)
             hits, dense = dense_hits(snap, vector, caller, CONFIG.overfetch)
             lexical = _lexical(snap, caller, q.question, CONFIG)
-            units = _rank_units(snap, _best_of_pairs(hits), _floor(hits), lexical, CONFIG)
+            units = reference_units(snap, hits, lexical, CONFIG)
             by_pairs = rank_units(snap.unit_codes, dense.near, dense.scores, lexical, CONFIG.lexical_weight,
                                   CONFIG.max_units)  # as a hop ranks them: pair numbers, no hit or string key
             assert list(by_pairs.items()) == list(units.items())
+            dense_only = rank_units(snap.unit_codes, dense.near, dense.scores, {}, CONFIG.lexical_weight,
+                                    CONFIG.max_units)  # as an as-of hop ranks them: no lexical channel
+            assert list(dense_only.items()) == list(reference_units(snap, hits, {}, CONFIG).items())
             rows = np.concatenate([dense.near, dense.unit_rows(list(units))])
             all_hits = dense.hits(rows)
             own = best_hit_per_member(all_hits)
@@ -125,3 +136,19 @@ def test_units_rank_by_their_best_pair_with_the_floor_for_a_bm25_document_withou
     assert list(ranked.items()) == [("u-b@1", weakest + 0.45 * 1.0), ("u-c@1", weakest + 0.45 * 0.5),
                                     ("u-a@1", strong)]
     assert list(rank_units(codes, near, scores, lexical, 0.45, 1)) == ["u-b@1"]
+
+
+def test_an_as_of_hop_ranks_the_past_rows_units_as_the_dictionaries_would(sample, embedder):
+    snap = uncommitted(*sample)
+    as_of = datetime.now(timezone.utc).replace(tzinfo=None)
+    state, codes = snap.unit_codes_at(as_of)
+    assert snap.unit_codes_at(as_of)[1] is codes  # built once per past state
+    ranked = 0
+    for q in load_questions(SAMPLES / "questions.jsonl"):
+        vector = embedder.encode_query(q.question)
+        for groups in CALLERS:
+            dense = state_search(state, vector, Caller(groups), CONFIG.overfetch)
+            units = rank_units(codes, dense.near, dense.scores, {}, CONFIG.lexical_weight, CONFIG.max_units)
+            assert list(units.items()) == list(reference_units(snap, dense.hits(dense.near), {}, CONFIG).items())
+            ranked += len(units)
+    assert ranked > 500
