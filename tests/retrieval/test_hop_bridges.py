@@ -1,8 +1,9 @@
 """Which of a seed's names a second-hop query carries: with hop_bridges="titles", those that are the title of a
 document the caller may read go first, and dates are dropped ("no-dates": only that)."""
+import json
 
 import pytest
-from test_longrag import publish_rows, uncommitted
+from test_longrag import publish, uncommitted
 
 from rag.models.tokens import default_counter
 from rag.retrieval.callers import Caller
@@ -26,7 +27,10 @@ QUESTION = "In which city was the star of The Glass Orchard born?"
 
 @pytest.fixture(scope="module")
 def films(tmp_path_factory, embedder):
-    return publish_rows(tmp_path_factory.mktemp("films"), DOCS, embedder)
+    root = tmp_path_factory.mktemp("films")
+    (root / "docs.jsonl").write_text("\n".join(json.dumps({"doc_id": d, "title": t, "text": x, "acl": acl})
+                                               for d, t, x, acl in DOCS) + "\n")
+    return publish(root / "ws", [root / "docs.jsonl"], embedder)
 
 
 def test_titles_first_drops_dates_and_keeps_each_group_in_its_order():

@@ -1,6 +1,5 @@
 """LongRAG retrieval: MaxP, read-time assembly from the catalog, permissions, versions and budgets."""
 import dataclasses
-import json
 import weakref
 
 import pytest
@@ -32,13 +31,6 @@ def publish(workspace, sources, embedder, **kw):
     publish_units(catalog, default_counter(), settings)
     publish_index(catalog, index, embedder.encode, default_counter(), settings)
     return catalog, index
-
-
-def publish_rows(root, docs, embedder):
-    """Publish (doc_id, title, text, acl) rows as one docs.jsonl source under `root`."""
-    (root / "docs.jsonl").write_text("\n".join(json.dumps({"doc_id": d, "title": t, "text": x, "acl": acl})
-                                               for d, t, x, acl in docs) + "\n")
-    return publish(root / "ws", [root / "docs.jsonl"], embedder)
 
 
 @pytest.fixture(scope="module")
