@@ -77,6 +77,7 @@ def histories(draw):
     return states, draw(st.sampled_from([60, 120, 400])), draw(st.booleans())
 
 
+@pytest.mark.slow   # 60 histories, each re-planned in full after every change: ~28 s
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(histories())
 def test_incremental_plan_equals_a_full_replan_after_every_change(counter, history):

@@ -146,6 +146,7 @@ def apply(src: Path, step, clock: list[int], state: dict) -> None:
             os.utime(p, ns=(clock[0], clock[0]))
 
 
+@pytest.mark.slow   # 40 histories of real catalog runs: 45–64 s, the inner loop's longest test
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.lists(steps(), min_size=1, max_size=8), st.booleans(), st.booleans())
 def test_incremental_runs_leave_the_catalog_as_full_rereads_do(monkeypatch, history, settled_files, allow_empty):
