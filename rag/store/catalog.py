@@ -18,7 +18,7 @@ from rag.store.catalog_file import close_connection, connect_writer
 from rag.store.rows import MemberRow, UnitChanges, UnitEvent, VersionEvent
 from rag.store.schema import SCHEMA, SETTINGS_SCHEMA, drop_primary_keys, unit_key_sql
 from rag.store.settings import as_of_retention
-from rag.store.snapshot_files import SnapshotInfo, load_read_state, publish_snapshot
+from rag.store.snapshot_files import SnapshotInfo, load_read_state, publish_snapshot, registered
 from rag.store.text_store import VIEW, TextStore
 from rag.store.writer_lock import WriterLock
 from rag.units.long_units import Member, Unit, UnitPlan, split_unit_key, unit_key
@@ -119,11 +119,8 @@ class Catalog(DocumentTables):
     def bulk_insert(self, table: str, columns: dict[str, list]) -> None:
         """Insert many rows at once through Arrow (executemany costs a statement per row)."""
         if columns and len(next(iter(columns.values()))):
-            self.con.register("_bulk_rows", pa.table(columns))
-            try:
+            with registered(self.con, "_bulk_rows", pa.table(columns)):
                 self.con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM _bulk_rows")
-            finally:
-                self.con.unregister("_bulk_rows")
 
     def rows(self, sql: str, params: list | None = None) -> list[tuple]:
         with self._lock:

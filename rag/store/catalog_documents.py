@@ -5,6 +5,7 @@ import pyarrow as pa
 
 from rag.sources.documents import Document
 from rag.store.rows import CurrentText, CurrentVersion
+from rag.store.snapshot_files import registered
 from rag.store.text_store import TextStore
 
 
@@ -97,12 +98,9 @@ class DocumentTables:
         (the table has no key index to look each one up)."""
         if len(columns["doc_id"]):
             sets = ", ".join(f"{c} = u.{c}" for c in columns if c not in ("doc_id", "version"))
-            self.con.register("_updates", pa.table(columns))
-            try:
+            with registered(self.con, "_updates", pa.table(columns)):
                 self.con.execute(f"UPDATE documents SET {sets} FROM _updates u "
                                  "WHERE documents.doc_id = u.doc_id AND documents.version = u.version")
-            finally:
-                self.con.unregister("_updates")
 
     def count_documents(self, publish_id: int, new: int, superseded: int, deleted: int) -> None:
         """Record in the publish log how many versions this publish added, superseded and deleted."""
@@ -121,15 +119,12 @@ class DocumentTables:
         self.bulk_insert("source_files", states)
         self.con.execute("DELETE FROM source_records WHERE file IN (SELECT unnest(?::VARCHAR[]))", [stale])
         if records.num_rows:
-            self.con.register("_records", records)
-            try:
+            with registered(self.con, "_records", records):
                 self.con.execute(
                     "INSERT INTO source_records BY NAME SELECT r.* REPLACE ("
                     "nullif(r.content_hash, d.content_hash) AS content_hash, "
                     f"nullif(r.source_path, {_DEFAULT_PATH}) AS source_path) "
                     "FROM _records r LEFT JOIN documents d USING (doc_id, version)")
-            finally:
-                self.con.unregister("_records")
 
 
 _DEFAULT_PATH = "CASE WHEN r.position = 0 THEN r.file ELSE r.file || ':' || r.position END"

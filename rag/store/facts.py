@@ -17,6 +17,7 @@ import pyarrow as pa
 from rag.models.tokens import TokenCounter
 from rag.sources.documents import Document
 from rag.store.catalog import Catalog
+from rag.store.snapshot_files import registered
 from rag.units.chunking import Span
 from rag.units.components import Component, PlanDoc
 from rag.units.linking import first_tokens_of, mentionable, mentioned_titles
@@ -116,8 +117,7 @@ class FactStore:
     def cached_groups(self, comps: list[Component], group_one) -> dict[str, list[list[str]]]:
         """Every component's groups: kept ones by signature, the others grouped now and kept."""
         cat = self.catalog
-        cat.con.register("_signatures", pa.table({"signature": [c.signature for c in comps]}))
-        try:
+        with registered(cat.con, "_signatures", pa.table({"signature": [c.signature for c in comps]})):
             groups: dict[str, list[list[str]]] = {}
             for sig, grp, doc_id in cat.rows(
                     "SELECT g.signature, g.grp, g.doc_id FROM component_groups g JOIN _signatures USING (signature) "
@@ -132,8 +132,6 @@ class FactStore:
                 cat.con.execute("DELETE FROM component_groups WHERE signature NOT IN (SELECT signature FROM _signatures)")
                 cat.bulk_insert("component_groups", {c: [r[i] for r in rows] for i, c in enumerate(
                     ("signature", "grp", "position", "doc_id"))})
-        finally:
-            cat.con.unregister("_signatures")
         return groups | fresh
 
 

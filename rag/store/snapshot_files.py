@@ -21,6 +21,7 @@ import json
 import os
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -291,6 +292,16 @@ def fsync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+@contextmanager
+def registered(con, name: str, table):
+    """An Arrow table that the connection's SQL can read as `name` until the block ends."""
+    con.register(name, table)
+    try:
+        yield
+    finally:
+        con.unregister(name)
 
 
 def quote(value: str) -> str:

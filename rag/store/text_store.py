@@ -22,6 +22,7 @@ from rag.store.snapshot_files import (
     SNAPSHOT_DIR,
     NoSnapshot,
     read_pointer,
+    registered,
     sql_files,
     texts_query,
     write_parquet,
@@ -66,11 +67,8 @@ class TextStore:
         todo = sorted(h for h in texts if h not in held)
         if not todo:
             return 0
-        self.con.register("_new_texts", pa.table({"content_hash": todo, "text": [texts[h] for h in todo]}))
-        try:
+        with registered(self.con, "_new_texts", pa.table({"content_hash": todo, "text": [texts[h] for h in todo]})):
             self._write("SELECT * FROM _new_texts", len(todo))
-        finally:
-            self.con.unregister("_new_texts")
         return len(todo)
 
     def missing(self, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
