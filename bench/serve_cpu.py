@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -29,7 +28,7 @@ import numpy as np  # noqa: E402
 import orjson  # noqa: E402
 
 from bench.results_file import write_results  # noqa: E402
-from bench.serve_load import family_cpu, free_port  # noqa: E402
+from bench.serve_load import family_cpu, start_serve  # noqa: E402
 from pipelines.http_body import parse_body  # noqa: E402
 from pipelines.server import RetrieveRequest  # noqa: E402
 from rag.query.methods import method  # noqa: E402
@@ -88,23 +87,9 @@ def handle(workspace: Workspace, users: dict, timed: TimedEmbedder, raw: bytes, 
 
 def server_cpu_per_request(ws: Path, asks: list[bytes], rounds: int) -> float:
     """CPU seconds a one-worker `rag serve` of CODE spends per request, the asks sent one at a time, kept alive."""
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "serve", "--workspace", str(ws / "workspace"),
-                               "--port", str(port), "--users-file", str(ws / "users.yaml")], cwd=CODE,
-                              env=os.environ | {"PYTHONPATH": str(CODE)}, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    server, base = start_serve(ws, CODE)
     try:
-        http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60,
-                            headers={"content-type": "application/json"})
-        deadline = time.monotonic() + 300
-        while True:
-            try:
-                if http.get("/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("rag serve did not start") from None
-                time.sleep(0.5)
+        http = httpx.Client(base_url=base, timeout=60, headers={"content-type": "application/json"})
         for raw in asks:  # warm, as the in-process stages are
             http.post("/retrieve", content=raw).raise_for_status()
         per_round = []

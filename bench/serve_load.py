@@ -112,6 +112,31 @@ def family_rss_mib(root: int) -> list[float]:
     return sorted(out, reverse=True)
 
 
+START_S = 300  # a cold server loads its model and read state; more than this is a failure
+
+
+def start_serve(ws: Path, code: Path, workers: int = 1) -> tuple[subprocess.Popen, str]:
+    """`rag serve` of the checkout `code` on the bench workspace `ws`, on a free loopback port, once /healthz
+    answers: the process and its base URL."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "serve", "--workspace", str(ws / "workspace"),
+                               "--port", str(port), "--users-file", str(ws / "users.yaml"),
+                               *(["--workers", str(workers)] if workers > 1 else [])], cwd=code,
+                              env=os.environ | {"PYTHONPATH": str(code)}, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + START_S
+    while True:
+        try:
+            if httpx.get(base + "/healthz").status_code == 200:
+                return server, base
+        except httpx.TransportError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.terminate()
+                raise SystemExit(f"rag serve did not start: {server.stderr.read()[-500:]}") from None
+            time.sleep(0.5)
+
+
 def wait_until_idle(pid: int, deadline: float) -> float:
     """Seconds until the server and all its workers stop using CPU: every worker has built its read state. A client
     connecting earlier keeps its connection (keep-alive) with the first worker up, which then serves everything."""
@@ -142,24 +167,9 @@ def main() -> None:
     run_ingest(IngestSettings(workspace=str(ws / "workspace"), sources=[str(src)], derive_links=True))
     users = {f"user-{k}": sorted(random.Random(k).sample(GROUPS, 2)) for k in range(10)}
     (ws / "users.yaml").write_text(yaml.safe_dump(users))
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "serve", "--workspace", str(ws / "workspace"),
-                               "--port", str(port), "--users-file", str(ws / "users.yaml"),
-                               *(["--workers", str(args.workers)] if args.workers > 1 else [])], cwd=args.code,
-                              env=os.environ | {"PYTHONPATH": str(args.code)}, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while True:
-        try:
-            if httpx.get(base + "/healthz").status_code == 200:
-                break
-        except httpx.TransportError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"rag serve did not start: {server.stderr.read()[-500:]}")
-            time.sleep(0.5)
+    server, base = start_serve(ws, args.code, args.workers)
     try:
-        warm_s = wait_until_idle(server.pid, deadline)
+        warm_s = wait_until_idle(server.pid, time.monotonic() + START_S)
     except BaseException:
         server.terminate()
         raise
