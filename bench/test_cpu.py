@@ -25,19 +25,26 @@ sys.path.insert(0, str(REPO))
 from bench.results_file import write_results  # noqa: E402
 
 
-def run_once(repo: Path, tests: list[str], wrapper: list[str]) -> dict:
-    """One pytest process over `tests` in `repo`: CPU seconds of it and its children, wall seconds, its summary."""
-    env = {**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1", "RAG_LLM_THREADS": "1"}
+def timed_pytest(repo: Path, args: list[str], env: dict[str, str], wrapper: list[str] = ()) -> dict:
+    """One pytest process in `repo` (its code first on the path, `env` added, no DAGSTER_HOME): its wall seconds,
+    the CPU seconds of it and its children, its return code and summary line, and its output's lines."""
+    env = {**os.environ, "PYTHONPATH": str(repo), **env}
     env.pop("DAGSTER_HOME", None)
     before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    command = [*wrapper, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=10", *tests]
+    command = [*wrapper, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
     done = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True)
     wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
     lines = done.stdout.strip().splitlines()
     return {"cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
             "wall_s": round(wall, 1), "returncode": done.returncode, "summary": lines[-1] if lines else "",
-            "slowest": [line for line in lines if re.match(r"^\d+\.\d+s (call|setup|teardown) ", line)],
-            "load_average_after": os.getloadavg()[0]}
+            "lines": lines, "load_average_after": os.getloadavg()[0]}
+
+
+def run_once(repo: Path, tests: list[str], wrapper: list[str]) -> dict:
+    """One pytest process over `tests` in `repo`, one thread per process: its CPU, wall, summary and slowest tests."""
+    run = timed_pytest(repo, ["--durations=10", *tests], {"OMP_NUM_THREADS": "1", "RAG_LLM_THREADS": "1"}, wrapper)
+    lines = run.pop("lines")
+    return run | {"slowest": [line for line in lines if re.match(r"^\d+\.\d+s (call|setup|teardown) ", line)]}
 
 
 def main() -> None:

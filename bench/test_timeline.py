@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -55,20 +54,16 @@ def pytest_runtest_protocol(item, nextitem):
 
 def run(repo: Path, pytest_args: list[str], workers: int, log: Path) -> dict:
     """`make test`'s pytest command in `repo` with this plugin: the run's wall and CPU seconds and every test's."""
+    from bench.test_cpu import timed_pytest  # here, not at import: as a plugin this file runs in another checkout
+
     log.unlink(missing_ok=True)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), str(Path(__file__).parent)]), TIMELINE: str(log)}
-    env.pop("DAGSTER_HOME", None)
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", Path(__file__).stem,
-               "-n", str(workers), "--dist", "loadgroup", "--no-loadscope-reorder", *pytest_args]
-    before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.time()
-    done = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True)
-    wall, after = time.time() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.time()  # the tests' own start times are on this clock
+    done = timed_pytest(repo, ["-p", Path(__file__).stem, "-n", str(workers), "--dist", "loadgroup",
+                               "--no-loadscope-reorder", *pytest_args],
+                        {"PYTHONPATH": os.pathsep.join([str(repo), str(Path(__file__).parent)]), TIMELINE: str(log)})
+    done.pop("lines")
     tests = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    lines = done.stdout.strip().splitlines()
-    return {"repo": str(repo), "wall_s": round(wall, 1), "returncode": done.returncode,
-            "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
-            "summary": lines[-1] if lines else "", "load_average_after": os.getloadavg()[0],
-            "workers": _workers(tests, start, start + wall), "tests": tests}
+    return {"repo": str(repo), **done, "workers": _workers(tests, start, start + done["wall_s"]), "tests": tests}
 
 
 def _workers(tests: list[dict], start: float, end: float) -> dict:
@@ -115,12 +110,12 @@ def main() -> None:
     p.add_argument("--tag", default="")
     p.add_argument("pytest_args", nargs="*", help="pytest's arguments, e.g. -m 'not slow' or test paths")
     args = p.parse_args()
+    sys.path.insert(0, str(REPO))  # only here: as a plugin this file runs inside another checkout's tests
     name = f"test-timeline{'-' + args.tag if args.tag else ''}"
     results = []
     for repo in args.repos:
         results.append(run(repo.resolve(), args.pytest_args, args.workers, Path(f"/tmp/{name}-{os.getpid()}.jsonl")))
         report(results[-1], args.top)
-    sys.path.insert(0, str(REPO))  # only here: as a plugin this file runs inside another checkout's tests
     from bench.results_file import write_results
 
     out = write_results({"pytest_args": args.pytest_args, "workers": args.workers, "runs": results}, name)
