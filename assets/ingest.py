@@ -113,6 +113,9 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
         if report.replaced_embedder:
             context.log.warning(f"embedder changed from {report.replaced_embedder} to {name}: the index was emptied "
                                 f"and all {report.embedded} sub-chunks were embedded again")
+        if report.rekeyed:
+            context.log.warning(f"the index's {report.rekeyed} rows were keyed by unit version: re-written keyed by "
+                                "document version, with their stored vectors (once)")
         context.log.info(f"embedded {report.embedded} sub-chunks, re-used {report.reused} cached vectors")
         return dg.MaterializeResult(metadata={
             "subchunks": report.subchunks,
@@ -122,6 +125,7 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
             "reused_vectors": report.reused,
             "units_indexed": report.units_indexed,
             "rows_removed": report.rows_removed,
+            "rows_rekeyed": report.rekeyed,
             "foreign_rows_removed": report.foreign_rows_removed,
             "lance_version": report.lance_version,
             "size_on_disk": f"{human_size(stored.total())} (catalog {human_size(stored.catalog_bytes)}, read state "

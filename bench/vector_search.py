@@ -36,7 +36,7 @@ from rag.models.embedders import load_embedder  # noqa: E402
 from rag.retrieval.vectors import load_state  # noqa: E402
 from rag.sources.benchmarks import load_questions  # noqa: E402
 from rag.store.index import TABLE, SubchunkIndex, schema  # noqa: E402
-from rag.store.text_vectors import vector_array  # noqa: E402
+from rag.store.text_vectors import matrix, vector_array  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
 
 GROUPS = 5
@@ -67,11 +67,12 @@ def build(uri: Path, vectors: np.ndarray, indexes: bool = True) -> tuple[Subchun
     for lo in range(0, len(vectors), 100_000):
         n = min(100_000, len(vectors) - lo)
         ids = [f"u{i}" for i in range(lo, lo + n)]
-        rows = {
+        rows = {  # each row a unit of its own; the columns of either layout (RAG_BENCH_CODE), the table's kept
             "unit_key": [f"{i}@1" for i in ids], "unit_id": ids, "unit_version": [1] * n,
-            "doc_id": ids, "doc_version": ["1"] * n, "part": [0] * n,
+            "doc_id": ids, "doc_version": ["1"] * n, "part": [0] * n, "member_start": [0] * n, "member_end": [100] * n,
             "acl": [[f"group-{i % GROUPS}"] for i in range(lo, lo + n)], "collection": ["bench"] * n,
             "char_start": [0] * n, "char_end": [100] * n, "tokens": [25] * n, "text_hash": ids}
+        rows = {k: v for k, v in rows.items() if k in index.table.schema.names}
         held = index.table if indexes else index.vectors
         stored = vector_array(vectors[lo:lo + n], held.schema.field("vector").type)
         if indexes:
@@ -89,10 +90,26 @@ def build(uri: Path, vectors: np.ndarray, indexes: bool = True) -> tuple[Subchun
 
 def lance(index: SubchunkIndex, q: np.ndarray, flat: bool) -> list[str]:
     query = (index.table.search(q).distance_type("cosine").where("array_has_any(acl, ['group-0'])", prefilter=True)
-             .limit(200).select(["unit_key"]))
+             .limit(200).select(["doc_id"]))
     if flat:
         query = query.bypass_vector_index()
-    return query.to_arrow().column("unit_key").to_pylist()
+    return query.to_arrow().column("doc_id").to_pylist()
+
+
+def membership(index: SubchunkIndex):
+    """What places the rows of a table built here (each row a unit of its own, `u<i>@1`); None for a checkout whose
+    rows name their units (RAG_BENCH_CODE)."""
+    try:
+        from rag.store.row_units import Membership
+    except ImportError:
+        return None
+    data = index.table.to_lance().to_table(columns=["doc_id", "acl"])
+    return Membership.of([(f"{d}@1", 0, 1, d, "1", 0, 0, 100, acl, "bench")
+                          for d, acl in zip(data.column("doc_id").to_pylist(), data.column("acl").to_pylist())])
+
+
+def state_of(index: SubchunkIndex, members):
+    return load_state(index) if members is None else load_state(index, membership=members)
 
 
 def percentiles(seconds: list[float]) -> dict:
@@ -111,8 +128,9 @@ def scored(state, q: np.ndarray, groups: frozenset[str]) -> np.ndarray:
 
 def measure_memory(index: SubchunkIndex, queries: np.ndarray) -> dict:
     """The serving path alone: state build, then each caller's search per query."""
+    members = membership(index)  # a snapshot's, built with its catalog state: not the matrix's build
     t = time.perf_counter()
-    state = load_state(index)
+    state = state_of(index, members)
     load_s = time.perf_counter() - t
     latency = {}
     for name, groups in CALLERS.items():
@@ -128,8 +146,9 @@ def measure_memory(index: SubchunkIndex, queries: np.ndarray) -> dict:
 
 
 def measure(index: SubchunkIndex, queries: np.ndarray) -> dict:
+    members = membership(index)  # a snapshot's, built with its catalog state: not the matrix's build
     t = time.perf_counter()
-    state = load_state(index)
+    state = state_of(index, members)
     load_s = time.perf_counter() - t
     groups = frozenset({"group-0"})
     t = time.perf_counter()
@@ -141,7 +160,7 @@ def measure(index: SubchunkIndex, queries: np.ndarray) -> dict:
         t = time.perf_counter()
         rows = scored(state, q, groups)
         seconds["memory"].append(time.perf_counter() - t)
-        exact = set(state.unit_keys[rows[:TOP]].tolist())
+        exact = set(state.doc_ids[rows[:TOP]].tolist())
         for name, flat in (("lance-flat", True), ("lance-ann", False)):
             t = time.perf_counter()
             keys = lance(index, q, flat)
@@ -168,7 +187,9 @@ def main() -> None:
     args = p.parse_args()
     global clock
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
-    base = load_state(SubchunkIndex.reader(args.source / "lancedb", None)).matrix
+    source = SubchunkIndex.reader(args.source / "lancedb", None)
+    base = matrix(source.rows(["doc_id"])[1], source.dimension)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
     embedder = load_embedder(threads=1)
     questions = [q.question for q in load_questions(args.questions)][: args.queries]
     queries = embedder.encode(questions)

@@ -337,6 +337,9 @@ def _print_summary(counts: dict, workspace: str) -> None:
           f"({counts['subchunks']} sub-chunks, {counts['embedded']} embedded in this run; embedder {counts['embedder']}).")
     if counts["embedder_replaced"]:
         print(f"The embedder changed from {counts['embedder_replaced']}: every sub-chunk was embedded again.")
+    if counts["rows_rekeyed"]:
+        print(f"The index's {counts['rows_rekeyed']} rows were keyed by unit version: re-written keyed by document "
+              "version, with their stored vectors (once).")
     print(f"Quarantined inputs: {counts['quarantined']}; deleted documents: {counts['deleted']}; "
           f"asset checks {'passed' if counts['checks_passed'] else 'FAILED'}.")
     if "partitions" in counts:

@@ -74,7 +74,7 @@ def run_partitions(settings: IngestSettings, partitions: list[str] | None = None
         if key in gone or key in retired:   # retired once its deletion is published; back if it reappeared
             retire_store(store(ws, key, lance_uri), key in gone)
     totals = {k: sum(r[k] for r in runs.values()) for k in ("documents", "units", "subchunks", "embedded",
-                                                             "quarantined", "deleted")}
+                                                             "quarantined", "deleted", "rows_rekeyed")}
     shared = shared_ids(ws)   # hidden from readers: an error, never silent
     for key, run in runs.items():
         run["shared_ids"] = [{"doc_id": d, "partitions": [p for p, _, _ in places]}
@@ -107,7 +107,7 @@ def _counts(result, partition: str | None = None) -> dict:
     docs, units, index = meta["source_documents"], meta["long_units"], meta["subchunk_index"]
     replaced = index["embedder_replaced"]  # the UI's sentence when nothing was replaced; None for the CLI's JSON
     return {"documents": docs["documents_current"], "units": units["units"], "subchunks": index["subchunks"],
-            "embedded": index["embedded"], "quarantined": docs["quarantined"], "deleted": docs["deleted"],
+            "embedded": index["embedded"], "rows_rekeyed": index.get("rows_rekeyed", 0), "quarantined": docs["quarantined"], "deleted": docs["deleted"],
             "embedder": index["embedder"], "embedder_replaced": None if replaced == NOT_REPLACED else replaced,
             "checks_passed": bool(checks) and all(checks.values())}
 

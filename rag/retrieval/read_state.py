@@ -13,6 +13,7 @@ from datetime import datetime
 from functools import cached_property
 
 import numpy as np
+import pyarrow as pa
 
 from rag.models.embedders import workspace_embedder_name
 from rag.retrieval.lexical import LexicalIndex, lexical_index
@@ -24,6 +25,7 @@ PAST_STATES_KEPT = 4  # past table versions whose in-memory vectors are kept for
 from rag.store.catalog import Catalog
 from rag.store.index import SubchunkIndex
 from rag.store.index_union import IndexUnion
+from rag.store.row_units import Membership, place
 from rag.store.rows import CurrentVersion, MemberRow
 from rag.store.snapshot_files import SnapshotInfo
 from rag.store.union_catalog import UnionCatalog
@@ -34,8 +36,8 @@ class SharedCache:
     """What one workspace's snapshots may share: texts by content hash, sub-chunk rows by unit version, and
     each partition's current state by its snapshot.
 
-    All are immutable for their key: a version's text never changes, a unit version's rows are written once
-    and deleted, never rewritten, and a partition's snapshot file is never rewritten.
+    All are immutable for their key: a version's text never changes, a unit version's members never change (and
+    with them the rows its members hold), and a partition's snapshot file is never rewritten.
     """
 
     texts: dict[tuple[str, str, str], tuple[str, str]] = field(default_factory=dict)
@@ -119,6 +121,19 @@ def merged_state(states: list[CurrentState], hidden: set[str]) -> CurrentState:
         versions.update((d, v) for d, v in state.versions.items() if d not in hidden)
         hashes.update((k, h) for k, h in state.hashes.items() if k[0] not in hidden)
     return CurrentState(members, unit_of, versions, hashes)
+
+
+def _keep_unit_rows(cache: dict[str, UnitRows], table: pa.Table, vectors: np.ndarray, keys: np.ndarray) -> None:
+    """Group placed rows by unit version into the cache, their vectors scaled to unit length."""
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    cols = {c: table.column(c).to_pylist() for c in ("doc_id", "part", "char_start", "char_end", "acl")}
+    rows: dict[str, list[int]] = {}
+    for i, key in enumerate(keys.tolist()):
+        rows.setdefault(key, []).append(i)
+    for key, idx in rows.items():
+        cache[key] = UnitRows([cols["doc_id"][i] for i in idx], [cols["part"][i] for i in idx],
+                              [cols["char_start"][i] for i in idx], [cols["char_end"][i] for i in idx],
+                              [frozenset(cols["acl"][i]) for i in idx], vectors[idx])
 
 
 class Snapshot:
@@ -231,19 +246,15 @@ class Snapshot:
     def unit_rows(self, unit_keys: list[str], as_of: datetime | None = None) -> dict[str, UnitRows]:
         """Sub-chunk rows of these unit versions, read from the index once per process and then kept."""
         cache = self._shared.units
-        missing = [k for k in set(unit_keys) if k not in cache]
+        missing = sorted(k for k in set(unit_keys) if k not in cache)
         if missing:
-            table, vectors = self.index_at(as_of).rows_of_units(missing)
-            vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-            cols = {c: table.column(c).to_pylist() for c in ("unit_key", "doc_id", "part", "char_start", "char_end",
-                                                             "acl")}
-            rows: dict[str, list[int]] = {}
-            for i, key in enumerate(cols["unit_key"]):
-                rows.setdefault(key, []).append(i)
-            for key, idx in rows.items():
-                cache[key] = UnitRows([cols["doc_id"][i] for i in idx], [cols["part"][i] for i in idx],
-                                      [cols["char_start"][i] for i in idx], [cols["char_end"][i] for i in idx],
-                                      [frozenset(cols["acl"][i]) for i in idx], vectors[idx])
+            membership = self.catalog.unit_membership(missing, as_of)
+            doc_ids, members = sorted({r[3] for r in membership}), Membership.of(membership)
+            index = self.index_at(as_of)
+            for part in (index.parts.values() if isinstance(index, IndexUnion) else [index]):
+                table, vectors = part.rows_of_docs(doc_ids, missing)
+                placed, keys = place(table, members)
+                _keep_unit_rows(cache, table.take(pa.array(placed)), vectors[placed], keys)
         return {k: cache[k] for k in unit_keys if k in cache}
 
     @cached_property
@@ -252,10 +263,10 @@ class Snapshot:
         table version, and a new version re-reads only the units it added."""
         parts = self.index.parts if isinstance(self.index, IndexUnion) else {"": self.index}
         states = []
-        for index in parts.values():
+        for key, index in parts.items():
             version, state = self._shared.vectors.get(index.uri, (None, None))
             if version != index.version:
-                state = load_state(index, state)
+                state = load_state(index, state, self._membership(key, index))
                 self._shared.vectors[index.uri] = (index.version, state)
             states.append(state)
         return states[0] if len(states) == 1 else union(states, self.index.dimension)
@@ -266,11 +277,12 @@ class Snapshot:
         index = self.index_at(as_of)
         parts = index.parts if isinstance(index, IndexUnion) else {"": index}
         states = []
-        for part in parts.values():
+        for name, part in parts.items():
             key = (part.uri, part.version)
             state = self._shared.past.get(key)
             if state is None:
-                state = load_state(part, self._shared.vectors.get(part.uri, (None, None))[1])
+                state = load_state(part, self._shared.vectors.get(part.uri, (None, None))[1],
+                                   self._membership(name, part, as_of))
                 if len(self._shared.past) >= PAST_STATES_KEPT:
                     self._shared.past.pop(next(iter(self._shared.past)), None)
                 self._shared.past[key] = state
@@ -293,6 +305,19 @@ class Snapshot:
         """Build everything a query reads from memory (members, ACLs, vectors, BM25) now, not in a query."""
         for name in ("current", "member_table", "vectors", "code_rows", "unit_codes", "lexical"):
             getattr(self, name)  # cached properties: built once per snapshot
+
+    def _membership(self, part: str, index: SubchunkIndex, as_of: datetime | None = None) -> Membership | None:
+        """The unit membership that places a partition's index rows in this snapshot (or as of a time); None for a
+        table whose rows name their units."""
+        if index.unit_keyed:
+            return None
+        if not isinstance(self.catalog, UnionCatalog):
+            return Membership.of(self.catalog.unit_membership(None, as_of))
+        catalog = Catalog(self.catalog.path, snapshot=self.catalog.parts[part])
+        try:
+            return Membership.of(catalog.unit_membership(None, as_of))
+        finally:
+            catalog.close()
 
     def index_at(self, as_of: datetime | None) -> SubchunkIndex:
         """The index as this snapshot pinned it, or as the last publish before `as_of` left it."""

@@ -4,9 +4,10 @@ LanceDB stays the index of record (what is published and versioned); this copy i
 version a snapshot pins (or an as-of read asks for), so exact search is one pass of dot products and the ACL
 pre-filter is a boolean mask, computed once per group set. Search reads memory, not arithmetic, at scale, so the
 matrix is half precision (half the bytes of float32; SIMD kernels accumulate in float32) and its rows lie grouped by ACL
-set: a caller's readable rows are a few contiguous ranges, and only those are read. A unit version's rows never
-change, so the next snapshot's copy keeps the rows of the units it shares with the previous one and reads only
-the new units' rows: building it costs what changed.
+set: a caller's readable rows are a few contiguous ranges, and only those are read. Rows name no unit: the snapshot's
+unit membership places each in its unit (rag.store.row_units). A unit version's rows never change, so the next
+snapshot's copy keeps the rows of the units it shares with the previous one and reads only the new units' rows:
+building it costs what changed.
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import simsimd
 
-from rag.store.index import SEARCH_COLUMNS, SubchunkIndex
+from rag.store.index import SubchunkIndex, row_columns
+from rag.store.row_units import Membership, place
 
 MASKS_KEPT = 256  # group sets whose pre-filter mask is kept (callers repeat their group sets)
 MAX_RANGES = 64   # a caller readable in more separate row ranges than this has every row scored in one pass
@@ -161,37 +163,38 @@ def remember(cache: dict, lock: threading.Lock, key, value):
     return value
 
 
-def load_state(index: SubchunkIndex, previous: VectorState | None = None) -> VectorState:
-    """Every row of the index's table version, re-using the rows of units the previous state already holds."""
+def load_state(index: SubchunkIndex, previous: VectorState | None = None,
+               membership: Membership | None = None) -> VectorState:
+    """Every row of the index's table version that a unit of `membership` holds, re-using the rows of units the
+    previous state already holds."""
     dataset = index.table.to_lance()
-    keys = dataset.to_table(columns=["unit_key"]).column("unit_key")
-    wanted = pc.unique(keys)
+    order, unit_keys = place(dataset.to_table(columns=row_columns(dataset.schema)), membership)
+    wanted = pc.unique(pa.array(unit_keys, pa.string()))
     kept = previous if previous is not None and len(previous) else None
     if kept is not None:
-        have = pa.array(list(previous.rows_of_unit), pa.string())
+        have = previous.rows_of_unit
         keep_rows = np.flatnonzero(pc.is_in(pa.array(previous.unit_keys, pa.string()),
                                             value_set=wanted).to_numpy(zero_copy_only=False))
-        new_keys = pc.filter(wanted, pc.invert(pc.is_in(wanted, value_set=have)))
+        new = np.fromiter((k not in have for k in unit_keys), dtype=bool, count=len(unit_keys))
+        order, unit_keys = order[new], unit_keys[new]
     else:
-        keep_rows, new_keys = np.zeros(0, dtype=np.int64), wanted
-    fresh = _read(index, dataset, new_keys, everything=kept is None)
+        keep_rows = np.zeros(0, dtype=np.int64)
+    fresh = _read(index, dataset, order, unit_keys)
     if kept is None:
         return _by_acl(fresh)
     return _by_acl(_concat(_take(previous, keep_rows), fresh))
 
 
-def _read(index: SubchunkIndex, dataset, keys: pa.Array, everything: bool) -> VectorState:
-    if not everything and not len(keys):
+def _read(index: SubchunkIndex, dataset, rows: np.ndarray, unit_keys: np.ndarray) -> VectorState:
+    """These rows of the table version (by position), in this order, with their unit keys."""
+    if not len(rows):
         return _empty(index.dimension)
-    data, vectors = index.rows([*SEARCH_COLUMNS, "acl"], None if everything else pc.is_in(pc.field("unit_key"), keys),
-                               dataset)
-    if data.num_rows == 0:
-        return _empty(index.dimension)
+    data, vectors = index.rows_at(rows, ["doc_id", "part", "char_start", "char_end", "acl"], dataset)
     matrix = _unit_rows(vectors, index.dimension)
     acl_sets: dict[frozenset[str], int] = {}
     acl_ids = np.fromiter((acl_sets.setdefault(frozenset(a), len(acl_sets)) for a in data.column("acl").to_pylist()),
                           dtype=np.int32, count=data.num_rows)
-    return VectorState(matrix, _objects(data, "unit_key"), _objects(data, "doc_id"), _ints(data, "part"),
+    return VectorState(matrix, unit_keys, _objects(data, "doc_id"), _ints(data, "part"),
                        _ints(data, "char_start"), _ints(data, "char_end"), acl_ids, list(acl_sets))
 
 

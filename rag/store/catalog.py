@@ -286,6 +286,21 @@ class Catalog(DocumentTables):
             f"WHERE {unit_ok} ORDER BY unit_key, m.position",
             [*(_split_keys(unit_keys) if unit_keys is not None else []), *params])]
 
+    def unit_membership(self, unit_keys: list[str] | None = None, as_of: datetime | None = None) -> list[tuple]:
+        """(unit key, position, publish_id, doc_id, doc_version, part, start, end, unit ACL, collection) of every
+        member of these unit versions (all current units when None, or those current at `as_of`), whatever their
+        documents' status: what places an index row (keyed by document version) in its unit."""
+        if unit_keys is not None and not unit_keys:
+            return []
+        unit_ok, params = ("u.status = 'current'", []) if as_of is None else (
+            "u.valid_from <= ? AND (u.valid_to IS NULL OR u.valid_to > ?)", [as_of, as_of])
+        keys = "" if unit_keys is None else \
+            "JOIN (SELECT unnest(?) AS unit_id, unnest(?)::INTEGER AS unit_version) k USING (unit_id, unit_version) "
+        return self.rows(
+            f"SELECT {unit_key_sql('u')}, m.position, u.publish_id, m.doc_id, m.doc_version, m.part, m.char_start, "
+            "m.char_end, u.acl, u.collection FROM units u " + keys + "JOIN unit_members m USING (unit_id, unit_version) "
+            f"WHERE {unit_ok}", [*(_split_keys(unit_keys) if unit_keys is not None else []), *params])
+
     def publish_at(self, when: datetime) -> tuple[int, int]:
         """(publish_id, LanceDB table version) of the last publish finished at or before `when`."""
         rows = self.rows("SELECT publish_id, lance_version FROM publish_log WHERE status = 'published' "
@@ -340,11 +355,11 @@ class Catalog(DocumentTables):
             rows = self.rows("SELECT store_id FROM store_identity")
         return rows[0][0]
 
-    def index_row_truth(self) -> dict[tuple[str, str, str, int], tuple[tuple[str, ...], int, int, str, str]]:
-        """(unit key, doc id, doc version, part) of each current unit's member → (document ACL, member range,
+    def index_row_truth(self) -> dict[tuple[str, str, int, int, int], tuple[tuple[str, ...], str, str]]:
+        """(doc id, doc version, part, member start, member end) of each current unit's member → (document ACL,
         title, text): what every index row of that member must agree with."""
         rows = self.rows(
-            f"SELECT {unit_key_sql('u')}, m.doc_id, m.doc_version, m.part, d.acl, m.char_start, "
-            "m.char_end, d.title, d.text FROM units u JOIN unit_members m USING (unit_id, unit_version) "
-            f"JOIN {self.with_texts} d ON d.doc_id = m.doc_id AND d.version = m.doc_version WHERE u.status = 'current'")
-        return {(k, d, v, p): (tuple(acl), s, e, t, x) for k, d, v, p, acl, s, e, t, x in rows}
+            "SELECT m.doc_id, m.doc_version, m.part, m.char_start, m.char_end, d.acl, d.title, d.text FROM units u "
+            f"JOIN unit_members m USING (unit_id, unit_version) JOIN {self.with_texts} d ON d.doc_id = m.doc_id "
+            "AND d.version = m.doc_version WHERE u.status = 'current'")
+        return {(d, v, p, s, e): (tuple(acl), t, x) for d, v, p, s, e, acl, t, x in rows}

@@ -5,8 +5,8 @@ from dataclasses import dataclass, field
 
 from rag.sources.documents import content_hash
 from rag.store.catalog import Catalog
-from rag.store.index import SubchunkIndex
-from rag.units.long_units import unit_key
+from rag.store.index import MemberKey, SubchunkIndex
+from rag.store.row_units import membership_keys
 from rag.units.subchunk_recipe import embedded_text
 
 
@@ -36,13 +36,19 @@ def documents_in_exactly_one_unit(catalog: Catalog) -> Finding:
 
 
 def index_matches_current_units(catalog: Catalog, index: SubchunkIndex) -> Finding:
-    """The index holds sub-chunks of exactly the current units."""
-    current = {unit_key(u, v) for u, (v, _) in catalog.current_units().items()}
-    indexed = index.unit_keys()
+    """The index holds sub-chunks of exactly the current units' members."""
+    current = set(membership_keys(catalog.unit_membership()))
+    indexed = index.member_keys()
     missing, extra = sorted(current - indexed), sorted(indexed - current)
     return Finding(not missing and not extra,
-                   f"{len(missing)} current units without rows, {len(extra)} indexed units not current",
-                   [f"missing {k}" for k in missing[:10]] + [f"extra {k}" for k in extra[:10]])
+                   f"{len(missing)} members of current units without rows, {len(extra)} indexed members of no "
+                   "current unit", [f"missing {_member(k)}" for k in missing[:10]] +
+                   [f"extra {_member(k)}" for k in extra[:10]])
+
+
+def _member(key: MemberKey) -> str:
+    doc_id, version, part, start, end, acl, collection = key
+    return f"{doc_id} v{version} part {part} [{start}, {end}) {list(acl)} in {collection}"
 
 
 def no_stale_rows(catalog: Catalog, index: SubchunkIndex) -> Finding:
@@ -58,16 +64,13 @@ def index_rows_match_catalog(catalog: Catalog, index: SubchunkIndex) -> Finding:
     """Every row of a current unit carries its document's ACL, offsets inside its member and the text it embeds."""
     truth = catalog.index_row_truth()
     facts = index.row_facts().to_pylist()
-    current = {k[0] for k in truth}
     bad: list[str] = []
     for row in facts:
-        key = (row["unit_key"], row["doc_id"], row["doc_version"], row["part"])
-        if key not in truth:
-            if row["unit_key"] in current:  # rows of other units are index_matches_current_units' business
-                bad.append(f"{row['doc_id']} v{row['doc_version']} in {row['unit_key']}: not a member")
+        found = truth.get((row["doc_id"], row["doc_version"], row["part"], row["member_start"], row["member_end"]))
+        if found is None:  # rows of no current member are index_matches_current_units' business
             continue
-        acl, start, end, title, text = truth[key]
-        s, e = row["char_start"], row["char_end"]
+        acl, title, text = found
+        s, e, start, end = row["char_start"], row["char_end"], row["member_start"], row["member_end"]
         if tuple(sorted(row["acl"])) != tuple(sorted(acl)):
             bad.append(f"{row['doc_id']} v{row['doc_version']}: row ACL {row['acl']} but the catalog says {list(acl)}")
         elif not (start <= s < e <= end <= len(text)):

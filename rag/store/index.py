@@ -1,5 +1,9 @@
-"""The sub-chunk index: one LanceDB row per sub-chunk, keyed by unit version, ACL as a list column; the vectors
-apart, one per text (rag.store.text_vectors)."""
+"""The sub-chunk index: one LanceDB row per sub-chunk, keyed by document version and member range, ACL as a list
+column; the vectors apart, one per text (rag.store.text_vectors).
+
+A row names no unit: the unit holding it is resolved per snapshot from the catalog's unit membership
+(rag.store.members), so re-grouping a unit writes rows only for its members that are new or changed.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,10 +38,12 @@ TABLE = "subchunks"
 CACHE_TABLE = "vector_cache"  # before the vectors table: vectors of texts that left, moved there at the next publish
 # Indexes this code no longer builds: every read scores the rows in memory (rag.retrieval.vectors), so they only
 # cost bytes and upkeep; a table that has them loses them at its next publish.
-UNUSED_INDEXES = ("vector_idx", "acl_idx")
+UNUSED_INDEXES = ("vector_idx", "acl_idx", "unit_key_idx")
 # Columns this code no longer writes: `chunk_id` (unit key, member position, sub-chunk number) was read by nothing
 # and was a fifth of a row's bytes, re-written with every row of a re-published unit (bench/storage.py).
 UNUSED_COLUMNS = ("chunk_id",)
+# The column of a table whose rows were keyed by unit version: the next publish re-cuts it by document version.
+UNIT_KEYED = "unit_key"
 MAX_FRAGMENTS = 16  # rows of the newest publishes sit in fragments of their own until there are this many
 DELETED_SHARE = 0.5  # a fragment is rewritten without its deleted rows once they are this share of it
 
@@ -46,28 +52,42 @@ def schema(embedder: str = DEFAULT_EMBEDDER, recipe: str = SubchunkRecipe().name
     """The sub-chunk table's schema; it names the embedder whose space its texts' vectors are in and the recipe its
     rows were cut by. A table from before the vectors table holds a `vector` column as well (read alike)."""
     return pa.schema([
-        ("unit_key", pa.string()), ("unit_id", pa.string()),
-        ("unit_version", pa.int32()), ("doc_id", pa.string()), ("doc_version", pa.string()),
-        ("part", pa.int32()), ("acl", pa.list_(pa.string())), ("collection", pa.string()),
+        ("doc_id", pa.string()), ("doc_version", pa.string()), ("part", pa.int32()),
+        ("member_start", pa.int32()), ("member_end", pa.int32()),
+        ("acl", pa.list_(pa.string())), ("collection", pa.string()),
         ("char_start", pa.int32()), ("char_end", pa.int32()), ("tokens", pa.int32()),
         ("text_hash", pa.string()),
     ], metadata={"embedder": embedder, "subchunk_recipe": recipe})
 
 
 SCHEMA = schema()
-SEARCH_COLUMNS = ["unit_key", "unit_id", "doc_id", "doc_version", "part", "char_start", "char_end"]
+# What identifies a member's rows: document version, part, member range, and the unit's ACL and collection.
+KEY_COLUMNS = ["doc_id", "doc_version", "part", "member_start", "member_end", "acl", "collection"]
+MemberKey = tuple[str, str, int, int, int, tuple[str, ...], str]
 IDENTITY_TABLE = "store_identity"
 IDENTITY_SCHEMA = pa.schema([("store_id", pa.string())])
 
 
+def member_keys(data: pa.Table) -> list[MemberKey]:
+    """Each row's member key (`KEY_COLUMNS`, its ACL as a tuple)."""
+    cols = [data.column(c).to_pylist() for c in KEY_COLUMNS]
+    acl = KEY_COLUMNS.index("acl")
+    cols[acl] = [tuple(a) for a in cols[acl]]
+    return list(zip(*cols))
+
+
+def row_columns(schema: pa.Schema) -> list[str]:
+    """The columns that place a table's rows: its unit key if it has one, else the member key and row start."""
+    return [UNIT_KEYED, "char_start"] if UNIT_KEYED in schema.names else [*KEY_COLUMNS, "char_start"]
+
+
 @dataclass
 class SubchunkRow:
-    unit_key: str
-    unit_id: str
-    unit_version: int
     doc_id: str
     doc_version: str
     part: int
+    member_start: int
+    member_end: int
     acl: tuple[str, ...]
     collection: str
     char_start: int
@@ -129,9 +149,21 @@ class SubchunkIndex:
 
     def rechunk(self, recipe: str) -> int:
         """Empty the table for another sub-chunk recipe; the texts' vectors stay (same vector space)."""
-        removed = self.remove_units(self.unit_keys())
+        removed = self.remove_all()
         self.table = self._open(TABLE, schema(self.embedder, recipe), replace=True)
         return removed
+
+    @property
+    def unit_keyed(self) -> bool:
+        """Whether this table version's rows are keyed by unit version (written before rows were keyed by
+        document version; read as written, re-cut by the next publish)."""
+        return UNIT_KEYED in self.table.schema.names
+
+    def rekey(self) -> int:
+        """Empty a table whose rows are keyed by unit version, to be filled again keyed by document version (its
+        texts keep their vectors: nothing is embedded again); how many rows it held. Its older versions keep
+        their rows for as-of reads."""
+        return self.rechunk(self.recipe) if self.unit_keyed else 0
 
     def reset(self, embedder: str) -> None:
         """Empty the table and the vectors and re-create them for another embedder's vector space."""
@@ -200,18 +232,31 @@ class SubchunkIndex:
     def count(self) -> int:
         return self.table.count_rows()
 
-    def unit_keys(self) -> set[str]:
-        col = self.table.to_lance().to_table(columns=["unit_key"]).column("unit_key")
-        return set(pc.unique(col).to_pylist())
+    def member_keys(self) -> set[MemberKey]:
+        """The members whose rows the table holds."""
+        return set(member_keys(self.table.to_lance().to_table(columns=KEY_COLUMNS)))
 
     def rows(self, columns: list[str], filter: pc.Expression | None = None, dataset=None) -> tuple[pa.Table, pa.Array]:
         """These columns of the rows (of `dataset`, a version of the table; the table by default) that pass the
         filter, and each row's stored vector, from its row or by its text's hash."""
         dataset = dataset if dataset is not None else self.table.to_lance()
-        in_rows = "vector" in dataset.schema.names
-        extra = ["vector"] if in_rows else [] if "text_hash" in columns else ["text_hash"]
-        data = dataset.to_table(columns=[*columns, *extra], filter=filter)
-        if in_rows:
+        extra = self._vector_columns(dataset, columns)
+        return self._split_vectors(dataset.to_table(columns=[*columns, *extra], filter=filter), extra)
+
+    def rows_at(self, positions: np.ndarray, columns: list[str], dataset) -> tuple[pa.Table, pa.Array]:
+        """These columns of the rows at these positions of a table version, in that order, and their vectors."""
+        ordered = np.sort(positions)
+        extra = self._vector_columns(dataset, columns)
+        data = dataset.take(ordered, columns=[*columns, *extra])
+        data = data.take(pa.array(np.searchsorted(ordered, positions)))
+        return self._split_vectors(data, extra)
+
+    @staticmethod
+    def _vector_columns(dataset, columns: list[str]) -> list[str]:
+        return ["vector"] if "vector" in dataset.schema.names else [] if "text_hash" in columns else ["text_hash"]
+
+    def _split_vectors(self, data: pa.Table, extra: list[str]) -> tuple[pa.Table, pa.Array]:
+        if "vector" in extra:
             return data.drop_columns(["vector"]), data.column("vector").combine_chunks()
         hashes = data.column("text_hash").combine_chunks()
         vectors = aligned(self.vectors, hashes) if len(hashes) else pa.array(
@@ -234,10 +279,12 @@ class SubchunkIndex:
                 found.update(by_hash(index.vectors, wanted))
         return found
 
-    def rows_of_units(self, unit_keys: list[str]) -> tuple[pa.Table, np.ndarray]:
-        """Every sub-chunk row of these unit versions (scalar-index look-up, no vector search) and its vectors."""
-        data, vectors = self.rows([*SEARCH_COLUMNS, "acl"], pc.is_in(pc.field("unit_key"), pa.array(
-            sorted(set(unit_keys)), pa.string())))
+    def rows_of_docs(self, doc_ids: list[str], unit_keys: list[str]) -> tuple[pa.Table, np.ndarray]:
+        """Every sub-chunk row of these documents (scalar-index look-up, no vector search) and its vectors; of
+        these unit versions in a table keyed by unit version."""
+        column, values = (UNIT_KEYED, unit_keys) if self.unit_keyed else ("doc_id", doc_ids)
+        columns = list(dict.fromkeys([*row_columns(self.table.schema), "doc_id", "part", "char_end", "acl"]))
+        data, vectors = self.rows(columns, pc.is_in(pc.field(column), pa.array(sorted(set(values)), pa.string())))
         return data, matrix(vectors, self.dimension)
 
     def add(self, rows: list[SubchunkRow], vectors: np.ndarray) -> None:
@@ -249,32 +296,41 @@ class SubchunkIndex:
         cols["acl"] = [list(a) for a in cols["acl"]]
         self.table.add(pa.table(cols, schema=self.table.schema))
 
-    def remove_units(self, unit_keys: set[str]) -> int:
-        """Delete the rows of these unit versions; the texts no remaining row holds are marked as left from now
-        (their vectors stay for the retention: every vector ever computed and kept is in the vectors table)."""
-        if not unit_keys:
+    def remove_stale(self, live: set[MemberKey]) -> tuple[int, set[MemberKey]]:
+        """Delete the rows of every document version holding a member no live unit has; the texts no remaining
+        row holds are marked as left from now (their vectors stay for the retention: every vector ever computed
+        and kept is in the vectors table). Returns the rows deleted and the live members among them, whose rows
+        the caller writes again (a member whose unit's ACL or range changed in place; rare)."""
+        data = self.table.to_lance().to_table(columns=[*KEY_COLUMNS, "text_hash"])
+        keys = member_keys(data)
+        stale = {(k[0], k[1]) for k in set(keys) - live}
+        if not stale:
+            return 0, set()
+        gone = np.fromiter(((k[0], k[1]) in stale for k in keys), dtype=bool, count=len(keys))
+        hashes = np.asarray(data.column("text_hash").to_pylist(), dtype=object)
+        mark_departed(self.departed, sorted(set(hashes[gone]) - set(hashes[~gone])))
+        self.table.delete(pairs_predicate(stale))
+        return int(gone.sum()), {k for k in live if (k[0], k[1]) in stale}
+
+    def remove_all(self) -> int:
+        """Delete every row; their texts are marked as left from now."""
+        hashes = self.table.to_lance().to_table(columns=["text_hash"]).column("text_hash")
+        if not len(hashes):
             return 0
-        keys = pa.array(sorted(unit_keys), pa.string())
-        gone = self.table.to_lance().to_table(columns=["text_hash"], filter=pc.is_in(pc.field("unit_key"), keys))
-        if gone.num_rows:
-            unique = pc.unique(gone.column("text_hash"))
-            stays = pc.is_in(pc.field("text_hash"), unique) & ~pc.is_in(pc.field("unit_key"), keys)
-            kept = set(self.table.to_lance().to_table(columns=["text_hash"], filter=stays)
-                       .column("text_hash").to_pylist())
-            mark_departed(self.departed, sorted(set(unique.to_pylist()) - kept))
-        self.table.delete(f"unit_key IN ({sql_list(unit_keys)})")
-        return gone.num_rows
+        mark_departed(self.departed, sorted(set(pc.unique(hashes).to_pylist())))
+        self.table.delete("true")
+        return len(hashes)
 
     def ensure_indexes(self, published: set[int] | None = None) -> None:
-        """B-trees on unit_key (a unit's rows) and on the vectors' text_hash, and the maintenance after a publish
+        """B-trees on doc_id (a unit's rows) and on the vectors' text_hash, and the maintenance after a publish
         (`published`: see maintain)."""
         names = {i.name for i in self.table.list_indices()}
         for name in names.intersection(UNUSED_INDEXES):
             self.table.drop_index(name)
         if self.vectors.count_rows() and "text_hash_idx" not in {i.name for i in self.vectors.list_indices()}:
             self.vectors.create_btree("text_hash", "text_hash_idx")
-        if self.table.count_rows() and "unit_key_idx" not in names:
-            self.table.create_btree("unit_key", "unit_key_idx")
+        if self.table.count_rows() and "doc_id_idx" not in names:
+            self.table.create_btree("doc_id", "doc_id_idx")
         elif names:
             self.maintain(published)
 
@@ -321,5 +377,13 @@ class SubchunkIndex:
 
     def row_facts(self) -> pa.Table:
         """What the consistency checks compare with the catalog, for every row."""
-        return self.table.to_lance().to_table(columns=["unit_key", "doc_id", "doc_version", "part", "acl",
-                                                       "char_start", "char_end", "text_hash"])
+        return self.table.to_lance().to_table(columns=[*KEY_COLUMNS, "char_start", "char_end", "text_hash"])
+
+
+def pairs_predicate(pairs: set[tuple[str, str]]) -> str:
+    """SQL for the rows of these (doc_id, doc_version) pairs, one IN list per version label (labels are few)."""
+    by_version: dict[str, list[str]] = {}
+    for doc_id, version in pairs:
+        by_version.setdefault(version, []).append(doc_id)
+    return " OR ".join(f"(doc_version = {sql_list([v])} AND doc_id IN ({sql_list(ids)}))"
+                       for v, ids in sorted(by_version.items()))

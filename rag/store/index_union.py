@@ -1,7 +1,6 @@
 """The sub-chunk indexes of a partitioned workspace searched as one: each partition's table at its pinned version."""
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 
 from rag.models.embedders import DEFAULT_EMBEDDER, DIMENSION
@@ -45,21 +44,12 @@ class IndexUnion:
         return IndexUnion({k: self.parts[k].as_of(v) if v is not None else self.parts[k]
                            for k, v in versions.items() if k in self.parts})
 
-    def rows_of_units(self, unit_keys: list[str]) -> tuple[pa.Table, np.ndarray]:
-        if not self.parts:
-            return _empty(), np.zeros((0, self.dimension), dtype=np.float32)
-        tables, vectors = zip(*(p.rows_of_units(unit_keys) for p in self.parts.values()))
-        return pa.concat_tables(tables), np.concatenate(vectors)
-
     def count(self) -> int:
         return sum(p.count() for p in self.parts.values())
 
-    def unit_keys(self) -> set[str]:
-        return set().union(*(p.unit_keys() for p in self.parts.values()))
+    def member_keys(self) -> set:
+        return set().union(*(p.member_keys() for p in self.parts.values()))
 
     def row_facts(self) -> pa.Table:
         return pa.concat_tables([p.row_facts() for p in self.parts.values()])
 
-
-def _empty() -> pa.Table:
-    return pa.table({"unit_key": pa.array([], pa.string()), "_distance": pa.array([], pa.float32())})

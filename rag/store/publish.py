@@ -13,12 +13,13 @@ from rag.sources.documents import LoadResult, Rejected, content_hash
 from rag.store import doc_partitions
 from rag.store.catalog import Catalog
 from rag.store.facts import plan_from_facts
-from rag.store.index import SubchunkIndex, SubchunkRow
+from rag.store.index import MemberKey, SubchunkIndex, SubchunkRow
+from rag.store.row_units import membership_keys
 from rag.store.rows import DocChanges, UnitChanges
 from rag.store.settings import IngestSettings
 from rag.store.source_log import read_sources, sync_sources
 from rag.units.linking import LinkTargets
-from rag.units.long_units import UnitPlan, plan_units, split_unit_key, unit_key
+from rag.units.long_units import Member, UnitPlan, plan_units
 from rag.units.subchunk_recipe import SubchunkRecipe, embedded_text
 
 
@@ -34,6 +35,7 @@ class IndexReport:
     replaced_embedder: str | None = None   # set when this run emptied another embedder's index and re-embedded all
     foreign_rows_removed: int = 0  # rows of an index built for another catalog (a lost or replaced store)
     replaced_recipe: str | None = None   # set when this run re-cut every unit by another sub-chunk recipe
+    rekeyed: int = 0   # rows of an index keyed by unit version, re-written keyed by document version (once)
 
 
 class NothingToPublish(RuntimeError):
@@ -103,11 +105,29 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     index.drop_unused_columns()
     replaced = switch_vector_space(catalog, index, embedder)
     rechunked = switch_recipe(index, settings.recipe)
+    rekeyed = index.rekey()
     foreign = adopt_index(catalog, index)
     live = catalog.live_units()
-    have = index.unit_keys()
-    missing = sorted(set(live) - have)
-    rows, texts = subchunk_rows({k: live[k] for k in missing}, catalog, counter, settings)
+    wanted = live_members(live)
+    missing = set(wanted) - index.member_keys()
+    rows, texts = subchunk_rows([wanted[k] for k in sorted(missing)], catalog, counter, settings)
+    embedded = add_rows(index, rows, texts, embed, siblings)
+    catalog.commit_units(publish_id, index.version, embedded)
+    removed, refill = index.remove_stale(set(membership_keys(catalog.unit_membership())))
+    if refill:  # rows of current members that shared a document version with stale ones: their vectors are kept
+        embedded += add_rows(index, *subchunk_rows([wanted[k] for k in sorted(refill)], catalog, counter, settings),
+                             embed, siblings)
+    index.ensure_indexes(catalog.as_of_versions())  # this publish's too: an as-of read may have just opened it
+    catalog.set_lance_version(publish_id, index.version)
+    catalog.publish_snapshot(publish_id, index.version)
+    indexed = sum(any(member_key(acl, coll, m) in missing for acl, coll, m in entries) for entries in live.values())
+    return IndexReport(index.count(), embedded, len(rows) - embedded, indexed, removed, index.version,
+                       embedder, replaced, foreign, rechunked, rekeyed)
+
+
+def add_rows(index: SubchunkIndex, rows: list[SubchunkRow], texts: list[str], embed: Callable[[list[str]], np.ndarray],
+             siblings: Callable[[], list[SubchunkIndex]]) -> int:
+    """Add the rows with their texts' vectors, embedding only texts no index holds a vector for; how many."""
     hashes = [r.text_hash for r in rows]
     vectors = np.zeros((len(rows), index.dimension), dtype=np.float32)
     cached = index.cached_vectors(hashes)
@@ -122,14 +142,17 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     for i, h in enumerate(hashes):
         vectors[i] = cached[h]
     index.add(rows, vectors)
-    catalog.commit_units(publish_id, index.version, len(first))
-    current = {unit_key(u, v) for u, (v, _) in catalog.current_units().items()}
-    removed = index.remove_units(index.unit_keys() - current)
-    index.ensure_indexes(catalog.as_of_versions())  # this publish's too: an as-of read may have just opened it
-    catalog.set_lance_version(publish_id, index.version)
-    catalog.publish_snapshot(publish_id, index.version)
-    return IndexReport(index.count(), len(first), len(rows) - len(first), len(missing), removed, index.version,
-                       embedder, replaced, foreign, rechunked)
+    return len(first)
+
+
+def member_key(acl, collection: str, m: Member) -> MemberKey:
+    return (m.doc_id, m.doc_version, m.part, m.start, m.end, tuple(acl), collection)
+
+
+def live_members(live: dict[str, list[tuple]]) -> dict[MemberKey, tuple]:
+    """The members of the live units by member key; a member two units share (an unchanged one of a re-grouped
+    unit, in its current and its pending version) has one set of rows."""
+    return {member_key(acl, coll, m): (acl, coll, m) for entries in live.values() for acl, coll, m in entries}
 
 
 def switch_vector_space(catalog: Catalog, index: SubchunkIndex, embedder: str) -> str | None:
@@ -168,25 +191,24 @@ def adopt_index(catalog: Catalog, index: SubchunkIndex) -> int:
     store = catalog.store_id()
     if index.store_id() == store:
         return 0
-    removed = index.remove_units(index.unit_keys())
+    removed = index.remove_all()
     index.claim(store)
     return removed
 
 
-def subchunk_rows(units: dict[str, list[tuple]], catalog: Catalog, counter: TokenCounter,
+def subchunk_rows(members: list[tuple], catalog: Catalog, counter: TokenCounter,
                   settings: IngestSettings) -> tuple[list[SubchunkRow], list[str]]:
-    """Sentence-aligned sub-chunks of every member, with offsets into the document and the text to embed."""
-    members = [(key, acl, collection, m) for key, entries in units.items() for acl, collection, m in entries]
+    """Sentence-aligned sub-chunks of every (ACL, collection, member), with offsets into the document and the
+    text to embed."""
     texts_by_key = catalog.document_texts(sorted({(m.doc_id, m.doc_version) for *_, m in members}))
     rows: list[SubchunkRow] = []
     texts: list[str] = []
-    for key, acl, collection, m in members:
+    for acl, collection, m in members:
         title, text = texts_by_key[(m.doc_id, m.doc_version)]
-        unit_id, version = split_unit_key(key)
         for span in settings.recipe.spans(text[m.start:m.end], counter):
             start, end = m.start + span.start, m.start + span.end
             embedded = embedded_text(title, text[start:end])
-            rows.append(SubchunkRow(key, unit_id, version, m.doc_id, m.doc_version,
-                                    m.part, acl, collection, start, end, span.tokens, content_hash(embedded)))
+            rows.append(SubchunkRow(m.doc_id, m.doc_version, m.part, m.start, m.end, acl, collection,
+                                    start, end, span.tokens, content_hash(embedded)))
             texts.append(embedded)
     return rows, texts

@@ -1,7 +1,7 @@
 """Vectors by text hash: one int8 row per embedded text, shared by every sub-chunk row that holds the text.
 
-Sub-chunk rows are keyed by unit version, so a re-published unit re-writes the rows of all its members; with each
-vector held here once, those rows cost their ~100 bytes and only a text never embedded adds a vector. A vector
+Sub-chunk rows are keyed by document version, so only a new or changed member writes rows; with each vector held
+here once, those rows cost their ~100 bytes and only a text never embedded adds a vector. A vector
 stays while a row holds its text and for the as-of retention after the last one left (a document put back within
 it is not re-embedded, and a read of any version within it finds every vector it needs).
 """

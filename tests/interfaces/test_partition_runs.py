@@ -58,7 +58,7 @@ def state(workspace, key):
         catalog.close()
     index = SubchunkIndex(s.lance_uri)
     data, stored = index.rows(index.table.schema.names)
-    order = [(c, "ascending") for c in ("unit_key", "doc_id", "part", "char_start")]
+    order = [(c, "ascending") for c in ("doc_id", "doc_version", "part", "member_start", "char_start")]
     rows = data.append_column("vector", stored).sort_by(order)
     vectors = np.asarray(rows.column("vector").to_pylist(), dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)  # int8 at rest: compare directions (one step ~2e-3)

@@ -14,6 +14,7 @@ from rag.retrieval.vectors import load_state
 from rag.store.catalog import Catalog
 from rag.store.index import SubchunkIndex
 from rag.store.publish import publish_documents, publish_index, publish_units
+from rag.store.row_units import Membership
 from rag.store.settings import IngestSettings
 
 
@@ -26,7 +27,7 @@ def publish(catalog, index, embedder, source):
 
 
 def vectors(index):
-    data, stored = index.rows(["unit_key", "doc_id", "part", "char_start"])
+    data, stored = index.rows(["doc_id", "doc_version", "part", "char_start"])
     keys = zip(*(data.column(c).to_pylist() for c in data.column_names))
     return dict(zip(keys, stored.to_numpy(zero_copy_only=False)))
 
@@ -57,7 +58,7 @@ def test_changing_the_embedder_re_embeds_every_sub_chunk_in_the_new_space_only(t
     again = SubchunkIndex(tmp_path / "lance")                  # a later run that names no embedder keeps it
     assert workspace_embedder_name(catalog) == "use-multilingual" and again.embedder == "use-multilingual"
     with pytest.raises(ValueError, match="384 dimensions but the index holds 512"):
-        load_state(again).scores(embedder.encode_query("缓存"), frozenset({"edge-ops"}))
+        load_state(again, membership=Membership.of(catalog.unit_membership())).scores(embedder.encode_query("缓存"), frozenset({"edge-ops"}))
 
     back = publish(catalog, index, embedder, source)
     assert back.replaced_embedder == "use-multilingual" and back.embedded == back.subchunks and back.reused == 0

@@ -1,5 +1,6 @@
 """The in-memory serving copy of a LanceDB sub-chunk table: the same nearest readable rows as an exact search of
-the stored vectors, rebuilt incrementally per table version, the ACL pre-filter as a mask."""
+the stored vectors, rebuilt incrementally per table version, the ACL pre-filter as a mask; rows placed in their units
+by the snapshot's unit membership."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -7,23 +8,48 @@ from hypothesis import strategies as st
 
 from rag.retrieval.vectors import load_state
 from rag.store.index import SubchunkIndex, SubchunkRow
+from rag.store.row_units import Membership
 
 GROUPS = ["a", "b", "c", "d"]
 
 
 def rows_for(unit: str, n: int, rng: np.random.Generator) -> tuple[list[SubchunkRow], np.ndarray]:
-    rows = [SubchunkRow(f"{unit}@1", unit, 1, f"{unit}-doc{i % 2}", "1", i % 2,
+    """n rows of a unit, each a member of its own (so each row has an ACL of its own)."""
+    rows = [SubchunkRow(f"{unit}-doc{i % 2}", "1", i % 2, i * 10, i * 10 + 9,
                         tuple(sorted(rng.choice(GROUPS, size=int(rng.integers(0, 3)), replace=False).tolist())),
                         "c", i * 10, i * 10 + 9, 3, f"h-{unit}-{i}") for i in range(n)]
     vectors = rng.normal(size=(n, 384)).astype(np.float32)
     return rows, vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def build(folder) -> SubchunkIndex:
-    idx, rng = SubchunkIndex(folder / "lancedb"), np.random.default_rng(7)
-    for u in range(12):
-        idx.add(*rows_for(f"u{u}", 25, rng))
-    return idx
+def members(unit_key: str, rows: list[SubchunkRow], publish_id: int = 1) -> list[tuple]:
+    """`Catalog.unit_membership` rows placing these rows in this unit version."""
+    return [(unit_key, i, publish_id, r.doc_id, r.doc_version, r.part, r.member_start, r.member_end, list(r.acl),
+             r.collection) for i, r in enumerate(rows)]
+
+
+class Built:
+    """An index and the unit membership that places its rows."""
+
+    def __init__(self, folder):
+        self.index, rng, self.units = SubchunkIndex(folder / "lancedb"), np.random.default_rng(7), {}
+        for u in range(12):
+            self.add(f"u{u}@1", *rows_for(f"u{u}", 25, rng))
+
+    def add(self, unit_key: str, rows: list[SubchunkRow], vectors: np.ndarray) -> None:
+        self.index.add(rows, vectors)
+        self.units[unit_key] = members(unit_key, rows)
+
+    @property
+    def membership(self) -> Membership:
+        return Membership.of([m for rows in self.units.values() for m in rows])
+
+    def state(self, previous=None):
+        return load_state(self.index, previous, self.membership)
+
+
+def build(folder) -> Built:
+    return Built(folder)
 
 
 @pytest.fixture(scope="module")
@@ -37,15 +63,14 @@ def index(tmp_path):
     return build(tmp_path)
 
 
-def exact_search(idx: SubchunkIndex, q: np.ndarray, groups: list[str], limit: int) -> list[str]:
+def exact_search(built: Built, q: np.ndarray, groups: list[str], limit: int) -> list[str]:
     """Cosine in float64 of the query with every stored vector (int8, read straight from the table) whose row the
     groups may read, best first."""
-    data, vectors = idx.rows(["unit_key", "doc_id", "char_start", "acl"])
+    data, vectors = built.index.rows(["doc_id", "char_start", "acl"])
     stored = np.stack(vectors.to_numpy(zero_copy_only=False)).astype(np.float64)
     cosine = stored @ q / np.linalg.norm(stored, axis=1) / np.linalg.norm(q)
     readable = [i for i, acl in enumerate(data.column("acl").to_pylist()) if set(acl) & set(groups)]
-    keys = [f"{k}/{d}/{s}" for k, d, s in zip(*(data.column(c).to_pylist() for c in ("unit_key", "doc_id",
-                                                                                       "char_start")))]
+    keys = [f"{d}/{s}" for d, s in zip(*(data.column(c).to_pylist() for c in ("doc_id", "char_start")))]
     return [keys[i] for i in sorted(readable, key=lambda i: -cosine[i])[:limit]]
 
 
@@ -54,11 +79,11 @@ def exact_search(idx: SubchunkIndex, q: np.ndarray, groups: list[str], limit: in
 def test_nearest_readable_rows_are_an_exact_searchs_of_the_stored_vectors(searched, seed, groups, limit):
     """The same rows as an exact search, except where two rows' cosines differ by less than the matrix's half
     precision resolves (its order there is its own exact one)."""
-    state = load_state(searched)
+    state = searched.state()
     q = np.random.default_rng(seed).normal(size=384).astype(np.float32)
     scores = state.scores(q)
     rows = state.nearest(scores, state.mask(frozenset(groups)), limit)
-    position = {f"{state.unit_keys[i]}/{state.doc_ids[i]}/{state.starts[i]}": i for i in range(len(state))}
+    position = {f"{state.doc_ids[i]}/{state.starts[i]}": i for i in range(len(state))}
     theirs = [position[k] for k in exact_search(searched, q, sorted(groups), limit)]
     assert len(rows) == len(theirs)
     assert np.allclose(np.sort(scores[rows]), np.sort(scores[theirs]), atol=2e-3)
@@ -69,24 +94,26 @@ def test_nearest_readable_rows_are_an_exact_searchs_of_the_stored_vectors(search
 
 
 def test_rows_without_an_acl_are_readable_by_nobody(searched):
-    state = load_state(searched)
+    state = searched.state()
     empty = [i for i in range(len(state)) if not state.acl_sets[state.acl_ids[i]]]
     assert empty and not state.mask(frozenset(GROUPS))[empty].any()
 
 
 def test_a_new_table_version_reuses_kept_units_and_reads_only_new_ones(index, monkeypatch):
-    before = load_state(index)
-    index.remove_units({"u0@1", "u1@1"})
-    index.add(*rows_for("u99", 30, np.random.default_rng(3)))
+    before = index.state()
+    del index.units["u0@1"], index.units["u1@1"]
+    index.add("u99@1", *rows_for("u99", 30, np.random.default_rng(3)))
+    index.index.remove_stale({(d, v, p, s, e, tuple(acl), c) for rows in index.units.values()
+                              for _, _, _, d, v, p, s, e, acl, c in rows})
     import rag.retrieval.vectors as vs
 
     read, original = [], vs._read
-    monkeypatch.setattr(vs, "_read", lambda idx, ds, keys, everything: read.append(keys.to_pylist())
-                        or original(idx, ds, keys, everything))
-    incremental = load_state(index, before)
+    monkeypatch.setattr(vs, "_read", lambda idx, ds, rows, keys: read.append(sorted(set(keys)))
+                        or original(idx, ds, rows, keys))
+    incremental = index.state(before)
     assert read == [["u99@1"]]  # the kept units' rows come from the previous state
     monkeypatch.setattr(vs, "_read", original)
-    fresh = load_state(index)
+    fresh = index.state()
     key = lambda s: sorted(zip(s.unit_keys, s.doc_ids, s.starts, map(lambda i: s.acl_sets[i], s.acl_ids)))  # noqa
     assert key(incremental) == key(fresh)
     order = {k: i for i, k in enumerate(zip(fresh.unit_keys, fresh.starts))}
@@ -99,7 +126,7 @@ def test_a_new_table_version_reuses_kept_units_and_reads_only_new_ones(index, mo
 @given(seed=st.integers(0, 10_000), groups=st.sets(st.sampled_from(GROUPS + ["nobody"]), min_size=1))
 def test_a_callers_scores_are_computed_on_exactly_the_rows_it_may_read(searched, seed, groups):
     """Rows lie grouped by ACL set, so the readable rows are whole ranges: each is scored, no other row is."""
-    state = load_state(searched)
+    state = searched.state()
     q = np.random.default_rng(seed).normal(size=384).astype(np.float32)
     groups = frozenset(groups)
     scores, mask = state.scores(q, groups), state.mask(groups)
@@ -111,9 +138,9 @@ def test_a_callers_scores_are_computed_on_exactly_the_rows_it_may_read(searched,
 
 
 def test_an_incremental_state_keeps_its_rows_grouped_by_acl_set(index):
-    before = load_state(index)
-    index.add(*rows_for("u77", 40, np.random.default_rng(11)))
-    after = load_state(index, before)
+    before = index.state()
+    index.add("u77@1", *rows_for("u77", 40, np.random.default_rng(11)))
+    after = index.state(before)
     assert np.all(np.diff(after.acl_ids) >= 0) and len(after) == len(before) + 40
     for groups in (frozenset({"a"}), frozenset({"b", "d"}), frozenset(GROUPS)):
         covered = np.zeros(len(after), dtype=bool)
@@ -126,9 +153,36 @@ def test_callers_readable_in_many_scattered_ranges_get_one_pass_over_every_row(t
     import rag.retrieval.vectors as vs
 
     monkeypatch.setattr(vs, "MAX_RANGES", 2)
-    state = load_state(build(tmp_path))
+    state = build(tmp_path).state()
     scattered = next(g for g in (frozenset({x}) for x in GROUPS)
                      if len([s for s in state.acl_sets if g & s]) > 2)
     assert state.ranges(scattered) == [(0, len(state))]
     q = np.random.default_rng(5).normal(size=384).astype(np.float32)
     assert np.isfinite(state.scores(q, scattered)).all()
+
+
+def test_a_unit_regrouped_around_unchanged_members_is_served_from_the_same_rows(index):
+    """A new unit version holding u0's members and one new member: only the new member's rows are written; the
+    snapshot that makes it current serves the unchanged rows under its key, the one before under u0@1."""
+    before = index.state()
+    rows_before = index.index.count()
+    new_rows, vectors = rows_for("u0-extra", 2, np.random.default_rng(5))
+    index.index.add(new_rows, vectors)
+    kept = index.units.pop("u0@1")
+    index.units["u0@2"] = [("u0@2", *m[1:]) for m in kept] + [
+        ("u0@2", len(kept) + i, 2, *m[3:]) for i, m in enumerate(members("u0@2", new_rows))]
+    assert index.index.count() == rows_before + 2                       # the unchanged members wrote nothing
+    after = index.state(before)
+    assert "u0@1" not in after.rows_of_unit and len(after.rows_of_unit["u0@2"]) == 27
+    assert len(before.rows_of_unit["u0@1"]) == 25 and len(after) == len(before) + 2
+    placed = {(k, d, s) for k, d, s in zip(after.unit_keys, after.doc_ids, after.starts)}
+    assert {("u0@2", d, s) for k, d, s in zip(before.unit_keys, before.doc_ids, before.starts) if k == "u0@1"} <= placed
+
+
+def test_rows_no_unit_of_the_snapshot_holds_are_not_served_and_rows_need_a_membership(index):
+    gone = index.units.pop("u3@1")
+    state = index.state()
+    assert "u3@1" not in state.rows_of_unit and len(state) == 11 * 25
+    assert not {r[3] for r in gone} & set(state.doc_ids)
+    with pytest.raises(LookupError):
+        load_state(index.index)

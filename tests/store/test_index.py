@@ -1,5 +1,6 @@
-"""The LanceDB sub-chunk index: rows per unit version, one int8 vector per text kept apart and past the rows that
-held it for the retention; an older table with vectors in its rows moves them there once."""
+"""The LanceDB sub-chunk index: rows per document version and member range, one int8 vector per text kept apart and
+past the rows that held it for the retention; an older table with vectors in its rows moves them there once, and one
+keyed by unit version is re-written keyed by document version."""
 from datetime import datetime
 
 import numpy as np
@@ -8,13 +9,29 @@ import pytest
 from lancedb.index import LabelList
 
 from rag.retrieval.vectors import load_state
-from rag.store.index import CACHE_TABLE, TABLE, SubchunkIndex, SubchunkRow, schema
+from rag.store.index import CACHE_TABLE, TABLE, SubchunkIndex, SubchunkRow
 
 
-def rows_for(unit: str, version: int, acl: tuple[str, ...], n: int) -> list[SubchunkRow]:
-    key = f"{unit}@{version}"
-    return [SubchunkRow(key, unit, version, f"{unit}-doc", "1", 0, acl, "c", i * 10, i * 10 + 9, 5,
-                        f"hash-{unit}-{i}") for i in range(n)]
+def rows_for(doc: str, version: str, acl: tuple[str, ...], n: int) -> list[SubchunkRow]:
+    """n rows of one member (a whole document version); a text's hash names the document and its place only, so a
+    new version with its texts unchanged holds the same texts."""
+    return [SubchunkRow(doc, version, 0, 0, n * 10, acl, "c", i * 10, i * 10 + 9, 5, f"hash-{doc}-{i}")
+            for i in range(n)]
+
+
+def key_of(rows: list[SubchunkRow]) -> tuple:
+    r = rows[0]
+    return (r.doc_id, r.doc_version, r.part, r.member_start, r.member_end, r.acl, r.collection)
+
+
+def unit_keyed_table(rows: list[SubchunkRow], unit_key: str) -> dict[str, list]:
+    """The columns of a table from before rows were keyed by document version (rows keyed by unit version)."""
+    unit_id, version = unit_key.split("@")
+    return {"unit_key": [unit_key] * len(rows), "unit_id": [unit_id] * len(rows),
+            "unit_version": [int(version)] * len(rows),
+            **{name: [list(r.acl) if name == "acl" else getattr(r, name) for r in rows]
+               for name in ("doc_id", "doc_version", "part", "acl", "collection", "char_start", "char_end", "tokens",
+                            "text_hash")}}
 
 
 def unit_vectors(n: int, seed: int) -> np.ndarray:
@@ -29,44 +46,56 @@ def same_directions(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.all(cos > 0.9995))
 
 
-def test_removed_units_leave_their_vectors_behind(tmp_path):
+def test_removed_members_leave_their_vectors_behind(tmp_path):
     index = SubchunkIndex(tmp_path / "lance")
     vecs = unit_vectors(3, 0)
-    index.add(rows_for("u-a", 1, ("g1",), 3), vecs)
-    assert index.unit_keys() == {"u-a@1"}
+    rows = rows_for("u-a", "1", ("g1",), 3)
+    index.add(rows, vecs)
+    assert index.member_keys() == {key_of(rows)}
     assert same_directions(index.cached_vectors(["hash-u-a-1"])["hash-u-a-1"], vecs[1])
 
-    assert index.remove_units({"u-a@1"}) == 3
-    assert index.count() == 0 and index.unit_keys() == set()
+    assert index.remove_stale(set()) == (3, set())
+    assert index.count() == 0 and index.member_keys() == set()
     cached = index.cached_vectors(["hash-u-a-0", "hash-u-a-2", "never-seen"])
     assert set(cached) == {"hash-u-a-0", "hash-u-a-2"}
     assert same_directions(cached["hash-u-a-2"], vecs[2])
 
 
-def test_each_text_keeps_one_int8_vector_and_a_re_published_unit_writes_its_rows_only(tmp_path):
+def test_each_text_keeps_one_int8_vector_and_a_new_document_version_writes_its_rows_only(tmp_path):
     index = SubchunkIndex(tmp_path / "lance")
     vecs = unit_vectors(4, 1)
-    index.add(rows_for("u-a", 1, ("g1",), 4), vecs)
+    index.add(rows_for("u-a", "1", ("g1",), 4), vecs)
     assert "vector" not in index.table.schema.names
     assert index.vectors.schema.field("vector").type == pa.list_(pa.int8(), 384)
-    stored = index.rows_of_units(["u-a@1"])[1]
+    stored = index.rows_of_docs(["u-a"], [])[1]
     assert np.array_equal(stored, np.rint(vecs * 127 / np.abs(vecs).max(axis=1, keepdims=True)))
 
-    successor = rows_for("u-a", 2, ("g1",), 4)  # the unit re-published, its texts unchanged
+    successor = rows_for("u-a", "2", ("g1",), 4)  # a new version, its texts unchanged
     index.add(successor, np.stack([index.cached_vectors([r.text_hash])[r.text_hash] for r in successor]))
-    index.remove_units({"u-a@1"})
+    assert index.remove_stale({key_of(successor)}) == (4, set())
     assert index.vectors.count_rows() == 4 and index.count() == 4
-    assert np.array_equal(index.rows_of_units(["u-a@2"])[1], stored)  # a re-quantised int8 vector is the same
-    assert index.departed.count_rows() == 0                            # every text is still held
+    assert np.array_equal(index.rows_of_docs(["u-a"], [])[1], stored)  # a re-quantised int8 vector is the same
+    assert index.departed.count_rows() == 0                             # every text is still held
+
+
+def test_rows_of_a_document_version_whose_member_changed_in_place_go_and_its_live_members_come_back(tmp_path):
+    """A unit's ACL changed without a new document version: every row of that version goes, and its live member is
+    named for re-writing; rows of other documents stay untouched."""
+    index = SubchunkIndex(tmp_path / "lance")
+    old, other = rows_for("d", "1", ("g1",), 3), rows_for("e", "1", ("g1",), 2)
+    index.add(old + other, unit_vectors(5, 10))
+    new = rows_for("d", "1", ("g2",), 3)
+    index.add(new, unit_vectors(3, 11))
+    assert index.remove_stale({key_of(new), key_of(other)}) == (6, {key_of(new)})
+    assert index.member_keys() == {key_of(other)}
 
 
 def test_an_older_table_moves_its_vectors_and_its_cache_apart_once_and_its_old_versions_still_read(tmp_path):
     import lancedb
 
     db = lancedb.connect(str(tmp_path / "lance"))
-    rows, vecs = rows_for("u-a", 1, ("g1",), 4), unit_vectors(5, 2)
-    cols = {name: [getattr(r, name) for r in rows] for name in schema().names}
-    cols["acl"] = [list(a) for a in cols["acl"]]
+    rows, vecs = rows_for("u-a", "1", ("g1",), 4), unit_vectors(5, 2)
+    cols = unit_keyed_table(rows, "u-a@1")
     table = db.create_table(TABLE, pa.table({**cols, "vector": pa.FixedSizeListArray.from_arrays(
         pa.array(vecs[:4].astype(np.float16).ravel()), 384)}).replace_schema_metadata({"subchunk_recipe": "r-kept"}))
     table.create_index("acl", config=LabelList(), name="acl_idx")
@@ -78,26 +107,32 @@ def test_an_older_table_moves_its_vectors_and_its_cache_apart_once_and_its_old_v
     assert index.in_rows and index.dimension == 384
     assert index.separate_vectors() == 5 and index.separate_vectors() == 0
     assert not index.in_rows and CACHE_TABLE not in db.list_tables().tables and index.recipe == "r-kept"
-    assert same_directions(index.rows_of_units(["u-a@1"])[1], vecs[:4])
+    assert same_directions(index.rows_of_docs([], ["u-a@1"])[1], vecs[:4])
     assert same_directions(index.cached_vectors(["hash-gone"])["hash-gone"], vecs[4])
     assert index.departed.to_arrow().column("text_hash").to_pylist() == ["hash-gone"]
+    keyed = index.version
+
+    assert index.unit_keyed and index.rekey() == 4 and index.rekey() == 0   # re-keyed once, by the next publish
+    assert not index.unit_keyed and index.count() == 0 and index.recipe == "r-kept"
+    index.add(rows, np.stack([index.cached_vectors([r.text_hash])[r.text_hash] for r in rows]))  # nothing embedded
     index.ensure_indexes()
-    assert {i.name for i in index.table.list_indices()} == {"unit_key_idx"}
+    assert {i.name for i in index.table.list_indices()} == {"doc_id_idx"}
 
     past = SubchunkIndex.reader(index.uri, before)   # an as-of read of the version before: vectors in its rows
     assert past.in_rows and np.allclose(load_state(past).matrix.astype(np.float32), vecs[:4], atol=2e-3)
+    assert list(load_state(SubchunkIndex.reader(index.uri, keyed)).unit_keys) == ["u-a@1"] * 4  # named by its rows
 
 
 def test_a_vector_still_held_by_a_row_is_not_marked_as_left_until_its_last_row_goes(tmp_path):
     index = SubchunkIndex(tmp_path / "lance")
     vecs = unit_vectors(3, 3)
-    index.add(rows_for("u-a", 1, ("g1",), 3), vecs)
-    successor = rows_for("u-a", 2, ("g1",), 2)  # the unit re-published with its first two texts unchanged
+    index.add(rows_for("u-a", "1", ("g1",), 3), vecs)
+    successor = rows_for("u-a", "2", ("g1",), 2)  # a new version with its first two texts unchanged
     index.add(successor, vecs[:2])
 
-    assert index.remove_units({"u-a@1"}) == 3
+    assert index.remove_stale({key_of(successor)}) == (3, set())
     assert index.departed.to_arrow().column("text_hash").to_pylist() == ["hash-u-a-2"]
-    assert index.remove_units({"u-a@2"}) == 2
+    assert index.remove_stale(set()) == (2, set())
     assert sorted(index.departed.to_arrow().column("text_hash").to_pylist()) == ["hash-u-a-0", "hash-u-a-1",
                                                                                   "hash-u-a-2"]
     cached = index.cached_vectors(["hash-u-a-0", "hash-u-a-1", "hash-u-a-2"])
@@ -108,16 +143,16 @@ def test_a_vector_still_held_by_a_row_is_not_marked_as_left_until_its_last_row_g
 def test_mostly_deleted_fragments_are_rewritten_and_older_versions_stay_readable_for_the_retention(tmp_path,
                                                                                                    monkeypatch):
     index = SubchunkIndex(tmp_path / "lance")
-    index.add(rows_for("u-a", 1, ("g1",), 10), unit_vectors(10, 4))
-    index.add(rows_for("u-b", 1, ("g1",), 10), unit_vectors(10, 5))
+    index.add(rows_for("u-a", "1", ("g1",), 10), unit_vectors(10, 4))
+    index.add(rows_for("u-b", "1", ("g1",), 10), unit_vectors(10, 5))
     before = index.version
-    index.table.delete("unit_key = 'u-b@1' AND char_start < 60")  # 6 of the fragment's 10 rows
-    index.table.delete("unit_key = 'u-a@1' AND char_start < 30")  # 3 of 10: not worth a rewrite yet
+    index.table.delete("doc_id = 'u-b' AND char_start < 60")  # 6 of the fragment's 10 rows
+    index.table.delete("doc_id = 'u-a' AND char_start < 30")  # 3 of 10: not worth a rewrite yet
     index.maintain()
     fragments = sorted((f.count_rows(), f.physical_rows) for f in index.table.to_lance().get_fragments())
     assert fragments == [(4, 4), (7, 10)]
     assert SubchunkIndex.reader(index.uri, before).count() == 20  # an as-of read within the retention
-    assert sorted(index.rows_of_units(["u-b@1"])[0].column("char_start").to_pylist()) == [60, 70, 80, 90]
+    assert sorted(index.rows_of_docs(["u-b"], [])[0].column("char_start").to_pylist()) == [60, 70, 80, 90]
 
     monkeypatch.setenv("RAG_INDEX_RETENTION_DAYS", "0")
     index.maintain()
@@ -128,9 +163,9 @@ def test_mostly_deleted_fragments_are_rewritten_and_older_versions_stay_readable
 
 def test_a_text_that_left_keeps_its_vector_for_the_retention_only_unless_it_came_back(tmp_path, monkeypatch):
     index = SubchunkIndex(tmp_path / "lance")
-    index.add(rows_for("u-a", 1, ("g1",), 3), unit_vectors(3, 6))
-    index.remove_units({"u-a@1"})
-    back = rows_for("u-b", 1, ("g1",), 1)[0]
+    index.add(rows_for("u-a", "1", ("g1",), 3), unit_vectors(3, 6))
+    index.remove_stale(set())
+    back = rows_for("u-b", "1", ("g1",), 1)[0]
     index.add([SubchunkRow(**{**back.__dict__, "text_hash": "hash-u-a-1"})], unit_vectors(1, 7))  # came back
     index.maintain()
     assert set(index.cached_vectors(["hash-u-a-0", "hash-u-a-2"])) == {"hash-u-a-0", "hash-u-a-2"}
@@ -143,31 +178,33 @@ def test_a_text_that_left_keeps_its_vector_for_the_retention_only_unless_it_came
 def test_with_the_published_versions_named_every_other_version_goes_and_those_still_read(tmp_path):
     """As-of reads only open versions publishes named; the ones between (rows added, deleted, compacted) go."""
     index = SubchunkIndex(tmp_path / "lance")
-    index.add(rows_for("u-a", 1, ("g1",), 10), unit_vectors(10, 6))
+    index.add(rows_for("u-a", "1", ("g1",), 10), unit_vectors(10, 6))
     index.ensure_indexes()
     first = index.version
-    index.add(rows_for("u-a", 2, ("g1",), 10), unit_vectors(10, 7))
+    successor = rows_for("u-a", "2", ("g1",), 10)
+    index.add(successor, unit_vectors(10, 7))
     between = index.version
-    index.remove_units({"u-a@1"})
+    index.remove_stale({key_of(successor)})
     index.ensure_indexes({first})
     assert {v["version"] for v in index.table.to_lance().versions()} == {first, index.version}
     assert SubchunkIndex.reader(index.uri, first).count() == 10
     with pytest.raises(LookupError):
         SubchunkIndex.reader(index.uri, between)
-    assert sorted(index.unit_keys()) == ["u-a@2"]
+    assert index.member_keys() == {key_of(successor)}
 
 
 def test_an_older_table_loses_its_chunk_ids_and_its_old_versions_keep_them(tmp_path):
     index = SubchunkIndex(tmp_path / "lance")
-    rows = rows_for("u-a", 1, ("g1",), 3)
+    rows = rows_for("u-a", "1", ("g1",), 3)
     index.add(rows, unit_vectors(3, 8))
     old = index.table.to_lance().to_table()
-    old = old.add_column(0, "chunk_id", pa.array([f"u-a@1:0:{i}" for i in range(3)]))
+    old = old.add_column(0, "chunk_id", pa.array([f"u-a:0:{i}" for i in range(3)]))
     index.table = index.db.create_table(TABLE, old.replace_schema_metadata(index.table.schema.metadata),
                                         mode="overwrite")
     before = index.version
     assert index.drop_unused_columns() == ["chunk_id"]
     assert "chunk_id" not in index.table.schema.names and index.drop_unused_columns() == []
-    index.add(rows_for("u-b", 1, ("g1",), 2), unit_vectors(2, 9))
-    assert sorted(index.unit_keys()) == ["u-a@1", "u-b@1"]
+    more = rows_for("u-b", "1", ("g1",), 2)
+    index.add(more, unit_vectors(2, 9))
+    assert index.member_keys() == {key_of(rows), key_of(more)}
     assert SubchunkIndex.reader(index.uri, before).table.to_lance().to_table(columns=["chunk_id"]).num_rows == 3
