@@ -61,13 +61,15 @@ def no_stale_rows(catalog: Catalog, index: SubchunkIndex) -> Finding:
 
 
 def index_rows_match_catalog(catalog: Catalog, index: SubchunkIndex) -> Finding:
-    """Every row of a current unit carries its document's ACL, offsets inside its member and the text it embeds."""
+    """Every row is a current unit's member and carries its document's ACL, offsets inside its member and the text
+    it embeds."""
     truth = catalog.index_row_truth()
     facts = index.row_facts().to_pylist()
     bad: list[str] = []
     for row in facts:
         found = truth.get((row["doc_id"], row["doc_version"], row["part"], row["member_start"], row["member_end"]))
-        if found is None:  # rows of no current member are index_matches_current_units' business
+        if found is None:  # after the index step every row is a current unit's member
+            bad.append(f"{row['doc_id']} v{row['doc_version']} part {row['part']}: not a member of a current unit")
             continue
         acl, title, text = found
         s, e, start, end = row["char_start"], row["char_end"], row["member_start"], row["member_end"]
