@@ -12,7 +12,7 @@ Reports p50/p95 ms, the top-50 overlap of each with the exact answer, build seco
 bench/results/vector-search[-TAG].json.
 
 `--memory-only` times the serving path alone (no LanceDB index build or search), for a caller of one group and
-one of all five; `--clock cpu` counts the process's CPU seconds (robust on a shared machine); `RAG_BENCH_CODE=DIR`
+one of all five; `--clock cpu` counts the process's CPU seconds, of the state build too (robust on a shared machine); `RAG_BENCH_CODE=DIR`
 runs another checkout's code (the commit before a change, in a git worktree) on the same tables.
 """
 from __future__ import annotations
@@ -128,10 +128,9 @@ def scored(state, q: np.ndarray, groups: frozenset[str]) -> np.ndarray:
 
 def measure_memory(index: SubchunkIndex, queries: np.ndarray) -> dict:
     """The serving path alone: state build, then each caller's search per query."""
-    members = membership(index)  # a snapshot's, built with its catalog state: not the matrix's build
-    t = time.perf_counter()
-    state = state_of(index, members)
-    load_s = time.perf_counter() - t
+    t = clock()  # the membership that places the rows is part of a snapshot's state build
+    state = state_of(index, membership(index))
+    load_s = clock() - t
     latency = {}
     for name, groups in CALLERS.items():
         scored(state, queries[0], groups)  # the caller's mask and row ranges, built once per group set
@@ -146,9 +145,8 @@ def measure_memory(index: SubchunkIndex, queries: np.ndarray) -> dict:
 
 
 def measure(index: SubchunkIndex, queries: np.ndarray) -> dict:
-    members = membership(index)  # a snapshot's, built with its catalog state: not the matrix's build
     t = time.perf_counter()
-    state = state_of(index, members)
+    state = state_of(index, membership(index))
     load_s = time.perf_counter() - t
     groups = frozenset({"group-0"})
     t = time.perf_counter()
