@@ -110,13 +110,13 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     live = catalog.live_units()
     wanted = live_members(live)
     missing = set(wanted) - index.member_keys()
-    rows, texts = subchunk_rows([wanted[k] for k in sorted(missing)], catalog, counter, settings)
+    rows, texts = subchunk_rows(members_of(wanted, missing), catalog, counter, settings)
     embedded = add_rows(index, rows, texts, embed, siblings)
     catalog.commit_units(publish_id, index.version, embedded)
     removed, refill = index.remove_stale(set(membership_keys(catalog.unit_membership())))
     if refill:  # rows of current members that shared a document version with stale ones: their vectors are kept
-        embedded += add_rows(index, *subchunk_rows([wanted[k] for k in sorted(refill)], catalog, counter, settings),
-                             embed, siblings)
+        embedded += add_rows(index, *subchunk_rows(members_of(wanted, refill), catalog, counter, settings), embed,
+                             siblings)
     index.ensure_indexes(catalog.as_of_versions())  # this publish's too: an as-of read may have just opened it
     catalog.set_lance_version(publish_id, index.version)
     catalog.publish_snapshot(publish_id, index.version)
@@ -147,6 +147,11 @@ def add_rows(index: SubchunkIndex, rows: list[SubchunkRow], texts: list[str], em
 
 def member_key(acl, collection: str, m: Member) -> MemberKey:
     return (m.doc_id, m.doc_version, m.part, m.start, m.end, tuple(acl), collection)
+
+
+def members_of(wanted: dict[MemberKey, tuple], keys: set[MemberKey]) -> list[tuple]:
+    """These members, in a stable order (a key's collection may be None: compared as text)."""
+    return [wanted[k] for k in sorted(keys, key=repr)]
 
 
 def live_members(live: dict[str, list[tuple]]) -> dict[MemberKey, tuple]:
