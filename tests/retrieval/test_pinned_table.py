@@ -42,10 +42,10 @@ def test_a_pinned_table_keeps_its_version_while_a_writer_adds_rows(tmp_path, cor
     version, rows = index.version, index.count()
     pinned = PinnedTable(str(ws / "lancedb"), TABLE, version)
     extra = index.table.to_lance().to_table(limit=3)
-    index.table.add(extra.set_column(extra.schema.get_field_index("unit_key"), "unit_key",
-                                     pa.array(["added@1"] * extra.num_rows)))
+    index.table.add(extra.set_column(extra.schema.get_field_index("doc_version"), "doc_version",
+                                     pa.array(["added"] * extra.num_rows)))
     assert index.table.count_rows() == rows + 3
     assert (pinned.version, pinned.count_rows(), pinned.to_lance().count_rows()) == (version, rows, rows)
     assert pinned.schema.metadata == lancedb.connect(str(ws / "lancedb")).open_table(TABLE).schema.metadata
     found = pinned.to_arrow()  # LanceDB's API, at the pinned version
-    assert found.num_rows == rows and "added@1" not in found.column("unit_key").to_pylist()
+    assert found.num_rows == rows and "added" not in found.column("doc_version").to_pylist()
