@@ -12,7 +12,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from rag.models.onnx_export import int8_onnx_path, onnx_path
 from rag.text.analysis import check_question
 
 DIMENSION = 384
+# Padded word pieces in one graph run when embedding documents: a bigger run's activations spill the core's cache, so
+# more, smaller runs of length-sorted texts cost fewer CPU seconds a token (bench/embed_throughput.py).
+RUN_TOKENS = 256
 DEFAULT_EMBEDDER = "minilm"
 EMBEDDER_SETTING = "embedder"   # the catalog's workspace setting naming the workspace's vector space
 
@@ -75,6 +78,7 @@ class Embedder:
         self.tokenizer.enable_truncation(max_length=max_sequence_length(folder))
         self.tokenizer.no_padding()
         self.batch_size = batch_size
+        self.run_tokens = RUN_TOKENS
 
     def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
         """Embed texts in batches of similar length (padding wasted least); report progress per batch."""
@@ -83,7 +87,8 @@ class Embedder:
         order = np.argsort([-len(e.ids) for e in encoded], kind="stable")
         for i in range(0, len(texts), self.batch_size):
             idx = order[i : i + self.batch_size]
-            out[idx] = self._run([encoded[j].ids for j in idx])
+            for run in runs([len(encoded[j].ids) for j in idx], self.run_tokens):
+                out[idx[run]] = self._run([encoded[j].ids for j in idx[run]])
             if progress:
                 progress(len(idx))
         return out
@@ -104,6 +109,16 @@ class Embedder:
             mask[row, : len(p)] = 1
         return self.session.run(None, {"input_ids": ids, "attention_mask": mask,
                                        "token_type_ids": np.zeros_like(ids)})[0]
+
+
+def runs(widths: list[int], budget: int) -> Iterator[slice]:
+    """Consecutive slices of rows sorted longest first, each padded to its first row's width and within `budget`
+    word pieces (a row wider than the budget runs alone)."""
+    start = 0
+    while start < len(widths):
+        rows = max(1, budget // widths[start])
+        yield slice(start, start + rows)
+        start += rows
 
 
 def max_sequence_length(folder: Path) -> int:
