@@ -73,7 +73,6 @@ class Embedder:
         # small run's operators over two threads cost more CPU than it saved (bench/embed_throughput.py).
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        self.threads = threads or len(os.sched_getaffinity(0))
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.name = "minilm-int8" if int8 else "minilm"
         graph = int8_onnx_path(folder) if int8 else onnx_path(folder)
@@ -83,6 +82,7 @@ class Embedder:
         self.tokenizer.no_padding()
         self.batch_size = batch_size
         self.run_tokens = RUN_TOKENS
+        self.threads = threads or len(os.sched_getaffinity(0))  # graph runs side by side when embedding documents
 
     def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
         """Embed texts in batches of similar length (padding wasted least); report progress per batch."""
