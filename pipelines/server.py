@@ -6,9 +6,12 @@ snapshot, so the service follows publishes without a restart and never takes the
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Optional
 
 import orjson
@@ -16,6 +19,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pipelines.http_body import BodyLimits
@@ -105,6 +109,15 @@ def create_app(workspace: Workspace, identity: Identity, model=None, reader: str
         log.exception("request failed")
         return error(500, f"internal error ({exc.__class__.__name__}); see the server log")
 
+    # A worker computes one retrieval at a time, in arrival order. Requests computed side by side share the
+    # worker's GIL, so each took as long as all of them together (processor sharing) and the tail grew with the
+    # queue; first come, first served finishes the first first. Waiting requests cost a queued call, not a thread,
+    # and /healthz stays on the thread pool beside them.
+    compute = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-retrieve")
+
+    async def in_order(call, *args):
+        return await asyncio.get_running_loop().run_in_executor(compute, partial(call, *args))
+
     def _retrieve(body: RetrieveRequest, request: Request, ask_model=None):
         caller = identity.caller(request, body.user)
         try:
@@ -116,17 +129,17 @@ def create_app(workspace: Workspace, identity: Identity, model=None, reader: str
             raise HTTPException(400, str(err).splitlines()[0]) from None
 
     @app.post("/retrieve", summary="Context for a question as the caller, within a token budget")
-    def retrieve(body: RetrieveRequest, request: Request) -> dict:
-        return FastJSON(_retrieve(body, request).to_json())
+    async def retrieve(body: RetrieveRequest, request: Request) -> dict:
+        return FastJSON(await in_order(lambda: _retrieve(body, request).to_json()))
 
     @app.post("/ask", summary="Retrieve, then answer with the service's reader, citations checked")
-    def ask(body: RetrieveRequest, request: Request) -> dict:
+    async def ask(body: RetrieveRequest, request: Request) -> dict:
         from rag.answer.llm import LLMError
         from rag.answer.reader import answer
 
-        result = _retrieve(body, request, model)
-        try:
-            reply = answer(body.question, result, model, workspace.embedder)
+        result = await in_order(_retrieve, body, request, model)
+        try:  # a reader waits on its endpoint or runs its own model: not in the retrieval queue
+            reply = await run_in_threadpool(answer, body.question, result, model, workspace.embedder)
         except LLMError as err:
             raise HTTPException(502, str(err).splitlines()[0]) from None
         return FastJSON({"answer": reply.to_json(), "retrieval": result.to_json()})

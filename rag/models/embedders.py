@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -21,6 +22,9 @@ from rag.models.onnx_export import int8_onnx_path, onnx_path
 from rag.text.analysis import check_question
 
 DIMENSION = 384
+# Padded word pieces in one graph run when embedding documents: a bigger run's activations spill the core's cache, so
+# more, smaller runs of length-sorted texts cost fewer CPU seconds a token (bench/embed_throughput.py).
+RUN_TOKENS = 256
 DEFAULT_EMBEDDER = "minilm"
 EMBEDDER_SETTING = "embedder"   # the catalog's workspace setting naming the workspace's vector space
 
@@ -65,7 +69,9 @@ class Embedder:
 
         folder = Path(model_path) if model_path else model_dir()
         options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or 0   # 0: one thread per physical core
+        # Each graph run on one thread; documents are embedded by `threads` runs side by side instead. Splitting one
+        # small run's operators over two threads cost more CPU than it saved (bench/embed_throughput.py).
+        options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.name = "minilm-int8" if int8 else "minilm"
@@ -75,17 +81,22 @@ class Embedder:
         self.tokenizer.enable_truncation(max_length=max_sequence_length(folder))
         self.tokenizer.no_padding()
         self.batch_size = batch_size
+        self.run_tokens = RUN_TOKENS
+        self.threads = threads or len(os.sched_getaffinity(0))  # graph runs side by side when embedding documents
 
     def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
         """Embed texts in batches of similar length (padding wasted least); report progress per batch."""
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
         encoded = self.tokenizer.encode_batch(list(texts))
         order = np.argsort([-len(e.ids) for e in encoded], kind="stable")
-        for i in range(0, len(texts), self.batch_size):
-            idx = order[i : i + self.batch_size]
-            out[idx] = self._run([encoded[j].ids for j in idx])
-            if progress:
-                progress(len(idx))
+        with ThreadPoolExecutor(self.threads) as pool:  # a run releases the GIL
+            for i in range(0, len(texts), self.batch_size):
+                idx = order[i : i + self.batch_size]
+                rows = [idx[run] for run in runs([len(encoded[j].ids) for j in idx], self.run_tokens)]
+                for at, vectors in zip(rows, pool.map(self._run, [[encoded[j].ids for j in at] for at in rows])):
+                    out[at] = vectors
+                if progress:
+                    progress(len(idx))
         return out
 
     def encode_query(self, text: str) -> np.ndarray:
@@ -104,6 +115,16 @@ class Embedder:
             mask[row, : len(p)] = 1
         return self.session.run(None, {"input_ids": ids, "attention_mask": mask,
                                        "token_type_ids": np.zeros_like(ids)})[0]
+
+
+def runs(widths: list[int], budget: int) -> Iterator[slice]:
+    """Consecutive slices of rows sorted longest first, each padded to its first row's width and within `budget`
+    word pieces (a row wider than the budget runs alone)."""
+    start = 0
+    while start < len(widths):
+        rows = max(1, budget // widths[start])
+        yield slice(start, start + rows)
+        start += rows
 
 
 def max_sequence_length(folder: Path) -> int:

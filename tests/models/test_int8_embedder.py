@@ -28,7 +28,9 @@ def test_int8_vectors_are_close_to_minilm_but_not_its_space(int8, onnx_embedder)
     cosine = (a * b).sum(axis=1)
     assert cosine.min() >= 0.97 and cosine.max() < 0.9999  # per-channel int8: 0.99 typical; never the fp32 vector
     short = [t for t in texts if len(t) <= 2000][:3]  # queries are capped at 2,000 characters
-    assert np.allclose(int8.encode_queries(short), int8.encode(short), atol=1e-4)
+    # Dynamic int8 scales each run's activations by the whole run, so a vector is exact only for the same run: these
+    # 256-piece texts each fill a run of their own when embedded as documents, as each does as a query.
+    assert np.allclose(np.stack([int8.encode_query(t) for t in short]), int8.encode(short), atol=1e-4)
     assert int8_onnx_path().stat().st_size < onnx_path().stat().st_size / 3   # int8 weights: a quarter of the bytes
 
 

@@ -80,3 +80,24 @@ def test_load_embedder_keeps_one_instance_per_name_batch_size_and_threads():
     first = load_embedder("minilm", threads=1)
     assert load_embedder("minilm", threads=1) is first
     assert load_embedder("minilm", batch_size=32, threads=1) is not first
+
+
+def test_runs_cover_every_row_once_in_order_within_the_budget():
+    from rag.models.embedders import runs
+
+    widths = [256, 200, 130, 130, 90, 40, 12, 12, 12, 3]
+    slices = list(runs(widths, 300))
+    assert [i for s in slices for i in range(len(widths))[s]] == list(range(len(widths)))
+    assert all(len(widths[s]) * widths[s][0] <= 300 or len(widths[s]) == 1 for s in slices)
+    assert [len(widths[s]) for s in slices] == [1, 1, 2, 3, 3]
+    assert list(runs([300, 280], 256)) == [slice(0, 1), slice(1, 2)]  # wider than the budget: alone
+
+
+def test_documents_embed_alike_whatever_the_run_size(onnx_embedder, monkeypatch):
+    texts = sample_texts()
+    small = onnx_embedder.encode(texts)
+    monkeypatch.setattr(onnx_embedder, "run_tokens", 64 * 256)  # one run per batch of 64, as before runs existed
+    whole = onnx_embedder.encode(texts)
+    monkeypatch.setattr(onnx_embedder, "run_tokens", 1)  # one text per run: no padding at all
+    alone = onnx_embedder.encode(texts)
+    assert np.allclose(small, whole, atol=1e-5) and np.allclose(small, alone, atol=1e-5)
