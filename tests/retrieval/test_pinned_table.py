@@ -2,7 +2,6 @@
 import subprocess
 import sys
 
-import lancedb
 import pyarrow as pa
 from conftest import REPO
 
@@ -36,6 +35,8 @@ def test_neither_a_current_nor_an_as_of_read_imports_lancedb(tmp_path, corpus):
 
 
 def test_a_pinned_table_keeps_its_version_while_a_writer_adds_rows(tmp_path, corpus):
+    import lancedb  # here, not at module level: `import lancedb` costs each xdist worker that collects this ~2 CPU s
+
     ws = tmp_path / "ws"
     run_ingest(IngestSettings(workspace=str(ws), sources=[str(corpus)]))
     index = SubchunkIndex(ws / "lancedb")

@@ -6,7 +6,6 @@ from datetime import datetime
 import numpy as np
 import pyarrow as pa
 import pytest
-from lancedb.index import LabelList
 
 from rag.retrieval.vectors import load_state
 from rag.store.index import CACHE_TABLE, TABLE, SubchunkIndex, SubchunkRow
@@ -91,7 +90,8 @@ def test_rows_of_a_document_version_whose_member_changed_in_place_go_and_its_liv
 
 
 def test_an_older_table_moves_its_vectors_and_its_cache_apart_once_and_its_old_versions_still_read(tmp_path):
-    import lancedb
+    import lancedb  # here, not at module level: `import lancedb` costs each xdist worker that collects this ~2 CPU s
+    from lancedb.index import LabelList
 
     db = lancedb.connect(str(tmp_path / "lance"))
     rows, vecs = rows_for("u-a", "1", ("g1",), 4), unit_vectors(5, 2)

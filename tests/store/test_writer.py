@@ -10,7 +10,7 @@ from conftest import REPO
 from rag.store import consistency
 from rag.store.catalog import Catalog
 from rag.store.index import SubchunkIndex
-from rag.store.writer_lock import WriterBusy, WriterLock
+from rag.store.writer_lock import LOCK_FILE, WriterBusy, WriterLock
 
 HOLD = """
 import sys, time
@@ -34,6 +34,14 @@ def ingest(corpus, workspace, *extra) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)
 
 
+def held_by(workspace, proc: subprocess.Popen, timeout_s: float = 600) -> None:
+    """Wait until `proc` holds the workspace's writer lock: the lock file names its holder while it holds it."""
+    lock, deadline = workspace / LOCK_FILE, time.monotonic() + timeout_s
+    while f'"pid": {proc.pid},' not in (lock.read_text() if lock.exists() else ""):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.returncode
+        time.sleep(0.05)
+
+
 def test_a_second_writer_gives_up_after_its_wait_with_one_line_naming_the_holder(corpus, workspace):
     holder = hold(workspace, 3600)  # killed below; long enough for a slow start of the second writer
     try:
@@ -50,7 +58,7 @@ def test_a_second_writer_gives_up_after_its_wait_with_one_line_naming_the_holder
 
 def test_a_second_writer_waits_for_the_first_and_both_publish_without_interleaving(corpus, workspace):
     first = ingest(corpus, workspace)
-    time.sleep(2)  # let the first one take the lock
+    held_by(workspace, first)
     (corpus / "operations" / "extra.md").write_text("---\nid: extra\ntitle: Extra\nacl: [support]\n---\nExtra text.\n")
     second = ingest(corpus, workspace, "--wait", "600")
     outputs = [p.communicate(timeout=900) for p in (first, second)]
