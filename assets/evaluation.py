@@ -14,7 +14,7 @@ from rag.evaluation import EvalConfig, Evaluator, Outcome, evaluate_workspace, i
 from rag.evaluation.decision import decision_brief
 from rag.evaluation.report import render_brief, render_markdown
 from rag.evaluation.summary import trend
-from rag.query.methods import OFFLINE
+from rag.query.methods import METHODS
 from rag.sources.benchmarks import benchmarks_root
 from resources import EmbedderResource, ReadSideResource, SourceSettings
 from resources.llm import LLMResource
@@ -28,7 +28,7 @@ BENCHMARK_PARTITIONS = dg.DynamicPartitionsDefinition(name="benchmarks")
 class EvaluationConfig(dg.Config):
     """What a nightly evaluation runs; the schedules use these defaults, the launchpad can change them."""
 
-    methods: list[str] = list(OFFLINE)
+    methods: list[str] = list(METHODS)
     budgets: list[int] = [1000, 2000, 4000, 8000]
     limit: Optional[int] = None          # first N questions
     answers: bool = False                # the LLM resource answers (else retrieval only)

@@ -27,7 +27,6 @@ from rag.query.hybrid import hybrid_explore, pack_hybrid  # noqa: E402
 from rag.query.methods import method as registered  # noqa: E402
 from rag.query.methods import rank_once  # noqa: E402
 from rag.retrieval.callers import Caller  # noqa: E402
-from rag.retrieval.llm_bridge import llm_bridges  # noqa: E402
 from rag.retrieval.longrag import LongRAGConfig, longrag_candidates, pack_ranked  # noqa: E402
 from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import (  # noqa: E402
@@ -54,14 +53,10 @@ class Variant:
     method: str
     config: LongRAGConfig
 
-    def run(self, snap, embedder, counter, question: str, budgets: list[int], model=None):
+    def run(self, snap, embedder, counter, question: str, budgets: list[int]):
         """(result, seconds) per budget; LongRAG and the hybrid rank once and pack per budget (what their
         retrieve functions do for one budget), so each budget's seconds are the ranking's plus its packing."""
-        request = Request(CALLER, question, max(budgets), model=model)
-        tools = Tools(embedder, counter, longrag=self.config)
-        if self.method == "longrag-llm":
-            return rank_once(lambda: longrag_candidates(snap, request, tools, self.config, llm_bridges(model)),
-                             lambda r, b: pack_ranked(snap, r, b), budgets)
+        request, tools = Request(CALLER, question, max(budgets)), Tools(embedder, counter, longrag=self.config)
         if self.method == "hybrid":
             return rank_once(lambda: hybrid_explore(snap, request, tools, self.config), pack_hybrid, budgets)
         if self.method == "longrag":
@@ -78,7 +73,7 @@ class Variant:
 def parse_variant(spec: str) -> Variant:
     """`method[:key=value,...]` → a Variant, or a one-line error naming the problem."""
     method, _, settings = spec.partition(":")
-    if method not in (*DIRECT, "hybrid", "longrag-llm"):
+    if method not in (*DIRECT, "hybrid"):
         raise SystemExit(f"variant {spec!r}: unknown method {method!r}")
     # Field types are strings under `from __future__ import annotations`.
     kinds = {f.name: {"int": int, "float": float, "str": str}[str(f.type)] for f in fields(LongRAGConfig)}
@@ -104,24 +99,19 @@ def sensitivity_variants(base: Variant) -> list[Variant]:
     return out
 
 
-def measure(snap, embedder, counter, variant: Variant, questions: list[Question], budgets: list[int],
-            model=None) -> dict:
-    """Per budget, per-question completeness and evidence recall lists, tokens and seconds; CPU seconds per
-    question (this process's and the local LLM server's, which a loaded machine inflates far less than wall)."""
+def measure(snap, embedder, counter, variant: Variant, questions: list[Question], budgets: list[int]) -> dict:
+    """Per budget, per-question completeness and evidence recall lists, tokens and seconds."""
     per = {b: {"complete": [], "recall": [], "tokens": []} for b in budgets}
-    seconds, cpu = [], []
+    seconds = []
     for q in questions:
-        start = time.process_time() + llm_server_cpu()
-        runs = variant.run(snap, embedder, counter, q.question, budgets, model)
-        cpu.append(time.process_time() + llm_server_cpu() - start)
-        for (result, s), b in zip(runs, budgets):
+        for (result, s), b in zip(variant.run(snap, embedder, counter, q.question, budgets), budgets):
             assert result.tokens <= b, f"{variant.name} over budget {b}"
             ids = {i.doc_id for i in result.items}
             per[b]["complete"].append(float(complete(ids, q.gold_doc_ids)))
             per[b]["recall"].append(evidence_recall(ids, q.gold_doc_ids))
             per[b]["tokens"].append(result.tokens)
             seconds.append(s)
-    return {"per_budget": per, "seconds": seconds, "cpu_seconds": cpu}
+    return {"per_budget": per, "seconds": seconds}
 
 
 def summarise(raw: dict, reference: dict | None) -> dict:
@@ -137,37 +127,22 @@ def summarise(raw: dict, reference: dict | None) -> dict:
         out[str(b)] = cell
     ms = np.array(raw["seconds"]) * 1000
     out["latency_ms"] = {"p50": round(float(np.percentile(ms, 50)), 1), "p95": round(float(np.percentile(ms, 95)), 1)}
-    cpu = np.array(raw["cpu_seconds"]) * 1000
-    out["cpu_ms_per_question"] = {"p50": round(float(np.percentile(cpu, 50)), 1),
-                                  "p95": round(float(np.percentile(cpu, 95)), 1), "mean": round(float(cpu.mean()), 1)}
     return out
 
 
-def llm_server_cpu() -> float:
-    """CPU seconds the process's local LLM server has used (0 when none runs): its threads' user and system time."""
-    from rag.answer import local_llm
-
-    server = local_llm._shared
-    if server is None or server.pid is None:
-        return 0.0
-    stat = Path(f"/proc/{server.pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def run_benchmark(folder: Path, grouping: str, variants: list[Variant], budgets: list[int], embedder,
-                  halves_run: tuple[str, ...] = HALVES, workdir: Path = REPO / ".rag" / "bench",
-                  limit: int | None = None, model=None) -> dict:
+                  halves_run: tuple[str, ...] = HALVES, workdir: Path = REPO / ".rag" / "bench") -> dict:
     name = folder.name
     prepared = prepare(folder, workdir, grouping, embedder)
     snap, counter = prepared.reader.snapshot(), prepared.reader.counter
-    halves = {h: qs[:limit] for h, qs in split_halves(name, load_questions(folder)).items()}
+    halves = split_halves(name, load_questions(folder))
     snap.lexical  # noqa: B018 - built before the first timed query, as a warm service has it
     figures = {"units": prepared.units, "documents": prepared.documents,
                "questions": {h: len(qs) for h, qs in halves.items()}, "variants": {}}
     for half in halves_run:
         raws = {}
         for v in variants:
-            raws[v.name] = measure(snap, embedder, counter, v, halves[half], budgets, model)
+            raws[v.name] = measure(snap, embedder, counter, v, halves[half], budgets)
             reference = raws[variants[0].name] if v is not variants[0] else None
             figures["variants"].setdefault(v.name, {})[half] = summarise(raws[v.name], reference)
             print(f"  {name} {half} {v.name}: " + " ".join(
@@ -203,9 +178,6 @@ def main() -> None:
     p.add_argument("--budgets", default="1000,2000,4000")
     p.add_argument("--tag", default="", help="suffix of the results file")
     p.add_argument("--half", choices=HALVES, help="one half only (default: both)")
-    p.add_argument("--limit", type=int, help="the first N questions of each half (a probe)")
-    p.add_argument("--reader", choices=("local", "endpoint"), default="local",
-                   help="the LLM of longrag-llm variants (local: the embedded llama.cpp model)")
     p.add_argument("--embedder", choices=("minilm", "minilm-int8"), default="minilm",
                    help="the workspaces' embedder (each embedder keeps its own workspaces: spaces are never mixed)")
     p.add_argument("--workdir", type=Path, default=REPO / ".rag" / "bench",
@@ -226,15 +198,9 @@ def main() -> None:
     figures = {"command": "python bench/multihop.py " + " ".join(sys.argv[1:]), "grouping": args.grouping,
                "split": "rag.sources.benchmarks.half_of: sha256('tune-report|<benchmark>|<qid>') last bit, 0 tune, 1 report",
                "reference": variants[0].name, "budgets": budgets, "embedder": args.embedder, "benchmarks": {}}
-    model = None
-    if any(v.method == "longrag-llm" for v in variants):
-        from rag.answer.llm import chat_model
-
-        model = chat_model(args.reader)
-        figures["reader"] = f"{args.reader}:{model.name}"
     for name in args.benchmark or NAMES:
         figures["benchmarks"][name] = run_benchmark(root / name, args.grouping, variants, budgets, embedder,
-                                                    (args.half,) if args.half else HALVES, workdir, args.limit, model)
+                                                    (args.half,) if args.half else HALVES, workdir)
         write_json(out, figures)
         print(table(name, figures["benchmarks"][name], budgets), flush=True)
     figures["macro_completeness"] = macro(figures, budgets)

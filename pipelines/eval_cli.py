@@ -13,7 +13,7 @@ READERS = ("none", "local", "endpoint")
 
 def add_eval_parser(subparsers) -> argparse.ArgumentParser:
     """Register `rag eval` and its handler on the `rag` sub-command parsers."""
-    from rag.query.methods import METHODS, OFFLINE
+    from rag.query.methods import METHODS
 
     p = subparsers.add_parser(
         "eval", help="evaluate retrieval methods on a benchmark folder or a workspace's questions",
@@ -33,9 +33,9 @@ def add_eval_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--users-file", metavar="FILE", help="users → groups, for questions asked as a user name")
     p.add_argument("--groups", type=_names, metavar="G1,G2",
                    help="the caller of questions without asked_as (default: the benchmark group 'bench')")
-    p.add_argument("--methods", default=",".join(OFFLINE), type=_names,
+    p.add_argument("--methods", default=",".join(METHODS), type=_names,
                    help="comma-separated, from: " + "; ".join(f"{m.name} ({m.summary})" for m in METHODS.values())
-                        + " (default: all but those that need an LLM)")
+                        + " (default: all of them)")
     p.add_argument("--budgets", default="1000,2000,4000,8000", type=_numbers,
                    help="comma-separated context budgets in MiniLM tokens; every method gets at most each "
                         "(default: 1000,2000,4000,8000)")

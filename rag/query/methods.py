@@ -26,7 +26,6 @@ class Method:
     uses_index: bool     # reads the LanceDB sub-chunk index (ELITE reads the catalog only)
     uses_lexical: bool = False    # reads the BM25 channel
     uses_sentences: bool = False  # reads ELITE's sentence store
-    needs_llm: bool = False       # calls the request's LLM (Request.model) while ranking
 
     def run(self, snap: Snapshot, req: Request, tools: Tools) -> RetrievalResult:
         return self._packed(snap, self.rank(snap, req, tools), req.budget, tools)
@@ -61,16 +60,6 @@ def _longrag(snap: Snapshot, req: Request, tools: Tools, hops: int | None = None
 
     config = configured(tools)
     return longrag_candidates(snap, req, tools, config if hops is None else replace(config, hops=hops))
-
-
-def _longrag_llm(snap: Snapshot, req: Request, tools: Tools):
-    """LongRAG plus a hop for the query the request's LLM writes from hop one's best sentences."""
-    from rag.retrieval.llm_bridge import llm_bridges
-    from rag.retrieval.longrag import configured, longrag_candidates
-
-    if req.model is None:
-        raise ValueError("method 'longrag-llm' needs an LLM: ask with a reader ('local' or 'endpoint')")
-    return longrag_candidates(snap, req, tools, configured(tools), llm_bridges(req.model))
 
 
 def _pack_longrag(snap: Snapshot, ranked, budget: int, tools: Tools) -> RetrievalResult:
@@ -137,8 +126,6 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "the best ones add", _longrag, _pack_longrag, True, True, uses_lexical=True),
     Method("longrag-1hop", "LongRAG without the second hop: a third of the latency, for single-document questions",
            partial(_longrag, hops=1), _pack_longrag, True, True, uses_lexical=True),
-    Method("longrag-llm", "LongRAG with a further hop for the query the reader's LLM writes after the first: "
-           "slower, for nested questions", _longrag_llm, _pack_longrag, True, True, uses_lexical=True, needs_llm=True),
     Method("longrag-units", "the paper's LongRAG: whole long units in MaxP rank order, skipped when they do not fit",
            _longrag_units, _pack_units, True, True),
     Method("shortchunk", "the top sub-chunks themselves (the baseline)", _shortchunk, _pack_chunks, True, True),
@@ -147,9 +134,6 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("hybrid", "ELITE's lexical exploration inside the documents of LongRAG's top units", _hybrid, _pack_hybrid,
            False, True, uses_lexical=True, uses_sentences=True),
 )}
-
-# What an evaluation runs unless told otherwise: a method calling an LLM per question costs seconds of CPU each.
-OFFLINE = tuple(n for n, m in METHODS.items() if not m.needs_llm)
 
 
 def method(name: str) -> Method:

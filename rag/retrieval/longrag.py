@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -78,18 +77,12 @@ class Ranked:
     trace: dict
 
 
-def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongRAGConfig,
-                       bridges: Callable[[Snapshot, str, RankedRows | list[Entry]], list[str]] | None = None) -> Ranked:
+def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongRAGConfig) -> Ranked:
     """Every hop's ranked members, merged by `hop_merge`; budget-independent, so hybrid methods can build on it.
-    With `req.as_of`, what was current then (index and catalog). `bridges` (hop one's list → queries) adds a
-    list per query right after hop one's (rag.retrieval.llm_bridge)."""
+    With `req.as_of`, what was current then (index and catalog)."""
     question, embedder = req.question, tools.embedder
     ranked, own, units, hits = _hop(snap, embedder.encode_query(question), req, tools.counter, question, config)
     lists, seeds, source = [ranked], [], ranked
-    for query in bridges(snap, question, ranked) if bridges else []:
-        more, more_own, _, _ = _hop(snap, embedder.encode_query(query), req, tools.counter, query, config)
-        lists.append(more)
-        own = _best_of_both(own, more_own)
     rule = hop_rule(snap, req.caller.groups, config)
     for _ in range(1, config.hops):
         branches = []

@@ -17,26 +17,15 @@ def sample(published_sample):
     return published_sample
 
 
-def needing_an_llm_is_slow(name: str):
-    """A method calling the LLM runs on the local model: a slow test, on the worker that holds its server."""
-    marks = [pytest.mark.slow, pytest.mark.xdist_group("local-llm")] if METHODS[name].needs_llm else []
-    return pytest.param(name, marks=marks)
-
-
-@pytest.mark.parametrize("name", [needing_an_llm_is_slow(n) for n in METHODS])
+@pytest.mark.parametrize("name", list(METHODS))
 def test_one_ranking_packed_at_each_budget_equals_a_retrieval_at_that_budget(sample, embedder, name):
     snap, tools = uncommitted(*sample), Tools(embedder, default_counter())
     caller = Caller(frozenset({"support", "field-engineering", "everyone"}))
-    model = None
-    if METHODS[name].needs_llm:
-        from rag.answer.llm import chat_model
-
-        model = chat_model("local", timeout=120, max_retries=0)
     for question in QUESTIONS:
-        packed = METHODS[name].at_budgets(snap, Request(caller, question, max(BUDGETS), model=model), tools, BUDGETS)
+        packed = METHODS[name].at_budgets(snap, Request(caller, question, max(BUDGETS)), tools, BUDGETS)
         assert [r.budget for r, _ in packed] == list(BUDGETS)
         for (result, seconds), budget in zip(packed, BUDGETS):
-            direct = METHODS[name].run(snap, Request(caller, question, budget, model=model), tools)
+            direct = METHODS[name].run(snap, Request(caller, question, budget), tools)
             assert [(i.doc_id, i.doc_version, i.text) for i in result.items] == \
                    [(i.doc_id, i.doc_version, i.text) for i in direct.items]
             assert result.tokens <= budget and seconds > 0
