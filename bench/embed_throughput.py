@@ -21,10 +21,11 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 CODE = Path(os.environ.get("RAG_BENCH_CODE", str(REPO)))
-sys.path.insert(0, str(CODE))
-sys.path.insert(1, str(REPO))
+sys.path.insert(0, str(REPO))
+from bench.results_file import write_results  # noqa: E402  (this checkout's results folder, whatever CODE is)
 
-from bench.results_file import write_results  # noqa: E402
+sys.path.insert(0, str(CODE))
+
 from rag.models.embedders import Embedder  # noqa: E402
 from rag.models.files import verified_model_dir  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402

@@ -20,14 +20,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 CODE = Path(os.environ.get("RAG_BENCH_CODE", str(REPO)))
+sys.path.insert(0, str(REPO))
+from bench.results_file import write_results  # noqa: E402  (this checkout's results folder, whatever CODE is)
+
 sys.path.insert(0, str(CODE))
-sys.path.insert(1, str(REPO))
 
 import httpx  # noqa: E402
 import numpy as np  # noqa: E402
 import orjson  # noqa: E402
 
-from bench.results_file import write_results  # noqa: E402
 from bench.serve_load import family_cpu, start_serve  # noqa: E402
 from pipelines.http_body import parse_body  # noqa: E402
 from pipelines.server import RetrieveRequest  # noqa: E402
