@@ -8,6 +8,7 @@ across snapshots (a version's text never changes), so a new publish re-reads onl
 from __future__ import annotations
 
 import weakref
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -165,11 +166,8 @@ class Snapshot:
         for key, info in self.parts.items():
             seq, state = self._shared.states.get(key, (None, None))
             if seq != info.seq:
-                part = Catalog(self.catalog.path, snapshot=self.catalog.parts[key])
-                try:
+                with self._part_catalog(key) as part:
                     state = current_state(part)
-                finally:
-                    part.close()
                 self._shared.states[key] = (info.seq, state)
             states.append(state)
         return merged_state(states, set(self.catalog.hidden_ids()))
@@ -313,11 +311,12 @@ class Snapshot:
             return None
         if not isinstance(self.catalog, UnionCatalog):
             return Membership.of(self.catalog.unit_membership(None, as_of))
-        catalog = Catalog(self.catalog.path, snapshot=self.catalog.parts[part])
-        try:
+        with self._part_catalog(part) as catalog:
             return Membership.of(catalog.unit_membership(None, as_of))
-        finally:
-            catalog.close()
+
+    def _part_catalog(self, part: str) -> closing[Catalog]:
+        """One partition's catalog at the snapshot this one pins, closed when the block ends."""
+        return closing(Catalog(self.catalog.path, snapshot=self.catalog.parts[part]))
 
     def index_at(self, as_of: datetime | None) -> SubchunkIndex:
         """The index as this snapshot pinned it, or as the last publish before `as_of` left it."""

@@ -2,7 +2,7 @@
 column; the vectors apart, one per text (rag.store.text_vectors).
 
 A row names no unit: the unit holding it is resolved per snapshot from the catalog's unit membership
-(rag.store.members), so re-grouping a unit writes rows only for its members that are new or changed.
+(rag.store.row_units), so re-grouping a unit writes rows only for its members that are new or changed.
 """
 from __future__ import annotations
 
