@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Callable
 
 import numpy as np
 
@@ -78,14 +77,12 @@ class Ranked:
     trace: dict
 
 
-def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongRAGConfig,
-                       after_first: Callable[[RankedRows | list[Entry]], list] | None = None) -> Ranked:
+def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongRAGConfig) -> Ranked:
     """Every hop's ranked members, merged by `hop_merge`; budget-independent, so hybrid methods can build on it.
-    With `req.as_of`, what was current then (index and catalog). `after_first` adds lists made from hop one's,
-    merged right after it."""
+    With `req.as_of`, what was current then (index and catalog)."""
     question, embedder = req.question, tools.embedder
     ranked, own, units, hits = _hop(snap, embedder.encode_query(question), req, tools.counter, question, config)
-    lists, seeds, source = [ranked, *(after_first(ranked) if after_first else [])], [], ranked
+    lists, seeds, source = [ranked], [], ranked
     rule = hop_rule(snap, req.caller.groups, config)
     for _ in range(1, config.hops):
         branches = []
