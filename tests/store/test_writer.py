@@ -1,15 +1,20 @@
 """One writer per workspace, whatever the entry point: a second one waits, or stops with one line naming the holder."""
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import yaml
 from conftest import REPO
 
+from pipelines.ingest_run import run_ingest
 from rag.store import consistency
 from rag.store.catalog import Catalog
 from rag.store.index import SubchunkIndex
+from rag.store.settings import IngestSettings
 from rag.store.writer_lock import LOCK_FILE, WriterBusy, WriterLock
 
 HOLD = """
@@ -56,17 +61,44 @@ def test_a_second_writer_gives_up_after_its_wait_with_one_line_naming_the_holder
     assert "gave up after 1 s" in line and out == "" and waited >= 1
 
 
+def waiting_on_the_lock(workspace, proc: subprocess.Popen, timeout_s: float = 600) -> None:
+    """Wait until `proc` has opened the workspace's lock file, which it does only to take the lock."""
+    lock, fds, deadline = (workspace / LOCK_FILE).resolve(), Path(f"/proc/{proc.pid}/fd"), time.monotonic() + timeout_s
+    while not any(_points_to(fd, lock) for fd in fds.iterdir()):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.returncode
+        time.sleep(0.05)
+
+
+def _points_to(fd: Path, target: Path) -> bool:
+    try:
+        return Path(os.readlink(fd)) == target
+    except OSError:  # closed since it was listed
+        return False
+
+
 def test_a_second_writer_waits_for_the_first_and_both_publish_without_interleaving(corpus, workspace):
+    # Published once in this process first (its vectors memoised, tests/conftest.py), so each writer process embeds
+    # only its own edit. The first writer is stopped while it holds the lock, so the second is seen waiting on it
+    # however fast the first would have finished.
+    run_ingest(IngestSettings(workspace=str(workspace), sources=[str(corpus)]))
+    edited = corpus / "operations" / "capacity-limits.md"
+    edited.write_text(edited.read_text() + "\nOnly the first writer publishes this sentence.\n")
     first = ingest(corpus, workspace)
     held_by(workspace, first)
     (corpus / "operations" / "extra.md").write_text("---\nid: extra\ntitle: Extra\nacl: [support]\n---\nExtra text.\n")
-    second = ingest(corpus, workspace, "--wait", "600")
+    first.send_signal(signal.SIGSTOP)
+    try:
+        second = ingest(corpus, workspace, "--wait", "600")
+        waiting_on_the_lock(workspace, second)
+        assert f'"pid": {first.pid},' in (workspace / LOCK_FILE).read_text()   # the first still holds it
+    finally:
+        first.send_signal(signal.SIGCONT)
     outputs = [p.communicate(timeout=900) for p in (first, second)]
     assert [p.returncode for p in (first, second)] == [0, 0], [e for _, e in outputs]
     assert all(json.loads(out)["checks_passed"] for out, _ in outputs)
     catalog = Catalog(workspace / "catalog.duckdb")
     runs = catalog.rows("SELECT started_at, finished_at FROM publish_log WHERE status = 'published' ORDER BY 1")
-    assert len(runs) == 2 and runs[0][1] <= runs[1][0]  # the second began after the first had finished
+    assert len(runs) == 3 and runs[1][1] <= runs[2][0]  # the second writer began after the first had finished
     index = SubchunkIndex(workspace / "lancedb")
     assert consistency.index_matches_current_units(catalog, index).passed
     assert consistency.documents_in_exactly_one_unit(catalog).passed
