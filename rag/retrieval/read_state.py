@@ -21,8 +21,6 @@ from rag.retrieval.lexical import LexicalIndex, lexical_index
 from rag.retrieval.members import MemberTable, member_table
 from rag.retrieval.unit_ranking import UnitCodes, unit_codes
 from rag.retrieval.vectors import VectorState, load_state, union
-
-PAST_STATES_KEPT = 4  # past table versions whose in-memory vectors are kept for as-of reads
 from rag.store.catalog import Catalog
 from rag.store.index import SubchunkIndex
 from rag.store.index_union import IndexUnion
@@ -30,6 +28,10 @@ from rag.store.row_units import Membership, place
 from rag.store.rows import CurrentVersion, MemberRow
 from rag.store.snapshot_files import SnapshotInfo
 from rag.store.union_catalog import UnionCatalog
+
+PAST_STATES_KEPT = 4  # past table versions whose in-memory vectors are kept for as-of reads
+# What a query reads from memory, each built once per snapshot, in the order they depend on one another.
+WARM_PARTS = ("current", "member_table", "vectors", "code_rows", "unit_codes", "lexical")
 
 
 @dataclass
@@ -301,8 +303,12 @@ class Snapshot:
 
     def warm(self) -> None:
         """Build everything a query reads from memory (members, ACLs, vectors, BM25) now, not in a query."""
-        for name in ("current", "member_table", "vectors", "code_rows", "unit_codes", "lexical"):
-            getattr(self, name)  # cached properties: built once per snapshot
+        for name in WARM_PARTS:
+            self.build(name)
+
+    def build(self, part: str) -> None:
+        """Build one part of the read state (one of WARM_PARTS) now, if not built yet."""
+        getattr(self, part)  # cached properties: built once per snapshot
 
     def _membership(self, part: str, index: SubchunkIndex, as_of: datetime | None = None) -> Membership | None:
         """The unit membership that places a partition's index rows in this snapshot (or as of a time); None for a
