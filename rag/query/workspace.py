@@ -260,7 +260,7 @@ class _Transition:
 def still_published(result: RetrievalResult, newest: Snapshot, groups: frozenset[str]) -> RetrievalResult:
     """The result without what the newest snapshot no longer publishes to these groups: a deleted document, a
     superseded version, a revoked ACL (rule 3: hidden from the next query, whatever state answered it)."""
-    versions = newest.current.versions
+    versions = newest.published
     kept = [i for i in result.items if i.doc_id in versions and versions[i.doc_id].version == i.doc_version
             and not groups.isdisjoint(versions[i.doc_id].acl)]
     return result if len(kept) == len(result.items) else replace(result, items=kept)

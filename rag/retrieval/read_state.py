@@ -97,14 +97,14 @@ class CurrentState:
         return frozenset(self.versions.keys() - self.unit_of.keys())
 
 
-def current_state(catalog: Catalog) -> CurrentState:
+def current_state(catalog: Catalog, versions: dict[str, CurrentVersion] | None = None) -> CurrentState:
     members: dict[str, list[MemberRow]] = {}
     unit_of: dict[str, str] = {}
     for row in catalog.current_members():
         members.setdefault(row.unit_key, []).append(row)
         if row.doc_id not in unit_of or row.unit_key < unit_of[row.doc_id]:
             unit_of[row.doc_id] = row.unit_key
-    versions = catalog.current_versions()
+    versions = catalog.current_versions() if versions is None else versions
     hashes = {(v.doc_id, v.version): v.content_hash for v in versions.values()}
     return CurrentState(members, unit_of, versions, hashes)
 
@@ -160,9 +160,16 @@ class Snapshot:
         return f"{len(self.parts)} partitions (" + ", ".join(f"{k}: {i.seq}" for k, i in self.parts.items()) + ")"
 
     @cached_property
+    def published(self) -> dict[str, CurrentVersion]:
+        """doc_id → its current version and ACL, what a query may return: one catalog read, before the members."""
+        if isinstance(self.catalog, UnionCatalog):
+            return self.current.versions  # without the documents two partitions claim
+        return self.catalog.current_versions()
+
+    @cached_property
     def current(self) -> CurrentState:
         if not isinstance(self.catalog, UnionCatalog):
-            return current_state(self.catalog)
+            return current_state(self.catalog, self.published)
         # A partition's snapshot never changes, so its state is read once per process; only changed ones are.
         states = []
         for key, info in self.parts.items():
