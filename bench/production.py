@@ -212,7 +212,11 @@ def kill_mid_publish(instance, corpus: Path, daemon: subprocess.Popen, mark: Mar
 
 
 def served_versions(url: str) -> list[str]:
-    """The versions of the edited document that `rag serve` answers with, asked for its new sentence."""
+    """The versions of the edited document that `rag serve` answers with, asked for its new sentence once the
+    server's newest read state is in (it is built between requests)."""
+    deadline = time.monotonic() + 120
+    while "building" in httpx.get(f"{url}/healthz", timeout=10).json() and time.monotonic() < deadline:
+        time.sleep(0.2)
     r = httpx.post(f"{url}/retrieve", timeout=60, json={"question": "What is the spare-capacity threshold?",
                                                           "user": "sam", "method": "longrag"})
     r.raise_for_status()

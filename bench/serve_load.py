@@ -33,6 +33,7 @@ from pipelines.ingest_run import run_ingest  # noqa: E402
 from rag.query.workspace import Workspace  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, load_questions  # noqa: E402
 from rag.store.settings import IngestSettings  # noqa: E402
+from rag.store.snapshot_files import pointer_stamp  # noqa: E402
 
 GROUPS = [f"team-{k}" for k in range(5)]
 
@@ -112,6 +113,30 @@ def family_rss_mib(root: int) -> list[float]:
     return sorted(out, reverse=True)
 
 
+def timeline(results: list[tuple[float, float, int, str]], start: float, bucket_s: float = 1.0) -> list[dict]:
+    """Requests by the second they started in (from the clients' start): count, errors, p50, p99 and max ms."""
+    buckets: dict[int, list[tuple[float, int]]] = {}
+    for t0, s, status, _ in results:
+        buckets.setdefault(int((t0 - start) // bucket_s), []).append((s, status))
+    out = []
+    for k in sorted(buckets):
+        ms = np.array([s for s, status in buckets[k] if status == 200]) * 1000
+        out.append({"s": k, "requests": len(buckets[k]), "errors": sum(st != 200 for _, st in buckets[k])}
+                   | ({p: round(float(np.percentile(ms, int(p[1:]))), 1) for p in ("p50", "p99")}
+                      | {"max": round(float(ms.max()), 1)} if len(ms) else {}))
+    return out
+
+
+def watch_publishes(workspace: Path, stop: threading.Event, seen: list[float]) -> None:
+    """Note when the snapshot pointer changes (each publish), polling every 20 ms."""
+    stamp = pointer_stamp(workspace)
+    while not stop.wait(0.02):
+        now = pointer_stamp(workspace)
+        if now != stamp:
+            seen.append(time.perf_counter())
+            stamp = now
+
+
 START_S = 300  # a cold server loads its model and read state; more than this is a failure
 
 
@@ -159,9 +184,10 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=1, help="rag serve --workers (one per core)")
     p.add_argument("--code", type=Path, default=REPO, help="the checkout whose `rag serve` answers (e.g. a git "
                    "worktree of the commit before a change); the workspace and the ingest are this checkout's")
-    p.add_argument("--swap-in-background", action="store_true", help="rag serve --swap-in-background: a publish's "
-                   "read state is built beside the current one, then swapped in")
+    p.add_argument("--build-on-request", action="store_true", help="rag serve --build-on-request: the request "
+                   "that first sees a publish builds its read state (a checkout before s38 always does)")
     p.add_argument("--tag", default="", help="suffix of the results file (e.g. before, after)")
+    p.add_argument("--timeline", action="store_true", help="also print and store latency per second of the run")
     args = p.parse_args()
     bench = benchmarks_option(p, args) / "hotpotqa"
     ws = REPO / ".rag" / "bench" / "serve-load"
@@ -170,7 +196,7 @@ def main() -> None:
     users = {f"user-{k}": sorted(random.Random(k).sample(GROUPS, 2)) for k in range(10)}
     (ws / "users.yaml").write_text(yaml.safe_dump(users))
     server, base = start_serve(ws, args.code, args.workers,
-                               ("--swap-in-background",) if args.swap_in_background else ())
+                               ("--build-on-request",) if args.build_on_request else ())
     try:
         warm_s = wait_until_idle(server.pid, time.monotonic() + START_S)
     except BaseException:
@@ -202,6 +228,10 @@ def main() -> None:
 
     threads = [threading.Thread(target=client, args=(k,)) for k in range(args.clients)]
     cpu_before = family_cpu(server.pid)
+    publishes: list[float] = []
+    watching = threading.Event()
+    watcher = threading.Thread(target=watch_publishes, args=(ws / "workspace", watching, publishes))
+    watcher.start()
     start = time.perf_counter()
     for t in threads:
         t.start()
@@ -215,6 +245,8 @@ def main() -> None:
     for t in threads:
         t.join()
     wall = time.perf_counter() - start
+    watching.set()
+    watcher.join()
     snapshot_after = httpx.get(base + "/healthz").json()
     cpu_after = family_cpu(server.pid)
     # How the work spread over the server's processes: one busy worker and one idle means the clients' kept-alive
@@ -246,13 +278,21 @@ def main() -> None:
         "ingest": {"returncode": ingest.returncode, "seconds": round(ingest_seconds, 1), "republished": len(changed),
                    "documents": len(acls), "result": json.loads(ingest.stdout) if ingest.returncode == 0
                    else ingest.stderr.strip()[-300:]},
+        "ingest_at_s": [round(t_ingest - start, 2), round(t_ingest + ingest_seconds - start, 2)],
+        "publishes_at_s": [round(t - start, 2) for t in publishes],
         "snapshot_after": snapshot_after, "workers_settled_s": warm_s, "server_cpu_s_by_process": busy,
         "server_rss_mib_by_process": rss,  # the supervisor and each worker, after the re-publish
         "command": "python bench/serve_load.py " + " ".join(sys.argv[1:]), "code": str(args.code),
         "load_average": os.getloadavg(),
     }
+    if args.timeline:
+        figures["timeline"] = timeline(results, start)
     write_results(figures, "serve-load", args.tag)
-    print(json.dumps(figures, indent=2))
+    print(json.dumps({k: v for k, v in figures.items() if k != "timeline"}, indent=2))
+    for row in figures.get("timeline", ()):
+        mark = " <- publish" if any(row["s"] <= t < row["s"] + 1 for t in figures["publishes_at_s"]) else ""
+        print(f"{row['s']:4d} s  {row['requests']:3d} req  p50 {row.get('p50', 0):7.1f}  p99 {row.get('p99', 0):7.1f}"
+              f"  max {row.get('max', 0):7.1f} ms{mark}")
 
 
 if __name__ == "__main__":

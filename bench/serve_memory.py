@@ -83,7 +83,9 @@ def ask(client: httpx.Client, snapshot: int) -> None:
     for q in QUESTIONS:
         r = client.post("/retrieve", json={"question": q, "user": "bench", "budget": 2000})
         r.raise_for_status()
-    served = client.get("/healthz").json()["snapshot"]
+    deadline = time.monotonic() + 60  # the questions queued the new read state's parts; the swap follows them
+    while (served := client.get("/healthz").json()["snapshot"]) < snapshot and time.monotonic() < deadline:
+        time.sleep(0.1)
     if served < snapshot:
         raise RuntimeError(f"the server still serves snapshot {served}, not {snapshot}")
 

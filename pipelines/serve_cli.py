@@ -37,9 +37,10 @@ def add_serve_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=int(os.environ.get("RAG_SERVE_WORKERS", "1")),
                    help="worker processes, each with its own copy of the read state (default: $RAG_SERVE_WORKERS or "
                         "1; use one per core: see the README's sizing notes)")
-    p.add_argument("--swap-in-background", action="store_true",
-                   help="keep answering from the current snapshot while the next one's read state is built, then "
-                        "swap (a publish is seen once built, not by the very next request)")
+    p.add_argument("--build-on-request", action="store_true",
+                   help="the request that first sees a publish builds its read state while the requests behind it "
+                        "wait (by default each part of it is built between requests, answering from the current "
+                        "snapshot meanwhile with what the new one still publishes)")
     p.set_defaults(func=cmd_serve)
     return p
 
@@ -60,7 +61,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise CliError("--workers must be at least 1")
     settings = {k: getattr(args, k) for k in ("workspace", "lance_uri", "users_file", "groups_header", "user_header",
-                                              "reader", "swap_in_background")}
+                                              "reader", "build_on_request")}
     if args.workers == 1:
         app, label = build_app(settings)
         _announce(args, label)
@@ -102,8 +103,7 @@ def build_app(settings: dict, warm: bool = True):
 
     identity = Identity(load_users(settings["users_file"]) if settings["users_file"] else {},
                         settings["groups_header"], settings["user_header"])
-    workspace = Workspace(settings["workspace"], lance_uri=settings["lance_uri"],
-                          swap_in_background=settings["swap_in_background"] and warm)
+    workspace = Workspace(settings["workspace"], lance_uri=settings["lance_uri"])
     try:
         model = chat_model(settings["reader"])
     except LLMError as err:
@@ -111,4 +111,5 @@ def build_app(settings: dict, warm: bool = True):
     if warm:
         workspace.embedder.encode_query("warm up")  # load the model before the first request, not during it
         workspace.snapshot().warm()
-    return create_app(workspace, identity, model, settings["reader"]), workspace.snapshot().label
+    return (create_app(workspace, identity, model, settings["reader"], settings["build_on_request"]),
+            workspace.snapshot().label)

@@ -79,8 +79,10 @@ class RetrieveRequest(BaseModel):
     as_of: Optional[str] = Field(None, description="ISO timestamp (UTC unless it has an offset) or publish:N")
 
 
-def create_app(workspace: Workspace, identity: Identity, model=None, reader: str = "extractive") -> FastAPI:
-    """The service: POST /retrieve and /ask (the CLI's JSON shapes), GET /healthz."""
+def create_app(workspace: Workspace, identity: Identity, model=None, reader: str = "extractive",
+               build_on_request: bool = False) -> FastAPI:
+    """The service: POST /retrieve and /ask (the CLI's JSON shapes), GET /healthz; a publish's read state is built
+    between requests (or, with `build_on_request`, by the request that first sees the publish)."""
     app = FastAPI(title="longunit-rag", summary="LongRAG, short-chunk and ELITE retrieval over a published workspace",
                   version="0.1.0")
 
@@ -114,6 +116,10 @@ def create_app(workspace: Workspace, identity: Identity, model=None, reader: str
     # queue; first come, first served finishes the first first. Waiting requests cost a queued call, not a thread,
     # and /healthz stays on the thread pool beside them.
     compute = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-retrieve")
+    if not build_on_request:
+        # Each part of a publish's read state (members, vectors, BM25, ...) waits in this queue like a request, so no
+        # request waits for more than one part; a thread beside it shared the GIL and slowed every request instead.
+        workspace.build_between(compute.submit)
 
     async def in_order(call, *args):
         return await asyncio.get_running_loop().run_in_executor(compute, partial(call, *args))
@@ -144,15 +150,16 @@ def create_app(workspace: Workspace, identity: Identity, model=None, reader: str
             raise HTTPException(502, str(err).splitlines()[0]) from None
         return FastJSON({"answer": reply.to_json(), "retrieval": result.to_json()})
 
-    @app.get("/healthz", summary="Liveness and the snapshot being served")
+    @app.get("/healthz", summary="Liveness and the snapshot being served (and the one being built, if any)")
     def healthz() -> dict:
         try:
-            parts = workspace.snapshot().parts
+            snap, building = workspace.serving()  # a publish seen here starts its build, as a request's would
         except WorkspaceError as err:
             raise HTTPException(503, str(err)) from None
         served = {key or "workspace": {"snapshot": i.seq, "publish_id": i.publish_id, "lance_version": i.lance_version,
-                                       "published_at": i.created_at} for key, i in parts.items()}
-        return {"status": "ok", "reader": reader, **(served["workspace"] if "" in parts else {"partitions": served})}
+                                       "published_at": i.created_at} for key, i in snap.parts.items()}
+        return {"status": "ok", "reader": reader, **(served["workspace"] if "" in snap.parts else {"partitions": served}),
+                **({"building": building.label} if building is not None else {})}
 
     return app
 

@@ -10,16 +10,17 @@ import logging
 import threading
 import weakref
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from rag.answer.llm import ChatModel
 from rag.models.tokens import TokenCounter, default_counter
 from rag.query.methods import MAX_QUESTION_CHARS, METHODS, method
 from rag.retrieval.callers import Caller
 from rag.retrieval.context import RetrievalResult
-from rag.retrieval.read_state import SharedCache, Snapshot
+from rag.retrieval.read_state import WARM_PARTS, SharedCache, Snapshot
 from rag.retrieval.request import Request, Tools
 from rag.sources.partitions import PARTITIONS_DIR, Store, is_partitioned, published_stores
 from rag.store import doc_partitions
@@ -73,7 +74,7 @@ class _Serialised:
 
 class Workspace:
     def __init__(self, root: str | Path, *, lance_uri: str | None = None, embedder=None,
-                 counter: TokenCounter | None = None, swap_in_background: bool = False):
+                 counter: TokenCounter | None = None):
         self.root = Path(root)
         if self.root.exists() and not self.root.is_dir():
             raise WorkspaceError(f"{self.root}: is a file, not a workspace folder")
@@ -84,11 +85,10 @@ class Workspace:
         self._snapshot: Snapshot | None = None
         self._stamp: tuple | None = None
         self._lock = threading.Lock()
-        # A server keeps answering from the current snapshot while the next one's read state is built beside it.
-        self._background, self._building = swap_in_background, None
+        self._between: Callable[[Callable[[], None]], object] | None = None
+        self._next: _Transition | None = None
+        self._advancing = False
         self.snapshot()  # fail now, with one line, if nothing was published here
-        if swap_in_background:
-            self._snapshot.warm()
 
     @property
     def embedder(self):
@@ -104,37 +104,55 @@ class Workspace:
         self._embedder = _Serialised(embedder)
 
     def snapshot(self) -> Snapshot:
-        """The newest published snapshot; reopened only when the pointer changed since the last call."""
+        """The newest published snapshot whose read state is in; reopened only when the pointer changed since the
+        last call (while a server builds the next one between requests, the one it answers from)."""
         stamp = self._stamp_now()
-        if self._snapshot is not None and stamp == self._stamp:
-            return self._snapshot
-        if self._background and self._snapshot is not None:
-            self._build_beside(stamp)
+        if self._snapshot is not None and (stamp == self._stamp or self._between is not None):
             return self._snapshot
         with self._lock:
             if self._snapshot is None or stamp != self._stamp:
                 self._snapshot, self._stamp = self._open(), stamp
             return self._snapshot
 
-    def _build_beside(self, stamp: tuple | None) -> None:
-        """Open and warm the newest snapshot in a thread of its own, then swap it in (one build per pointer)."""
-        with self._lock:
-            if self._building == stamp:
-                return
-            self._building = stamp
-        threading.Thread(target=self._swap_in, args=(stamp,), name="rag-read-state", daemon=True).start()
+    def build_between(self, schedule: Callable[[Callable[[], None]], object]) -> None:
+        """Build each publish's read state a part at a time through `schedule` (a server's retrieval queue, so each
+        part waits its turn behind the requests already queued), answering from the current one meanwhile."""
+        self._between = schedule
 
-    def _swap_in(self, stamp: tuple | None) -> None:
+    def serving(self) -> tuple[Snapshot, Snapshot | None]:
+        """The snapshot to answer from, and the newest published one when its read state is still being built."""
+        if self._between is None:
+            return self.snapshot(), None
+        stamp = self._stamp_now()
+        with self._lock:
+            if stamp == self._stamp:
+                return self._snapshot, None
+            if self._next is None or self._next.stamp != stamp:
+                self._next = _Transition(stamp, self._open(), list(WARM_PARTS))
+            if not self._advancing:
+                self._advancing = True
+                self._between(self._advance)
+            return self._snapshot, self._next.snapshot
+
+    def _advance(self) -> None:
+        """Build the next part of the newest snapshot's read state, then queue the rest; swap it in once built."""
+        with self._lock:
+            step = self._next
         try:
-            snapshot = self._open()
-            snapshot.warm()
-        except Exception:  # keep serving the current snapshot; the next request tries again
+            if step is not None and step.parts:
+                step.snapshot.build(step.parts[0])
+                step.parts.pop(0)
+        except Exception:  # keep answering from the current snapshot; the next request opens the newest again
             log.exception("building the read state of %s failed", self.root)
             with self._lock:
-                self._building = None
-            return
+                self._next = None if self._next is step else self._next
         with self._lock:
-            self._snapshot, self._stamp, self._building = snapshot, stamp, None
+            if self._next is not None and self._next is step and not step.parts:
+                self._snapshot, self._stamp, self._next = step.snapshot, step.stamp, None
+            if self._next is None:
+                self._advancing = False
+            else:
+                self._between(self._advance)
 
     def _stamp_now(self) -> tuple | None:
         pull(self.root)  # publishes made on another machine ($RAG_SNAPSHOT_URI), if any
@@ -196,20 +214,26 @@ class Workspace:
         if as_of is not None and not spec.as_of:
             raise ValueError(f"as-of reads are not supported by {spec.name}; use "
                              f"{', '.join(n for n, m in METHODS.items() if m.as_of)}")
-        snap, tools = self.snapshot(), tools or Tools(self.embedder, self.counter)
+        (snap, newest), tools = self.serving(), tools or Tools(self.embedder, self.counter)
+        if as_of is not None and newest is not None:  # the past as the newest publish records it; built as read
+            snap, newest = newest, None
         if spec.uses_index and getattr(tools.embedder, "name", snap.embedder_name) != snap.embedder_name:
             # minilm and minilm-int8 share a dimension, so no shape check would catch the mix
             raise ValueError(f"questions embedded with {tools.embedder.name} cannot be compared with the index's "
                              f"{snap.embedder_name} vectors; embed them with the workspace's embedder")
-        return spec.at_budgets(snap, Request(caller, question, max(budgets), as_of, model), tools, tuple(budgets))
+        results = spec.at_budgets(snap, Request(caller, question, max(budgets), as_of, model), tools, tuple(budgets))
+        if newest is None:
+            return results
+        return [(still_published(result, newest, caller.groups), seconds) for result, seconds in results]
 
     def resolve_as_of(self, value: str | None) -> datetime | None:
         """`publish:N` or an ISO timestamp (UTC unless it carries an offset) as a naive UTC datetime."""
         if not value:
             return None
         if value.startswith("publish:"):
+            snap, newest = self.serving()
             try:
-                return self.snapshot().catalog.publish_finished(int(value.split(":", 1)[1]))
+                return (newest or snap).catalog.publish_finished(int(value.split(":", 1)[1]))
             except ValueError:
                 raise ValueError(f"--as-of {value}: expected publish:N with a number N") from None
         try:
@@ -222,6 +246,24 @@ class Workspace:
         if self._snapshot is not None:
             self._snapshot.close()
             self._snapshot = None
+
+
+@dataclass
+class _Transition:
+    """A published snapshot whose read state a server is building between requests: the parts left to build."""
+
+    stamp: tuple | None
+    snapshot: Snapshot
+    parts: list[str]
+
+
+def still_published(result: RetrievalResult, newest: Snapshot, groups: frozenset[str]) -> RetrievalResult:
+    """The result without what the newest snapshot no longer publishes to these groups: a deleted document, a
+    superseded version, a revoked ACL (rule 3: hidden from the next query, whatever state answered it)."""
+    versions = newest.published
+    kept = [i for i in result.items if i.doc_id in versions and versions[i.doc_id].version == i.doc_version
+            and not groups.isdisjoint(versions[i.doc_id].acl)]
+    return result if len(kept) == len(result.items) else replace(result, items=kept)
 
 
 def _partition_catalogs(root: Path) -> tuple[list[Store], dict[str, SnapshotInfo], UnionCatalog]:

@@ -21,8 +21,6 @@ from rag.retrieval.lexical import LexicalIndex, lexical_index
 from rag.retrieval.members import MemberTable, member_table
 from rag.retrieval.unit_ranking import UnitCodes, unit_codes
 from rag.retrieval.vectors import VectorState, load_state, union
-
-PAST_STATES_KEPT = 4  # past table versions whose in-memory vectors are kept for as-of reads
 from rag.store.catalog import Catalog
 from rag.store.index import SubchunkIndex
 from rag.store.index_union import IndexUnion
@@ -30,6 +28,10 @@ from rag.store.row_units import Membership, place
 from rag.store.rows import CurrentVersion, MemberRow
 from rag.store.snapshot_files import SnapshotInfo
 from rag.store.union_catalog import UnionCatalog
+
+PAST_STATES_KEPT = 4  # past table versions whose in-memory vectors are kept for as-of reads
+# What a query reads from memory, each built once per snapshot, in the order they depend on one another.
+WARM_PARTS = ("current", "member_table", "vectors", "code_rows", "unit_codes", "lexical")
 
 
 @dataclass
@@ -95,14 +97,14 @@ class CurrentState:
         return frozenset(self.versions.keys() - self.unit_of.keys())
 
 
-def current_state(catalog: Catalog) -> CurrentState:
+def current_state(catalog: Catalog, versions: dict[str, CurrentVersion] | None = None) -> CurrentState:
     members: dict[str, list[MemberRow]] = {}
     unit_of: dict[str, str] = {}
     for row in catalog.current_members():
         members.setdefault(row.unit_key, []).append(row)
         if row.doc_id not in unit_of or row.unit_key < unit_of[row.doc_id]:
             unit_of[row.doc_id] = row.unit_key
-    versions = catalog.current_versions()
+    versions = catalog.current_versions() if versions is None else versions
     hashes = {(v.doc_id, v.version): v.content_hash for v in versions.values()}
     return CurrentState(members, unit_of, versions, hashes)
 
@@ -158,9 +160,16 @@ class Snapshot:
         return f"{len(self.parts)} partitions (" + ", ".join(f"{k}: {i.seq}" for k, i in self.parts.items()) + ")"
 
     @cached_property
+    def published(self) -> dict[str, CurrentVersion]:
+        """doc_id → its current version and ACL, what a query may return: one catalog read, before the members."""
+        if isinstance(self.catalog, UnionCatalog):
+            return self.current.versions  # without the documents two partitions claim
+        return self.catalog.current_versions()
+
+    @cached_property
     def current(self) -> CurrentState:
         if not isinstance(self.catalog, UnionCatalog):
-            return current_state(self.catalog)
+            return current_state(self.catalog, self.published)
         # A partition's snapshot never changes, so its state is read once per process; only changed ones are.
         states = []
         for key, info in self.parts.items():
@@ -301,8 +310,12 @@ class Snapshot:
 
     def warm(self) -> None:
         """Build everything a query reads from memory (members, ACLs, vectors, BM25) now, not in a query."""
-        for name in ("current", "member_table", "vectors", "code_rows", "unit_codes", "lexical"):
-            getattr(self, name)  # cached properties: built once per snapshot
+        for name in WARM_PARTS:
+            self.build(name)
+
+    def build(self, part: str) -> None:
+        """Build one part of the read state (one of WARM_PARTS) now, if not built yet."""
+        getattr(self, part)  # cached properties: built once per snapshot
 
     def _membership(self, part: str, index: SubchunkIndex, as_of: datetime | None = None) -> Membership | None:
         """The unit membership that places a partition's index rows in this snapshot (or as of a time); None for a

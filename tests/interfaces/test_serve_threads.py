@@ -17,7 +17,7 @@ def test_a_serve_worker_limits_blas_to_one_thread(published_sample):
     try:
         assert blas_threads() == {2}
         build_app({"workspace": str(Path(catalog.path).parent), "lance_uri": None, "users_file": None,
-                   "groups_header": None, "user_header": None, "swap_in_background": False,
+                   "groups_header": None, "user_header": None, "build_on_request": False,
                    "reader": "extractive"}, warm=False)
         assert blas_threads() == {1}
     finally:

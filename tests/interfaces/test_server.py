@@ -150,7 +150,7 @@ def assert_readable_only(reader: Workspace, groups, budget: int, r: httpx.Respon
             assert texts[(item["doc_id"], item["doc_version"])][1][start:end] in item["text"]
 
 
-def test_a_deletion_is_hidden_at_once_and_a_publish_is_seen_by_the_next_request(served):
+def test_a_deletion_is_hidden_at_once_and_a_publish_is_served_once_its_read_state_is_built(served):
     question, before = "Which error code means the gateway cache is full?", served["client"].get("/healthz").json()
     ids = lambda: {i["doc_id"] for i in post(served, "/retrieve", question=question, user="u-support").json()["items"]}  # noqa: E731
     assert "error-codes-reference" in ids()
@@ -160,8 +160,12 @@ def test_a_deletion_is_hidden_at_once_and_a_publish_is_seen_by_the_next_request(
     catalog.close()
     assert "error-codes-reference" not in ids()
     run_ingest(IngestSettings(workspace=str(served["ws"]), sources=[str(served["corpus"])]))
-    after = served["client"].get("/healthz").json()
+    after, deadline = served["client"].get("/healthz").json(), time.monotonic() + 60
+    while after["snapshot"] < before["snapshot"] + 2 and time.monotonic() < deadline:  # built between requests
+        time.sleep(0.2)
+        after = served["client"].get("/healthz").json()
     assert after["snapshot"] >= before["snapshot"] + 2 and after["publish_id"] > before["publish_id"]
+    assert "building" not in after
     assert "error-codes-reference" not in ids()
 
 

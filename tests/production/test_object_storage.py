@@ -4,6 +4,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 import yaml
@@ -50,6 +51,10 @@ def test_an_ingest_writes_the_index_to_the_bucket_and_retrieve_and_serve_read_it
         assert "error-codes-reference" in {i["doc_id"] for i in ask(codes)["items"]}
         (corpus / "operations" / "error-codes.md").unlink()
         run_ingest(IngestSettings(workspace=ws, sources=[corpus], lance_uri=uri))
+        assert "error-codes-reference" not in {i["doc_id"] for i in ask(codes)["items"]}  # at once, filtered
+        deadline = time.monotonic() + 60  # the new read state is built between requests, then swapped in
+        while client.get("/healthz").json()["publish_id"] <= before["publish_id"] and time.monotonic() < deadline:
+            time.sleep(0.2)
         assert client.get("/healthz").json()["publish_id"] > before["publish_id"]
         assert "error-codes-reference" not in {i["doc_id"] for i in ask(codes)["items"]}
         assert SubchunkIndex.reader(uri, None).version > index.version

@@ -146,3 +146,34 @@ def test_a_new_version_recorded_but_not_yet_indexed_is_served_instead_of_nothing
     cache = [i for i in result.items if i.doc_id == "edge-offline-cache"]
     assert [i.doc_version for i in cache] == ["2027"] and "9 days" in cache[0].text
     assert "7 days" not in result.context()
+
+
+@pytest.mark.slow
+def test_a_server_building_a_publish_between_requests_hides_deletions_and_revocations_at_once(tmp_path, corpus,
+                                                                                              embedder):
+    ws = tmp_path / "ws"
+    run_ingest(IngestSettings(workspace=str(ws), sources=[str(corpus)]))
+    reader, queued = Workspace(ws, embedder=embedder), []
+    reader.build_between(queued.append)  # a server's retrieval queue, here run by hand
+    support, before = Caller(frozenset({"support"})), reader.snapshot().info.seq
+    questions = {"edge-offline-cache": QUESTIONS[0], "error-codes-reference": QUESTIONS[1]}
+    for doc_id, question in questions.items():
+        assert doc_id in {i.doc_id for i in reader.retrieve("longrag", support, question, 2000).items}
+    for p in corpus.rglob("offline-cache.*.md"):
+        p.unlink()
+    codes = corpus / "operations" / "error-codes.md"
+    codes.write_text(codes.read_text().replace("acl: [field-engineering, support, partners]", "acl: [partners]", 1))
+    writer = Catalog(ws / "catalog.duckdb")
+    publish_documents(writer, IngestSettings(sources=[str(corpus)]))  # the documents step only
+    writer.close()
+    for method in ("longrag", "shortchunk", "elite"):
+        for doc_id, question in questions.items():
+            assert doc_id not in {i.doc_id for i in reader.retrieve(method, support, question, 2000).items}
+    assert reader.snapshot().info.seq == before and queued  # answered from the old read state, filtered
+    while queued:
+        queued.pop(0)()
+    assert reader.snapshot().info.seq == before + 1
+    for doc_id, question in questions.items():
+        assert doc_id not in {i.doc_id for i in reader.retrieve("longrag", support, question, 2000).items}
+    partner = Caller(frozenset({"partners"}))
+    assert "error-codes-reference" in {i.doc_id for i in reader.retrieve("longrag", partner, QUESTIONS[1], 2000).items}
