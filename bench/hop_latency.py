@@ -1,7 +1,8 @@
 """Latency of each added hop: LongRAG with 1 hop, 2 hops of one and two seeds (the default), 3 hops, the hybrid
 and short chunks, side by side in one run, each broken down into embedding, search, ranking and packing.
 
-Warm (every question asked once untimed), one embedding thread, the methods' registered retrieve functions at one
+Warm (every question asked once untimed), one embedding thread, `--repeats K` times per question (each part's
+least of the K kept: a loaded machine only ever adds time), the methods' registered retrieve functions at one
 budget, methods interleaved question by question so load from other jobs hits them alike. Prints p50/p95 ms
 per variant, the median parts and the added cost of each hop; writes bench/results/hop-latency[-TAG].json.
 `RAG_BENCH_CODE=DIR` runs another checkout's code (e.g. the commit before a change, in a git worktree) on the
@@ -102,6 +103,8 @@ def main() -> None:
     p.add_argument("--variants", default=";".join(SPECS), help="variants separated by ';' (bench/multihop.py's)")
     p.add_argument("--clock", choices=list(CLOCKS), default="wall",
                    help="wall time, or the process's CPU time (for a machine other jobs load)")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="time each question this many times and keep each part's least (a loaded machine's noise)")
     args = p.parse_args()
     global clock
     clock = CLOCKS[args.clock]
@@ -125,16 +128,21 @@ def main() -> None:
     split: dict[str, list[dict]] = {v.name: [] for v in variants}
     for q in questions:
         for v in variants:
-            parts.reset()
-            start = clock()
-            call(v, snap, embedder, counter, q.question, args.budget)
-            ms[v.name].append((clock() - start) * 1000)
-            split[v.name].append({k: s * 1000 for k, s in parts.reset().items()})
-            split[v.name][-1]["rank"] = ms[v.name][-1] - sum(split[v.name][-1].values())
+            runs = []
+            for _ in range(args.repeats):
+                parts.reset()
+                start = clock()
+                call(v, snap, embedder, counter, q.question, args.budget)
+                total, run = (clock() - start) * 1000, {k: s * 1000 for k, s in parts.reset().items()}
+                runs.append({**run, "rank": total - sum(run.values()), "total": total})
+            least = {k: min(r[k] for r in runs) for k in runs[0]}  # other jobs only ever add time
+            ms[v.name].append(least.pop("total"))
+            split[v.name].append(least)
     code = os.environ.get("RAG_BENCH_CODE", str(REPO))
     figures = {"command": "python bench/hop_latency.py " + " ".join(sys.argv[1:]), "benchmark": args.benchmark,
                "code": code, "commit": _commit(code), "subchunks": snap.index.count(),
                "questions": len(questions), "budget": args.budget, "clock": args.clock, "embedder": args.embedder,
+               "repeats": args.repeats,
                "load_average": os.getloadavg(),
                "latency_ms": {n: {"p50": round(float(np.percentile(v, 50)), 1),
                                   "p95": round(float(np.percentile(v, 95)), 1)} for n, v in ms.items()},

@@ -4,8 +4,9 @@ The read path's floor: a two-hop LongRAG question runs the graph once for the qu
 queries (a batch of `hop_seeds`), so its embedding costs at least the first row's figure at the question's length
 plus the batch's at theirs. One thread (as `rag serve` runs), CPU seconds of the process (robust on a shared
 machine). `--levels` measures the minilm graph under other ONNX Runtime graph optimisation levels and `--threads`
-under more intra-op threads (the embedder's own session is ORT_ENABLE_ALL, one thread). Writes
-bench/results/query-embedding[-TAG].json.
+under more intra-op threads (the embedder's own session is ORT_ENABLE_ALL, one thread). It also times the floor of a
+graph run's fixed part: one pass over as many float32 bytes as the six layers' weights (a matrix-vector product,
+one thread), which every run reads whatever its length. Writes bench/results/query-embedding[-TAG].json.
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: the weights pass runs on one thread, as a query
+import numpy as np  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -76,8 +78,21 @@ def main() -> None:
             rows.append([label, n, *(cells[b] for b in batches)])
             print(label, n, cells, flush=True)
         embedder.session = own
+    figures["weights_pass_cpu_ms"] = weights_pass_ms(args.repeats)
     write_results(figures, "query-embedding", args.tag)
     print(markdown_table(["embedder", "tokens", *(f"batch {b} CPU ms" for b in batches)], rows))
+    print(f"one pass over the layers' {LAYER_WEIGHTS * 4 / 1e6:.1f} MB of float32 weights: "
+          f"{figures['weights_pass_cpu_ms']} CPU ms")
+
+
+LAYER_WEIGHTS = 6 * (4 * 384 * 384 + 2 * 384 * 1536)  # all-MiniLM-L6-v2's six layers: Q, K, V, output, two FFN
+
+
+def weights_pass_ms(repeats: int) -> float:
+    """Median CPU ms of a matrix-vector product over a float32 matrix of the layers' weight count (one thread)."""
+    matrix = np.random.default_rng(0).standard_normal((LAYER_WEIGHTS // 384, 384), dtype=np.float32)
+    vector = np.ones(384, dtype=np.float32)
+    return cpu_ms(lambda v: matrix @ v, vector, repeats)
 
 
 def sessions(levels: str, threads: str):

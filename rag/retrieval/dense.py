@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import repeat
 from typing import NamedTuple
 
 import numpy as np
@@ -119,13 +120,18 @@ class MemberHits:
         return len(self.codes)
 
     def get(self, key: tuple[str, str, int], default: Hit | None = None) -> Hit | None:
-        code = self.state.code_of.get(key)
-        at = int(np.searchsorted(self.codes, code)) if code is not None else len(self.codes)
-        if at == len(self.codes) or self.codes[at] != code:
-            return default
-        s, row = self.state, int(self.rows[at])
-        return Hit(s.unit_keys[row], s.doc_ids[row], int(s.parts[row]), int(s.starts[row]), int(s.ends[row]),
-                   float(self.scores[at]))
+        found = self.get_many([key])[0]
+        return default if found is None else found
+
+    def get_many(self, keys: list[tuple[str, str, int]]) -> list[Hit | None]:
+        """get() of each key, with one search for all (a packed result asks for a dozen)."""
+        codes = np.fromiter(map(self.state.code_of.get, keys, repeat(-1)), dtype=np.int64, count=len(keys))
+        if not len(self.codes):
+            return [None] * len(keys)
+        at = np.minimum(np.searchsorted(self.codes, codes), len(self.codes) - 1)
+        s, rows, scores = self.state, self.rows[at].tolist(), self.scores[at].tolist()
+        return [Hit(s.unit_keys[row], s.doc_ids[row], int(s.parts[row]), int(s.starts[row]), int(s.ends[row]), score)
+                if hit else None for hit, row, score in zip((self.codes[at] == codes).tolist(), rows, scores)]
 
 
 def maxp(hits: list[Hit]) -> dict[str, float]:

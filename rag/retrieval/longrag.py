@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from itertools import repeat
 
 import numpy as np
 
@@ -236,10 +237,9 @@ def _own_scores(snap: Snapshot, table: MemberTable, own: Own, rows: np.ndarray, 
 
 def _lexical_scores(table: MemberTable, lexical: dict[str, float], rows: np.ndarray) -> np.ndarray:
     """Each row's document's scaled BM25 score (0 without one)."""
-    codes = table.doc_code_of
-    found = [(c, s) for d, s in lexical.items() if (c := codes.get(d)) is not None]
-    docs, scores = np.array(found, dtype=np.float64).reshape(-1, 2).T
-    return at_keys(docs.astype(np.int64), scores, table.doc_codes[rows], 0.0)
+    docs = np.fromiter(map(table.doc_code_of.get, lexical, repeat(-1)), dtype=np.int64, count=len(lexical))
+    scores = np.fromiter(lexical.values(), dtype=np.float64, count=len(lexical))
+    return at_keys(docs[docs >= 0], scores[docs >= 0], table.doc_codes[rows], 0.0)
 
 
 def _floor(hits: list[Hit]) -> float:
@@ -297,17 +297,18 @@ def _with_unindexed(snap: Snapshot, caller: Caller, counter: TokenCounter, candi
     return sorted([*candidates, *extra], key=lambda item: -item.score)
 
 
-def _with_text(snap: Snapshot, items: list[Entry], own: dict[tuple[str, str, int], Hit]) -> list[ContextItem]:
+def _with_text(snap: Snapshot, items: list[Entry], own: Own) -> list[ContextItem]:
     """Render the packed members from the catalog: header, the member's range of the text, matched sub-chunk."""
     texts = snap.texts([(i.doc_id, i.doc_version) for i in items])
+    keys = [(i.unit_id, i.doc_id, i.part) for i in items]
+    hits = own.get_many(keys) if isinstance(own, MemberHits) else [own.get(k) for k in keys]
     out = []
-    for item in items:
+    for item, hit in zip(items, hits):
         if item.unit_id is None:  # an unindexed version, rendered whole already
             out.append(item)
             continue
         title, text = texts[(item.doc_id, item.doc_version)]
         (start, end), = item.ranges
-        hit = own.get((item.unit_id, item.doc_id, item.part))
         out.append(ContextItem(item.doc_id, item.doc_version, item.title,
                                render_member(title, item.doc_id, item.doc_version, text[start:end], item.part),
                                item.tokens, item.ranges, item.score, split_unit_key(item.unit_id)[0],

@@ -7,6 +7,7 @@ document code, where unit codes follow the keys' sorted order, so a tie on the c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 
@@ -19,7 +20,8 @@ class UnitCodes:
 
     unit_keys: list[str]                # sorted: a unit's code is its position
     row_pairs: np.ndarray               # per vector row, unit code × documents + document code
-    doc_of: dict[str, tuple[int, int]]  # doc_id → (its code, the pair of the unit holding its current version or -1)
+    doc_code: dict[str, int]            # doc_id → its code
+    doc_pair: dict[str, int]            # doc_id → the pair of the unit holding its current version (when one does)
     documents: int
 
 
@@ -34,8 +36,7 @@ def unit_codes(state: VectorState, unit_of: dict[str, str]) -> UnitCodes:
     documents = max(len(doc_code), 1)
     row_units = inverse[: len(state)].astype(np.int64)
     pairs = dict(zip(unit_of, (inverse[len(state):].astype(np.int64) * documents + lexical_docs).tolist()))
-    doc_of = {d: (c, pairs.get(d, -1)) for d, c in doc_code.items()}
-    return UnitCodes(keys.tolist(), row_units * documents + row_docs, doc_of, documents)
+    return UnitCodes(keys.tolist(), row_units * documents + row_docs, doc_code, pairs, documents)
 
 
 def rank_units(codes: UnitCodes, near: np.ndarray, scores: np.ndarray, lexical: dict[str, float], weight: float,
@@ -45,9 +46,9 @@ def rank_units(codes: UnitCodes, near: np.ndarray, scores: np.ndarray, lexical: 
     pair_of = codes.row_pairs[near]
     found = scores[near].astype(np.float64)
     floor = float(found.min()) if len(found) else 0.0
-    pairs, at = np.unique(pair_of, return_inverse=True)
-    best = np.full(len(pairs), -np.inf)
-    np.maximum.at(best, at.reshape(-1), found)
+    by_pair = np.lexsort((-found, pair_of))  # per pair, its best row first
+    first = by_pair[run_starts(pair_of[by_pair])]
+    pairs, best = pair_of[first], found[first]
     docs, held, lex = _lexical_codes(codes, lexical)
     dense = best + weight * at_keys(docs, lex, pairs % codes.documents, 0.0)
     extra = held[held >= 0]
@@ -64,9 +65,11 @@ def rank_units(codes: UnitCodes, near: np.ndarray, scores: np.ndarray, lexical: 
 def _lexical_codes(codes: UnitCodes, lexical: dict[str, float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The BM25 documents that have a code (every other has no row and no unit): their codes, their units' pairs
     (-1 without one) and their scores."""
-    known = [(*found, s) for d, s in lexical.items() if (found := codes.doc_of.get(d)) is not None]
-    docs, pairs, lex = np.array(known, dtype=np.float64).reshape(-1, 3).T
-    return docs.astype(np.int64), pairs.astype(np.int64), lex
+    n = len(lexical)
+    docs = np.fromiter(map(codes.doc_code.get, lexical, repeat(-1)), dtype=np.int64, count=n)
+    pairs = np.fromiter(map(codes.doc_pair.get, lexical, repeat(-1)), dtype=np.int64, count=n)
+    known = docs >= 0
+    return docs[known], pairs[known], np.fromiter(lexical.values(), dtype=np.float64, count=n)[known]
 
 
 def at_keys(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, missing: float) -> np.ndarray:

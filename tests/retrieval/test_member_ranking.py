@@ -115,6 +115,11 @@ def test_a_members_best_hit_is_its_first_among_equal_scores_as_the_loop_keeps_it
         assert _as_dict(dense.best_per_member(rows), expected) == expected
     assert dense.best_per_member(np.array([1, 0], dtype=np.int64)).get(("u@1", "a", 0)) == Hit("u@1", "a", 0, 10, 20,
                                                                                                 1.0)
+    found, keys = dense.best_per_member(np.array([3, 0], dtype=np.int64)), [("u@1", "b", 0), ("u@1", "x", 0),
+                                                                          ("u@1", "a", 0), ("v@1", "a", 0)]
+    assert found.get_many(keys) == [found.get(k) for k in keys] == [Hit("u@1", "b", 0, 0, 5, 1.0), None,
+                                                                    Hit("u@1", "a", 0, 0, 10, 1.0), None]
+    assert dense.best_per_member(np.zeros(0, dtype=np.int64)).get_many(keys) == [None] * 4
 
 
 def _as_dict(found, expected: dict) -> dict:
