@@ -46,8 +46,9 @@ READ_TABLES: dict[str, tuple[str, ...]] = {
 # (Catalog._drop_published_history), so the read state is the one place as-of reads and history find them.
 HISTORY_HELD_HERE = ("units", "unit_members")
 # Columns only the writer reads (reconciling sources, planning, re-staging units): not published, so a version's
-# row in the read state is its identity, title, ACL, collection, source path, text hash and validity.
-WRITER_ONLY: dict[str, tuple[str, ...]] = {"documents": ("meta_hash", "links", "source"), "units": ("content_hash",)}
+# row in the read state is its identity, title, ACL, links (other partitions plan with them), collection, source
+# path, text hash and validity.
+WRITER_ONLY: dict[str, tuple[str, ...]] = {"documents": ("meta_hash", "source"), "units": ("content_hash",)}
 
 
 def snapshots_kept() -> int:
