@@ -28,6 +28,7 @@ The corpora are read from --benchmarks, else $RAG_BENCHMARKS, else the slices bu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -526,6 +527,8 @@ def main() -> None:
     parser.add_argument("--deleted-share", type=float, default=None,
                         help="the index rewrites a fragment once this share of its rows is deleted (default: the code's)")
     parser.add_argument("--out", default=str(results_path("storage")))
+    parser.add_argument("--keep", metavar="DIR", help="build the workspaces in this new folder and keep them "
+                        "(for same_rankings.py or a look at their files)")
     parser.add_argument("--print", nargs="+", metavar="JSON",
                         help="print the tables of these result files, run nothing")
     add_benchmarks_option(parser)
@@ -544,7 +547,7 @@ def main() -> None:
     results: dict = {"code": CODE, "benchmarks": str(BENCHMARKS), "rounds": ROUNDS, "share": SHARE,
                      "deleted_share": getattr(index_module, "DELETED_SHARE", None), "corpora": {},
                      "command": "python " + " ".join(sys.argv)}
-    with tempfile.TemporaryDirectory() as tmp:
+    with contextlib.nullcontext(args.keep) if args.keep else tempfile.TemporaryDirectory() as tmp:
         for name in filter(None, args.corpora.split(",")):
             results["corpora"][name] = corpus(name, counter, Path(tmp))
         if args.publish_point:

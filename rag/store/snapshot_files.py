@@ -45,6 +45,10 @@ READ_TABLES: dict[str, tuple[str, ...]] = {
 # Tables whose published rows are never tombstoned: the writer drops the history rows it has published
 # (Catalog._drop_published_history), so the read state is the one place as-of reads and history find them.
 HISTORY_HELD_HERE = ("units", "unit_members")
+# Columns only the writer reads (reconciling sources, planning, re-staging units): not published, so a version's
+# row in the read state is its identity, title, ACL, links (other partitions plan with them), collection, source
+# path, text hash and validity.
+WRITER_ONLY: dict[str, tuple[str, ...]] = {"documents": ("meta_hash", "source"), "units": ("content_hash",)}
 
 
 def snapshots_kept() -> int:
@@ -142,12 +146,14 @@ def _publish_table(con, folder: Path, table: str, key: tuple[str, ...], segments
     """Append a segment of this table's changes (none if nothing changed); merge segments when there are many.
 
     Only keys and row hashes are compared (a hash aggregate, no sort); whole rows are read for the changes only.
+    A keyed table's segments hold no row hash: it is computed from the published rows, as from the catalog's.
     """
     key_cols = ", ".join(key) if key else "_h"
     files = [str(folder / f) for f in segments]
-    current = f"SELECT s.*, hash(s) AS _h FROM {table} s"
+    columns = _published_columns(con, table)
+    current = f"SELECT {', '.join(columns)}, {row_hash(columns)} AS _h FROM {table}"
     if files:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE _published AS {published_keys(files, key)}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _published AS {published_keys(con, files, key, columns)}")
         gone = "" if table in HISTORY_HELD_HERE else (
             f" UNION ALL BY NAME SELECT {', '.join('p.' + c for c in dict.fromkeys([*key, '_h']))}, true AS _gone "
             f"FROM _published p ANTI JOIN ({current}) c USING ({key_cols})")
@@ -158,32 +164,57 @@ def _publish_table(con, folder: Path, table: str, key: tuple[str, ...], segments
     (changed,), = con.execute("SELECT count(*) FROM _delta").fetchall()
     if changed or not files:  # a table's first segment is written even when empty: it carries the schema
         name = f"{seq:08d}-{table}.parquet"
-        write_parquet(con, f"SELECT *, {seq}::BIGINT AS _seq FROM _delta ORDER BY {key_cols}", folder / name)
+        write_parquet(con, f"SELECT {_stored(key)}, {seq}::BIGINT AS _seq FROM _delta ORDER BY {key_cols}",
+                      folder / name)
         segments = [*segments, name]
     con.execute("DROP TABLE IF EXISTS _published; DROP TABLE IF EXISTS _delta")
-    return _merge(con, folder, table, key_cols, segments, seq) if len(segments) > MAX_SEGMENTS else segments
+    return _merge(con, folder, table, key, segments, seq) if len(segments) > MAX_SEGMENTS else segments
 
 
-def published_keys(files: list[str], key: tuple[str, ...]) -> str:
+def _published_columns(con, table: str) -> dict[str, str]:
+    """Column → type of the table as readers get it: without its `WRITER_ONLY` columns (a segment from before
+    holds them too: read by name, they are ignored)."""
+    return dict(con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? AND schema_name = 'main' AND "
+        "NOT list_contains(?, column_name) ORDER BY column_index", [table, list(WRITER_ONLY.get(table, ()))]).fetchall())
+
+
+def row_hash(columns: dict[str, str], present: set[str] | None = None) -> str:
+    """SQL for a row's hash over these columns (a column not `present` in the rows read counts as NULL)."""
+    return "hash(struct_pack(" + ", ".join(
+        f'"{c}" := {c if present is None or c in present else "NULL"}::{t}' for c, t in columns.items()) + "))"
+
+
+def _stored(key: tuple[str, ...]) -> str:
+    """What a segment holds of a `_delta` row: all of it, without the row hash unless the hash is the key."""
+    return "*" if not key else "* EXCLUDE (_h)"
+
+
+def published_keys(con, files: list[str], key: tuple[str, ...], columns: dict[str, str]) -> str:
     """SQL for the key and row hash of every live row over these segments: the newest per key, not a tombstone."""
     listed = sql_files(files)
-    if len(files) == 1:  # a single segment (a table's first, or merged) holds one row per key
-        return f"SELECT {', '.join(dict.fromkeys([*key, '_h']))} FROM read_parquet([{listed}]) WHERE NOT _gone"
     if not key:
         return f"SELECT _h FROM read_parquet([{listed}]) GROUP BY _h HAVING NOT arg_max(_gone, _seq)"
     cols = ", ".join(key)
-    return (f"SELECT {cols}, arg_max(_h, _seq) AS _h FROM read_parquet([{listed}], union_by_name = true) "
+    rows = f"read_parquet([{listed}], union_by_name = true)"
+    present = {c for (c, *_) in con.execute(f"DESCRIBE SELECT * FROM {rows}").fetchall()}
+    if len(files) == 1:  # a single segment (a table's first, or merged) holds one row per key
+        return f"SELECT {cols}, {row_hash(columns, present)} AS _h FROM {rows} WHERE NOT _gone"
+    return (f"SELECT {cols}, arg_max({row_hash(columns, present)}, _seq) AS _h FROM {rows} "
             f"GROUP BY {cols} HAVING NOT arg_max(_gone, _seq)")
 
 
-def _merge(con, folder: Path, table: str, key_cols: str, segments: list[str], seq: int) -> list[str]:
+def _merge(con, folder: Path, table: str, key: tuple[str, ...], segments: list[str], seq: int) -> list[str]:
     """The segments after the base as one (tombstones kept), or all of them as one once they outweigh the base."""
+    key_cols = ", ".join(key) if key else "_h"
     sizes = [(folder / s).stat().st_size for s in segments]
     whole = sum(sizes[1:]) >= sizes[0]
     chosen = segments if whole else segments[1:]
     rows = newest_rows([str(folder / s) for s in chosen], key_cols)
     name = f"{seq:08d}-{table}-merged.parquet"
-    write_parquet(con, f"SELECT * FROM ({rows}) {'WHERE NOT _gone' if whole else ''} ORDER BY {key_cols}", folder / name)
+    kept = "*" if not key else "COLUMNS(lambda c: c != '_h')"  # a row hash of a segment from before
+    write_parquet(con, f"SELECT {kept} FROM ({rows}) {'WHERE NOT _gone' if whole else ''} ORDER BY {key_cols}",
+                  folder / name)
     return [name] if whole else [segments[0], name]
 
 
@@ -206,8 +237,8 @@ def load_read_state(con: duckdb.DuckDBPyConnection, manifest: Path, schema: str 
             con.execute(f"CREATE VIEW {schema}.texts AS {texts_query(files)}")
             continue
         name = "doc_rows" if table == "documents" else table
-        con.execute(f"CREATE TABLE {schema}.{name} AS SELECT * EXCLUDE (_h, _gone, _seq) FROM "
-                    f"({_newest_over_base(files, key)}) WHERE NOT _gone")
+        con.execute(f"CREATE TABLE {schema}.{name} AS SELECT COLUMNS(lambda c: c NOT IN ('_h', '_gone', '_seq')) "
+                    f"FROM ({_newest_over_base(files, key)}) WHERE NOT _gone")
     con.execute(f"CREATE VIEW {schema}.documents AS SELECT d.*, t.text FROM {schema}.doc_rows d "
                 f"LEFT JOIN {schema}.texts t ON t.content_hash = d.content_hash")
 
@@ -225,7 +256,10 @@ def _newest_over_base(files: list[str], key_cols: str) -> str:
 
 def write_parquet(con, query: str, dest: Path) -> None:
     tmp = dest.with_name(f".{dest.name}.tmp")
-    con.execute(f"COPY ({query}) TO '{quote(str(tmp))}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 8192)")
+    # zstd level 9, not DuckDB's default 3: the texts and segments are written once and kept; the extra compression
+    # CPU is a small share of a publish (bench/storage.py, session 38)
+    con.execute(f"COPY ({query}) TO '{quote(str(tmp))}' (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 9, "
+                "ROW_GROUP_SIZE 8192)")
     fsync(tmp)
     os.replace(tmp, dest)
 
