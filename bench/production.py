@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO))
 
 from bench import topology  # noqa: E402
 from bench.results_file import results_path, write_json  # noqa: E402
-from bench.run_timeline import Marks, children_cpu_s, cpu_by_child, cpu_s, timeline  # noqa: E402
+from bench.run_timeline import Marks, children_cpu_s, cpu_by_child, cpu_by_process, cpu_s, timeline  # noqa: E402
 from rag.text.tables import bytes_on_disk  # noqa: E402
 
 MOVED = ["maintenance-windows.md", "decommissioning.md", "diagnostics-bundle.md", "health-monitoring.md"]
@@ -177,14 +177,15 @@ def kill_mid_publish(instance, corpus: Path, daemon: subprocess.Popen, mark: Mar
     edit(corpus)
     mark("edited")
 
-    def publishing():
-        for r in ingest_runs(instance):
-            run = r.dagster_run
-            if (run.run_id not in known and run.tags.get("dagster/partition") == KILLED
-                    and run.status == dg.DagsterRunStatus.STARTED
-                    and "subchunk_index" in steps(instance, run.run_id, "STEP_START")):
-                return run
-    killed = wait_for("the sensor's run to start publishing", publishing, 900, daemon, every_s=0.2)
+    def started():
+        return next((r.dagster_run for r in ingest_runs(instance) if r.dagster_run.run_id not in known
+                     and r.dagster_run.tags.get("dagster/partition") == KILLED
+                     and r.dagster_run.status == dg.DagsterRunStatus.STARTED), None)
+    # Every second until the sensor's run has started (a sensor tick, the queue and a process start away), then
+    # five times a second on that run's steps alone: the kill must land while its index step publishes.
+    killed = wait_for("the sensor's run to start", started, 900, daemon)
+    wait_for("the sensor's run to start publishing",
+             lambda: "subchunk_index" in steps(instance, killed.run_id, "STEP_START"), 900, daemon, every_s=0.2)
     topology.kill_tree(run_pid(instance, killed.run_id), signal.SIGKILL)
     killed_at = time.monotonic()
     mark("killed")
@@ -274,7 +275,9 @@ def run(mode: str, root: Path, clients: int = 8, think_s: float = 0.0) -> dict:
     env = {**os.environ, "RAG_WORKSPACE": str(writer_ws), "RAG_SOURCES": str(corpus), "RAG_PARTITIONS": "collections",
            "DAGSTER_HOME": str(home), "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO),
            "RAG_BENCHMARKS": str(root / "no-benchmarks"),  # the evaluation sensor finds nothing to prepare
-           "RAG_SENSOR_INTERVAL_S": "5"}  # an edit is picked up within seconds, not half a minute
+           # An edit is picked up within seconds, not half a minute; the daemon's sensor loop wakes every 5 s, and
+           # evaluating every wake-up cost a code server call and a tick written to Postgres each time.
+           "RAG_SENSOR_INTERVAL_S": "10"}
     (root / "no-benchmarks").mkdir()
     with ExitStack() as stack:
         pg_url = None
@@ -283,7 +286,7 @@ def run(mode: str, root: Path, clients: int = 8, think_s: float = 0.0) -> dict:
             pg_url = stack.enter_context(topology.postgres_server())
             topology.create_bucket(s3, "rag-production")
             env |= s3 | {"RAG_LANCE_URI": "s3://rag-production/index", "RAG_SNAPSHOT_URI": "s3://rag-production/ws",
-                         "RAG_WRITER_LOCK_URL": pg_url, "RAG_SNAPSHOT_POLL_S": "0.5"}
+                         "RAG_WRITER_LOCK_URL": pg_url}  # the reader polls the bucket at its default, 1 s
             reader_ws = root / "reader" / "ws"  # another pod: nothing of the writers' folders
         else:
             reader_ws = writer_ws
@@ -327,7 +330,8 @@ def run(mode: str, root: Path, clients: int = 8, think_s: float = 0.0) -> dict:
             wait_for("every run", lambda: all(r.dagster_run.is_finished for r in ingest_runs(instance)), 1800, daemon)
             mark("every_run_finished")
             mark.cpu |= {"serve": cpu_s([server.pid]), "daemon_code_server_and_runs": cpu_s(
-                topology.process_tree(daemon.pid)), "by_child_process_tree": cpu_by_child()}
+                topology.process_tree(daemon.pid)), "by_child_process_tree": cpu_by_child(),
+                         "daemon_tree_by_process": cpu_by_process(topology.process_tree(daemon.pid))}
         mark("clients_stopped")
         partitions_served = sorted(httpx.get(f"{url}/healthz", timeout=10).json().get("partitions", {}) or [])
         everything, done, launched = ingest_runs(instance), runs(discovered), runs(twice_ids)

@@ -64,6 +64,22 @@ def cpu_by_child() -> dict[str, float]:
     return out
 
 
+def cpu_by_process(pids: list[int]) -> dict[str, dict[str, float]]:
+    """Each live process's own CPU seconds and those of the children it has reaped (a code server's finished runs),
+    keyed by its command's start and pid: where a process tree's CPU went."""
+    tick, out = os.sysconf("SC_CLK_TCK"), {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+        except (OSError, ValueError):
+            continue
+        name = " ".join(Path(a).name for a in argv[:4] if a)
+        out[f"{name} [{pid}]"] = {"own": round((int(fields[11]) + int(fields[12])) / tick, 1),
+                                  "reaped_children": round((int(fields[13]) + int(fields[14])) / tick, 1)}
+    return out
+
+
 def children_cpu_s() -> float:
     """CPU seconds of the child processes this process has waited for so far."""
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -117,7 +117,9 @@ def write_instance(home: Path, postgres_url: str | None) -> Path:
     if postgres_url:  # SQLAlchemy 2.1 defaults postgresql:// to psycopg 3; dagster-postgres brings psycopg2
         config["storage"] = {"postgres": {"postgres_url": postgres_url.replace("postgresql://",
                                                                                "postgresql+psycopg2://", 1)}}
-    config["run_coordinator"]["config"]["dequeue_interval_seconds"] = 1
+    # Test instances only: a freed slot is filled within 2 s, not Dagster's default 5 (a scenario's runs wait on it);
+    # 1 s doubled the queue's polling (two Postgres sessions and a daemon wake-up a second) for no shorter scenario.
+    config["run_coordinator"]["config"]["dequeue_interval_seconds"] = 2
     home.mkdir(parents=True, exist_ok=True)
     (home / "dagster.yaml").write_text(yaml.safe_dump(config))
     return home
