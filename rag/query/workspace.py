@@ -224,7 +224,7 @@ class Workspace:
         results = spec.at_budgets(snap, Request(caller, question, max(budgets), as_of, model), tools, tuple(budgets))
         if newest is None:
             return results
-        return [(still_published(result, newest, caller.groups), seconds) for result, seconds in results]
+        return [(still_published(result, newest, caller), seconds) for result, seconds in results]
 
     def resolve_as_of(self, value: str | None) -> datetime | None:
         """`publish:N` or an ISO timestamp (UTC unless it carries an offset) as a naive UTC datetime."""
@@ -257,12 +257,12 @@ class _Transition:
     parts: list[str]
 
 
-def still_published(result: RetrievalResult, newest: Snapshot, groups: frozenset[str]) -> RetrievalResult:
-    """The result without what the newest snapshot no longer publishes to these groups: a deleted document, a
+def still_published(result: RetrievalResult, newest: Snapshot, caller: Caller) -> RetrievalResult:
+    """The result without what the newest snapshot no longer publishes to the caller: a deleted document, a
     superseded version, a revoked ACL (rule 3: hidden from the next query, whatever state answered it)."""
     versions = newest.published
     kept = [i for i in result.items if i.doc_id in versions and versions[i.doc_id].version == i.doc_version
-            and not groups.isdisjoint(versions[i.doc_id].acl)]
+            and caller.may_read(versions[i.doc_id].acl)]
     return result if len(kept) == len(result.items) else replace(result, items=kept)
 
 
