@@ -15,7 +15,6 @@ from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_t
 from rag.retrieval.members import MemberTable, RankedRows, member_table, rows_by_unit
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
-from rag.retrieval.unit_packing import mates_wait
 from rag.retrieval.unit_ranking import at_keys, rank_units
 from rag.retrieval.vectors import first_seen_codes, run_starts
 from rag.store.rows import MemberRow
@@ -37,7 +36,6 @@ class LongRAGConfig:
     hop_seeds: int = 2            # documents of a hop's list that each seed a query of the next hop
     hop_names: int = 3            # names a "residual"/"names" query carries from its seed (the bridge candidates)
     hop_bridges: str = "order"    # which names: sentence order, "no-dates", "titles", "only-titles" (hop_queries)
-    unit_mates: str = "ranked"    # "wait": mates of a unit larger than the budget pack last (unit_packing)
 
 
 # The two weights add shares of a BM25 score and of a linked member's score to a cosine, so they belong to the
@@ -63,8 +61,6 @@ def configured(tools: Tools) -> LongRAGConfig:
 def pack_ranked(snap: Snapshot, ranked: Ranked, budget: int) -> RetrievalResult:
     """Pack the ranked members into the budget and render them: one ranking serves every budget."""
     items = ranked.items
-    if ranked.unit_mates == "wait" and isinstance(items, RankedRows):
-        items = mates_wait(items, budget)
     packed = items.packed(budget) if isinstance(items, RankedRows) else pack(items, budget)
     return RetrievalResult("longrag", budget, _with_text(snap, packed, ranked.own), dict(ranked.trace))
 
@@ -80,7 +76,6 @@ class Ranked:
     items: RankedRows | list[Entry]
     own: Own
     trace: dict
-    unit_mates: str = "ranked"  # LongRAGConfig.unit_mates: how packing treats the mates of a unit over the budget
 
 
 def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongRAGConfig) -> Ranked:
@@ -102,7 +97,7 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
         source = branches[0]
     merged = interleave(lists) if config.hop_merge == "interleave" else by_best_score(lists)
     return Ranked(merged, own, {"units_ranked": len(units), "subchunk_hits": hits,
-                                "queries": len(lists), "seeds": list(seeds)}, config.unit_mates)
+                                "queries": len(lists), "seeds": list(seeds)})
 
 
 def hop_rule(snap: Snapshot, groups: frozenset[str], config: LongRAGConfig) -> HopRule:
