@@ -3,6 +3,10 @@
 Gold documents are taken in the benchmark's order (MuSiQue's is its decomposition's, so position k is hop k+1).
 The ranked list is the budget-independent one that packing reads (`longrag_candidates`), on one half of the
 fixed tune/report split. Prints a table and writes bench/results/hop-ranks-<benchmark>-<half>-<variant>.json.
+
+With `--budget B`, where the misses at that budget are instead (bench/hop_misses.py): each gold document left out
+of an incomplete question's context is absent from every hop's list, passed over because it did not fit, or ranked
+below what B packs; and what the packed tokens are spent on. Writes hop-misses-<benchmark>-<half>-<variant>-<B>.json.
 """
 from __future__ import annotations
 
@@ -43,6 +47,8 @@ def main() -> None:
     p.add_argument("--benchmark", default="musique")
     p.add_argument("--half", choices=HALVES, default="tune")
     p.add_argument("--variant", default="longrag", help="a longrag variant as bench/multihop.py spells it")
+    p.add_argument("--budget", type=int, help="where the misses at this budget are (see above)")
+    p.add_argument("--tag", default="")
     add_benchmarks_option(p)
     args = p.parse_args()
     root = benchmarks_option(p, args)
@@ -55,6 +61,11 @@ def main() -> None:
     embedder = Embedder(threads=1)
     prepared = prepare(root / args.benchmark, REPO / ".rag" / "bench", "title-links", embedder)
     questions = split_halves(args.benchmark, load_questions(root / args.benchmark))[args.half]
+    if args.budget:
+        from bench.hop_misses import report
+
+        report(prepared, embedder, variant.config, questions, args)
+        return
     by_position = ranks(prepared.reader.snapshot(), embedder, prepared.reader.counter, variant.config, questions)
     prepared.close()
     rows, figures = [], {"command": "python bench/hop_ranks.py " + " ".join(sys.argv[1:]), "benchmark": args.benchmark,
