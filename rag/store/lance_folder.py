@@ -16,6 +16,10 @@ import pyarrow as pa
 
 from rag.store.object_store import is_object_uri
 
+# Lance copies a delete's predicate into the new version's manifest and its transaction file, both kept with the
+# version: a publish's delete of ~700 documents' rows by an IN list left ~30 KB a version (bench/storage.py).
+RECORDED_PREDICATE = 256
+
 
 class LanceTable:
     """One table, at its newest version unless checked out at another."""
@@ -44,7 +48,11 @@ class LanceTable:
         self._dataset = lance.write_dataset(data, self._dataset, mode=mode)
 
     def delete(self, where: str) -> None:
-        self._dataset.delete(where)
+        """Delete the rows `where` selects; a long predicate is not recorded (see `delete_unrecorded`)."""
+        if len(where) <= RECORDED_PREDICATE:
+            self._dataset.delete(where)
+        else:
+            self._dataset = delete_unrecorded(self._dataset, where)
 
     def drop_columns(self, columns: list[str]) -> None:
         self._dataset.drop_columns(columns)
@@ -103,3 +111,20 @@ class LanceFolder:
             lancedb.connect(self.uri).drop_table(name)
         else:
             shutil.rmtree(self._path(name))
+
+
+def delete_unrecorded(dataset: lance.LanceDataset, where: str) -> lance.LanceDataset:
+    """Delete the rows `where` selects, fragment by fragment, and commit one version that records a short note
+    instead of the predicate (only one writer commits, so nothing re-evaluates it); the newest version after."""
+    updated, emptied = [], []
+    for fragment in dataset.get_fragments():
+        after = fragment.delete(where)
+        if after is None:   # every row deleted
+            emptied.append(fragment.fragment_id)
+        elif after.deletion_file != fragment.metadata.deletion_file:
+            updated.append(after)
+    if not updated and not emptied:
+        return dataset
+    note = f"{len(where)}-character predicate, not recorded"
+    return lance.LanceDataset.commit(dataset, lance.LanceOperation.Delete(updated, emptied, note),
+                                     read_version=dataset.version)

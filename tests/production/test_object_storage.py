@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 import yaml
 from conftest import REPO, SAMPLES
@@ -13,7 +14,7 @@ from servers import s3_env, s3_server  # noqa: F401 (fixtures)
 from test_server import start_server
 
 from pipelines.ingest_run import run_ingest
-from rag.store.index import SubchunkIndex
+from rag.store.index import SubchunkIndex, SubchunkRow
 from rag.store.object_store import ObjectStore
 from rag.store.settings import IngestSettings
 from rag.store.storage import measure
@@ -61,3 +62,18 @@ def test_an_ingest_writes_the_index_to_the_bucket_and_retrieve_and_serve_read_it
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_delete_naming_many_documents_in_the_bucket_removes_their_rows_and_older_versions_keep_them(s3_env):
+    """A long delete predicate is applied fragment by fragment and committed without it (rag.store.lance_folder);
+    on object storage as on a local folder."""
+    index = SubchunkIndex(f"s3://{s3_env['bucket']}/index")
+    docs = [f"doc-{i:04d}-{'x' * 20}" for i in range(300)]
+    rows = [SubchunkRow(d, "1", 0, 0, 10, ("g",), "c", 0, 9, 5, f"hash-{d}") for d in docs]
+    for part in (rows[:150], rows[150:]):
+        index.add(part, np.eye(len(part), 384, dtype=np.float32) + 0.01)
+    before = index.version
+    live = {(r.doc_id, r.doc_version, r.part, r.member_start, r.member_end, r.acl, r.collection) for r in rows[:100]}
+    assert index.remove_stale(live)[0] == 200
+    assert index.member_keys() == live and index.count() == 100
+    assert SubchunkIndex.reader(index.uri, before).count() == 300

@@ -5,6 +5,7 @@ import duckdb
 import pytest
 
 from rag.store.catalog import Catalog
+from rag.store.catalog_file import GROWTH_SHARE, MIN_BLOCKS
 from rag.store.schema import SCHEMA
 from rag.store.snapshot_files import read_pointer
 from rag.store.writer_lock import WriterLock
@@ -18,10 +19,10 @@ def _keys(con) -> list:
                        "AND table_name IN ('documents', 'units')").fetchall()
 
 
-def _free_blocks(path) -> int:
+def _free_blocks(path, column: str = "free_blocks") -> int:
     con = duckdb.connect(str(path), read_only=True)
     try:
-        return con.execute("SELECT free_blocks FROM pragma_database_size()").fetchall()[0][0]
+        return con.execute(f"SELECT {column} FROM pragma_database_size()").fetchall()[0][0]
     finally:
         con.close()
 
@@ -98,3 +99,48 @@ def test_a_run_holding_the_workspace_lock_still_compacts_when_its_step_closes_th
         size = path.stat().st_size
         cat.close()
         assert path.stat().st_size < size / 2
+
+
+def _add_documents(cat: Catalog, start: int, n: int) -> None:
+    ids = [f"doc-{i:06d}" for i in range(start, start + n)]
+    cat.insert_documents({"doc_id": ids, "version": ["1"] * n, "title": [f"title of {d}" for d in ids],
+                          "text": [f"text {d}" for d in ids], "content_hash": [f"hash-{d}" for d in ids],
+                          "status": ["current"] * n})
+    cat.con.execute("CHECKPOINT")
+
+
+def _blocks(path) -> int:
+    return _free_blocks(path, "total_blocks")
+
+
+@pytest.mark.slow   # 60,000 documents written in 16 checkpoints: ~8 s
+def test_a_catalog_grown_by_a_fifth_since_its_last_copy_is_copied_at_close_and_one_grown_less_is_not(tmp_path):
+    """Checkpoints leave used blocks partly empty, which no free-block count shows; the copy packs them."""
+    path = tmp_path / "catalog.duckdb"
+    record = tmp_path / "catalog.duckdb.compacted"
+    cat = Catalog(path)
+    for start in range(0, 40_000, 4_000):   # written piecemeal, as runs write it
+        _add_documents(cat, start, 4_000)
+    grown_to = cat.rows("SELECT total_blocks FROM pragma_database_size()")[0][0]
+    assert grown_to >= MIN_BLOCKS and not record.exists()
+    cat.close()                             # never copied before: copied now
+    assert int(record.read_text()) == _blocks(path) < grown_to
+    copied = path.stat().st_ino
+
+    cat = Catalog(path)
+    _add_documents(cat, 40_000, 400)        # +1%: kept as it is
+    cat.close()
+    assert path.stat().st_ino == copied and int(record.read_text()) < _blocks(path)
+
+    cat = Catalog(path)
+    for start in range(50_000, 60_000, 2_000):
+        _add_documents(cat, start, 2_000)
+        cat.con.execute("UPDATE documents SET status = 'superseded' WHERE doc_id < ?", [f"doc-{start - 45_000:06d}"])
+        cat.con.execute("CHECKPOINT")
+    assert cat.rows("SELECT total_blocks FROM pragma_database_size()")[0][0] >= (1 + GROWTH_SHARE) * int(
+        record.read_text())
+    cat.close()
+    assert path.stat().st_ino != copied and int(record.read_text()) == _blocks(path)
+    cat = Catalog(path)
+    assert cat.rows("SELECT count(*), count(*) FILTER (status = 'superseded') FROM documents") == [(50_400, 13_000)]
+    cat.close()

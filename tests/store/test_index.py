@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from rag.retrieval.vectors import load_state
-from rag.store.index import CACHE_TABLE, TABLE, SubchunkIndex, SubchunkRow
+from rag.store.index import CACHE_TABLE, TABLE, SubchunkIndex, SubchunkRow, pairs_predicate
 
 
 def rows_for(doc: str, version: str, acl: tuple[str, ...], n: int) -> list[SubchunkRow]:
@@ -208,3 +208,27 @@ def test_an_older_table_loses_its_chunk_ids_and_its_old_versions_keep_them(tmp_p
     index.add(more, unit_vectors(2, 9))
     assert index.member_keys() == {key_of(rows), key_of(more)}
     assert SubchunkIndex.reader(index.uri, before).table.to_lance().to_table(columns=["chunk_id"]).num_rows == 3
+
+
+def test_a_delete_of_many_documents_keeps_its_long_predicate_out_of_the_versions_it_leaves(tmp_path):
+    """Lance would copy a delete's predicate into the new version's manifest and transaction file, kept with the
+    version for as-of reads; a publish's delete names every replaced document version."""
+    index = SubchunkIndex(tmp_path / "lance")
+    docs = [f"doc-{i:04d}-{'x' * 20}" for i in range(400)]
+    for part in (docs[:200], docs[200:]):   # two fragments: one loses rows, one loses all of them
+        index.add([r for d in part for r in rows_for(d, "1", ("g1",), 2)], unit_vectors(2 * len(part), 9))
+    index.ensure_indexes()
+    before = index.version
+    folder = tmp_path / "lance" / f"{TABLE}.lance"
+    listed = lambda sub: {p.name: p.stat().st_size for p in (folder / sub).iterdir()}  # noqa: E731
+    kept = listed("_versions"), listed("_transactions")
+    gone = docs[150:]
+    removed, _ = index.remove_stale({key_of(rows_for(d, "1", ("g1",), 2)) for d in docs[:150]})
+    assert removed == 2 * len(gone) and index.count() == 300
+    assert index.member_keys() == {key_of(rows_for(d, "1", ("g1",), 2)) for d in docs[:150]}
+    assert index.rows_of_docs([docs[0], docs[300]], [])[0].num_rows == 2   # the doc_id B-tree still serves
+    assert SubchunkIndex.reader(index.uri, before).count() == 800
+    predicate = pairs_predicate({(d, "1") for d in gone})
+    for sub, old in zip(("_versions", "_transactions"), kept):
+        added = {n: s for n, s in listed(sub).items() if n not in old}
+        assert len(added) == 1 and max(added.values()) < len(predicate) / 4
