@@ -21,7 +21,6 @@ REPO = Path(__file__).resolve().parent.parent
 CODE = Path(os.environ.get("RAG_BENCH_CODE", str(REPO)))
 sys.path.insert(0, str(REPO))
 from bench.results_file import write_results  # noqa: E402  (this checkout's results folder, whatever CODE is)
-from bench.serve_load import corpus  # noqa: E402
 
 sys.path.insert(0, str(CODE))
 
@@ -29,6 +28,9 @@ from pipelines.ingest_run import run_ingest  # noqa: E402
 from rag.query.workspace import Workspace  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402
 from rag.store.settings import IngestSettings  # noqa: E402
+
+READ_SIDE = Path(sys.modules["rag"].__file__).parent.parent  # the checkout whose rag/ runs: CODE's
+from bench.serve_load import corpus  # noqa: E402  (its own rag imports: READ_SIDE's, already loaded)
 
 STAGES = ("open", "current", "member_table", "vectors", "code_rows", "unit_codes", "lexical")
 
@@ -83,7 +85,7 @@ def main() -> None:
         print(f"{n} of {documents} documents revised: a running worker {running['total']['cpu_s']:.3f} CPU s "
               f"({running['total']['wall_s']:.3f} s wall); by stage (CPU s): "
               + ", ".join(f"{s} {running[s]['cpu_s']:.3f}" for s in STAGES), flush=True)
-    figures = {"first_build": first, "republishes": runs, "code": str(CODE), "load_average": os.getloadavg(),
+    figures = {"first_build": first, "republishes": runs, "code": str(READ_SIDE), "load_average": os.getloadavg(),
                "command": "python bench/read_state_rebuild.py " + " ".join(sys.argv[1:])}
     write_results(figures, "read-state-rebuild", args.tag)
     print(json.dumps(figures, indent=1))
