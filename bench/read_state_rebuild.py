@@ -5,7 +5,8 @@ document), warms a reader as a worker does, then re-publishes with a real ingest
 (documents given a new version), and times the new snapshot's read state in the same process (what a running
 worker pays, re-using what it holds) against the first, cold build. An ingest publishes twice (documents, then
 the index), so a worker serving through it builds twice; this times the second. `RAG_BENCH_CODE=DIR` times another
-checkout's read side on the same workspace. Writes bench/results/read-state-rebuild[-TAG].json.
+checkout's read side on the same workspace. `--benchmarks DIR` takes a larger HotpotQA (its own workspace, named by
+its size). Writes bench/results/read-state-rebuild[-TAG].json.
 """
 from __future__ import annotations
 
@@ -70,8 +71,11 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--tag", default="")
     args = p.parse_args()
-    root = REPO / ".rag" / "bench" / "read-state-rebuild"
-    src, _ = corpus(benchmarks_option(p, args) / "hotpotqa", root, args.seed)
+    docs = benchmarks_option(p, args) / "hotpotqa"
+    size = sum(1 for _ in (docs / "docs.jsonl").open())
+    # the in-repo slice's workspace keeps its name; a larger corpus (--benchmarks) gets one of its own
+    root = REPO / ".rag" / "bench" / ("read-state-rebuild" + ("" if size == 500 else f"-{size}"))
+    src, _ = corpus(docs, root, args.seed)
     settings = IngestSettings(workspace=str(root / "workspace"), sources=[str(src)], derive_links=True)
     run_ingest(settings)
     ws = Workspace(root / "workspace")
