@@ -7,7 +7,8 @@ alternating as random users of the serve-load workspace (bench/serve_load.py bui
 queue runs (a request, or a part of a publish's read state) is timed on the queue's thread clock; a request's
 CPU latency is the CPU of the jobs it waited behind plus its own. Runs both ways to build a publish's read
 state, back to back: by the request that first sees it (`--build-on-request`, the only way before session 38)
-and a part at a time between requests (the default). Writes bench/results/publish-stall[-TAG].json.
+and a part at a time between requests (the default). `RAG_BENCH_CODE=DIR` runs another checkout's read side on the
+same workspace. Writes bench/results/publish-stall[-TAG].json.
 """
 from __future__ import annotations
 
@@ -24,13 +25,19 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
+CODE = Path(os.environ.get("RAG_BENCH_CODE", str(REPO)))
 sys.path.insert(0, str(REPO))
 
-from bench.results_file import write_results  # noqa: E402
-from bench.serve_load import GROUPS, republish_tenth  # noqa: E402
+from bench.results_file import write_results  # noqa: E402  (this checkout's results folder, whatever CODE is)
+
+sys.path.insert(0, str(CODE))
+
 from rag.query.workspace import Workspace  # noqa: E402
 from rag.retrieval.callers import Caller  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, load_questions  # noqa: E402
+
+READ_SIDE = Path(sys.modules["rag"].__file__).parent.parent  # the checkout whose rag/ runs: CODE's
+from bench.serve_load import GROUPS, republish_tenth  # noqa: E402  (its own rag imports: READ_SIDE's, already loaded)
 
 
 def run(ws: Path, src: Path, questions: list[str], between: bool, seconds: float, depth: int, seed: int) -> dict:
@@ -115,7 +122,7 @@ def main() -> None:
     questions = [q.question for q in load_questions(benchmarks_option(p, args) / "hotpotqa")]
     runs = [run(root / "workspace", root / "docs.jsonl", questions, between, args.seconds, args.depth, args.seed)
             for between in (False, True)]
-    figures = {"runs": runs, "load_average": os.getloadavg(),
+    figures = {"runs": runs, "load_average": os.getloadavg(), "code": str(READ_SIDE),
                "command": "python bench/publish_stall.py " + " ".join(sys.argv[1:])}
     write_results(figures, "publish-stall", args.tag)
     print(json.dumps(figures, indent=1))

@@ -5,7 +5,8 @@ document), warms a reader as a worker does, then re-publishes with a real ingest
 (documents given a new version), and times the new snapshot's read state in the same process (what a running
 worker pays, re-using what it holds) against the first, cold build. An ingest publishes twice (documents, then
 the index), so a worker serving through it builds twice; this times the second. `RAG_BENCH_CODE=DIR` times another
-checkout's read side on the same workspace. Writes bench/results/read-state-rebuild[-TAG].json.
+checkout's read side on the same workspace. `--benchmarks DIR` takes a larger HotpotQA (its own workspace, named by
+its size). Writes bench/results/read-state-rebuild[-TAG].json.
 """
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ REPO = Path(__file__).resolve().parent.parent
 CODE = Path(os.environ.get("RAG_BENCH_CODE", str(REPO)))
 sys.path.insert(0, str(REPO))
 from bench.results_file import write_results  # noqa: E402  (this checkout's results folder, whatever CODE is)
-from bench.serve_load import corpus  # noqa: E402
 
 sys.path.insert(0, str(CODE))
 
@@ -29,6 +29,9 @@ from pipelines.ingest_run import run_ingest  # noqa: E402
 from rag.query.workspace import Workspace  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402
 from rag.store.settings import IngestSettings  # noqa: E402
+
+READ_SIDE = Path(sys.modules["rag"].__file__).parent.parent  # the checkout whose rag/ runs: CODE's
+from bench.serve_load import corpus  # noqa: E402  (its own rag imports: READ_SIDE's, already loaded)
 
 STAGES = ("open", "current", "member_table", "vectors", "code_rows", "unit_codes", "lexical")
 
@@ -68,8 +71,11 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--tag", default="")
     args = p.parse_args()
-    root = REPO / ".rag" / "bench" / "read-state-rebuild"
-    src, _ = corpus(benchmarks_option(p, args) / "hotpotqa", root, args.seed)
+    docs = benchmarks_option(p, args) / "hotpotqa"
+    size = sum(1 for _ in (docs / "docs.jsonl").open())
+    # the in-repo slice's workspace keeps its name; a larger corpus (--benchmarks) gets one of its own
+    root = REPO / ".rag" / "bench" / ("read-state-rebuild" + ("" if size == 500 else f"-{size}"))
+    src, _ = corpus(docs, root, args.seed)
     settings = IngestSettings(workspace=str(root / "workspace"), sources=[str(src)], derive_links=True)
     run_ingest(settings)
     ws = Workspace(root / "workspace")
@@ -83,7 +89,7 @@ def main() -> None:
         print(f"{n} of {documents} documents revised: a running worker {running['total']['cpu_s']:.3f} CPU s "
               f"({running['total']['wall_s']:.3f} s wall); by stage (CPU s): "
               + ", ".join(f"{s} {running[s]['cpu_s']:.3f}" for s in STAGES), flush=True)
-    figures = {"first_build": first, "republishes": runs, "code": str(CODE), "load_average": os.getloadavg(),
+    figures = {"first_build": first, "republishes": runs, "code": str(READ_SIDE), "load_average": os.getloadavg(),
                "command": "python bench/read_state_rebuild.py " + " ".join(sys.argv[1:])}
     write_results(figures, "read-state-rebuild", args.tag)
     print(json.dumps(figures, indent=1))

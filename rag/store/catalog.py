@@ -15,10 +15,11 @@ import pyarrow as pa
 from rag.sources.documents import Rejected
 from rag.store.catalog_documents import DocumentTables
 from rag.store.catalog_file import close_connection, connect_writer
+from rag.store.held_read_state import HeldState, open_held
 from rag.store.rows import MemberRow, UnitChanges, UnitEvent, VersionEvent
 from rag.store.schema import SCHEMA, SETTINGS_SCHEMA, drop_primary_keys, unit_key_sql
 from rag.store.settings import as_of_retention
-from rag.store.snapshot_files import SnapshotInfo, load_read_state, publish_snapshot, registered
+from rag.store.snapshot_files import SnapshotInfo, publish_snapshot, registered
 from rag.store.text_store import VIEW, TextStore
 from rag.store.writer_lock import WriterLock
 from rag.units.long_units import Member, Unit, UnitPlan, split_unit_key, unit_key
@@ -47,6 +48,7 @@ class Catalog(DocumentTables):
     """
 
     texts: TextStore | None = None
+    _held: HeldState | None = None  # a reader's tables, kept alive while its cursor reads them
 
     def __init__(self, path: str | Path, *, snapshot: Path | None = None, entry: str = "rag",
                  wait_s: float | None = None):
@@ -62,16 +64,15 @@ class Catalog(DocumentTables):
         try:
             if not self.read_only:
                 self.con = connect_writer(Path(self.file))
-            else:  # a manifest's state is built in memory; a whole-catalog copy (the format before) is opened
-                copy = not self.file.endswith(".json")
-                self.con = duckdb.connect(self.file if copy else ":memory:", read_only=copy)
-        except duckdb.Error as err:
+            elif self.file.endswith(".json"):  # the store's tables held in memory, patched by each publish
+                self.con, self._held = open_held(Path(self.file))
+            else:  # a whole-catalog copy (the format before segments)
+                self.con = duckdb.connect(self.file, read_only=True)
+        except (duckdb.Error, OSError, ValueError, KeyError) as err:
             self._release()
             raise CatalogError(f"{self.file}: cannot open the catalog ({str(err).splitlines()[0]})") from None
         try:
-            if self.file.endswith(".json"):  # its tables built in memory, its texts read where they lie
-                load_read_state(self.con, Path(self.file))
-            elif not self.read_only:
+            if not self.read_only:
                 self.con.execute(SCHEMA)
                 self.texts = TextStore(self.con, Path(path).parent).opened()
                 drop_primary_keys(self.con)  # after the texts moved out; the views bind by name at each query
@@ -94,6 +95,7 @@ class Catalog(DocumentTables):
         try:
             close_connection(self.con, Path(self.file), writer=self._writer is not None)
         finally:
+            self._held = None
             self._release()
 
     def _release(self) -> None:
