@@ -273,7 +273,9 @@ def run(mode: str, root: Path, clients: int = 8, think_s: float = 0.0) -> dict:
     corpus, acls = sources(root)
     writer_ws, home = root / "writer" / "ws", root / "dagster_home"
     env = {**os.environ, "RAG_WORKSPACE": str(writer_ws), "RAG_SOURCES": str(corpus), "RAG_PARTITIONS": "collections",
-           "DAGSTER_HOME": str(home), "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO),
+           "DAGSTER_HOME": str(home), "OMP_NUM_THREADS": "1",
+           # The repository first, then what the caller had (the tests' shared vectors, tests/conftest.py).
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
            "RAG_BENCHMARKS": str(root / "no-benchmarks"),  # the evaluation sensor finds nothing to prepare
            # An edit is picked up within seconds, not half a minute; the daemon's sensor loop wakes every 5 s, and
            # evaluating every wake-up cost a code server call and a tick written to Postgres each time.

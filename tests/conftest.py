@@ -20,11 +20,15 @@ fixture is built once, on one worker; every other test is scheduled alone, where
 tests are handed out first (`--no-loadscope-reorder` keeps this order), so that no worker starts a 3-minute test while
 the other has nothing left to do.
 
-Session fixtures are per worker; so is the embedder's memo (MemoEmbedder): each distinct text is encoded once.
+Session fixtures are per worker; so is the embedder's memo (MemoEmbedder): each distinct text is encoded once per
+worker. A document's vector is also written to the run's folder of shared vectors (tests/embedding_memo), which every
+worker and every Python process a test starts reads first: a text is embedded once per run.
 """
+import atexit
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -42,15 +46,24 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("RAG_LLM_THREADS", "1")
 
+REPO = Path(__file__).resolve().parent.parent
+EMBEDDING_MEMO = REPO / "tests" / "embedding_memo"
+if "RAG_TEST_EMBEDDINGS" not in os.environ:   # the controller (or a lone pytest): its workers and children inherit it
+    os.environ["RAG_TEST_EMBEDDINGS"] = tempfile.mkdtemp(prefix="rag-test-embeddings-")
+    atexit.register(shutil.rmtree, os.environ["RAG_TEST_EMBEDDINGS"], ignore_errors=True)
+if str(EMBEDDING_MEMO) not in os.environ.get("PYTHONPATH", "").split(os.pathsep):   # its sitecustomize.py
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(EMBEDDING_MEMO), os.environ.get("PYTHONPATH")]))
+
 from rag.models import embedders  # noqa: E402  (after the offline settings above)
 from rag.models.embedders import Embedder  # noqa: E402
 from rag.text.analysis import check_question  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples"
 # Tests mirror rag/'s layers in sub-folders and share helpers by module name (`from test_longrag import publish`),
 # the name pytest's prepend import mode gives each test module: every folder is importable from every other.
 sys.path += [str(d) for d in sorted(Path(__file__).parent.iterdir()) if d.is_dir() and d.name.isidentifier()]
+
+from shared_vectors import shared_vectors  # noqa: E402  (tests/embedding_memo, on the path from here)
 
 
 def _shares_module_fixtures(item: pytest.Item) -> bool:
@@ -108,15 +121,24 @@ class MemoEmbedder(Embedder):
     """The real ONNX MiniLM that encodes each distinct text once per worker: the suite publishes the same corpora
     dozens of times, and a text's vector does not change. One memo for every instance (threads, batch sizes) in the
     worker. Queries too: the permission properties ask ~1,000 questions drawn from a few words, and later hops ask
-    the same bridge queries again; each question is still checked (its length) on every call."""
+    the same bridge queries again; each question is still checked (its length) on every call. A document text the
+    worker has not seen is read from the run's shared vectors if another process embedded it, else embedded and
+    shared."""
 
     _memo: dict[str, np.ndarray] = {}
     _queries: dict[str, np.ndarray] = {}
 
     def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
+        shared = shared_vectors() if missing else None
+        if shared:
+            self._memo.update(shared.get(missing))
+            missing = [t for t in missing if t not in self._memo]
         if missing:
-            self._memo.update(zip(missing, super().encode(missing)))
+            computed = dict(zip(missing, super().encode(missing)))
+            if shared:
+                shared.put(computed)
+            self._memo.update(computed)
         for start in range(0, len(texts), self.batch_size):
             if progress:
                 progress(min(self.batch_size, len(texts) - start))

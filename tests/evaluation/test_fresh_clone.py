@@ -32,7 +32,9 @@ def clone(tmp_path_factory):
 
 
 def clone_env(clone) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "RAG_BENCHMARKS", "DAGSTER_HOME"))}
+    # RAG_TEST_EMBEDDINGS: the clone's run embeds for itself, not from this run's shared vectors (tests/conftest.py).
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "RAG_BENCHMARKS", "RAG_TEST_EMBEDDINGS", "DAGSTER_HOME"))}
     return env | {"PYTHONPATH": str(clone), "PYTHONDONTWRITEBYTECODE": "1"}
 
 

@@ -1,0 +1,42 @@
+"""Loaded at start-up by every Python process a test starts (tests/conftest.py puts this folder on PYTHONPATH):
+once `rag.models.embedders` is imported, its `minilm` loads share document vectors through the run's files
+(shared_vectors.py). Nothing else is imported before that, so processes that never embed pay nothing."""
+import importlib.machinery
+import sys
+from pathlib import Path
+
+MODULE = "rag.models.embedders"
+
+
+class _ShareVectorsOnImport:
+    def find_spec(self, name, path=None, target=None):
+        if name != MODULE:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None and spec.loader is not None:
+            load = spec.loader.exec_module
+
+            def exec_module(module):
+                load(module)
+                _share(module)
+            spec.loader.exec_module = exec_module
+        return spec
+
+
+def _share(embedders) -> None:
+    here = str(Path(__file__).parent)
+    if here not in sys.path:   # an xdist worker takes its controller's sys.path, started without this folder
+        sys.path.append(here)
+    from shared_vectors import SharedVectorsEmbedder
+
+    real = embedders._load_embedder
+
+    def load(name, batch_size, threads):
+        if name == "minilm":
+            return SharedVectorsEmbedder(batch_size=batch_size, threads=threads)
+        return real(name, batch_size, threads)
+    embedders._load_embedder = load
+
+
+sys.meta_path.insert(0, _ShareVectorsOnImport())
