@@ -49,7 +49,7 @@ class Parts:
         import rag.retrieval.longrag as longrag
 
         self.seconds = {"embed": 0.0, "search": 0.0, "pack": 0.0}
-        for name in ("search", "rescore", "dense_hits", "nearest", "dense_search", "dense_search_many"):
+        for name in ("search", "rescore", "dense_hits", "nearest", "dense_search"):
             if hasattr(longrag, name):
                 setattr(longrag, name, self.timed(getattr(longrag, name), "search"))
         longrag.pack_ranked = self.timed(longrag.pack_ranked, "pack")

@@ -12,7 +12,7 @@ Reports p50/p95 ms, the top-50 overlap of each with the exact answer, build seco
 bench/results/vector-search[-TAG].json.
 
 `--memory-only` times the serving path alone (no LanceDB index build or search), for a caller of one group and
-one of all five, and (where the code has `scores_many`) a later hop's two queries' scores apart and in one read; `--clock cpu` counts the process's CPU seconds, of the state build too (robust on a shared machine); `RAG_BENCH_CODE=DIR`
+one of all five; `--clock cpu` counts the process's CPU seconds, of the state build too (robust on a shared machine); `RAG_BENCH_CODE=DIR`
 runs another checkout's code (the commit before a change, in a git worktree) on the same tables.
 """
 from __future__ import annotations
@@ -140,15 +140,6 @@ def measure_memory(index: SubchunkIndex, queries: np.ndarray) -> dict:
             scored(state, q, groups)
             seconds.append(clock() - t)
         latency[name] = percentiles(seconds)
-        if hasattr(state, "scores_many"):  # a later hop's two queries: two passes, or one read of the rows for both
-            for label, score in (("two queries apart", lambda a, b: [state.scores(q, groups) for q in (a, b)]),
-                                 ("two queries in one read", lambda a, b: state.scores_many([a, b], groups))):
-                seconds = []
-                for a, b in zip(queries[:-1], queries[1:]):
-                    t = clock()
-                    score(a, b)
-                    seconds.append(clock() - t)
-                latency[f"{name}, {label}"] = percentiles(seconds)
     return {"rows": len(state), "state_build_s": round(load_s, 2), "matrix_bytes": int(state.matrix.nbytes),
             "matrix_dtype": str(state.matrix.dtype), "latency_ms": latency}
 
@@ -212,9 +203,8 @@ def main() -> None:
         write_json(out, figures)
         print(size, json.dumps(figures["sizes"][str(size)]), flush=True)
     if args.memory_only:
-        timed = list(next(iter(figures["sizes"].values()))["latency_ms"])
-        print(markdown_table(["rows", *(f"{c} p50/p95 ms" for c in timed), "matrix MB", "state build s"],
-                             [[s, *(f"{f['latency_ms'][c]['p50']}/{f['latency_ms'][c]['p95']}" for c in timed),
+        print(markdown_table(["rows", *(f"{c} p50/p95 ms" for c in CALLERS), "matrix MB", "state build s"],
+                             [[s, *(f"{f['latency_ms'][c]['p50']}/{f['latency_ms'][c]['p95']}" for c in CALLERS),
                                round(f["matrix_bytes"] / 1e6), f["state_build_s"]]
                               for s, f in figures["sizes"].items()]))
         return

@@ -62,12 +62,6 @@ def dense_search(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int) 
     return state_search(snap.vectors, query, caller, limit)
 
 
-def dense_search_many(snap: Snapshot, queries: list[np.ndarray], caller: Caller, limit: int) -> list["Dense"]:
-    """dense_search of each query, their scores computed in one read of the rows (a later hop's queries)."""
-    state, mask = snap.vectors, snap.vectors.mask(caller.groups)
-    return [Dense(state, s, mask, state.nearest(s, mask, limit)) for s in state.scores_many(queries, caller.groups)]
-
-
 def state_search(state: VectorState, query: np.ndarray, caller: Caller, limit: int) -> "Dense":
     """dense_search over any in-memory rows (a past version's too)."""
     scores, mask = state.scores(query, caller.groups), state.mask(caller.groups)

@@ -16,7 +16,6 @@ Entry = Candidate | ContextItem
 # Capitalised like names, but a date in a paragraph is almost never the entity its next hop is about.
 CALENDAR = frozenset("january february march april may june july august september october november december "
                      "monday tuesday wednesday thursday friday saturday sunday".split())
-BATCHED = ("names", "residual")  # modes whose queries read only the source list: all known before the first search
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,7 @@ def hop_queries(snap: Snapshot, embedder, question: str, source: list[Entry], se
     """A hop's (query, vector, seeds placed so far) triples, one per seed. Queries that read only the source list
     are embedded in one batch; "novel" and "sentence" read the matched sub-chunks, which the previous branch
     updates, so they go one by one."""
-    if rule.mode not in BATCHED:
+    if rule.mode not in ("names", "residual"):
         for _ in range(rule.seeds):
             query = next_query(snap, question, source, seeds, own, rule)
             if query is None:

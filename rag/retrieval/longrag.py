@@ -10,18 +10,8 @@ import numpy as np
 from rag.models.tokens import TokenCounter
 from rag.retrieval.callers import Caller
 from rag.retrieval.context import Candidate, ContextItem, RetrievalResult, pack, pack_lazily
-from rag.retrieval.dense import (
-    Dense,
-    Hit,
-    MemberHits,
-    best_hit_per_member,
-    dense_search,
-    dense_search_many,
-    nearest,
-    rescore,
-    state_search,
-)
-from rag.retrieval.hop_queries import BATCHED, HopRule, hop_queries, no_title, readable_title
+from rag.retrieval.dense import Hit, MemberHits, best_hit_per_member, dense_search, nearest, rescore, state_search
+from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_title
 from rag.retrieval.members import MemberTable, RankedRows, member_table, rows_by_unit
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
@@ -97,14 +87,8 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
     rule = hop_rule(snap, req.caller.groups, config)
     for _ in range(1, config.hops):
         branches = []
-        found = hop_queries(snap, embedder, question, source, seeds, own, rule)
-        searched: list[Dense | None] = []
-        if rule.mode in BATCHED and req.as_of is None:  # every vector is known first: one read of the rows for all
-            found = list(found)
-            searched = dense_search_many(snap, [vector for _, vector, _ in found], req.caller, config.overfetch)
-        for i, (query, vector, placed) in enumerate(found):
-            dense = searched[i] if searched else None
-            more, more_own, _, _ = _hop(snap, vector, req, tools.counter, query, config, dense)
+        for query, vector, placed in hop_queries(snap, embedder, question, source, seeds, own, rule):
+            more, more_own, _, _ = _hop(snap, vector, req, tools.counter, query, config)
             branches.append(_unplaced(more, placed))  # the seed is placed; find what it names
             own = _best_of_both(own, more_own)  # a member's matched sub-chunk: its best match under any hop's query
         if not branches:
@@ -123,10 +107,9 @@ def hop_rule(snap: Snapshot, groups: frozenset[str], config: LongRAGConfig) -> H
     return HopRule(config.hop_query, config.hop_names, config.hop_seeds, titled, rule == "only-titles")
 
 
-def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter, text: str, config: LongRAGConfig,
-         dense: Dense | None = None):
+def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter, text: str, config: LongRAGConfig):
     """One retrieval hop for `text` (embedded as `query`): dense and lexical channels, units by MaxP, member
-    documents in packing order. `dense`: the query's search, done already (current snapshot only)."""
+    documents in packing order."""
     caller, as_of = req.caller, req.as_of
     if as_of is not None:  # a past version: its own state's hits, the candidate units rescored from its rows
         state, codes = snap.unit_codes_at(as_of)
@@ -137,7 +120,7 @@ def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter,
         hits += rescore(snap, query, caller, list(units), as_of) if units else []
         own = best_hit_per_member(hits)
         return _candidates(snap, req, own, _floor(hits), {}, units, config), own, units, len(hits)
-    dense = dense_search(snap, query, caller, config.overfetch) if dense is None else dense
+    dense = dense_search(snap, query, caller, config.overfetch)
     lexical = _lexical(snap, caller, text, config)
     near = dense.near
     units = rank_units(snap.unit_codes, near, dense.scores, lexical, config.lexical_weight, config.max_units)

@@ -26,7 +26,6 @@ from rag.store.row_units import Membership, place
 MASKS_KEPT = 256  # group sets whose pre-filter mask is kept (callers repeat their group sets)
 MAX_RANGES = 64   # a caller readable in more separate row ranges than this has every row scored in one pass
 BLOCK_ROWS = 65_536  # rows normalised at a time: no float32 copy of a whole large table
-SCORE_BLOCK = 1_024  # rows scored by several queries in turn: 768 KB of float16, well inside one core's L2
 
 
 
@@ -101,20 +100,15 @@ class VectorState:
     def scores(self, query: np.ndarray, groups: frozenset[str] | None = None) -> np.ndarray:
         """Cosine of the query with every row the groups may read (every row if no groups are given); rows they
         may not read are not computed and score -inf."""
-        return self.scores_many([query], groups)[0]
-
-    def scores_many(self, queries: list[np.ndarray], groups: frozenset[str] | None = None) -> list[np.ndarray]:
-        """scores() of each query, in one read of the rows: a block of rows is scored by every query while it is in
-        the core's cache (a pass over memory costs more than the arithmetic; each row's score is the same)."""
-        q16 = [_unit_query(q, self.matrix.shape[1]) for q in queries]
-        outs = [np.full(len(self), -np.inf, dtype=np.float32) for _ in queries]
-        step = SCORE_BLOCK if len(queries) > 1 else max(len(self), 1)
+        q = np.asarray(query, dtype=np.float32)
+        if len(q) != self.matrix.shape[1]:
+            raise ValueError(f"the query vector has {len(q)} dimensions but the index holds {self.matrix.shape[1]}; "
+                             f"embed questions with the workspace's embedder")
+        q16 = (q / max(float(np.linalg.norm(q)), 1e-12)).astype(np.float16)[None, :]
+        out = np.full(len(self), -np.inf, dtype=np.float32)
         for lo, hi in self.ranges(groups):
-            for b in range(lo, hi, step):
-                e = min(b + step, hi)
-                for q, out in zip(q16, outs):
-                    out[b:e] = dot(q, self.matrix[b:e])
-        return outs
+            out[lo:hi] = dot(q16, self.matrix[lo:hi])
+        return out
 
     def ranges(self, groups: frozenset[str] | None) -> list[tuple[int, int]]:
         """The row ranges that hold every row the groups may read (all rows when they are many or no groups)."""
@@ -148,15 +142,6 @@ def dot(query: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The (1, dimension) query's dot product with each row, accumulated in float32. simsimd 6.5's cdist with `out=`
     returns None without owning a reference to it, so a process would abort after ~10⁵ calls: it returns its own."""
     return np.asarray(simsimd.cdist(query, rows, metric="dot", threads=1, out_dtype="float32"))[0]
-
-
-def _unit_query(query: np.ndarray, dimension: int) -> np.ndarray:
-    """The query scaled to unit length as a float16 row (the matrix's type)."""
-    q = np.asarray(query, dtype=np.float32)
-    if len(q) != dimension:
-        raise ValueError(f"the query vector has {len(q)} dimensions but the index holds {dimension}; "
-                         f"embed questions with the workspace's embedder")
-    return (q / max(float(np.linalg.norm(q)), 1e-12)).astype(np.float16)[None, :]
 
 
 def acl_mask(masks: dict, lock: threading.Lock, acl_sets: list[frozenset[str]], acl_ids: np.ndarray,
