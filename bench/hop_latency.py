@@ -150,6 +150,7 @@ def main() -> None:
     code = os.environ.get("RAG_BENCH_CODE", str(REPO))
     figures = {"command": "python bench/hop_latency.py " + " ".join(sys.argv[1:]), "benchmark": args.benchmark,
                "code": code, "commit": _commit(code), "subchunks": snap.index.count(),
+               "unindexed_documents": len(snap.current.unindexed_ids),
                "workspace": str(args.workspace or ""), "groups": sorted(caller.groups),
                "questions": len(questions), "budget": args.budget, "clock": args.clock, "embedder": args.embedder,
                "repeats": args.repeats,

@@ -101,10 +101,14 @@ def publish(workspace: Path, sources: Path, embed, counter, embedder_name: str) 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--benchmark", default="musique", help="the in-repo slice copied (samples/benchmarks/NAME)")
-    p.add_argument("--subchunks", type=int, default=110_000, help="copies are added until the workspace holds this many")
+    p.add_argument("--subchunks", type=int, default=110_000,
+                   help="copies are added until the workspace holds this many")
     p.add_argument("--embedder", choices=("minilm", "minilm-int8"), default="minilm")
     p.add_argument("--noise", type=float, default=0.3, help="norm of the Gaussian noise added to copy k > 0's vectors")
     p.add_argument("--stage", type=int, default=16, help="copies published per run")
+    p.add_argument("--workspace", type=Path, help="default: .rag/bench/replicated-BENCHMARK-EMBEDDER-SUBCHUNKS")
+    p.add_argument("--resume", action="store_true",
+                   help="publish at the last stage even if its copies were written already (an interrupted run)")
     p.add_argument("--tag", default="")
     args = p.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -123,18 +127,20 @@ def main() -> None:
     docs = [json.loads(line) for line in (folder / "docs.jsonl").read_text().splitlines() if line]
     links = slice_links(docs)
     embed = CopiedVectors(vectors, {d["title"]: copies for d in docs}, args.noise)
-    workspace = REPO / ".rag" / "bench" / f"replicated-{args.benchmark}-{args.embedder}-{args.subchunks}"
+    default = REPO / ".rag" / "bench" / f"replicated-{args.benchmark}-{args.embedder}-{args.subchunks}"
+    workspace = args.workspace or default
     sources = workspace / "sources"
     sources.mkdir(parents=True, exist_ok=True)
     start, stages = time.perf_counter(), []
     for lo in range(0, copies, args.stage):
         new = [k for k in range(lo, min(lo + args.stage, copies)) if not (sources / f"copy-{k:04d}.jsonl").exists()]
-        if not new:
+        if not new and not (args.resume and lo + args.stage >= copies):
             continue
         for k in new:
             write_copy(sources, docs, links, k)
         t = time.perf_counter()
-        stages.append({"copies": new[-1] + 1, **publish(workspace, sources, embed, counter, raw.name),
+        stages.append({"copies": min(lo + args.stage, copies),
+                       **publish(workspace, sources, embed, counter, raw.name),
                        "seconds": round(time.perf_counter() - t, 1)})
         print(stages[-1], flush=True)
     built = open_prepared(args.benchmark, workspace, raw, counter)
