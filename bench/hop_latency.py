@@ -6,7 +6,9 @@ least of the K kept: a loaded machine only ever adds time), the methods' registe
 budget, methods interleaved question by question so load from other jobs hits them alike. Prints p50/p95 ms
 per variant, the median parts and the added cost of each hop; writes bench/results/hop-latency[-TAG].json.
 `RAG_BENCH_CODE=DIR` runs another checkout's code (e.g. the commit before a change, in a git worktree) on the
-same workspace files, so before and after are measured by the same script.
+same workspace files, so before and after are measured by the same script. `--workspace DIR` asks the
+benchmark's questions on a workspace built already (e.g. bench/replicated.py's copies at 110K or 1M sub-chunks)
+as a caller of `--groups`.
 """
 from __future__ import annotations
 
@@ -24,10 +26,11 @@ sys.path.insert(1, str(REPO))
 
 from bench.multihop import CALLER, parse_variant  # noqa: E402
 from bench.results_file import write_results  # noqa: E402
-from rag.evaluation.prepared import prepare_workspace  # noqa: E402
+from rag.evaluation.prepared import open_prepared, prepare_workspace  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.query.hybrid import hybrid_explore, pack_hybrid  # noqa: E402
 from rag.query.methods import method as registered  # noqa: E402
+from rag.retrieval.callers import Caller  # noqa: E402
 from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, load_questions, split_halves  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
@@ -84,8 +87,8 @@ class TimedEmbedder:
         return getattr(self._embedder, name)
 
 
-def call(variant, snap, embedder, counter, question: str, budget: int):
-    request, tools = Request(CALLER, question, budget), Tools(embedder, counter, longrag=variant.config)
+def call(variant, snap, embedder, counter, question: str, budget: int, caller: Caller = CALLER):
+    request, tools = Request(caller, question, budget), Tools(embedder, counter, longrag=variant.config)
     if variant.method == "hybrid":
         return pack_hybrid(hybrid_explore(snap, request, tools, variant.config), budget)
     return registered(variant.method).run(snap, request, tools)
@@ -105,6 +108,8 @@ def main() -> None:
                    help="wall time, or the process's CPU time (for a machine other jobs load)")
     p.add_argument("--repeats", type=int, default=1,
                    help="time each question this many times and keep each part's least (a loaded machine's noise)")
+    p.add_argument("--workspace", type=Path, help="a built workspace to ask on (its embedder must be --embedder's)")
+    p.add_argument("--groups", default="", help="the caller's groups, comma-separated (default: the benchmark's)")
     args = p.parse_args()
     global clock
     clock = CLOCKS[args.clock]
@@ -116,14 +121,18 @@ def main() -> None:
     int8 = args.embedder == "minilm-int8"  # a space of its own: its own workspace
     raw, counter = (Embedder(threads=1, int8=True) if int8 else Embedder(threads=1)), default_counter()
     folder = args.benchmark + (f"-{args.embedder}" if int8 else "")
-    prepared = prepare_workspace(root / args.benchmark, REPO / ".rag" / "bench" / folder, raw, counter)
+    if args.workspace:
+        prepared = open_prepared(args.benchmark, args.workspace, raw, counter)
+    else:
+        prepared = prepare_workspace(root / args.benchmark, REPO / ".rag" / "bench" / folder, raw, counter)
+    caller = Caller(frozenset(args.groups.split(","))) if args.groups else CALLER
     embedder = TimedEmbedder(raw, parts)
     snap = prepared.reader.snapshot()
     questions = split_halves(args.benchmark, load_questions(root / args.benchmark))["report"][: args.limit]
     variants = [parse_variant(s) for s in args.variants.split(";")]
     for q in questions:  # warm: the BM25 channel, the sentence store, LanceDB's caches
         for v in variants:
-            call(v, snap, embedder, counter, q.question, args.budget)
+            call(v, snap, embedder, counter, q.question, args.budget, caller)
     ms: dict[str, list[float]] = {v.name: [] for v in variants}
     split: dict[str, list[dict]] = {v.name: [] for v in variants}
     for q in questions:
@@ -132,7 +141,7 @@ def main() -> None:
             for _ in range(args.repeats):
                 parts.reset()
                 start = clock()
-                call(v, snap, embedder, counter, q.question, args.budget)
+                call(v, snap, embedder, counter, q.question, args.budget, caller)
                 total, run = (clock() - start) * 1000, {k: s * 1000 for k, s in parts.reset().items()}
                 runs.append({**run, "rank": total - sum(run.values()), "total": total})
             least = {k: min(r[k] for r in runs) for k in runs[0]}  # other jobs only ever add time
@@ -141,6 +150,8 @@ def main() -> None:
     code = os.environ.get("RAG_BENCH_CODE", str(REPO))
     figures = {"command": "python bench/hop_latency.py " + " ".join(sys.argv[1:]), "benchmark": args.benchmark,
                "code": code, "commit": _commit(code), "subchunks": snap.index.count(),
+               "unindexed_documents": len(snap.current.unindexed_ids),
+               "workspace": str(args.workspace or ""), "groups": sorted(caller.groups),
                "questions": len(questions), "budget": args.budget, "clock": args.clock, "embedder": args.embedder,
                "repeats": args.repeats,
                "load_average": os.getloadavg(),

@@ -107,7 +107,7 @@ class VectorState:
         q16 = (q / max(float(np.linalg.norm(q)), 1e-12)).astype(np.float16)[None, :]
         out = np.full(len(self), -np.inf, dtype=np.float32)
         for lo, hi in self.ranges(groups):
-            simsimd.cdist(q16, self.matrix[lo:hi], metric="dot", threads=1, out=out[lo:hi].reshape(1, -1))
+            out[lo:hi] = dot(q16, self.matrix[lo:hi])
         return out
 
     def ranges(self, groups: frozenset[str] | None) -> list[tuple[int, int]]:
@@ -136,6 +136,12 @@ class VectorState:
             cut = scores[readable][np.argpartition(-scores[readable], limit - 1)[limit - 1]]
             readable = readable[scores[readable] >= cut]
         return readable[np.lexsort((readable, -scores[readable]))][:limit]
+
+
+def dot(query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The (1, dimension) query's dot product with each row, accumulated in float32. simsimd 6.5's cdist with `out=`
+    returns None without owning a reference to it, so a process would abort after ~10⁵ calls: it returns its own."""
+    return np.asarray(simsimd.cdist(query, rows, metric="dot", threads=1, out_dtype="float32"))[0]
 
 
 def acl_mask(masks: dict, lock: threading.Lock, acl_sets: list[frozenset[str]], acl_ids: np.ndarray,

@@ -137,6 +137,20 @@ def test_a_callers_scores_are_computed_on_exactly_the_rows_it_may_read(searched,
     assert np.array_equal(state.nearest(scores, mask, 40), state.nearest(state.scores(q), mask, 40))
 
 
+def test_scoring_does_not_wear_out_a_reference_to_none(searched):
+    """A server scores millions of queries: a kernel that drops a reference it does not own (simsimd's cdist with
+    `out=` does, to None) would abort the process once the count reached zero."""
+    import sys
+
+    state, q = searched.state(), np.random.default_rng(3).normal(size=384).astype(np.float32)
+    groups = frozenset({"a", "c"})
+    state.scores(q, groups)
+    before = sys.getrefcount(None)
+    for _ in range(1000):
+        state.scores(q, groups)
+    assert sys.getrefcount(None) >= before - 50
+
+
 def test_an_incremental_state_keeps_its_rows_grouped_by_acl_set(index):
     before = index.state()
     index.add("u77@1", *rows_for("u77", 40, np.random.default_rng(11)))
