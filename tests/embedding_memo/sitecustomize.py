@@ -2,6 +2,7 @@
 once `rag.models.embedders` is imported, its `minilm` loads share document vectors through the run's files
 (shared_vectors.py). Nothing else is imported before that, so processes that never embed pay nothing."""
 import importlib.machinery
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -25,10 +26,12 @@ class _ShareVectorsOnImport:
 
 
 def _share(embedders) -> None:
-    here = str(Path(__file__).parent)
-    if here not in sys.path:   # an xdist worker takes its controller's sys.path, started without this folder
-        sys.path.append(here)
-    from shared_vectors import SharedVectorsEmbedder
+    # By its path, not its name: a script's own folder comes first on sys.path (bench/ has a shared_vectors.py too).
+    here = Path(__file__).with_name("shared_vectors.py")
+    spec = importlib.util.spec_from_file_location("_test_shared_vectors", here)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    SharedVectorsEmbedder = module.SharedVectorsEmbedder
 
     real = embedders._load_embedder
 
