@@ -295,12 +295,6 @@ def _shared_history(args: argparse.Namespace, places: list[tuple[str, str, str]]
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from rag.store.writer_lock import yield_to_readers
-
-    try:
-        yield_to_readers()  # first, so that the imports and every thread started later run at it too
-    except ValueError as err:
-        raise CliError(str(err)) from None
     for s in args.source:
         if not Path(s).exists():
             raise CliError(f"{s}: no such file or folder")

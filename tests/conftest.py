@@ -38,9 +38,6 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.pop("DAGSTER_HOME", None)
-# An in-process writer would lower a whole worker's priority for the rest of the suite, and the processes it starts
-# after; test_writer.py checks the product's default in processes of its own.
-os.environ.setdefault("RAG_WRITER_NICE", "0")
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     # One thread per worker (and per child process it starts): two workers on two cores, not four threads.
     os.environ.setdefault("OMP_NUM_THREADS", "1")

@@ -5,9 +5,6 @@ re-entrant within a process, so a Dagster run can hold it from its first step to
 opens the catalog again. Where pods share no disk, $RAG_WRITER_LOCK_URL adds a Postgres lease on the store's
 name (rag.store.writer_lease), which a writer on another machine sees too; `check_held` before a publish swaps
 its pointer makes a lost lease an error, never a silent second writer.
-
-A writer also lowers its CPU priority ($RAG_WRITER_NICE, default 10): on a machine that serves queries too, a
-re-index then takes longer instead of stretching every query's latency.
 """
 from __future__ import annotations
 
@@ -24,8 +21,6 @@ from rag.store.snapshot_objects import SNAPSHOT_URI_ENV, store_prefix
 from rag.store.writer_lease import PostgresLease, lease_url
 
 LOCK_FILE = "writer.lock"
-WRITER_NICE_ENV = "RAG_WRITER_NICE"
-DEFAULT_WRITER_NICE = 10
 
 
 class WriterBusy(RuntimeError):
@@ -41,17 +36,6 @@ class _Held:
 
 _HELD: dict[str, _Held] = {}
 _GUARD = threading.Lock()
-
-
-def yield_to_readers() -> None:
-    """Lower this thread's nice value to $RAG_WRITER_NICE (0-19, default 10); threads it starts later inherit it.
-
-    Never raises it back: an unprivileged process cannot, and a writer that was started nicer stays so."""
-    raw = os.environ.get(WRITER_NICE_ENV, str(DEFAULT_WRITER_NICE))
-    if not raw.strip().isdigit() or int(raw) > 19:
-        raise ValueError(f"{WRITER_NICE_ENV}={raw!r}: expected a whole number from 0 to 19")
-    if int(raw) > os.getpriority(os.PRIO_PROCESS, 0):
-        os.setpriority(os.PRIO_PROCESS, 0, int(raw))
 
 
 def _describe(path: Path) -> str:
@@ -79,7 +63,6 @@ class WriterLock:
             if held:
                 held.depth += 1
                 return
-        yield_to_readers()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + self.wait_s

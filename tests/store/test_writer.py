@@ -141,37 +141,6 @@ def test_a_killed_holder_frees_the_workspace_at_once(tmp_path):
     lock.release()
 
 
-_NICE_AFTER_LOCK = """
-import os, sys
-from rag.store.writer_lock import WriterLock
-WriterLock(sys.argv[1], wait_s=0).acquire()
-print(os.getpriority(os.PRIO_PROCESS, 0))
-"""
-
-
-def _nice_of_a_writer(tmp_path, **env) -> int:
-    environ = {k: v for k, v in os.environ.items() if k != "RAG_WRITER_NICE"} | env
-    probe = subprocess.run([sys.executable, "-c", _NICE_AFTER_LOCK, str(tmp_path)], cwd=REPO, env=environ,
-                           capture_output=True, text=True, check=True)
-    return int(probe.stdout)
-
-
-def test_a_writer_yields_the_cpu_to_readers_by_default_and_as_far_as_it_is_told(tmp_path):
-    started = os.getpriority(os.PRIO_PROCESS, 0)
-    assert _nice_of_a_writer(tmp_path) == max(started, 10)
-    assert _nice_of_a_writer(tmp_path, RAG_WRITER_NICE="15") == max(started, 15)
-    assert _nice_of_a_writer(tmp_path, RAG_WRITER_NICE="0") == started  # 0 leaves the priority as it was
-
-
-def test_a_writer_priority_that_is_not_a_nice_value_is_one_line_from_rag_ingest(corpus, workspace):
-    environ = os.environ | {"RAG_WRITER_NICE": "low"}
-    run = subprocess.run([sys.executable, "-m", "pipelines.cli", "ingest", "--source", str(corpus), "--workspace",
-                          str(workspace)], cwd=REPO, env=environ, capture_output=True, text=True)
-    assert run.returncode == 2
-    assert run.stderr.strip() == ("rag ingest: error: RAG_WRITER_NICE='low': expected a whole number from 0 to 19")
-    assert not workspace.exists()  # refused before anything was written
-
-
 def test_dagster_queues_one_run_per_workspace_value_and_per_partition():
     config = yaml.safe_load((REPO / "dagster.yaml").read_text())["run_coordinator"]["config"]
     assert config["tag_concurrency_limits"] == [
