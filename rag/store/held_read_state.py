@@ -17,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 
-from rag.store.snapshot_files import READ_TABLES, _newest_over_base, newest_rows, read_manifest, sql_files, texts_query
+from rag.store.snapshot_files import READ_TABLES, newest_over_base, newest_rows, read_manifest, sql_files, texts_query
 
 DEAD_SHARE = 0.25
 _MARKERS = ("_h", "_gone", "_seq")
@@ -45,7 +45,7 @@ class HeldState:
         key = ", ".join(READ_TABLES[table]) or "_h"
         self.con.execute(f"DROP TABLE IF EXISTS {name}")
         self.con.execute(f"CREATE TABLE {name} AS SELECT COLUMNS(lambda c: c NOT IN {_MARKERS}) "
-                         f"FROM ({_newest_over_base(files, key)}) WHERE NOT _gone")
+                         f"FROM ({newest_over_base(files, key)}) WHERE NOT _gone")
         self.columns[table] = {c for (c, *_) in self.con.execute(f"DESCRIBE {name}").fetchall()}
         (rows,), = self.con.execute(f"SELECT count(*) FROM {name}").fetchall()
         self.live += rows

@@ -238,12 +238,12 @@ def load_read_state(con: duckdb.DuckDBPyConnection, manifest: Path, schema: str 
             continue
         name = "doc_rows" if table == "documents" else table
         con.execute(f"CREATE TABLE {schema}.{name} AS SELECT COLUMNS(lambda c: c NOT IN ('_h', '_gone', '_seq')) "
-                    f"FROM ({_newest_over_base(files, key)}) WHERE NOT _gone")
+                    f"FROM ({newest_over_base(files, key)}) WHERE NOT _gone")
     con.execute(f"CREATE VIEW {schema}.documents AS SELECT d.*, t.text FROM {schema}.doc_rows d "
                 f"LEFT JOIN {schema}.texts t ON t.content_hash = d.content_hash")
 
 
-def _newest_over_base(files: list[str], key_cols: str) -> str:
+def newest_over_base(files: list[str], key_cols: str) -> str:
     """The newest row per key: the base segment's rows no later segment touches, and the newest of the later
     ones (small), so the base is filtered by a hash join instead of being sorted."""
     base = f"SELECT * FROM read_parquet(['{quote(files[0])}'])"
