@@ -17,10 +17,19 @@ from pathlib import Path
 
 import duckdb
 
-from rag.store.snapshot_files import READ_TABLES, newest_over_base, newest_rows, read_manifest, sql_files, texts_query
+from rag.store.snapshot_files import (
+    MARKERS,
+    READ_TABLES,
+    documents_view,
+    held_name,
+    live_rows,
+    newest_rows,
+    read_manifest,
+    sql_files,
+    texts_query,
+)
 
 DEAD_SHARE = 0.25
-_MARKERS = ("_h", "_gone", "_seq")
 _GUARD = threading.Lock()  # one patch at a time; a snapshot's cursor is pinned before the next patch starts
 
 
@@ -41,11 +50,9 @@ class HeldState:
         if table == "texts":
             return
         self.stamps.update((f, _stamp(f)) for f in files)
-        name = _name(table)
-        key = ", ".join(READ_TABLES[table]) or "_h"
+        name = held_name(table)
         self.con.execute(f"DROP TABLE IF EXISTS {name}")
-        self.con.execute(f"CREATE TABLE {name} AS SELECT COLUMNS(lambda c: c NOT IN {_MARKERS}) "
-                         f"FROM ({newest_over_base(files, key)}) WHERE NOT _gone")
+        self.con.execute(f"CREATE TABLE {name} AS {live_rows(table, files)}")
         self.columns[table] = {c for (c, *_) in self.con.execute(f"DESCRIBE {name}").fetchall()}
         (rows,), = self.con.execute(f"SELECT count(*) FROM {name}").fetchall()
         self.live += rows
@@ -66,7 +73,7 @@ class HeldState:
 
     def _new_columns_held(self, table: str, files: list[str]) -> bool:
         found = self.con.execute(f"DESCRIBE SELECT * FROM read_parquet([{sql_files(files)}], union_by_name = true)")
-        return {c for (c, *_) in found.fetchall()} - set(_MARKERS) <= self.columns[table]
+        return {c for (c, *_) in found.fetchall()} - set(MARKERS) <= self.columns[table]
 
     def patch(self, tables: dict[str, list[str]], seq: int) -> None:
         """Apply the segments each table gained since the held manifest, all in one transaction."""
@@ -84,7 +91,7 @@ class HeldState:
         self.tables, self.seq = dict(tables), seq
 
     def _apply(self, table: str, added: list[str]) -> None:
-        name, key = _name(table), READ_TABLES[table]
+        name, key = held_name(table), READ_TABLES[table]
         # one segment holds one row per key; a new column fails the insert below, and the state is built anew
         rows = (f"SELECT * FROM read_parquet([{sql_files(added)}])" if len(added) == 1
                 else newest_rows(added, ", ".join(key)))
@@ -92,7 +99,7 @@ class HeldState:
         match = " AND ".join(f"{name}.{k} = _delta.{k}" for k in key)
         (deleted,), = self.con.execute(f"DELETE FROM {name} USING _delta WHERE {match}").fetchall()
         (inserted,), = self.con.execute(f"INSERT INTO {name} BY NAME SELECT COLUMNS(lambda c: c NOT IN "
-                                        f"{_MARKERS}) FROM _delta WHERE NOT _gone").fetchall()
+                                        f"{MARKERS}) FROM _delta WHERE NOT _gone").fetchall()
         self.con.execute("DROP TABLE _delta")
         self.dead += deleted
         self.live += inserted - deleted
@@ -103,8 +110,7 @@ class HeldState:
         cur.execute("BEGIN TRANSACTION")
         cur.execute("SELECT count(*) FROM doc_rows").fetchall()  # starts (pins) the transaction's view of the tables
         cur.execute(f"CREATE TEMP VIEW texts AS {texts_query(texts)}")
-        cur.execute("CREATE TEMP VIEW documents AS SELECT d.*, t.text FROM doc_rows d "
-                    "LEFT JOIN texts t ON t.content_hash = d.content_hash")
+        cur.execute(f"CREATE TEMP VIEW documents AS {documents_view()}")
         return cur
 
 
@@ -137,11 +143,6 @@ def _patched(held: HeldState, tables: dict[str, list[str]], seq: int) -> bool:
     except duckdb.Error:
         return False
     return True
-
-
-def _name(table: str) -> str:
-    """Documents are held as `doc_rows`: each cursor's `documents` view joins them to its texts."""
-    return "doc_rows" if table == "documents" else table
 
 
 def _stamp(path: str) -> tuple[int, int] | None:

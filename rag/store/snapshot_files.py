@@ -232,15 +232,31 @@ def load_read_state(con: duckdb.DuckDBPyConnection, manifest: Path, schema: str 
     segments and `documents` joins it, so a reader holds no text it does not read.
     """
     for table, files in read_manifest(manifest).items():
-        key = ", ".join(READ_TABLES[table]) or "_h"
         if table == "texts":
             con.execute(f"CREATE VIEW {schema}.texts AS {texts_query(files)}")
             continue
-        name = "doc_rows" if table == "documents" else table
-        con.execute(f"CREATE TABLE {schema}.{name} AS SELECT COLUMNS(lambda c: c NOT IN ('_h', '_gone', '_seq')) "
-                    f"FROM ({newest_over_base(files, key)}) WHERE NOT _gone")
-    con.execute(f"CREATE VIEW {schema}.documents AS SELECT d.*, t.text FROM {schema}.doc_rows d "
-                f"LEFT JOIN {schema}.texts t ON t.content_hash = d.content_hash")
+        con.execute(f"CREATE TABLE {schema}.{held_name(table)} AS {live_rows(table, files)}")
+    con.execute(f"CREATE VIEW {schema}.documents AS {documents_view(schema)}")
+
+
+MARKERS = ("_h", "_gone", "_seq")  # a segment's row hash, tombstone flag and order: never shown to a reader
+
+
+def held_name(table: str) -> str:
+    """Documents are held as `doc_rows`; the `documents` view joins them to their texts."""
+    return "doc_rows" if table == "documents" else table
+
+
+def live_rows(table: str, files: list[str]) -> str:
+    """SQL for a read table as a reader sees it: the newest live row per key, without the segment markers."""
+    key = ", ".join(READ_TABLES[table]) or "_h"
+    return f"SELECT COLUMNS(lambda c: c NOT IN {MARKERS}) FROM ({newest_over_base(files, key)}) WHERE NOT _gone"
+
+
+def documents_view(schema: str | None = None) -> str:
+    """SQL of the `documents` view: the held rows with their texts (`schema`'s, else whichever the name finds)."""
+    at = f"{schema}." if schema else ""
+    return f"SELECT d.*, t.text FROM {at}doc_rows d LEFT JOIN {at}texts t ON t.content_hash = d.content_hash"
 
 
 def newest_over_base(files: list[str], key_cols: str) -> str:
