@@ -58,19 +58,24 @@ def close_connection(con: duckdb.DuckDBPyConnection, path: Path, writer: bool) -
         con.close()
 
 
+def blocks(con: duckdb.DuckDBPyConnection, database: str | None = None) -> tuple[int, int, int]:
+    """(total, used, free) blocks of the database's file (the connection's current one by default)."""
+    (size,) = con.execute("SELECT total_blocks, used_blocks, free_blocks FROM pragma_database_size() "
+                          "WHERE database_name = coalesce(?, current_database())", [database]).fetchall()
+    return size
+
+
 def sparse(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the file's free blocks reach `FREE_SHARE` of its used ones."""
-    (free, used), = con.execute("SELECT free_blocks, used_blocks FROM pragma_database_size() "
-                                "WHERE database_name = current_database()").fetchall()
+    _, used, free = blocks(con)
     return free >= FREE_SHARE * max(used, 1)
 
 
 def grown(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
     """Whether the file (past `MIN_BLOCKS`) has grown by `GROWTH_SHARE` since its last copy (ever, if none is
     recorded)."""
-    (blocks,), = con.execute("SELECT total_blocks FROM pragma_database_size() "
-                             "WHERE database_name = current_database()").fetchall()
-    return blocks >= MIN_BLOCKS and blocks >= (1 + GROWTH_SHARE) * compacted_blocks(path)
+    total = blocks(con)[0]
+    return total >= MIN_BLOCKS and total >= (1 + GROWTH_SHARE) * compacted_blocks(path)
 
 
 def compacted_blocks(path: Path) -> int:
@@ -97,8 +102,7 @@ def compact(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         con.execute(f"ATTACH '{quote(str(tmp))}' AS _compact (BLOCK_SIZE {BLOCK_SIZE})")
         con.execute(f'COPY FROM DATABASE "{name}" TO _compact')
         con.execute("CHECKPOINT _compact")
-        (blocks,), = con.execute("SELECT total_blocks FROM pragma_database_size() "
-                                 "WHERE database_name = '_compact'").fetchall()
+        total = blocks(con, "_compact")[0]
         con.execute("DETACH _compact")
     except duckdb.Error:
         con.close()
@@ -110,5 +114,5 @@ def compact(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     Path(f"{path}.wal").unlink(missing_ok=True)  # the copy holds every commit; an old log must not replay on it
     os.replace(tmp, path)
     record = blocks_file(path).with_name(f".{blocks_file(path).name}.tmp")
-    record.write_text(str(blocks))
+    record.write_text(str(total))
     os.replace(record, blocks_file(path))
