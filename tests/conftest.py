@@ -60,7 +60,7 @@ SAMPLES = REPO / "samples"
 # the name pytest's prepend import mode gives each test module: every folder is importable from every other.
 sys.path += [str(d) for d in sorted(Path(__file__).parent.iterdir()) if d.is_dir() and d.name.isidentifier()]
 
-from shared_vectors import shared_vectors  # noqa: E402  (tests/embedding_memo, on the path from here)
+from shared_vectors import SharedVectorsEmbedder  # noqa: E402  (tests/embedding_memo, on the path from here)
 
 
 def _shares_module_fixtures(item: pytest.Item) -> bool:
@@ -114,7 +114,7 @@ def workspace(tmp_path: Path) -> Path:
     return tmp_path / "workspace"
 
 
-class MemoEmbedder(Embedder):
+class MemoEmbedder(SharedVectorsEmbedder):
     """The real ONNX MiniLM that encodes each distinct text once per worker: the suite publishes the same corpora
     dozens of times, and a text's vector does not change. One memo for every instance (threads, batch sizes) in the
     worker. Queries too: the permission properties ask ~1,000 questions drawn from a few words, and later hops ask
@@ -127,15 +127,8 @@ class MemoEmbedder(Embedder):
 
     def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
-        shared = shared_vectors() if missing else None
-        if shared:
-            self._memo.update(shared.get(missing))
-            missing = [t for t in missing if t not in self._memo]
-        if missing:
-            computed = dict(zip(missing, super().encode(missing)))
-            if shared:
-                shared.put(computed)
-            self._memo.update(computed)
+        if missing:  # the run's shared files, then the model (SharedVectorsEmbedder)
+            self._memo.update(zip(missing, super().encode(missing)))
         for start in range(0, len(texts), self.batch_size):
             if progress:
                 progress(min(self.batch_size, len(texts) - start))
