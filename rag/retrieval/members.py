@@ -77,6 +77,7 @@ class RankedRows(Sequence):
     table: MemberTable
     rows: np.ndarray
     scores: np.ndarray
+    plain: np.ndarray | None = None  # each entry's score without the link boost's share (its own match and BM25's)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -96,11 +97,15 @@ class RankedRows(Sequence):
         docs, keep = self.table.doc_codes[self.rows], np.ones(len(self.rows), dtype=bool)
         for code in (c for d in doc_ids if (c := self.table.doc_code_of.get(d)) is not None):  # a hop's few seeds
             keep &= docs != code
-        return RankedRows(self.table, self.rows[keep], self.scores[keep])
+        return RankedRows(self.table, self.rows[keep], self.scores[keep], None if self.plain is None else self.plain[keep])
 
     def packed(self, budget: int) -> list[Candidate]:
         """context.pack's contract (rank order, an entry that does not fit is skipped, each entry once), read from the
         table's token counts; stops once no later entry can fit."""
+        return [self[i] for i in self.packed_at(budget)]
+
+    def packed_at(self, budget: int) -> list[int]:
+        """The positions `packed` takes."""
         tokens = self.table.tokens[self.rows]
         smallest_left = np.minimum.accumulate(tokens[::-1])[::-1].tolist()
         taken, used, seen = [], 0, set()
@@ -112,7 +117,7 @@ class RankedRows(Sequence):
             taken.append(i)
             seen.add(code)
             used += n
-        return [self[i] for i in taken]
+        return taken
 
 
 def rows_by_unit(rows: list[MemberRow]) -> dict[str, list[MemberRow]]:
