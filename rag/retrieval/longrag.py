@@ -8,7 +8,6 @@ from itertools import repeat
 import numpy as np
 
 from rag.models.tokens import TokenCounter
-from rag.retrieval.boost_packing import boosted_wait
 from rag.retrieval.callers import Caller
 from rag.retrieval.context import Candidate, ContextItem, RetrievalResult, pack, pack_lazily
 from rag.retrieval.dense import Hit, MemberHits, best_hit_per_member, dense_search, nearest, rescore, state_search
@@ -37,7 +36,6 @@ class LongRAGConfig:
     hop_seeds: int = 2            # documents of a hop's list that each seed a query of the next hop
     hop_names: int = 3            # names a "residual"/"names" query carries from its seed (the bridge candidates)
     hop_bridges: str = "order"    # which names: sentence order, "no-dates", "titles", "only-titles" (hop_queries)
-    boosted_wait: str = "none"    # entries placed by the link boost alone that pack last: "mates", "all" (boost_packing)
 
 
 # The two weights add shares of a BM25 score and of a linked member's score to a cosine, so they belong to the
@@ -63,8 +61,6 @@ def configured(tools: Tools) -> LongRAGConfig:
 def pack_ranked(snap: Snapshot, ranked: Ranked, budget: int) -> RetrievalResult:
     """Pack the ranked members into the budget and render them: one ranking serves every budget."""
     items = ranked.items
-    if isinstance(items, RankedRows):
-        items = boosted_wait(items, budget, ranked.boosted_wait)
     packed = items.packed(budget) if isinstance(items, RankedRows) else pack(items, budget)
     return RetrievalResult("longrag", budget, _with_text(snap, packed, ranked.own), dict(ranked.trace))
 
@@ -80,7 +76,6 @@ class Ranked:
     items: RankedRows | list[Entry]
     own: Own
     trace: dict
-    boosted_wait: str = "none"  # LongRAGConfig.boosted_wait: which entries placed by the boost alone pack last
 
 
 def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongRAGConfig) -> Ranked:
@@ -102,7 +97,7 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
         source = branches[0]
     merged = interleave(lists) if config.hop_merge == "interleave" else by_best_score(lists)
     return Ranked(merged, own, {"units_ranked": len(units), "subchunk_hits": hits,
-                                "queries": len(lists), "seeds": list(seeds)}, config.boosted_wait)
+                                "queries": len(lists), "seeds": list(seeds)})
 
 
 def hop_rule(snap: Snapshot, groups: frozenset[str], config: LongRAGConfig) -> HopRule:
@@ -191,16 +186,9 @@ def _pick(lists: list[RankedRows | list[Entry]], chosen: np.ndarray) -> RankedRo
     """The entries at these positions of the lists taken as one (ranked rows stay rows)."""
     if _one_table(lists):
         return RankedRows(lists[0].table, np.concatenate([x.rows for x in lists])[chosen],
-                          np.concatenate([x.scores for x in lists])[chosen], _plain(lists, chosen))
+                          np.concatenate([x.scores for x in lists])[chosen])
     flat = [i for ranked in lists for i in ranked]
     return [flat[i] for i in chosen.tolist()]
-
-
-def _plain(lists: list[RankedRows], chosen: np.ndarray) -> np.ndarray | None:
-    """The chosen entries' scores without the link boost, when every list kept them."""
-    if any(x.plain is None for x in lists):
-        return None
-    return np.concatenate([x.plain for x in lists])[chosen]
 
 
 def _lexical(snap: Snapshot, caller: Caller, question: str, config: LongRAGConfig) -> dict[str, float]:
@@ -233,7 +221,7 @@ def _candidates(snap: Snapshot, req: Request, own: Own, floor: float, lexical: d
     unit = table.unit_rank[rows]
     total = score + link_boost(snap, config) * _best_others(unit, score)
     order = np.lexsort((table.position[rows], unit, -total))
-    return RankedRows(table, rows[order], total[order], score[order])
+    return RankedRows(table, rows[order], total[order])
 
 
 def _own_scores(snap: Snapshot, table: MemberTable, own: Own, rows: np.ndarray, floor: float) -> np.ndarray:

@@ -77,7 +77,6 @@ class RankedRows(Sequence):
     table: MemberTable
     rows: np.ndarray
     scores: np.ndarray
-    plain: np.ndarray | None = None  # each entry's score without the link boost's share (its own match and BM25's)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -97,15 +96,11 @@ class RankedRows(Sequence):
         docs, keep = self.table.doc_codes[self.rows], np.ones(len(self.rows), dtype=bool)
         for code in (c for d in doc_ids if (c := self.table.doc_code_of.get(d)) is not None):  # a hop's few seeds
             keep &= docs != code
-        return RankedRows(self.table, self.rows[keep], self.scores[keep], None if self.plain is None else self.plain[keep])
+        return RankedRows(self.table, self.rows[keep], self.scores[keep])
 
     def packed(self, budget: int) -> list[Candidate]:
         """context.pack's contract (rank order, an entry that does not fit is skipped, each entry once), read from the
         table's token counts; stops once no later entry can fit."""
-        return [self[i] for i in self.packed_at(budget)]
-
-    def packed_at(self, budget: int) -> list[int]:
-        """The positions `packed` takes."""
         tokens = self.table.tokens[self.rows]
         smallest_left = np.minimum.accumulate(tokens[::-1])[::-1].tolist()
         taken, used, seen = [], 0, set()
@@ -117,7 +112,7 @@ class RankedRows(Sequence):
             taken.append(i)
             seen.add(code)
             used += n
-        return taken
+        return [self[i] for i in taken]
 
 
 def rows_by_unit(rows: list[MemberRow]) -> dict[str, list[MemberRow]]:
