@@ -3,6 +3,8 @@
 Every variant runs on both halves of every benchmark at every budget. Choose on the tune half; the report half
 is what the README may quote. Metrics: source completeness (all gold documents present) and evidence recall.
 A variant is `method[:key=value,...]` with LongRAGConfig fields, e.g. `longrag:hops=2`, `hybrid:hops=2`;
+A trailing `@cap=N` reads the workspace re-planned with a unit cap of N tokens (bench/groupings.py), e.g.
+`longrag@cap=1000`; variants on different caps are paired question by question like any others.
 `--sensitivity` adds each free weight at -50% and +50% of its default. `--grouping` picks the workspace's units
 (bench/groupings.py). Prints a table per benchmark and writes bench/results/multihop-<grouping>[-<tag>].json.
 """
@@ -40,6 +42,7 @@ from rag.sources.benchmarks import (  # noqa: E402
     split_halves,
 )
 from rag.text.tables import markdown_table  # noqa: E402
+from rag.units.long_units import DEFAULT_CAP  # noqa: E402
 
 NAMES = ("hotpotqa", "musique", "2wikimultihopqa")
 CALLER = Caller(frozenset({"bench"}))
@@ -52,6 +55,7 @@ class Variant:
     name: str
     method: str
     config: LongRAGConfig
+    unit_cap: int = DEFAULT_CAP
 
     def run(self, snap, embedder, counter, question: str, budgets: list[int]):
         """(result, seconds) per budget; LongRAG and the hybrid rank once and pack per budget (what their
@@ -71,8 +75,11 @@ class Variant:
 
 
 def parse_variant(spec: str) -> Variant:
-    """`method[:key=value,...]` → a Variant, or a one-line error naming the problem."""
-    method, _, settings = spec.partition(":")
+    """`method[:key=value,...][@cap=N]` → a Variant, or a one-line error naming the problem."""
+    head, _, cap = spec.partition("@")
+    if cap and not (cap.startswith("cap=") and cap[4:].isdigit()):
+        raise SystemExit(f"variant {spec!r}: expected '@cap=<tokens>' after the settings")
+    method, _, settings = head.partition(":")
     if method not in (*DIRECT, "hybrid"):
         raise SystemExit(f"variant {spec!r}: unknown method {method!r}")
     # Field types are strings under `from __future__ import annotations`.
@@ -83,7 +90,7 @@ def parse_variant(spec: str) -> Variant:
         if key not in kinds:
             raise SystemExit(f"variant {spec!r}: LongRAGConfig has no field {key!r}")
         changes[key] = kinds[key](value)
-    return Variant(spec, method, replace(LongRAGConfig(), **changes))
+    return Variant(spec, method, replace(LongRAGConfig(), **changes), int(cap[4:]) if cap else DEFAULT_CAP)
 
 
 def sensitivity_variants(base: Variant) -> list[Variant]:
@@ -94,8 +101,10 @@ def sensitivity_variants(base: Variant) -> list[Variant]:
         value = getattr(base.config, name)
         for factor in (0.5, 1.5):
             changed = max(1, round(value * factor)) if isinstance(value, int) else round(value * factor, 4)
-            prefix = base.name + ("," if ":" in base.name else ":")
-            out.append(Variant(f"{prefix}{name}={changed}", base.method, replace(base.config, **{name: changed})))
+            head, at, cap = base.name.partition("@")
+            prefix = head + ("," if ":" in head else ":")
+            out.append(Variant(f"{prefix}{name}={changed}{at}{cap}", base.method,
+                               replace(base.config, **{name: changed}), base.unit_cap))
     return out
 
 
@@ -133,22 +142,28 @@ def summarise(raw: dict, reference: dict | None) -> dict:
 def run_benchmark(folder: Path, grouping: str, variants: list[Variant], budgets: list[int], embedder,
                   halves_run: tuple[str, ...] = HALVES, workdir: Path = REPO / ".rag" / "bench") -> dict:
     name = folder.name
-    prepared = prepare(folder, workdir, grouping, embedder)
-    snap, counter = prepared.reader.snapshot(), prepared.reader.counter
+    caps = list(dict.fromkeys(v.unit_cap for v in variants))
+    prepared = {cap: prepare(folder, workdir, grouping, embedder, cap) for cap in caps}
+    snaps = {cap: p.reader.snapshot() for cap, p in prepared.items()}
+    counter = prepared[caps[0]].reader.counter
     halves = split_halves(name, load_questions(folder))
-    snap.lexical  # noqa: B018 - built before the first timed query, as a warm service has it
-    figures = {"units": prepared.units, "documents": prepared.documents,
+    for snap in snaps.values():
+        snap.lexical  # noqa: B018 - built before the first timed query, as a warm service has it
+    first = prepared[caps[0]]
+    figures = {"units": first.units, "documents": first.documents,
+               "units_by_cap": {str(cap): p.units for cap, p in prepared.items()},
                "questions": {h: len(qs) for h, qs in halves.items()}, "variants": {}}
     for half in halves_run:
         raws = {}
         for v in variants:
-            raws[v.name] = measure(snap, embedder, counter, v, halves[half], budgets)
+            raws[v.name] = measure(snaps[v.unit_cap], embedder, counter, v, halves[half], budgets)
             reference = raws[variants[0].name] if v is not variants[0] else None
             figures["variants"].setdefault(v.name, {})[half] = summarise(raws[v.name], reference)
             print(f"  {name} {half} {v.name}: " + " ".join(
                 f"{b}:{figures['variants'][v.name][half][str(b)]['completeness']['mean']:.3f}" for b in budgets),
                 flush=True)
-    prepared.close()
+    for p in prepared.values():
+        p.close()
     return figures
 
 
