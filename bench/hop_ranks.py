@@ -59,7 +59,7 @@ def main() -> None:
     if variant.method != "longrag":
         raise SystemExit(f"variant {args.variant!r}: only longrag variants have a ranked member list")
     embedder = Embedder(threads=1)
-    prepared = prepare(root / args.benchmark, REPO / ".rag" / "bench", "title-links", embedder)
+    prepared = prepare(root / args.benchmark, REPO / ".rag" / "bench", "title-links", embedder, variant.unit_cap)
     questions = split_halves(args.benchmark, load_questions(root / args.benchmark))[args.half]
     if args.budget:
         from bench.hop_misses import report
