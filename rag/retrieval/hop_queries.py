@@ -31,16 +31,8 @@ class HopRule:
 
 def hop_queries(snap: Snapshot, embedder, question: str, source: list[Entry], seeds: list[str],
                 own: dict[tuple[str, str, int], Hit], rule: HopRule):
-    """A hop's (query, vector, seeds placed so far) triples, one per seed. Queries that read only the source list
-    are embedded in one batch; "novel" and "sentence" read the matched sub-chunks, which the previous branch
-    updates, so they go one by one."""
-    if rule.mode not in ("names", "residual"):
-        for _ in range(rule.seeds):
-            query = next_query(snap, question, source, seeds, own, rule)
-            if query is None:
-                return
-            yield query, embedder.encode_query(query), set(seeds)
-        return
+    """A hop's (query, vector, seeds placed so far) triples, one per seed, embedded in one batch. Every query reads
+    the source list and, in "novel" and "sentence", the seed's sub-chunk matched by the hop that made that list."""
     queries = []
     for _ in range(rule.seeds):
         query = next_query(snap, question, source, seeds, own, rule)
