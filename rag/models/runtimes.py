@@ -13,8 +13,9 @@ import numpy as np
 
 OPENVINO = "openvino"
 ONNXRUNTIME = "onnxruntime"
-# bfloat16 matrix products with float32 sums: twice a core's float32 multiply-adds (avx512_bf16), cosine ≥ 0.99999
-# to torch's float32 vectors (bench/embed_runtimes.py); a CPU without bfloat16 instructions runs float32.
+# bfloat16 matrix products with float32 sums: twice a core's float32 multiply-adds (avx512_bf16), cosine ≥ 0.9999 to
+# torch's float32 vectors (min 0.99997, bench/embed_runtimes.py). Only where the CPU has bfloat16 instructions:
+# elsewhere OpenVINO would emulate them, slower than float32.
 OPENVINO_PRECISION = "bf16"
 
 Feeds = dict[str, np.ndarray]
@@ -40,13 +41,15 @@ class OnnxRuntimeGraph:
 class OpenVinoGraph:
     """The graph compiled by OpenVINO for this CPU: `streams` runs side by side, one thread each, unpinned."""
 
-    def __init__(self, graph: Path, weights: Path, streams: int = 1, precision: str = OPENVINO_PRECISION):
+    def __init__(self, graph: Path, weights: Path, streams: int = 1, precision: str | None = None):
         import openvino as ov
 
+        core = ov.Core()
+        if precision is None:
+            precision = OPENVINO_PRECISION if "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES") else "f32"
         # One thread a stream, as ONNX Runtime runs; unpinned, since other processes share these cores.
         config = {"INFERENCE_NUM_THREADS": streams, "NUM_STREAMS": streams, "ENABLE_CPU_PINNING": False,
                   "INFERENCE_PRECISION_HINT": precision}
-        core = ov.Core()
         self.model = core.compile_model(core.read_model(str(graph), str(weights)), "CPU", config)
         self._requests = threading.local()   # a request runs one inference at a time: one per calling thread
 

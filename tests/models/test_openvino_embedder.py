@@ -21,6 +21,14 @@ def test_the_default_embedder_runs_openvino_and_the_int8_one_onnx_runtime(onnx_e
     assert Embedder(threads=1, int8=True).runtime == ONNXRUNTIME
 
 
+def test_products_run_in_bfloat16_only_where_the_cpu_has_its_instructions(onnx_embedder):
+    import openvino as ov
+
+    has_bf16 = "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    precision = onnx_embedder.graph.model.get_property("INFERENCE_PRECISION_HINT")
+    assert precision == (ov.Type.bf16 if has_bf16 else ov.Type.f32)
+
+
 def test_documents_run_side_by_side_give_the_vectors_of_one_thread(onnx_embedder):
     texts = sample_texts()
     two = Embedder(threads=2, batch_size=8)  # several runs of several widths at once, on two streams
