@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.results_file import write_results  # noqa: E402
 
-HEAVY = ("torch", "transformers", "sentence_transformers", "dagster", "onnxruntime", "lancedb", "duckdb")
+HEAVY = ("torch", "transformers", "sentence_transformers", "dagster", "onnxruntime", "openvino", "lancedb", "duckdb")
 QUESTION = "How long does the offline cache hold telemetry?"
 
 

