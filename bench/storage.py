@@ -321,12 +321,15 @@ def scale_source(n: int) -> list[dict]:
     return out
 
 
-def scale(n: int, cache: Path, counter, tmp: Path, timer: Timed) -> dict:
-    """A one-document edit at n documents: time, publish-point time, bytes written, bytes kept."""
-    built = cache / f"ws-{n}"
+def scale(n: int, cache: Path, counter, timer: Timed) -> dict:
+    """A one-document edit at n documents: time, publish-point time, bytes written, bytes kept.
+
+    The runs work on a copy of the built workspace and source at the paths the build used, so the documents' source
+    paths are the ones the catalog holds and a run with nothing changed changes nothing."""
+    built, build = cache / f"ws-{n}", cache / f".build-{n}"
     records = scale_source(n)
-    if not (built / "catalog.duckdb").exists():
-        build = cache / f".build-{n}"
+    if not (built / "ws" / "catalog.duckdb").exists():
+        shutil.rmtree(built, ignore_errors=True)
         shutil.rmtree(build, ignore_errors=True)
         (build / "ws").mkdir(parents=True)
         write_jsonl(build / "docs.jsonl", records)
@@ -338,10 +341,18 @@ def scale(n: int, cache: Path, counter, tmp: Path, timer: Timed) -> dict:
         print(f"built {n} documents in {time.perf_counter() - t:.0f} s", flush=True)
         (build / "ws" / "writer.lock").unlink(missing_ok=True)
         build.rename(built)
-    ws, source = tmp / "scale" / "ws", tmp / "scale" / "docs.jsonl"
-    ws.parent.mkdir()
+    ws, source = build / "ws", build / "docs.jsonl"
+    shutil.rmtree(build, ignore_errors=True)
     shutil.copytree(built / "ws", ws)
     shutil.copyfile(built / "docs.jsonl", source)
+    try:
+        return scale_runs(n, ws, source, records, built, counter, timer)
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+
+
+def scale_runs(n: int, ws: Path, source: Path, records: list[dict], built: Path, counter, timer: Timed) -> dict:
+    """A run with nothing changed, then one with one document edited, on the copy; then a reader's costs."""
     out = {"documents": n, "first_ingest": json.loads((built / "built.json").read_text())}
     for step in ("nothing_changed", "one_edit"):
         if step == "one_edit":
@@ -554,7 +565,7 @@ def main() -> None:
             results["publish_point"] = publish_point(args.publish_point, Path(tmp))
         if args.scale:
             Path(args.scale_dir).mkdir(parents=True, exist_ok=True)
-            results["scale"] = scale(args.scale, Path(args.scale_dir), counter, Path(tmp), timer)
+            results["scale"] = scale(args.scale, Path(args.scale_dir), counter, timer)
     report(results)
     write_json(args.out, results)
     print(f"written to {args.out}")
