@@ -5,6 +5,7 @@ import pyarrow as pa
 
 from rag.sources.documents import Document
 from rag.store.rows import CurrentText, CurrentVersion
+from rag.store.schema import source_path_sql, split_source_paths
 from rag.store.snapshot_files import registered
 from rag.store.text_store import TextStore
 
@@ -50,11 +51,17 @@ class DocumentTables:
         """Hold these documents' texts (by content hash) before rows naming them commit."""
         self.texts.add({d.content_hash: d.text for d in docs})
 
+    @property
+    def source_path_sql(self) -> str:
+        """SQL of a `documents` row's whole source path: the writer holds it split (`schema.SOURCE_PATH`), a reader
+        whole."""
+        return "source_path" if self.texts is None else source_path_sql()
+
     def insert_documents(self, columns: dict[str, list]) -> None:
         """Insert document rows whose `text` column goes to the text store, under each row's content hash."""
         rows = dict(columns)
         self.texts.add(dict(zip(rows["content_hash"], rows.pop("text"))))
-        self.bulk_insert("documents", rows)
+        self.bulk_insert("documents", split_source_paths(rows))
 
     def missing_texts(self, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
         """Which of these stored versions lost their text (dropped past the as-of retention)."""
@@ -97,6 +104,7 @@ class DocumentTables:
         """Set the other columns of the document versions named by `doc_id` and `version` in one joined statement
         (the table has no key index to look each one up)."""
         if len(columns["doc_id"]):
+            columns = split_source_paths(columns)
             sets = ", ".join(f"{c} = u.{c}" for c in columns if c not in ("doc_id", "version"))
             with registered(self.con, "_updates", pa.table(columns)):
                 self.con.execute(f"UPDATE documents SET {sets} FROM _updates u "

@@ -13,6 +13,7 @@ from rag.sources import scan
 from rag.store.catalog import Catalog
 from rag.store.publish import NothingToPublish, publish_documents
 from rag.store.settings import IngestSettings
+from rag.store.snapshot_files import read_pointer
 
 
 def md(doc_id, version, text, acl="support"):
@@ -29,8 +30,8 @@ def run(catalog, folder, **kw):
 
 
 def documents(catalog):
-    return sorted(catalog.rows("SELECT doc_id, version, status, acl, links, collection, source, source_path, "
-                               "content_hash, meta_hash FROM documents"))
+    return sorted(catalog.rows("SELECT doc_id, version, status, acl, links, collection, source, "
+                               f"{catalog.source_path_sql}, content_hash, meta_hash FROM documents"))
 
 
 def problems(catalog):
@@ -182,6 +183,26 @@ def test_a_refusal_is_repeated_while_its_file_stays_as_it_is(tmp_path, settled):
     for _ in range(2):
         run(catalog, src)
         assert [r[3] for r in problems(catalog)] == ["version 1 of 'a' is older than the published version 2"]
+
+
+def test_a_source_path_is_held_after_its_source_and_read_back_whole_by_the_writer_and_the_readers(tmp_path, settled):
+    """The catalog holds a version's source once: a path that starts with it is held as the rest. History, the next
+    run's reconciliation and the published read state see the whole path, as they do for a row written before."""
+    src, catalog, _ = published(tmp_path, {"all.jsonl": line("a", 1, "Alpha.") + "\n" + line("b", 1, "Beta.") + "\n",
+                                           "c.md": md("c", 1, "Gamma.")})
+    whole = {"a": f"{src / 'all.jsonl'}:1", "b": f"{src / 'all.jsonl'}:2", "c": str(src / "c.md")}
+    assert sorted(catalog.rows("SELECT doc_id, source_path, path_tail FROM documents")) == [
+        ("a", None, "/all.jsonl:1"), ("b", None, "/all.jsonl:2"), ("c", None, "/c.md")]
+    catalog.con.execute("UPDATE documents SET source_path = ?, path_tail = NULL WHERE doc_id = 'c'", [whole["c"]])
+    assert {d: catalog.history(d)[0][0].source_path for d in whole} == whole
+    again = run(catalog, src)
+    assert (again.new, again.deleted, again.updated_in_place) == ([], [], [])
+    catalog.close()
+    reader = Catalog.snapshot(tmp_path, read_pointer(tmp_path))
+    try:
+        assert {d: reader.history(d)[0][0].source_path for d in whole} == whole
+    finally:
+        reader.close()
 
 
 def test_records_store_only_hashes_and_paths_that_differ_from_the_default_and_a_refusal_stands(tmp_path, settled):
