@@ -83,6 +83,24 @@ def test_one_edited_jsonl_line_is_the_only_line_parsed(tmp_path, settled):
     assert (changes.new, changes.superseded) == ([("j7", "2")], [("j7", "1")])
 
 
+def test_records_kept_line_by_line_after_edits_equal_the_records_of_a_full_rereading(tmp_path, settled):
+    """Only the records that differ are rewritten (an edited, inserted or removed line, and the lines it moved), and
+    what is stored equals what a new catalog reading the file once stores."""
+    lines = [line(f"j{i}", 1, f"Line {i}.") for i in range(50)]
+    src, catalog, _ = published(tmp_path, {"many.jsonl": "\n".join(lines) + "\n"})
+    lines[7] = line("j7", 2, "Line 7, revised.")
+    lines[20:20] = [line("new", 1, "A new line."), "not json"]
+    del lines[40]
+    (src / "many.jsonl").write_text("\n".join(lines) + "\n")
+    run(catalog, src)
+    reread = Catalog(tmp_path / "reread" / "c.duckdb")
+    run(reread, src)
+    stored = ("SELECT file, source, position, line_hash, source_path, doc_id, version, content_hash, meta_hash, "
+              "reason, holds, empty FROM source_records ORDER BY position")
+    assert catalog.rows(stored) == reread.rows(stored)
+    assert len(catalog.rows(stored)) == 51
+
+
 def test_a_removed_file_deletes_its_documents_from_the_list_of_files(tmp_path, settled):
     src, catalog, _ = published(tmp_path, {"a.md": md("a", 1, "Alpha."), "b.md": md("b", 1, "Beta.")})
     (src / "b.md").unlink()
