@@ -54,6 +54,7 @@ from rag.store import index as index_module  # noqa: E402
 from rag.store.catalog import Catalog  # noqa: E402
 from rag.store.index import SubchunkIndex  # noqa: E402
 from rag.store.publish import publish_documents, publish_index, publish_units  # noqa: E402
+from rag.store.schema import BLOCK_SIZE  # noqa: E402
 from rag.store.settings import IngestSettings  # noqa: E402
 from rag.store.snapshot_files import read_pointer  # noqa: E402
 from rag.store.storage import measure  # noqa: E402
@@ -173,6 +174,7 @@ def components(ws: Path) -> dict:
             **{f"{k}_ratio": round(v / raw, 2) for k, v in parts.items()},
             "lancedb_parts_bytes": {k: v for k, v in sorted(lance.items()) if v},
             "catalog_tables_bytes": catalog_tables(ws / "catalog.duckdb"),
+            "catalog_copies_bytes": catalog_copies(ws / "catalog.duckdb"),
             "read_state_tables_bytes": read_state_tables(ws / "snapshots" / "segments")}
 
 
@@ -192,6 +194,28 @@ def catalog_tables(path: Path) -> dict[str, int]:
     finally:
         con.close()
     return {k: v for k, v in sorted(out.items(), key=lambda kv: -kv[1]) if v}
+
+
+def catalog_copies(path: Path) -> dict[str, int]:
+    """Bytes of a fresh copy of the catalog as it is, and without its superseded and deleted document versions: what
+    dropping them once published (as the units' history is dropped) would leave."""
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, cut in (("as_is", None), ("without_superseded_documents", "DELETE FROM documents WHERE status <> "
+                                                                         "'current'")):
+            shutil.copyfile(path, Path(tmp) / "catalog.duckdb")
+            con = duckdb.connect(str(Path(tmp) / "catalog.duckdb"))
+            try:
+                if cut:
+                    con.execute(cut)
+                con.execute(f"ATTACH '{Path(tmp) / name}.duckdb' AS copy (BLOCK_SIZE {BLOCK_SIZE})")
+                con.execute("COPY FROM DATABASE catalog TO copy")
+                con.execute("CHECKPOINT copy")
+                con.execute("DETACH copy")
+            finally:
+                con.close()
+            out[name] = (Path(tmp) / f"{name}.duckdb").stat().st_size
+    return out
 
 
 def read_state_tables(folder: Path) -> dict[str, int]:
