@@ -141,16 +141,28 @@ class Timed:
 
 
 def ingest(ws: Path, source: Path, counter) -> dict:
-    """One run of the three publishing steps, as the ingest assets run them."""
+    """One run of the three publishing steps, as the ingest assets run them, with the bytes each step wrote (the
+    catalog's closing apart: its checkpoint, and its copy when it is due)."""
     settings = IngestSettings(sources=[str(source)], default_acl=("bench",), derive_links=True)
+    steps, w = {}, written_bytes()
+
+    def step(name: str) -> None:
+        nonlocal w
+        steps[name], w = written_bytes() - w, written_bytes()
+
     catalog = Catalog(ws / "catalog.duckdb", entry="bench storage")
     try:
         changes, _ = publish_documents(catalog, settings)
+        step("documents")
         publish_units(catalog, counter, settings)
+        step("units")
         report = publish_index(catalog, SubchunkIndex(ws / "lancedb"), fake_embed, counter, settings)
+        step("index")
     finally:
         catalog.close()
-    return {"new_versions": len(changes.new), "embedded": report.embedded, "subchunks": report.subchunks}
+    step("close")
+    return {"new_versions": len(changes.new), "embedded": report.embedded, "subchunks": report.subchunks,
+            "bytes_written_by_step": steps}
 
 
 def raw_text_bytes(ws: Path) -> int:
@@ -391,11 +403,25 @@ def scale_runs(n: int, ws: Path, source: Path, records: list[dict], built: Path,
                      "after": components(ws)}
         print(f"{n} documents, {step}: {out[step]['run_s']} s, {out[step]['bytes_written']:,} bytes written",
               flush=True)
+    out["components"] = largest_components(ws / "catalog.duckdb")
+    print(f"link-connected components at {n} documents: {out['components']}", flush=True)
     out["reader"] = reader_costs(ws)
     print(f"reader at {n} documents: {out['reader']}", flush=True)
     out["mention_lookup"] = mention_lookup(ws / "catalog.duckdb")
     print(f"mention lookup at {n} documents: {out['mention_lookup']}", flush=True)
     return out
+
+
+def largest_components(path: Path) -> dict:
+    """How many link-connected components the units step keeps groups for, and the documents of the largest ones:
+    an edit in a component groups it again and writes its group rows again."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        sizes = [n for (n,) in con.execute("SELECT count(*) AS n FROM component_groups GROUP BY signature "
+                                           "ORDER BY n DESC").fetchall()]
+    finally:
+        con.close()
+    return {"components": len(sizes), "documents": sum(sizes), "largest": sizes[:5]}
 
 
 def publish_point(n: int, tmp: Path) -> dict:
