@@ -416,8 +416,10 @@ def largest_components(path: Path) -> dict:
     """How many link-connected components the units step keeps groups for, and the documents of the largest ones:
     an edit in a component groups it again and writes its group rows again."""
     con = duckdb.connect(str(path), read_only=True)
-    try:
-        sizes = [n for (n,) in con.execute("SELECT count(*) AS n FROM component_groups GROUP BY signature "
+    try:  # groups kept by component (its smallest id), or by signature in the code from before (RAG_BENCH_CODE)
+        (by_id,), = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'group_members'").fetchall()
+        table, key = ("group_members", "component") if by_id else ("component_groups", "signature")
+        sizes = [n for (n,) in con.execute(f"SELECT count(*) AS n FROM {table} GROUP BY {key} "
                                            "ORDER BY n DESC").fetchall()]
     finally:
         con.close()

@@ -43,7 +43,11 @@ CREATE TABLE IF NOT EXISTS doc_parts (
 DROP TABLE IF EXISTS mention_index;  -- replaced by a substring scan of the stored texts (rag.store.facts)
 CREATE TABLE IF NOT EXISTS doc_mentions (fact_id BIGINT, title VARCHAR);
 CREATE TABLE IF NOT EXISTS mention_titles (title VARCHAR);
-CREATE TABLE IF NOT EXISTS component_groups (signature VARCHAR, grp INTEGER, position INTEGER, doc_id VARCHAR);
+-- A component's groups are held under its smallest doc id, its signature once beside it: an edit that changes the
+-- signature rewrites only the group rows that changed (keyed by signature, all of them were written again).
+DROP TABLE IF EXISTS component_groups;
+CREATE TABLE IF NOT EXISTS component_signatures (component VARCHAR, signature VARCHAR);
+CREATE TABLE IF NOT EXISTS group_members (component VARCHAR, grp INTEGER, position INTEGER, doc_id VARCHAR);
 -- What each source file was at its last reading, and what each of its inputs yielded (see rag.sources.scan).
 CREATE TABLE IF NOT EXISTS source_files (
     path VARCHAR, source VARCHAR, root VARCHAR, size BIGINT, mtime_ns BIGINT, ctime_ns BIGINT, ino BIGINT,
