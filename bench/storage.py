@@ -413,13 +413,15 @@ def scale_runs(n: int, ws: Path, source: Path, records: list[dict], built: Path,
 
 
 def largest_components(path: Path) -> dict:
-    """How many link-connected components the units step keeps groups for, and the documents of the largest ones:
-    an edit in a component groups it again and writes its group rows again."""
+    """How many link-connected components the units step keeps groups for, and the documents of the largest ones
+    (known where groups are kept by signature, the code from before): an edit in a component groups it again."""
     con = duckdb.connect(str(path), read_only=True)
-    try:  # groups kept by component (its smallest id), or by signature in the code from before (RAG_BENCH_CODE)
-        (by_id,), = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'group_members'").fetchall()
-        table, key = ("group_members", "component") if by_id else ("component_groups", "signature")
-        sizes = [n for (n,) in con.execute(f"SELECT count(*) AS n FROM {table} GROUP BY {key} "
+    try:
+        (by_first,), = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'group_members'").fetchall()
+        if by_first:  # the signature is on each component's first row only
+            (components, documents), = con.execute("SELECT count(signature), count(*) FROM group_members").fetchall()
+            return {"components": components, "documents": documents}
+        sizes = [n for (n,) in con.execute("SELECT count(*) AS n FROM component_groups GROUP BY signature "
                                            "ORDER BY n DESC").fetchall()]
     finally:
         con.close()

@@ -43,11 +43,10 @@ CREATE TABLE IF NOT EXISTS doc_parts (
 DROP TABLE IF EXISTS mention_index;  -- replaced by a substring scan of the stored texts (rag.store.facts)
 CREATE TABLE IF NOT EXISTS doc_mentions (fact_id BIGINT, title VARCHAR);
 CREATE TABLE IF NOT EXISTS mention_titles (title VARCHAR);
--- A component's groups are held under its smallest doc id, its signature once beside it: an edit that changes the
--- signature rewrites only the group rows that changed (keyed by signature, all of them were written again).
+-- Each document's place in its component's groups, the component's signature on its smallest id's row only: an
+-- edit that changes a signature rewrites only the rows that changed (keyed by signature, all were written again).
 DROP TABLE IF EXISTS component_groups;
-CREATE TABLE IF NOT EXISTS component_signatures (component VARCHAR, signature VARCHAR);
-CREATE TABLE IF NOT EXISTS group_members (component VARCHAR, grp INTEGER, position INTEGER, doc_id VARCHAR);
+CREATE TABLE IF NOT EXISTS group_members (doc_id VARCHAR, grp INTEGER, position INTEGER, signature VARCHAR);
 -- What each source file was at its last reading, and what each of its inputs yielded (see rag.sources.scan).
 CREATE TABLE IF NOT EXISTS source_files (
     path VARCHAR, source VARCHAR, root VARCHAR, size BIGINT, mtime_ns BIGINT, ctime_ns BIGINT, ino BIGINT,
