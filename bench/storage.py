@@ -54,6 +54,7 @@ from rag.store import index as index_module  # noqa: E402
 from rag.store.catalog import Catalog  # noqa: E402
 from rag.store.index import SubchunkIndex  # noqa: E402
 from rag.store.publish import publish_documents, publish_index, publish_units  # noqa: E402
+from rag.store.schema import BLOCK_SIZE  # noqa: E402
 from rag.store.settings import IngestSettings  # noqa: E402
 from rag.store.snapshot_files import read_pointer  # noqa: E402
 from rag.store.storage import measure  # noqa: E402
@@ -140,16 +141,28 @@ class Timed:
 
 
 def ingest(ws: Path, source: Path, counter) -> dict:
-    """One run of the three publishing steps, as the ingest assets run them."""
+    """One run of the three publishing steps, as the ingest assets run them, with the bytes each step wrote (the
+    catalog's closing apart: its checkpoint, and its copy when it is due)."""
     settings = IngestSettings(sources=[str(source)], default_acl=("bench",), derive_links=True)
+    steps, w = {}, written_bytes()
+
+    def step(name: str) -> None:
+        nonlocal w
+        steps[name], w = written_bytes() - w, written_bytes()
+
     catalog = Catalog(ws / "catalog.duckdb", entry="bench storage")
     try:
         changes, _ = publish_documents(catalog, settings)
+        step("documents")
         publish_units(catalog, counter, settings)
+        step("units")
         report = publish_index(catalog, SubchunkIndex(ws / "lancedb"), fake_embed, counter, settings)
+        step("index")
     finally:
         catalog.close()
-    return {"new_versions": len(changes.new), "embedded": report.embedded, "subchunks": report.subchunks}
+    step("close")
+    return {"new_versions": len(changes.new), "embedded": report.embedded, "subchunks": report.subchunks,
+            "bytes_written_by_step": steps}
 
 
 def raw_text_bytes(ws: Path) -> int:
@@ -173,6 +186,7 @@ def components(ws: Path) -> dict:
             **{f"{k}_ratio": round(v / raw, 2) for k, v in parts.items()},
             "lancedb_parts_bytes": {k: v for k, v in sorted(lance.items()) if v},
             "catalog_tables_bytes": catalog_tables(ws / "catalog.duckdb"),
+            "catalog_copies_bytes": catalog_copies(ws / "catalog.duckdb"),
             "read_state_tables_bytes": read_state_tables(ws / "snapshots" / "segments")}
 
 
@@ -192,6 +206,28 @@ def catalog_tables(path: Path) -> dict[str, int]:
     finally:
         con.close()
     return {k: v for k, v in sorted(out.items(), key=lambda kv: -kv[1]) if v}
+
+
+def catalog_copies(path: Path) -> dict[str, int]:
+    """Bytes of a fresh copy of the catalog as it is, and without its superseded and deleted document versions: what
+    dropping them once published (as the units' history is dropped) would leave."""
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, cut in (("as_is", None), ("without_superseded_documents", "DELETE FROM documents WHERE status <> "
+                                                                         "'current'")):
+            shutil.copyfile(path, Path(tmp) / "catalog.duckdb")
+            con = duckdb.connect(str(Path(tmp) / "catalog.duckdb"))
+            try:
+                if cut:
+                    con.execute(cut)
+                con.execute(f"ATTACH '{Path(tmp) / name}.duckdb' AS copy (BLOCK_SIZE {BLOCK_SIZE})")
+                con.execute("COPY FROM DATABASE catalog TO copy")
+                con.execute("CHECKPOINT copy")
+                con.execute("DETACH copy")
+            finally:
+                con.close()
+            out[name] = (Path(tmp) / f"{name}.duckdb").stat().st_size
+    return out
 
 
 def read_state_tables(folder: Path) -> dict[str, int]:
@@ -321,12 +357,15 @@ def scale_source(n: int) -> list[dict]:
     return out
 
 
-def scale(n: int, cache: Path, counter, tmp: Path, timer: Timed) -> dict:
-    """A one-document edit at n documents: time, publish-point time, bytes written, bytes kept."""
-    built = cache / f"ws-{n}"
+def scale(n: int, cache: Path, counter, timer: Timed) -> dict:
+    """A one-document edit at n documents: time, publish-point time, bytes written, bytes kept.
+
+    The runs work on a copy of the built workspace and source at the paths the build used, so the documents' source
+    paths are the ones the catalog holds and a run with nothing changed changes nothing."""
+    built, build = cache / f"ws-{n}", cache / f".build-{n}"
     records = scale_source(n)
-    if not (built / "catalog.duckdb").exists():
-        build = cache / f".build-{n}"
+    if not (built / "ws" / "catalog.duckdb").exists():
+        shutil.rmtree(built, ignore_errors=True)
         shutil.rmtree(build, ignore_errors=True)
         (build / "ws").mkdir(parents=True)
         write_jsonl(build / "docs.jsonl", records)
@@ -338,10 +377,18 @@ def scale(n: int, cache: Path, counter, tmp: Path, timer: Timed) -> dict:
         print(f"built {n} documents in {time.perf_counter() - t:.0f} s", flush=True)
         (build / "ws" / "writer.lock").unlink(missing_ok=True)
         build.rename(built)
-    ws, source = tmp / "scale" / "ws", tmp / "scale" / "docs.jsonl"
-    ws.parent.mkdir()
+    ws, source = build / "ws", build / "docs.jsonl"
+    shutil.rmtree(build, ignore_errors=True)
     shutil.copytree(built / "ws", ws)
     shutil.copyfile(built / "docs.jsonl", source)
+    try:
+        return scale_runs(n, ws, source, records, built, counter, timer)
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+
+
+def scale_runs(n: int, ws: Path, source: Path, records: list[dict], built: Path, counter, timer: Timed) -> dict:
+    """A run with nothing changed, then one with one document edited, on the copy; then a reader's costs."""
     out = {"documents": n, "first_ingest": json.loads((built / "built.json").read_text())}
     for step in ("nothing_changed", "one_edit"):
         if step == "one_edit":
@@ -356,11 +403,29 @@ def scale(n: int, cache: Path, counter, tmp: Path, timer: Timed) -> dict:
                      "after": components(ws)}
         print(f"{n} documents, {step}: {out[step]['run_s']} s, {out[step]['bytes_written']:,} bytes written",
               flush=True)
+    out["components"] = largest_components(ws / "catalog.duckdb")
+    print(f"link-connected components at {n} documents: {out['components']}", flush=True)
     out["reader"] = reader_costs(ws)
     print(f"reader at {n} documents: {out['reader']}", flush=True)
     out["mention_lookup"] = mention_lookup(ws / "catalog.duckdb")
     print(f"mention lookup at {n} documents: {out['mention_lookup']}", flush=True)
     return out
+
+
+def largest_components(path: Path) -> dict:
+    """How many link-connected components the units step keeps groups for, and the documents of the largest ones
+    (known where groups are kept by signature, the code from before): an edit in a component groups it again."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        (by_first,), = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'group_members'").fetchall()
+        if by_first:  # the signature is on each component's first row only
+            (components, documents), = con.execute("SELECT count(signature), count(*) FROM group_members").fetchall()
+            return {"components": components, "documents": documents}
+        sizes = [n for (n,) in con.execute("SELECT count(*) AS n FROM component_groups GROUP BY signature "
+                                           "ORDER BY n DESC").fetchall()]
+    finally:
+        con.close()
+    return {"components": len(sizes), "documents": sum(sizes), "largest": sizes[:5]}
 
 
 def publish_point(n: int, tmp: Path) -> dict:
@@ -554,7 +619,7 @@ def main() -> None:
             results["publish_point"] = publish_point(args.publish_point, Path(tmp))
         if args.scale:
             Path(args.scale_dir).mkdir(parents=True, exist_ok=True)
-            results["scale"] = scale(args.scale, Path(args.scale_dir), counter, Path(tmp), timer)
+            results["scale"] = scale(args.scale, Path(args.scale_dir), counter, timer)
     report(results)
     write_json(args.out, results)
     print(f"written to {args.out}")

@@ -337,8 +337,8 @@ class Catalog(DocumentTables):
 
     def history(self, doc_id: str) -> tuple[list[VersionEvent], list[UnitEvent]]:
         """A document's versions (with status and validity) and the unit versions that carried each."""
-        versions = self.rows("SELECT version, status, valid_from, valid_to, publish_id, source_path FROM documents "
-                             "WHERE doc_id = ? ORDER BY valid_from NULLS FIRST, version", [doc_id])
+        versions = self.rows(f"SELECT version, status, valid_from, valid_to, publish_id, {self.source_path_sql} "
+                             "FROM documents WHERE doc_id = ? ORDER BY valid_from NULLS FIRST, version", [doc_id])
         units = self.rows(
             f"SELECT m.doc_version, {unit_key_sql('u')}, u.status, u.valid_from, u.valid_to, "
             "u.publish_id FROM unit_members m JOIN units u USING (unit_id, unit_version) WHERE m.doc_id = ? "

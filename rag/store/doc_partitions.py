@@ -100,7 +100,7 @@ def sync(catalog: Catalog) -> int:
         return 0
     key = json.loads((store_folder / STORE_INFO).read_text())["key"]
     current = {d: (v, p) for d, v, p in catalog.rows(
-        "SELECT doc_id, version, source_path FROM documents WHERE status = 'current'")}
+        f"SELECT doc_id, version, {catalog.source_path_sql} FROM documents WHERE status = 'current'")}
     mine = store_folder / RECORDED
     before = {d: tuple(p) for d, p in json.loads(mine.read_text()).items()} if mine.exists() else {}
     changed = sorted(d for d in before.keys() | current.keys() if before.get(d) != current.get(d))

@@ -11,13 +11,16 @@ KEYLESS = {
     acl VARCHAR[], links VARCHAR[], collection VARCHAR, source VARCHAR, source_path VARCHAR,
     content_hash VARCHAR, meta_hash VARCHAR,
     status VARCHAR NOT NULL,            -- current | superseded | deleted
-    valid_from TIMESTAMP, valid_to TIMESTAMP, publish_id BIGINT)""",
+    valid_from TIMESTAMP, valid_to TIMESTAMP, publish_id BIGINT, path_tail VARCHAR)""",
     "units": """units (
     unit_id VARCHAR NOT NULL, unit_version INTEGER NOT NULL, acl VARCHAR[], collection VARCHAR,
     tokens INTEGER, content_hash VARCHAR,
     status VARCHAR NOT NULL,            -- pending | current | retired | abandoned
     valid_from TIMESTAMP, valid_to TIMESTAMP, publish_id BIGINT)"""}
 SCHEMA = "".join(f"CREATE TABLE IF NOT EXISTS {ddl};\n" for ddl in KEYLESS.values()) + """
+-- A version's source path is held as what follows its source (`path_tail`, `source_path` NULL) when it starts
+-- with it; `SOURCE_PATH` puts it back together. A catalog from before gets the column.
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS path_tail VARCHAR;
 CREATE TABLE IF NOT EXISTS unit_members (
     unit_id VARCHAR, unit_version INTEGER, position INTEGER, doc_id VARCHAR, doc_version VARCHAR,
     part INTEGER, char_start INTEGER, char_end INTEGER, tokens INTEGER);
@@ -40,7 +43,10 @@ CREATE TABLE IF NOT EXISTS doc_parts (
 DROP TABLE IF EXISTS mention_index;  -- replaced by a substring scan of the stored texts (rag.store.facts)
 CREATE TABLE IF NOT EXISTS doc_mentions (fact_id BIGINT, title VARCHAR);
 CREATE TABLE IF NOT EXISTS mention_titles (title VARCHAR);
-CREATE TABLE IF NOT EXISTS component_groups (signature VARCHAR, grp INTEGER, position INTEGER, doc_id VARCHAR);
+-- Each document's place in its component's groups, the component's signature on its smallest id's row only: an
+-- edit that changes a signature rewrites only the rows that changed (keyed by signature, all were written again).
+DROP TABLE IF EXISTS component_groups;
+CREATE TABLE IF NOT EXISTS group_members (doc_id VARCHAR, grp INTEGER, position INTEGER, signature VARCHAR);
 -- What each source file was at its last reading, and what each of its inputs yielded (see rag.sources.scan).
 CREATE TABLE IF NOT EXISTS source_files (
     path VARCHAR, source VARCHAR, root VARCHAR, size BIGINT, mtime_ns BIGINT, ctime_ns BIGINT, ino BIGINT,
@@ -54,6 +60,27 @@ ALTER TABLE source_records DROP COLUMN IF EXISTS acl;
 ALTER TABLE source_records DROP COLUMN IF EXISTS links;
 ALTER TABLE source_records DROP COLUMN IF EXISTS collection;
 """
+# The writer's documents' source path, whole (a row from before `path_tail` holds it in `source_path`). A JSONL
+# line's path is its file (the version's source) and `:N`, a file's path starts with its folder: held whole, the
+# source was stored twice in every row.
+SOURCE_PATH = "coalesce({p}source_path, {p}source || {p}path_tail)"
+
+
+def source_path_sql(alias: str = "") -> str:
+    """`SOURCE_PATH` over a `documents` row of the writer's catalog (aliased `alias`)."""
+    return SOURCE_PATH.format(p=f"{alias}." if alias else "")
+
+
+def split_source_paths(columns: dict[str, list]) -> dict[str, list]:
+    """Document rows to write with each source path that starts with its source held as the rest (`path_tail`)."""
+    if "source_path" not in columns:
+        return columns
+    sources = columns.get("source") or [None] * len(columns["source_path"])
+    tails = [p[len(s):] if s and p and p.startswith(s) else None for s, p in zip(sources, columns["source_path"])]
+    paths = [None if t is not None else p for t, p in zip(tails, columns["source_path"])]
+    return {**columns, "source_path": paths, "path_tail": tails}
+
+
 # A new catalog file's block size: DuckDB's default (256 KiB) gives each of the ~15 small tables a quarter
 # megabyte at least; 16 KiB (DuckDB's smallest) made a HotpotQA catalog 1.46x -> 1.20x of its text against 64 KiB
 # (bench/storage.py). Existing files keep theirs.

@@ -29,6 +29,7 @@ from pathlib import Path
 import duckdb
 
 from rag.store import snapshot_objects as objects
+from rag.store.schema import source_path_sql
 from rag.store.writer_lock import check_held
 
 SNAPSHOT_DIR = "snapshots"
@@ -48,7 +49,10 @@ HISTORY_HELD_HERE = ("units", "unit_members")
 # Columns only the writer reads (reconciling sources, planning, re-staging units): not published, so a version's
 # row in the read state is its identity, title, ACL, links (other partitions plan with them), collection, source
 # path, text hash and validity.
-WRITER_ONLY: dict[str, tuple[str, ...]] = {"documents": ("meta_hash", "source"), "units": ("content_hash",)}
+WRITER_ONLY: dict[str, tuple[str, ...]] = {"documents": ("meta_hash", "source", "path_tail"),
+                                           "units": ("content_hash",)}
+# What a table is published from where the writer holds a column in another form: documents' source paths whole.
+PUBLISHED_FROM = {"documents": f"(SELECT * REPLACE ({source_path_sql()} AS source_path) FROM documents)"}
 
 
 def snapshots_kept() -> int:
@@ -151,7 +155,7 @@ def _publish_table(con, folder: Path, table: str, key: tuple[str, ...], segments
     key_cols = ", ".join(key) if key else "_h"
     files = [str(folder / f) for f in segments]
     columns = _published_columns(con, table)
-    current = f"SELECT {', '.join(columns)}, {row_hash(columns)} AS _h FROM {table}"
+    current = f"SELECT {', '.join(columns)}, {row_hash(columns)} AS _h FROM {PUBLISHED_FROM.get(table, table)}"
     if files:
         con.execute(f"CREATE OR REPLACE TEMP TABLE _published AS {published_keys(con, files, key, columns)}")
         gone = "" if table in HISTORY_HELD_HERE else (

@@ -208,7 +208,8 @@ def existing_versions(catalog: Catalog, doc_ids: list[str] | None = None) -> dic
     """(doc_id, version) → (content hash, meta hash, status, source, source path), for these ids or all."""
     where, params = ("WHERE doc_id IN (SELECT unnest(?::VARCHAR[]))", [doc_ids]) if doc_ids is not None else ("", [])
     return {(d, v): (h, m, s, src, path) for d, v, h, m, s, src, path in catalog.rows(
-        f"SELECT doc_id, version, content_hash, meta_hash, status, source, source_path FROM documents {where}",
+        f"SELECT doc_id, version, content_hash, meta_hash, status, source, {catalog.source_path_sql} FROM documents "
+        f"{where}",
         params)}
 
 

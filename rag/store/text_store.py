@@ -17,6 +17,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from rag.store.schema import source_path_sql
 from rag.store.snapshot_files import (
     SEGMENT_DIR,
     SNAPSHOT_DIR,
@@ -55,8 +56,8 @@ class TextStore:
     def refresh(self) -> None:
         """Point the `texts` view at the files the catalog lists now (inside the caller's transaction, if any)."""
         self.con.execute(f"CREATE OR REPLACE TEMP VIEW texts AS {texts_query(self._paths(self.names()))}")
-        self.con.execute(f"CREATE OR REPLACE TEMP VIEW {VIEW} AS SELECT d.*, t.text FROM documents d "
-                         "LEFT JOIN texts t USING (content_hash)")
+        self.con.execute(f"CREATE OR REPLACE TEMP VIEW {VIEW} AS SELECT d.* REPLACE ({source_path_sql('d')} AS "
+                         "source_path), t.text FROM documents d LEFT JOIN texts t USING (content_hash)")
 
     def add(self, texts: dict[str, str]) -> int:
         """Store the texts (content hash → text) not held yet, in one new file; how many were new."""

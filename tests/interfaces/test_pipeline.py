@@ -118,7 +118,8 @@ def test_deleted_file_removes_its_rows_and_is_marked_deleted(instance, corpus, w
     meta, checks = materialize(instance, workspace, [corpus])
     assert meta["source_documents"]["deleted"] == 1
     catalog = Catalog(workspace / "catalog.duckdb")
-    forensics = catalog.rows("SELECT doc_id, status FROM documents WHERE source_path LIKE '%forensics.md'")
+    forensics = catalog.rows(f"SELECT doc_id, status FROM documents WHERE {catalog.source_path_sql} "
+                             "LIKE '%forensics.md'")
     assert [s for _, s in forensics] == ["deleted"]
     doc_id = forensics[0][0]
     index = SubchunkIndex(workspace / "lancedb")

@@ -10,8 +10,10 @@ from rag.store.schema import SCHEMA
 from rag.store.snapshot_files import read_pointer
 from rag.store.writer_lock import WriterLock
 
-KEYED = SCHEMA.replace("publish_id BIGINT);", "publish_id BIGINT, PRIMARY KEY (doc_id, version));", 1).replace(
-    "publish_id BIGINT);", "publish_id BIGINT, PRIMARY KEY (unit_id, unit_version));", 1)
+# A catalog from before keys were dropped: documents keyed and without `path_tail`, units keyed.
+KEYED = SCHEMA.replace("publish_id BIGINT, path_tail VARCHAR);", "publish_id BIGINT, PRIMARY KEY (doc_id, version));",
+                       1).replace("publish_id BIGINT);", "publish_id BIGINT, PRIMARY KEY (unit_id, unit_version));", 1
+                                  ).replace("ALTER TABLE documents ADD COLUMN IF NOT EXISTS path_tail VARCHAR;", "")
 
 
 def _keys(con) -> list:

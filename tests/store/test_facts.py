@@ -112,6 +112,30 @@ def test_an_unchanged_corpus_is_neither_tokenised_nor_regrouped(tmp_path, counte
     assert edited.units == plan_units(catalog.current_documents(), counter, 400, True).units
 
 
+def test_groups_kept_after_edits_equal_the_groups_a_new_catalog_keeps(tmp_path, counter):
+    """Each document's place in its groups is kept, with its component's signature on the smallest id's row, and
+    an edit rewrites only the rows that changed: after edits that change, split and join components, what is kept is
+    what a new catalog planning the same documents keeps."""
+    docs = [doc(f"d{i:02}", f"Title number {i}", f"Text {i} mentions Title number {i + 1}. " + "word " * (i % 7))
+            for i in range(24)] + [doc("e0", "Echo zero", "Echo zero mentions Echo one."), doc("e1", "Echo one", "One.")]
+    catalog = Catalog(tmp_path / "a" / "c.duckdb")
+    sync(catalog, docs)
+    plan_from_facts(catalog, counter, 400, True)
+    docs[0] = replace(docs[0], version="2", text="Text 0 now stands alone.")
+    docs[9] = replace(docs[9], version="2", text=docs[9].text + " More words here, " * 9)
+    docs[17] = replace(docs[17], version="2", text="Text 17 mentions Title number 3 and Title number 18.")
+    kept = docs[:12] + docs[13:-2] + docs[-1:]   # d12 and e0 (the smallest id of its component) deleted
+    sync(catalog, kept)
+    edited = plan_from_facts(catalog, counter, 400, True)
+    fresh = Catalog(tmp_path / "b" / "c.duckdb")
+    sync(fresh, kept)
+    assert edited.units == plan_from_facts(fresh, counter, 400, True).units
+    held = "SELECT * FROM group_members ORDER BY ALL"
+    assert catalog.rows(held) == fresh.rows(held)
+    catalog.close()
+    fresh.close()
+
+
 def test_a_new_title_links_the_documents_that_already_mention_it(tmp_path, counter):
     catalog = Catalog(tmp_path / "c.duckdb")
     older = [doc("a", "Apples", "A report on Cellular modem provisioning."), doc("b", "Pears", "Nothing here.")]
@@ -135,7 +159,7 @@ def test_an_old_catalog_without_facts_computes_them_once(tmp_path, counter):
     catalog = Catalog(path)
     docs = [doc("a", "Alpha", "Alpha mentions Beta.", links=("b",)), doc("b", "Beta", "Beta text.")]
     sync(catalog, docs)
-    for table in ("doc_facts", "doc_parts", "doc_mentions", "mention_titles", "component_groups"):
+    for table in ("doc_facts", "doc_parts", "doc_mentions", "mention_titles", "group_members"):
         catalog.con.execute(f"DROP TABLE {table}")
     catalog.close()
     catalog = Catalog(path)

@@ -13,6 +13,7 @@ from rag.sources import scan
 from rag.store.catalog import Catalog
 from rag.store.publish import NothingToPublish, publish_documents
 from rag.store.settings import IngestSettings
+from rag.store.snapshot_files import read_pointer
 
 
 def md(doc_id, version, text, acl="support"):
@@ -29,8 +30,8 @@ def run(catalog, folder, **kw):
 
 
 def documents(catalog):
-    return sorted(catalog.rows("SELECT doc_id, version, status, acl, links, collection, source, source_path, "
-                               "content_hash, meta_hash FROM documents"))
+    return sorted(catalog.rows("SELECT doc_id, version, status, acl, links, collection, source, "
+                               f"{catalog.source_path_sql}, content_hash, meta_hash FROM documents"))
 
 
 def problems(catalog):
@@ -80,6 +81,24 @@ def test_one_edited_jsonl_line_is_the_only_line_parsed(tmp_path, settled):
     changes = run(catalog, src)
     assert changes.reading["lines_parsed"] == 1
     assert (changes.new, changes.superseded) == ([("j7", "2")], [("j7", "1")])
+
+
+def test_records_kept_line_by_line_after_edits_equal_the_records_of_a_full_rereading(tmp_path, settled):
+    """Only the records that differ are rewritten (an edited, inserted or removed line, and the lines it moved), and
+    what is stored equals what a new catalog reading the file once stores."""
+    lines = [line(f"j{i}", 1, f"Line {i}.") for i in range(50)]
+    src, catalog, _ = published(tmp_path, {"many.jsonl": "\n".join(lines) + "\n"})
+    lines[7] = line("j7", 2, "Line 7, revised.")
+    lines[20:20] = [line("new", 1, "A new line."), "not json"]
+    del lines[40]
+    (src / "many.jsonl").write_text("\n".join(lines) + "\n")
+    run(catalog, src)
+    reread = Catalog(tmp_path / "reread" / "c.duckdb")
+    run(reread, src)
+    stored = ("SELECT file, source, position, line_hash, source_path, doc_id, version, content_hash, meta_hash, "
+              "reason, holds, empty FROM source_records ORDER BY position")
+    assert catalog.rows(stored) == reread.rows(stored)
+    assert len(catalog.rows(stored)) == 51
 
 
 def test_a_removed_file_deletes_its_documents_from_the_list_of_files(tmp_path, settled):
@@ -182,6 +201,26 @@ def test_a_refusal_is_repeated_while_its_file_stays_as_it_is(tmp_path, settled):
     for _ in range(2):
         run(catalog, src)
         assert [r[3] for r in problems(catalog)] == ["version 1 of 'a' is older than the published version 2"]
+
+
+def test_a_source_path_is_held_after_its_source_and_read_back_whole_by_the_writer_and_the_readers(tmp_path, settled):
+    """The catalog holds a version's source once: a path that starts with it is held as the rest. History, the next
+    run's reconciliation and the published read state see the whole path, as they do for a row written before."""
+    src, catalog, _ = published(tmp_path, {"all.jsonl": line("a", 1, "Alpha.") + "\n" + line("b", 1, "Beta.") + "\n",
+                                           "c.md": md("c", 1, "Gamma.")})
+    whole = {"a": f"{src / 'all.jsonl'}:1", "b": f"{src / 'all.jsonl'}:2", "c": str(src / "c.md")}
+    assert sorted(catalog.rows("SELECT doc_id, source_path, path_tail FROM documents")) == [
+        ("a", None, "/all.jsonl:1"), ("b", None, "/all.jsonl:2"), ("c", None, "/c.md")]
+    catalog.con.execute("UPDATE documents SET source_path = ?, path_tail = NULL WHERE doc_id = 'c'", [whole["c"]])
+    assert {d: catalog.history(d)[0][0].source_path for d in whole} == whole
+    again = run(catalog, src)
+    assert (again.new, again.deleted, again.updated_in_place) == ([], [], [])
+    catalog.close()
+    reader = Catalog.snapshot(tmp_path, read_pointer(tmp_path))
+    try:
+        assert {d: reader.history(d)[0][0].source_path for d in whole} == whole
+    finally:
+        reader.close()
 
 
 def test_records_store_only_hashes_and_paths_that_differ_from_the_default_and_a_refusal_stands(tmp_path, settled):
