@@ -69,7 +69,9 @@ def _cached(target: Path, make) -> Path:
     """`target` after checking its recorded sha256, made by `make(path)` first if this machine has none yet."""
     if not _record(target).is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
-        with (target.parent / ".export.lock").open("w") as lock:
+        # One lock per file: making the IR makes the ONNX graph first, and a second flock on one shared lock file
+        # from the same process would wait for itself.
+        with target.with_name(f".{target.name}.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # a second process waits, then finds the finished file
             if not _record(target).is_file():
                 _publish(target, make)

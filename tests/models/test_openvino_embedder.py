@@ -78,3 +78,20 @@ def test_no_ir_is_converted_from_a_graph_that_fails_its_sha256(tmp_path, monkeyp
     with pytest.raises(ModelIntegrityError):
         openvino_ir_paths()
     assert not list(tmp_path.glob("*.xml")) and not list(tmp_path.glob("*.bin"))
+
+
+@pytest.mark.slow
+def test_a_machine_with_an_empty_cache_exports_the_graph_then_converts_it_in_one_process(tmp_path):
+    """A fresh machine's first embedder makes the ONNX graph inside the IR's conversion: it must not wait for itself."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from rag.models.embedders import Embedder; "
+            "print(float(Embedder(threads=1).encode_query('offline cache') @ "
+            "Embedder(threads=1, runtime='onnxruntime').encode_query('offline cache')))")
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, CACHE_ENV: str(tmp_path)},
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert float(done.stdout.split()[-1]) >= 0.9999
+    assert len(list(tmp_path.glob("*.onnx"))) == 1 and len(list(tmp_path.glob("*.xml"))) == 1
