@@ -125,20 +125,17 @@ class VectorState:
         """nearest(scores(query), mask(groups), limit) without a float16 pass over every readable row: an int8 pass,
         then float16 scores for the rows it cannot rule out. Returns the scores (exact on the rows scored in
         float16, NaN on the rest) and the nearest rows."""
-        int8, mask = self.quantized, self.mask(groups)
+        int8, mask, spans = self.quantized, self.mask(groups), self.ranges(groups)
         query = quantize_query(q16[0])
-        spans = self.ranges(groups)
-        approx = np.concatenate([np.where(mask[lo:hi], int8.scores(query, lo, hi), -np.inf) for lo, hi in spans]
+        approx = np.concatenate([readable_only(int8.scores(query, lo, hi), mask[lo:hi]) for lo, hi in spans]
                                 or [np.zeros(0, dtype=np.float32)])
         scores = np.full(len(self), np.nan, dtype=np.float32)
-        if not len(approx) or limit <= 0:
+        if limit <= 0:
             return scores, np.zeros(0, dtype=np.int64)
-        top = np.argpartition(-approx, min(limit, len(approx)) - 1)[:limit]
-        top = top[np.isfinite(approx[top])]
-        if len(top) < limit:  # fewer readable rows than asked for: all of them
-            kept = np.sort(top)
-        else:  # a row outside `kept` scores below the limit-th best of `top`, so below the limit-th best of all
-            cut = float(self.exact(q16, span_rows(spans, top)).min()) - int8.bound(query)
+        kept = top_positions(approx, limit)
+        if len(kept) >= limit:  # a row left out now scores below the limit-th best of these, so of all rows
+            found = self.exact(q16, span_rows(spans, kept))
+            cut = float(np.partition(found, len(found) - limit)[len(found) - limit]) - int8.bound(query)
             kept = np.flatnonzero(approx >= cut)
         rows = span_rows(spans, kept)
         scores[rows] = self.exact(q16, rows)
@@ -176,6 +173,28 @@ class VectorState:
             cut = scores[readable][np.argpartition(-scores[readable], limit - 1)[limit - 1]]
             readable = readable[scores[readable] >= cut]
         return readable[np.lexsort((readable, -scores[readable]))][:limit]
+
+
+def readable_only(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The scores, -inf where the mask is False (a span of rows wider than the readable ones)."""
+    if not mask.all():
+        scores[~mask] = -np.inf
+    return scores
+
+
+def top_positions(values: np.ndarray, k: int) -> np.ndarray:
+    """Positions (ascending) of at least k of the finite values, all with a value no lower than any position left
+    out; every finite value's when there are fewer than k. A strided sample's cut first: a whole selection costs
+    a third of an int8 pass."""
+    if len(values) > 16 * k:
+        sample = values[::8]
+        rank = len(sample) - -(-5 * k // 32)  # the sample's 1.25 k / 8-th largest: ~1.25 k values reach it
+        cut = np.partition(sample, rank)[rank]
+        found = np.flatnonzero(values >= cut)
+        if len(found) >= k and cut > -np.inf:
+            return found
+    cut = np.partition(values, len(values) - k)[len(values) - k] if len(values) > k else -np.inf
+    return np.flatnonzero(values >= cut) if cut > -np.inf else np.flatnonzero(values > -np.inf)
 
 
 def span_rows(spans: list[tuple[int, int]], at: np.ndarray) -> np.ndarray:
