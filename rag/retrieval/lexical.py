@@ -14,7 +14,7 @@ from functools import cached_property
 
 import numpy as np
 
-from rag.retrieval.vectors import concatenated_ranges
+from rag.retrieval.vectors import concatenated_ranges, top_positions
 from rag.store.catalog import Catalog
 from rag.text.analysis import check_question, lexical_tokens
 
@@ -112,10 +112,7 @@ class LexicalIndex:
         top: list[tuple[float, str]] = []
         for part, norm in zip(self.parts, self.norms):
             scores = part.scores(terms, idf, norm)
-            hit = np.flatnonzero(scores > 0)
-            if len(hit) > limit:  # ties at the cut are settled by doc id below, whatever the partitioning
-                cut = np.partition(scores[hit], len(hit) - limit)[len(hit) - limit]
-                hit = hit[scores[hit] >= cut]
+            hit = top_positions(scores, limit, 0.0)  # ties at the cut are settled by doc id below, whatever the parts
             top += zip((-scores[hit]).tolist(), map(part.doc_ids.__getitem__, hit.tolist()))
         top = sorted(top)[:limit]
         if not top:

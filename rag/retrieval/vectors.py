@@ -182,19 +182,22 @@ def readable_only(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return scores
 
 
-def top_positions(values: np.ndarray, k: int) -> np.ndarray:
-    """Positions (ascending) of at least k of the finite values, all with a value no lower than any position left
-    out; every finite value's when there are fewer than k. A strided sample's cut first: a whole selection costs
-    a third of an int8 pass."""
+def top_positions(values: np.ndarray, k: int, floor: float = -np.inf) -> np.ndarray:
+    """Positions (ascending) of at least k of the values above `floor`, none with a value below one left out; every
+    one above `floor` when fewer are. A strided sample's cut first: a whole selection costs a third of a pass."""
     if len(values) > 16 * k:
         sample = values[::8]
         rank = len(sample) - -(-5 * k // 32)  # the sample's 1.25 k / 8-th largest: ~1.25 k values reach it
         cut = np.partition(sample, rank)[rank]
-        found = np.flatnonzero(values >= cut)
-        if len(found) >= k and cut > -np.inf:
-            return found
-    cut = np.partition(values, len(values) - k)[len(values) - k] if len(values) > k else -np.inf
-    return np.flatnonzero(values >= cut) if cut > -np.inf else np.flatnonzero(values > -np.inf)
+        if cut > floor:
+            found = np.flatnonzero(values >= cut)
+            if len(found) >= k:
+                return found
+    above = np.flatnonzero(values > floor)
+    if len(above) <= k:
+        return above
+    kept = values[above]
+    return above[kept >= np.partition(kept, len(kept) - k)[len(kept) - k]]
 
 
 def span_rows(spans: list[tuple[int, int]], at: np.ndarray) -> np.ndarray:
