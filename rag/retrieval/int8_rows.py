@@ -17,6 +17,7 @@ BLOCK_ROWS = 65_536  # rows quantised at a time: no float32 copy of a whole larg
 # float32 accumulation of 384-1024 products (the float16 kernel) and float32 scaling of the int8 sums each err by
 # well under 1e-4; the margin makes the bound hold for them
 ARITHMETIC_MARGIN = 1e-4
+ROUNDING = np.float32(1.5 * 2**23)  # float32 x + this - this is x rounded to an integer, for |x| < 2**22
 
 
 @dataclass(frozen=True)
@@ -69,13 +70,17 @@ def quantize(matrix: np.ndarray) -> Int8Rows:
     n, dimension = matrix.shape
     codes = np.empty((n, dimension), dtype=np.int8)
     scales, errors, norms = (np.empty(n, dtype=np.float32) for _ in range(3))
-    for lo in range(0, n, BLOCK_ROWS):
-        block = matrix[lo:lo + BLOCK_ROWS].astype(np.float64)
-        scale = np.maximum(np.abs(block).max(axis=1), 1e-30) / 127
-        quantized = np.rint(block / scale[:, None])
+    for lo in range(0, n, BLOCK_ROWS):  # float32: float16 values are exact in it, and its rounding is in the margin
+        block = matrix[lo:lo + BLOCK_ROWS].astype(np.float32)
+        largest = np.maximum(np.maximum(block.max(axis=1), -block.min(axis=1)), np.float32(1e-30))  # np.abs: slow
+        scale = largest / np.float32(127)
+        quantized = block / scale[:, None]
+        quantized += ROUNDING  # to the nearest integer (|value| ≤ 127), ~10× faster than np.rint here
+        quantized -= ROUNDING
         codes[lo:lo + BLOCK_ROWS] = quantized
         scales[lo:lo + BLOCK_ROWS] = scale
-        errors[lo:lo + BLOCK_ROWS] = np.linalg.norm(block - quantized * scale.astype(np.float32)[:, None], axis=1)
+        quantized *= scale[:, None]
+        errors[lo:lo + BLOCK_ROWS] = np.linalg.norm(block - quantized, axis=1)
         norms[lo:lo + BLOCK_ROWS] = np.linalg.norm(block, axis=1)
     return Int8Rows(codes, scales, errors, norms)
 
