@@ -5,7 +5,8 @@ into a LanceDB table per size with the normal schema, each row readable by one o
 modes, a float16 table with a label list on acl and IVF_HNSW_SQ on the vectors, as the index was before its vectors
 became int8, which LanceDB cannot search with a float query). Queries are questions (the sample questions by default)
 embedded with the workspace's embedder, searched as a caller of one group (20% of the rows). Interleaved per query:
-- memory: `rag.retrieval.vectors` (float32 matrix built from the table, mask per group set, one matrix product);
+- memory: `rag.retrieval.vectors` (float16 rows grouped by ACL set; an int8 pass over the caller's rows, then
+  float16 scores for the rows it cannot rule out);
 - lance-flat: LanceDB's exact search with the pre-filter (`bypass_vector_index`);
 - lance-ann: LanceDB's ANN index with the pre-filter (what a query used at ≥ 50K rows before).
 Reports p50/p95 ms, the top-50 overlap of each with the exact answer, build seconds and bytes. Writes
@@ -118,7 +119,10 @@ def percentiles(seconds: list[float]) -> dict:
 
 
 def scored(state, q: np.ndarray, groups: frozenset[str]) -> np.ndarray:
-    """The nearest 200 rows the groups may read (a checkout before the ACL row ranges scores every row)."""
+    """The nearest 200 rows the groups may read: as a query finds them (the int8 first pass, then float16 where it
+    cannot rule a row out), or by one float16 pass in a checkout before it (before the ACL row ranges: every row)."""
+    if hasattr(state, "search"):
+        return state.search(state.query16(q), groups, 200)[1]
     try:
         scores = state.scores(q, groups)
     except TypeError:
@@ -140,8 +144,10 @@ def measure_memory(index: SubchunkIndex, queries: np.ndarray) -> dict:
             scored(state, q, groups)
             seconds.append(clock() - t)
         latency[name] = percentiles(seconds)
+    int8 = getattr(state, "int8", None)
     return {"rows": len(state), "state_build_s": round(load_s, 2), "matrix_bytes": int(state.matrix.nbytes),
-            "matrix_dtype": str(state.matrix.dtype), "latency_ms": latency}
+            "matrix_dtype": str(state.matrix.dtype), "latency_ms": latency,
+            "int8_bytes": int(int8.codes.nbytes + 3 * int8.scales.nbytes) if int8 is not None else 0}
 
 
 def measure(index: SubchunkIndex, queries: np.ndarray) -> dict:

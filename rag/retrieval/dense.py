@@ -64,18 +64,21 @@ def dense_search(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int) 
 
 def state_search(state: VectorState, query: np.ndarray, caller: Caller, limit: int) -> "Dense":
     """dense_search over any in-memory rows (a past version's too)."""
-    scores, mask = state.scores(query, caller.groups), state.mask(caller.groups)
-    return Dense(state, scores, mask, state.nearest(scores, mask, limit))
+    q16 = state.query16(query)
+    scores, near = state.search(q16, caller.groups, limit)
+    return Dense(state, scores, state.mask(caller.groups), near, q16)
 
 
 @dataclass(frozen=True)
 class Dense:
-    """One query's cosine against every row of the snapshot, the caller's pre-filter mask and the nearest rows."""
+    """One query's cosine against the rows of the snapshot it needs, the caller's pre-filter mask and the nearest
+    rows. Scores are exact where known and NaN elsewhere; unit_rows scores the rows it adds."""
 
     state: VectorState
     scores: np.ndarray
     mask: np.ndarray
     near: np.ndarray
+    query: np.ndarray | None = None  # the (1, dimension) float16 query, for rows not scored yet
 
     def hits(self, rows: np.ndarray) -> list[Hit]:
         s = self.state
@@ -83,10 +86,14 @@ class Dense:
                                        s.starts[rows].tolist(), s.ends[rows].tolist(), self.scores[rows].tolist())))
 
     def unit_rows(self, unit_keys: list[str]) -> np.ndarray:
-        """Every readable sub-chunk of these units, in the units' order (scored already: no second product)."""
+        """Every readable sub-chunk of these units, in the units' order, each with its score."""
         rows_of = self.state.rows_of_unit
-        return np.concatenate([r[self.mask[r]] for k in unit_keys if (r := rows_of.get(k)) is not None]
+        rows = np.concatenate([r[self.mask[r]] for k in unit_keys if (r := rows_of.get(k)) is not None]
                               or [np.zeros(0, dtype=np.int64)])
+        if self.query is not None:
+            todo = rows[np.isnan(self.scores[rows])]
+            self.scores[todo] = self.state.exact(self.query, todo)
+        return rows
 
     def best_per_member(self, rows: np.ndarray) -> "MemberHits":
         """best_hit_per_member over these rows taken as hits in order, as arrays (a Hit is built when asked for)."""

@@ -14,7 +14,7 @@ from functools import cached_property
 
 import numpy as np
 
-from rag.retrieval.vectors import concatenated_ranges
+from rag.retrieval.vectors import top_positions
 from rag.store.catalog import Catalog
 from rag.text.analysis import check_question, lexical_tokens
 
@@ -71,10 +71,15 @@ class Postings:
         """Each document's BM25 score: every term's postings at once, summed per document in term order."""
         inside = terms < self.counts.shape[1]
         terms, idf = terms[inside], idf[inside]
-        lo, hi = self.counts.indptr[terms], self.counts.indptr[terms + 1]
-        at = concatenated_ranges(lo, hi)
-        rows, tf = self.counts.indices[at], self.counts.data[at]
-        return np.bincount(rows, weights=np.repeat(idf, hi - lo) * tf / (tf + norm[rows]), minlength=len(self.doc_ids))
+        spans = list(zip(self.counts.indptr[terms].tolist(), self.counts.indptr[terms + 1].tolist()))
+        # a term's postings are one slice: joining the slices copies them once, where a gather through an index
+        # array of every posting read them twice (the postings grow with the corpus, the terms do not)
+        rows = np.concatenate([self.counts.indices[lo:hi] for lo, hi in spans] or [np.zeros(0, np.int64)])
+        tf = np.concatenate([self.counts.data[lo:hi] for lo, hi in spans] or [np.zeros(0)])
+        weights = np.repeat(idf, [hi - lo for lo, hi in spans])
+        weights *= tf
+        weights /= tf + norm[rows]
+        return np.bincount(rows, weights=weights, minlength=len(self.doc_ids))
 
     def df(self, terms: np.ndarray) -> np.ndarray:
         inside = terms < self.counts.shape[1]
@@ -112,10 +117,7 @@ class LexicalIndex:
         top: list[tuple[float, str]] = []
         for part, norm in zip(self.parts, self.norms):
             scores = part.scores(terms, idf, norm)
-            hit = np.flatnonzero(scores > 0)
-            if len(hit) > limit:  # ties at the cut are settled by doc id below, whatever the partitioning
-                cut = np.partition(scores[hit], len(hit) - limit)[len(hit) - limit]
-                hit = hit[scores[hit] >= cut]
+            hit = top_positions(scores, limit, 0.0)  # ties at the cut are settled by doc id below, whatever the parts
             top += zip((-scores[hit]).tolist(), map(part.doc_ids.__getitem__, hit.tolist()))
         top = sorted(top)[:limit]
         if not top:

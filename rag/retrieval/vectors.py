@@ -1,10 +1,11 @@
 """The serving copy of a snapshot's sub-chunk vectors: one unit-length float16 matrix in memory per snapshot.
 
 LanceDB stays the index of record (what is published and versioned); this copy is derived from the table
-version a snapshot pins (or an as-of read asks for), so exact search is one pass of dot products and the ACL
-pre-filter is a boolean mask, computed once per group set. Search reads memory, not arithmetic, at scale, so the
-matrix is half precision (half the bytes of float32; SIMD kernels accumulate in float32) and its rows lie grouped by ACL
-set: a caller's readable rows are a few contiguous ranges, and only those are read. Rows name no unit: the snapshot's
+version a snapshot pins (or an as-of read asks for), and the ACL pre-filter is a boolean mask, computed once per
+group set. The matrix is half precision (SIMD kernels accumulate in float32) and its rows lie grouped by ACL set: a
+caller's readable rows are a few contiguous ranges, and only those are read. A search first reads an int8 copy of
+them (rag.retrieval.int8_rows: half the bytes, integer kernels), then scores in float16 every row that the int8
+scores' error bound cannot rule out, so it returns what one float16 pass would. Rows name no unit: the snapshot's
 unit membership places each in its unit (rag.store.row_units). A unit version's rows never change, so the next
 snapshot's copy keeps the rows of the units it shares with the previous one and reads only the new units' rows:
 building it costs what changed.
@@ -20,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import simsimd
 
+from rag.retrieval.int8_rows import Int8Rows, concat, empty, quantize, quantize_query
 from rag.store.index import SubchunkIndex, row_columns
 from rag.store.row_units import Membership, place
 
@@ -59,6 +61,7 @@ class VectorState:
     ends: np.ndarray              # int32
     acl_ids: np.ndarray           # int32: index into acl_sets, ascending
     acl_sets: list[frozenset[str]]
+    int8: Int8Rows | None = None  # the first pass's copy of matrix (built on first search when not given)
     _masks: dict = field(default_factory=dict, repr=False)
     _ranges: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -100,15 +103,49 @@ class VectorState:
     def scores(self, query: np.ndarray, groups: frozenset[str] | None = None) -> np.ndarray:
         """Cosine of the query with every row the groups may read (every row if no groups are given); rows they
         may not read are not computed and score -inf."""
-        q = np.asarray(query, dtype=np.float32)
-        if len(q) != self.matrix.shape[1]:
-            raise ValueError(f"the query vector has {len(q)} dimensions but the index holds {self.matrix.shape[1]}; "
-                             f"embed questions with the workspace's embedder")
-        q16 = (q / max(float(np.linalg.norm(q)), 1e-12)).astype(np.float16)[None, :]
+        q16 = self.query16(query)
         out = np.full(len(self), -np.inf, dtype=np.float32)
         for lo, hi in self.ranges(groups):
             out[lo:hi] = dot(q16, self.matrix[lo:hi])
         return out
+
+    def query16(self, query: np.ndarray) -> np.ndarray:
+        """The query at unit length in float16, as a (1, dimension) row: what every row is scored against."""
+        q = np.asarray(query, dtype=np.float32)
+        if len(q) != self.matrix.shape[1]:
+            raise ValueError(f"the query vector has {len(q)} dimensions but the index holds {self.matrix.shape[1]}; "
+                             f"embed questions with the workspace's embedder")
+        return (q / max(float(np.linalg.norm(q)), 1e-12)).astype(np.float16)[None, :]
+
+    def exact(self, q16: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """These rows' scores, the same as scores() gives them (the kernel scores each row on its own)."""
+        return dot(q16, self.matrix[rows]) if len(rows) else np.zeros(0, dtype=np.float32)
+
+    def search(self, q16: np.ndarray, groups: frozenset[str], limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """nearest(scores(query), mask(groups), limit) without a float16 pass over every readable row: an int8 pass,
+        then float16 scores for the rows it cannot rule out. Returns the scores (exact on the rows scored in
+        float16, NaN on the rest) and the nearest rows."""
+        int8, mask, spans = self.quantized, self.mask(groups), self.ranges(groups)
+        query = quantize_query(q16[0])
+        approx = np.concatenate([readable_only(int8.scores(query, lo, hi), mask[lo:hi]) for lo, hi in spans]
+                                or [np.zeros(0, dtype=np.float32)])
+        scores = np.full(len(self), np.nan, dtype=np.float32)
+        if limit <= 0:
+            return scores, np.zeros(0, dtype=np.int64)
+        kept = top_positions(approx, limit)
+        if len(kept) >= limit:  # a row left out now scores below the limit-th best of these, so of all rows
+            found = self.exact(q16, span_rows(spans, kept))
+            cut = float(np.partition(found, len(found) - limit)[len(found) - limit]) - int8.bound(query)
+            kept = np.flatnonzero(approx >= cut)
+        rows = span_rows(spans, kept)
+        scores[rows] = self.exact(q16, rows)
+        return scores, rows[np.lexsort((rows, -scores[rows]))][:limit]
+
+    @property
+    def quantized(self) -> Int8Rows:
+        if self.int8 is None:
+            self.int8 = quantize(self.matrix)
+        return self.int8
 
     def ranges(self, groups: frozenset[str] | None) -> list[tuple[int, int]]:
         """The row ranges that hold every row the groups may read (all rows when they are many or no groups)."""
@@ -136,6 +173,40 @@ class VectorState:
             cut = scores[readable][np.argpartition(-scores[readable], limit - 1)[limit - 1]]
             readable = readable[scores[readable] >= cut]
         return readable[np.lexsort((readable, -scores[readable]))][:limit]
+
+
+def readable_only(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The scores, -inf where the mask is False (a span of rows wider than the readable ones)."""
+    if not mask.all():
+        scores[~mask] = -np.inf
+    return scores
+
+
+def top_positions(values: np.ndarray, k: int, floor: float = -np.inf) -> np.ndarray:
+    """Positions (ascending) of at least k of the values above `floor`, none with a value below one left out; every
+    one above `floor` when fewer are. A strided sample's cut first: a whole selection costs a third of a pass."""
+    if len(values) > 16 * k:
+        sample = values[::8]
+        sample = sample[sample > floor]  # BM25 scores are mostly 0: a selection among equal values is slow
+        rank = len(sample) - -(-5 * k // 32)  # the sample's 1.25 k / 8-th largest: ~1.25 k values reach it
+        if rank >= 0:
+            found = np.flatnonzero(values >= np.partition(sample, rank)[rank])
+            if len(found) >= k:
+                return found
+    above = np.flatnonzero(values > floor)
+    if len(above) <= k:
+        return above
+    kept = values[above]
+    return above[kept >= np.partition(kept, len(kept) - k)[len(kept) - k]]
+
+
+def span_rows(spans: list[tuple[int, int]], at: np.ndarray) -> np.ndarray:
+    """The rows at these positions of the spans' rows taken one after the other."""
+    lo = np.array([lo for lo, _ in spans], dtype=np.int64)
+    lengths = np.array([hi - lo for lo, hi in spans], dtype=np.int64)
+    starts = np.cumsum(lengths) - lengths
+    which = np.searchsorted(starts, at, side="right") - 1
+    return lo[which] + at - starts[which]
 
 
 def dot(query: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -201,7 +272,7 @@ def _read(index: SubchunkIndex, dataset, rows: np.ndarray, unit_keys: np.ndarray
     acl_ids = np.fromiter((acl_sets.setdefault(frozenset(a), len(acl_sets)) for a in data.column("acl").to_pylist()),
                           dtype=np.int32, count=data.num_rows)
     return VectorState(matrix, unit_keys, _objects(data, "doc_id"), _ints(data, "part"),
-                       _ints(data, "char_start"), _ints(data, "char_end"), acl_ids, list(acl_sets))
+                       _ints(data, "char_start"), _ints(data, "char_end"), acl_ids, list(acl_sets), quantize(matrix))
 
 
 def _unit_rows(column: pa.Array, dimension: int) -> np.ndarray:
@@ -233,12 +304,13 @@ def _ints(data: pa.Table, name: str) -> np.ndarray:
 def _empty(dimension: int) -> VectorState:
     none = np.zeros(0, dtype=np.int32)
     return VectorState(np.zeros((0, dimension), dtype=np.float16), np.zeros(0, dtype=object),
-                       np.zeros(0, dtype=object), none, none, none, none, [])
+                       np.zeros(0, dtype=object), none, none, none, none, [], empty(dimension))
 
 
 def _take(state: VectorState, rows: np.ndarray) -> VectorState:
     return VectorState(state.matrix[rows], state.unit_keys[rows], state.doc_ids[rows], state.parts[rows],
-                       state.starts[rows], state.ends[rows], state.acl_ids[rows], state.acl_sets)
+                       state.starts[rows], state.ends[rows], state.acl_ids[rows], state.acl_sets,
+                       state.quantized.take(rows))
 
 
 def _concat(a: VectorState, b: VectorState) -> VectorState:
@@ -249,7 +321,8 @@ def _concat(a: VectorState, b: VectorState) -> VectorState:
     return VectorState(np.concatenate([a.matrix, b.matrix]), np.concatenate([a.unit_keys, b.unit_keys]),
                        np.concatenate([a.doc_ids, b.doc_ids]), np.concatenate([a.parts, b.parts]),
                        np.concatenate([a.starts, b.starts]), np.concatenate([a.ends, b.ends]),
-                       np.concatenate([a.acl_ids, b_ids]).astype(np.int32), list(sets))
+                       np.concatenate([a.acl_ids, b_ids]).astype(np.int32), list(sets),
+                       concat(a.quantized, b.quantized))
 
 
 def union(states: list[VectorState], dimension: int) -> VectorState:

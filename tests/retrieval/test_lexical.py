@@ -38,6 +38,17 @@ def test_partitioned_scores_equal_one_bm25s_index_of_every_document(corpus, n_pa
     assert np.allclose([ours[d] for d in sorted(want)], [want[d] for d in sorted(want)], rtol=1e-5)
 
 
+@given(st.lists(texts, min_size=40, max_size=300), st.integers(1, 3), texts, st.integers(1, 30))
+@settings(max_examples=40, deadline=None)
+def test_the_best_few_documents_are_the_whole_rankings_first_ties_by_doc_id(corpus, n_parts, question, limit):
+    """Ten words make many equal scores: the cut keeps the documents a ranking of all would put first."""
+    ids = [f"d{i:03d}" for i in range(len(corpus))]
+    parts = [{d: t for j, (d, t) in enumerate(zip(ids, corpus)) if j % n_parts == p} for p in range(n_parts)]
+    index = index_of([p for p in parts if p])
+    whole = sorted(index.search(question, len(ids)).items(), key=lambda kv: (-kv[1], kv[0]))
+    assert list(index.search(question, limit).items()) == whole[:limit]
+
+
 def test_a_question_sharing_no_word_with_the_documents_finds_nothing():
     index = index_of([{"a": "gateway firmware", "b": "modbus cache"}])
     assert index.search("tunnel rotation", 10) == {}

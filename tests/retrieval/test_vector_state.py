@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.retrieval.vectors import load_state
+from rag.retrieval.int8_rows import quantize, quantize_query
+from rag.retrieval.vectors import VectorState, load_state
 from rag.store.index import SubchunkIndex, SubchunkRow
 from rag.store.row_units import Membership
 
@@ -200,3 +201,58 @@ def test_rows_no_unit_of_the_snapshot_holds_are_not_served_and_rows_need_a_membe
     assert not {r[3] for r in gone} & set(state.doc_ids)
     with pytest.raises(LookupError):
         load_state(index.index)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), groups=st.sets(st.sampled_from(GROUPS + ["nobody"]), min_size=1),
+       limit=st.integers(1, 320))
+def test_the_int8_first_pass_finds_the_rows_and_scores_of_a_float16_pass(searched, seed, groups, limit):
+    """search() reads int8 rows first, then scores in float16 only the rows it cannot rule out: the nearest rows
+    and their scores are a full float16 pass's, bit for bit, for every caller and depth."""
+    state = searched.state()
+    q = np.random.default_rng(seed).normal(size=384).astype(np.float32)
+    groups = frozenset(groups)
+    full, mask = state.scores(q, groups), state.mask(groups)
+    scores, near = state.search(state.query16(q), groups, limit)
+    assert near.tolist() == state.nearest(full, mask, limit).tolist()
+    assert np.array_equal(scores[near], full[near])
+    scored = np.flatnonzero(~np.isnan(scores))
+    assert mask[scored].all() and np.array_equal(scores[scored], full[scored])  # never a row it may not read
+
+
+def near_ties(n: int, rng: np.random.Generator) -> VectorState:
+    """n unit rows that all lie within int8's rounding of each other, some of them equal: the first pass cannot
+    order them, so the float16 pass must."""
+    base = rng.normal(size=384)
+    rows = base + rng.normal(size=(n, 384)) * 1e-3
+    rows[::7] = rows[0]
+    rows = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float16)
+    ids = np.arange(n)
+    return VectorState(rows, np.array([f"u{i // 10}@1" for i in ids], dtype=object),
+                       np.array([f"d{i}" for i in ids], dtype=object), np.zeros(n, np.int32), ids.astype(np.int32),
+                       ids.astype(np.int32) + 1, (ids >= n // 2).astype(np.int32), [frozenset({"a"}), frozenset({"b"})])
+
+
+def test_rows_the_int8_pass_cannot_tell_apart_are_ordered_by_their_float16_scores_ties_by_row():
+    rng = np.random.default_rng(11)
+    state = near_ties(500, rng)
+    for query in (state.matrix[0].astype(np.float32), rng.normal(size=384).astype(np.float32)):
+        for groups in (frozenset({"a"}), frozenset({"a", "b"})):
+            full, mask = state.scores(query, groups), state.mask(groups)
+            for limit in (1, 10, 37, 249, 250, 600):
+                scores, near = state.search(state.query16(query), groups, limit)
+                assert near.tolist() == state.nearest(full, mask, limit).tolist()
+                assert np.array_equal(scores[near], full[near])
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_an_int8_score_lies_within_its_bound_of_the_float16_score(seed):
+    rng = np.random.default_rng(seed)
+    rows = rng.normal(size=(200, 384)) * rng.uniform(0.01, 3, size=(200, 1))
+    rows[rng.integers(0, 200, 20), rng.integers(0, 384, 20)] *= 50  # a few spikes: coarse steps for their rows
+    matrix = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float16)
+    int8, q16 = quantize(matrix), matrix[:1] if seed % 2 else rng.normal(size=(1, 384)).astype(np.float16)
+    query = quantize_query(q16[0])
+    exact = matrix.astype(np.float64) @ q16[0].astype(np.float64)
+    assert np.abs(int8.scores(query, 0, 200) - exact).max() <= int8.bound(query)
