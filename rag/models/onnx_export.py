@@ -19,6 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from rag.models.files import WEIGHTS_SHA256, ModelIntegrityError, model_dir, sha256_of, verified_model_dir
+from rag.models.runtimes import openvino
 
 # Part of the cached file's name: a change to the export below gets a new file instead of a stale one.
 EXPORT_RECIPE = "pooled-fp32-opset17-fused-r1"
@@ -143,8 +144,7 @@ def _quantise(source: Path, out: str) -> None:
 def _convert(source: Path, out: str, weights: Path) -> None:
     """Save the graph as OpenVINO IR with float16 weights: the weights published (with their record) under
     `weights`, the graph to `out`, which its caller publishes last (its record says both files are complete)."""
-    import openvino as ov
-
+    ov = openvino()
     with tempfile.TemporaryDirectory(dir=weights.parent) as tmp:
         ov.save_model(ov.Core().read_model(str(source)), f"{tmp}/ir.xml", compress_to_fp16=True)
         _publish(weights, lambda w: shutil.copyfile(f"{tmp}/ir.bin", w))

@@ -6,6 +6,7 @@ pooled vectors.
 """
 from __future__ import annotations
 
+import sys
 import threading
 from pathlib import Path
 
@@ -19,6 +20,16 @@ ONNXRUNTIME = "onnxruntime"
 OPENVINO_PRECISION = "bf16"
 
 Feeds = dict[str, np.ndarray]
+
+
+def openvino():
+    """The openvino module, without its telemetry: `import openvino` otherwise forks a process that sends a usage
+    event to Google Analytics unless a consent file in the user's home says no, and this project makes no network
+    call but the LLM's. With the telemetry package unimportable, OpenVINO falls back to its own no-op stub."""
+    sys.modules.setdefault("openvino_telemetry", None)
+    import openvino as ov
+
+    return ov
 
 
 class OnnxRuntimeGraph:
@@ -42,8 +53,7 @@ class OpenVinoGraph:
     """The graph compiled by OpenVINO for this CPU: `streams` runs side by side, one thread each, unpinned."""
 
     def __init__(self, graph: Path, weights: Path, streams: int = 1, precision: str | None = None):
-        import openvino as ov
-
+        ov = openvino()
         core = ov.Core()
         if precision is None:
             precision = OPENVINO_PRECISION if "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES") else "f32"

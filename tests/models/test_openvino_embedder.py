@@ -8,7 +8,7 @@ from test_onnx_embedder import sample_texts
 from rag.models.embedders import Embedder
 from rag.models.files import ModelIntegrityError, sha256_of
 from rag.models.onnx_export import CACHE_ENV, onnx_path, openvino_ir_paths
-from rag.models.runtimes import ONNXRUNTIME, OPENVINO
+from rag.models.runtimes import ONNXRUNTIME, OPENVINO, openvino
 
 
 def copy_with_record(path, folder):
@@ -22,8 +22,7 @@ def test_the_default_embedder_runs_openvino_and_the_int8_one_onnx_runtime(onnx_e
 
 
 def test_products_run_in_bfloat16_only_where_the_cpu_has_its_instructions(onnx_embedder):
-    import openvino as ov
-
+    ov = openvino()
     has_bf16 = "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
     precision = onnx_embedder.graph.model.get_property("INFERENCE_PRECISION_HINT")
     assert precision == (ov.Type.bf16 if has_bf16 else ov.Type.f32)
@@ -95,3 +94,17 @@ def test_a_machine_with_an_empty_cache_exports_the_graph_then_converts_it_in_one
     assert done.returncode == 0, done.stderr[-2000:]
     assert float(done.stdout.split()[-1]) >= 0.9999
     assert len(list(tmp_path.glob("*.onnx"))) == 1 and len(list(tmp_path.glob("*.xml"))) == 1
+
+
+def test_embedding_sends_no_telemetry_and_forks_no_process():
+    """`import openvino` alone would fork a process that posts a usage event; the embedder imports it without that."""
+    import subprocess
+    import sys
+
+    code = ("import os, sys; forks = []; os.register_at_fork(before=lambda: forks.append(1)); "
+            "from rag.models.embedders import Embedder; e = Embedder(threads=2); "
+            "e.encode_query('offline cache'); e.encode(['a text', 'another text'] * 8); "
+            "print(len(forks), sys.modules.get('openvino_telemetry', 'absent'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["0", "None"], done.stdout
