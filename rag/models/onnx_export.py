@@ -53,8 +53,9 @@ def openvino_ir_paths(folder: Path | None = None) -> tuple[Path, Path]:
     """OpenVINO's form of the fp32 graph (.xml) and its weights stored as float16 (.bin): converted from the
     verified graph once per machine, each file's sha256 recorded. Half the bytes to read and hold at a cold start,
     and no ONNX parse; the vectors keep cosine ≥ 0.9999 to torch's (tests/models/test_openvino_embedder.py)."""
-    stem = _onnx_target().name.removesuffix(".onnx") + f"-{IR_RECIPE}"
-    xml, weights = _onnx_target().with_name(stem + ".xml"), _onnx_target().with_name(stem + ".bin")
+    graph = _onnx_target()
+    stem = graph.name.removesuffix(".onnx") + f"-{IR_RECIPE}"
+    xml, weights = graph.with_name(stem + ".xml"), graph.with_name(stem + ".bin")
     return _cached(xml, lambda out: _convert(onnx_path(folder), out, weights)), _verified(weights)
 
 

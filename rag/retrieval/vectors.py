@@ -125,13 +125,13 @@ class VectorState:
         """nearest(scores(query), mask(groups), limit) without a float16 pass over every readable row: an int8 pass,
         then float16 scores for the rows it cannot rule out. Returns the scores (exact on the rows scored in
         float16, NaN on the rest) and the nearest rows."""
+        scores = np.full(len(self), np.nan, dtype=np.float32)
+        if limit <= 0:
+            return scores, np.zeros(0, dtype=np.int64)
         int8, mask, spans = self.quantized, self.mask(groups), self.ranges(groups)
         query = quantize_query(q16[0])
         approx = np.concatenate([readable_only(int8.scores(query, lo, hi), mask[lo:hi]) for lo, hi in spans]
                                 or [np.zeros(0, dtype=np.float32)])
-        scores = np.full(len(self), np.nan, dtype=np.float32)
-        if limit <= 0:
-            return scores, np.zeros(0, dtype=np.int64)
         kept = top_positions(approx, limit)
         if len(kept) >= limit:  # a row left out now scores below the limit-th best of these, so of all rows
             found = self.exact(q16, span_rows(spans, kept))
