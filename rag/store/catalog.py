@@ -124,6 +124,16 @@ class Catalog(DocumentTables):
             with registered(self.con, "_bulk_rows", pa.table(columns)):
                 self.con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM _bulk_rows")
 
+    def rewrite_changed(self, table: str, new: str, keys: tuple[str, ...], others: list[str], scope: str,
+                        params: list | None = None) -> None:
+        """Make `table`'s rows in `scope` (SQL over alias `t`) the rows of `new`, deleting and inserting only those
+        that differ: an edit writes what it changed, not every row in scope."""
+        same = " AND ".join([f"t.{c} = n.{c}" for c in keys] + [f"t.{c} IS NOT DISTINCT FROM n.{c}" for c in others])
+        self.con.execute(f"DELETE FROM {table} t WHERE ({scope}) AND NOT EXISTS (SELECT 1 FROM {new} n WHERE {same})",
+                         params or [])
+        self.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {new} n WHERE NOT EXISTS "
+                         f"(SELECT 1 FROM {table} t WHERE {same})")
+
     def rows(self, sql: str, params: list | None = None) -> list[tuple]:
         with self._lock:
             return self.con.execute(sql, params or []).fetchall()

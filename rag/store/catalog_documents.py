@@ -132,12 +132,8 @@ class DocumentTables:
                 "nullif(r.content_hash, d.content_hash) AS content_hash, "
                 f"nullif(r.source_path, {_DEFAULT_PATH}) AS source_path) "
                 "FROM _records r LEFT JOIN documents d USING (doc_id, version)")
-        same = " AND ".join(["{a}.file = {b}.file", "{a}.position = {b}.position"] + [
-            f"{{a}}.{c} IS NOT DISTINCT FROM {{b}}.{c}" for c in records.schema.names])
-        self.con.execute("DELETE FROM source_records s WHERE file IN (SELECT unnest(?::VARCHAR[])) AND NOT EXISTS "
-                         f"(SELECT 1 FROM _new_records n WHERE {same.format(a='n', b='s')})", [stale])
-        self.con.execute("INSERT INTO source_records BY NAME SELECT * FROM _new_records n WHERE NOT EXISTS "
-                         f"(SELECT 1 FROM source_records s WHERE {same.format(a='s', b='n')})")
+        self.rewrite_changed("source_records", "_new_records", ("file", "position"), records.schema.names,
+                             "t.file IN (SELECT unnest(?::VARCHAR[]))", [stale])
         self.con.execute("DROP TABLE _new_records")
 
 

@@ -140,14 +140,10 @@ class FactStore:
                     for p, i in enumerate(grp)]
             made = pa.table({c: [r[i] for r in rows] for i, c in enumerate(("doc_id", "grp", "position", "signature"))},
                             schema=_GROUP_SCHEMA)
-            same = ("g.doc_id = n.doc_id AND g.grp = n.grp AND g.position = n.position AND "
-                    "g.signature IS NOT DISTINCT FROM n.signature")
             with cat.transaction(), registered(cat.con, "_groups", made):
-                cat.con.execute("DELETE FROM group_members g WHERE g.doc_id NOT IN (SELECT doc_id FROM _members) OR "
-                                "(g.doc_id IN (SELECT doc_id FROM _groups) AND NOT EXISTS "
-                                f"(SELECT 1 FROM _groups n WHERE {same}))")
-                cat.con.execute("INSERT INTO group_members SELECT * FROM _groups n WHERE NOT EXISTS "
-                                f"(SELECT 1 FROM group_members g WHERE {same})")
+                cat.con.execute("DELETE FROM group_members WHERE doc_id NOT IN (SELECT doc_id FROM _members)")
+                cat.rewrite_changed("group_members", "_groups", ("doc_id", "grp", "position"), ["signature"],
+                                    "t.doc_id IN (SELECT doc_id FROM _groups)")
         return groups | fresh
 
 
