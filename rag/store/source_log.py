@@ -1,9 +1,9 @@
 """Recording what the sources hold now: versions reconciled over the ids a change touched, in one transaction.
 
 Only files whose stat or content changed are read (see rag.sources.scan). The ids a change touches are those of
-the records that changed or went away, plus the ids refused at the last run and the current documents no
-file holds any more (their deletion may be held back): everything else is as the last run left it, so
-`reconcile_versions` over the touched ids decides what it would decide over all of them.
+the records that changed or went away, plus the ids refused at the last run and the ids whose current version no
+file holds any more (its deletion, or an older version's return, may have been held back): everything else is as
+the last run left it, so `reconcile_versions` over the touched ids decides what it would decide over all of them.
 """
 from __future__ import annotations
 
@@ -125,11 +125,14 @@ def _touched(catalog: Catalog, view: SourceView) -> set[str]:
     ids |= {d for (d,) in catalog.rows(
         "SELECT DISTINCT doc_id FROM quarantine WHERE severity = 'rejected' AND doc_id IS NOT NULL AND publish_id = "
         "(SELECT max(publish_id) FROM publish_log WHERE documents_new IS NOT NULL)")}
-    fresh = {r.doc_id for recs in scan.changed.values() for r in recs if r.is_document}
-    ids |= {d for (d,) in catalog.rows(
-        "SELECT DISTINCT d.doc_id FROM documents d WHERE d.status = 'current' AND "
+    # By version, not id: a current version gone while a file still holds an older one (which may be current again)
+    # is touched, also at a later run that lifts what held the change back (a rejected input that may carry it).
+    fresh = {(r.doc_id, r.version) for recs in scan.changed.values() for r in recs if r.is_document}
+    ids |= {d for d, v in {tuple(k) for k in catalog.rows(
+        "SELECT d.doc_id, d.version FROM documents d WHERE d.status = 'current' AND "
         "d.source IN (SELECT unnest(?::VARCHAR[])) AND NOT EXISTS (SELECT 1 FROM source_records r WHERE "
-        f"r.doc_id = d.doc_id AND r.reason IS NULL AND {_kept('r.')})", [scan.scanned, scan.scanned, view.stale])} - fresh
+        f"r.doc_id = d.doc_id AND r.version = d.version AND r.reason IS NULL AND {_kept('r.')})",
+        [scan.scanned, scan.scanned, view.stale])} - fresh}
     return ids
 
 

@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rag.sources import scan
@@ -168,6 +168,11 @@ def apply(src: Path, step, clock: list[int], state: dict) -> None:
 @pytest.mark.slow   # 40 histories of real catalog runs: 45–64 s, the inner loop's longest test
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.lists(steps(), min_size=1, max_size=8), st.booleans(), st.booleans())
+# An emptied JSONL file held back the removal of the version it held; a junk line then lifted that, and an older
+# version in an unchanged Markdown file had to become current again (the incremental run did not look at its id).
+@example([("md", "a", 1, "Alpha.", "support", "x")] * 3 + [
+    ("jsonl", "a", 2, "Beta text.", "support", "x"), ("jsonl-junk", "a", 1, "Alpha.", "support", "x"),
+    ("empty-jsonl", "a", 1, "Alpha.", "support", "x"), ("jsonl-junk", "a", 1, "Alpha.", "support", "x")], False, False)
 def test_incremental_runs_leave_the_catalog_as_full_rereads_do(monkeypatch, history, settled_files, allow_empty):
     if settled_files:
         monkeypatch.setattr(scan, "RACY_NS", 0)
@@ -192,6 +197,23 @@ def test_incremental_runs_leave_the_catalog_as_full_rereads_do(monkeypatch, hist
         finally:
             incremental.close()
             full.close()
+
+
+def test_an_older_version_in_an_unchanged_file_is_current_again_once_nothing_holds_back_the_newer_ones_removal(
+        tmp_path, settled):
+    """An emptied file holds back the removal of the version it held; once the file holds something else, that
+    version is deleted and the older one, in a file no run read again, is current again, as a full re-read has it."""
+    src, catalog, _ = published(tmp_path, {"a.md": md("a", 1, "Alpha."),
+                                           "all.jsonl": line("a", 2, "Alpha, two.") + "\n"})
+    (src / "all.jsonl").write_text("")
+    run(catalog, src)
+    assert [r[:3] for r in documents(catalog)] == [("a", "1", "superseded"), ("a", "2", "current")]
+    (src / "all.jsonl").write_text(line("b", 1, "Beta.") + "\n")
+    changes = run(catalog, src)
+    assert changes.reading["files_read"] == 1
+    assert [r[:3] for r in documents(catalog)] == [("a", "1", "current"), ("a", "2", "deleted"), ("b", "1", "current")]
+    again = run(catalog, src, rescan=True)   # a full re-read finds nothing left to change
+    assert (again.new, again.superseded, again.deleted, again.updated_in_place) == ([], [], [], [])
 
 
 def test_a_refusal_is_repeated_while_its_file_stays_as_it_is(tmp_path, settled):
