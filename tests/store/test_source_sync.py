@@ -34,6 +34,15 @@ def documents(catalog):
                                f"{catalog.source_path_sql}, content_hash, meta_hash FROM documents"))
 
 
+def read_versions(workspace):
+    """(doc_id, version, status) of every version the published read state holds."""
+    reader = Catalog.snapshot(workspace, read_pointer(workspace))
+    try:
+        return sorted(reader.rows("SELECT doc_id, version, status FROM documents"))
+    finally:
+        reader.close()
+
+
 def problems(catalog):
     (pid,), = catalog.rows("SELECT max(publish_id) FROM publish_log")
     return sorted(catalog.rows("SELECT severity, source_path, doc_id, reason FROM quarantine WHERE publish_id = ?",
@@ -211,9 +220,38 @@ def test_an_older_version_in_an_unchanged_file_is_current_again_once_nothing_hol
     (src / "all.jsonl").write_text(line("b", 1, "Beta.") + "\n")
     changes = run(catalog, src)
     assert changes.reading["files_read"] == 1
-    assert [r[:3] for r in documents(catalog)] == [("a", "1", "current"), ("a", "2", "deleted"), ("b", "1", "current")]
+    assert [r[:3] for r in documents(catalog)] == [("a", "1", "current"), ("b", "1", "current")]
+    assert read_versions(tmp_path) == [("a", "1", "current"), ("a", "2", "deleted"), ("b", "1", "current")]
     again = run(catalog, src, rescan=True)   # a full re-read finds nothing left to change
     assert (again.new, again.superseded, again.deleted, again.updated_in_place) == ([], [], [], [])
+
+
+def test_a_version_no_source_holds_leaves_the_writer_once_published_and_is_still_known_when_a_source_brings_it_back(
+        tmp_path, settled):
+    """The writer keeps no superseded version that no source holds (the read state does), yet a file bringing it back
+    is judged as before: the same text is that old version again (no refusal), a changed text under its label is
+    refused."""
+    src, catalog, _ = published(tmp_path, {"a.md": md("a", 1, "Alpha.")})
+    (src / "a.md").write_text(md("a", 2, "Alpha, second."))
+    run(catalog, src)
+    assert [r[:3] for r in documents(catalog)] == [("a", "2", "current")]
+    assert read_versions(tmp_path) == [("a", "1", "superseded"), ("a", "2", "current")]
+    reader = Catalog.snapshot(tmp_path, read_pointer(tmp_path))
+    (first_to, second_from), = reader.rows("SELECT max(valid_to) FILTER (version = '1'), max(valid_from) FILTER "
+                                           "(version = '2') FROM documents")
+    reader.close()
+    assert first_to == second_from   # an as-of read before the change still finds version 1
+    (src / "old.md").write_text(md("a", 1, "Alpha."))
+    run(catalog, src)
+    assert problems(catalog) == []
+    assert [r[:3] for r in documents(catalog)] == [("a", "1", "superseded"), ("a", "2", "current")]
+    assert catalog.document_texts([("a", "1")]) == {("a", "1"): ("a", "Alpha.")}
+    again = run(catalog, src, rescan=True)   # a full re-read finds the restored row as its file has it
+    assert (again.new, again.superseded, again.deleted, again.updated_in_place) == ([], [], [], [])
+    (src / "old.md").write_text(md("a", 1, "Alpha, changed."))
+    run(catalog, src)
+    assert [r[3] for r in problems(catalog)] == [
+        "text of 'a' version 1 changed but the version label did not; give the new text a newer version"]
 
 
 def test_a_refusal_is_repeated_while_its_file_stays_as_it_is(tmp_path, settled):
