@@ -70,8 +70,12 @@ class DocumentTables:
         return self.texts.missing(hashes)
 
     def published_history_sql(self, columns: list[str], where: str = "true", keys_where: str = "true") -> str | None:
-        """SQL for the document versions the read state holds as history (rag.store.snapshot_files), if any."""
-        return published_history(Path(self.path).parent, "documents", columns, where, keys_where)
+        """SQL for the document versions the writer dropped that the read state holds as history
+        (rag.store.snapshot_files), if any. Rows of versions the writer holds are left out before the newest row per
+        version is found, so that costs in proportion to the history dropped, not to the corpus."""
+        dropped = ("NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = p.doc_id AND d.version = p.version) "
+                   f"AND ({keys_where})")
+        return published_history(Path(self.path).parent, "documents", columns, where, dropped)
 
     def published_versions(self, doc_ids: list[str] | None = None) -> dict[tuple[str, str], tuple]:
         """Versions of these ids (or all) that the writer dropped once published, as `existing_versions` gives them
@@ -81,9 +85,7 @@ class DocumentTables:
                                               keys_where=ids)
         if history is None:
             return {}
-        return {(d, v): (h, None, s, None, path) for d, v, h, s, path in self.rows(
-            f"SELECT * FROM ({history}) p WHERE NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = p.doc_id AND "
-            "d.version = p.version)", params)}
+        return {(d, v): (h, None, s, None, path) for d, v, h, s, path in self.rows(history, params)}
 
     def restore_documents(self, keys: list[tuple[str, str]]) -> None:
         """Put these dropped versions' published rows back (a source holds them again); the caller then sets what the
@@ -96,7 +98,7 @@ class DocumentTables:
             return
         with registered(self.con, "_restored", pa.table({"doc_id": [k[0] for k in keys],
                                                           "version": [k[1] for k in keys]})):
-            self.con.execute(f"INSERT INTO documents BY NAME SELECT p.* FROM ({history}) p "
+            self.con.execute(f"INSERT INTO documents BY NAME SELECT h.* FROM ({history}) h "
                              "SEMI JOIN _restored USING (doc_id, version)")
 
     def document_texts(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:

@@ -217,8 +217,8 @@ def published_keys(con, files: list[str], key: tuple[str, ...], columns: dict[st
 def published_history(workspace: str | Path, table: str, columns: list[str], where: str = "true",
                       keys_where: str = "true") -> str | None:
     """SQL for the published history rows of `table` (`HISTORY_HELD_HERE`) that match `where`, newest per key, among
-    the keys `keys_where` (over key columns only: applied before the newest row is found) picks; None before the
-    first publish in segments."""
+    the keys `keys_where` (over key columns of rows aliased `p` only: applied before the newest row is found) picks;
+    None before the first publish in segments."""
     try:
         info = read_pointer(workspace)
     except NoSnapshot:
@@ -226,7 +226,7 @@ def published_history(workspace: str | Path, table: str, columns: list[str], whe
     files = read_manifest(info.path(Path(workspace))).get(table) if info.file.endswith(".json") else None
     if not files:
         return None
-    return (f"SELECT {', '.join(columns)} FROM read_parquet([{sql_files(files)}], union_by_name = true) "
+    return (f"SELECT {', '.join(columns)} FROM read_parquet([{sql_files(files)}], union_by_name = true) p "
             f"WHERE {keys_where} QUALIFY row_number() OVER (PARTITION BY {', '.join(READ_TABLES[table])} "
             f"ORDER BY _seq DESC) = 1 AND NOT _gone AND {HISTORY_HELD_HERE[table]} AND ({where})")
 
