@@ -56,7 +56,7 @@ from rag.store.index import SubchunkIndex  # noqa: E402
 from rag.store.publish import publish_documents, publish_index, publish_units  # noqa: E402
 from rag.store.schema import BLOCK_SIZE  # noqa: E402
 from rag.store.settings import IngestSettings  # noqa: E402
-from rag.store.snapshot_files import read_pointer  # noqa: E402
+from rag.store.snapshot_files import read_manifest, read_pointer  # noqa: E402
 from rag.store.storage import measure  # noqa: E402
 from rag.text.analysis import mention_spans  # noqa: E402
 from rag.text.tables import bytes_on_disk, markdown_table  # noqa: E402
@@ -189,7 +189,8 @@ def components(ws: Path) -> dict:
             "catalog_tables_bytes": catalog_tables(ws / "catalog.duckdb"),
             "catalog_copies_bytes": copies,
             "ratio_catalog_copied": copied_ratio(stored.total() + parts["other"], stored.catalog_bytes, copies, raw),
-            "read_state_tables_bytes": read_state_tables(ws / "snapshots" / "segments")}
+            "read_state_tables_bytes": read_state_tables(ws / "snapshots" / "segments"),
+            "read_state_document_rows": read_state_document_rows(ws)}
 
 
 def copied_ratio(total: int, catalog: int, copies: dict[str, int], raw: int) -> float:
@@ -245,6 +246,15 @@ def read_state_tables(folder: Path) -> dict[str, int]:
         table = path.stem.split("-")[1]
         out[table] = out.get(table, 0) + path.stat().st_size
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def read_state_document_rows(ws: Path) -> dict[str, int]:
+    """Rows of the newest manifest's `documents` segments and the versions they hold: the difference is rows written
+    again (a version's status changed: superseded, deleted, current again)."""
+    files = ", ".join(f"'{f}'" for f in read_manifest(read_pointer(ws).path(ws))["documents"])
+    (rows, versions), = duckdb.sql(f"SELECT count(*), count(DISTINCT (doc_id, version)) FROM read_parquet([{files}], "
+                                   "union_by_name = true) WHERE NOT _gone").fetchall()
+    return {"rows": rows, "versions": versions}
 
 
 def revise(records: list[dict], round_no: int) -> int:
