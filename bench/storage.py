@@ -187,7 +187,7 @@ def components(ws: Path) -> dict:
             **{f"{k}_ratio": round(v / raw, 2) for k, v in parts.items()},
             "lancedb_parts_bytes": {k: v for k, v in sorted(lance.items()) if v},
             "catalog_tables_bytes": catalog_tables(ws / "catalog.duckdb"),
-            "catalog_copies_bytes": copies,
+            "catalog_copies_bytes": copies, "catalog_row_groups": catalog_row_groups(ws / "catalog.duckdb"),
             "ratio_catalog_copied": copied_ratio(stored.total() + parts["other"], stored.catalog_bytes, copies, raw),
             "read_state_tables_bytes": read_state_tables(ws / "snapshots" / "segments"),
             "read_state_document_rows": read_state_document_rows(ws)}
@@ -215,6 +215,17 @@ def catalog_tables(path: Path) -> dict[str, int]:
     finally:
         con.close()
     return {k: v for k, v in sorted(out.items(), key=lambda kv: -kv[1]) if v}
+
+
+def catalog_row_groups(path: Path) -> dict[str, int]:
+    """Row groups per catalog table: rows a run appends go to a row group of their own, whose blocks stay partly
+    empty until the file is copied (the copy cycle's slack)."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return {t: con.execute(f"SELECT count(DISTINCT row_group_id) FROM pragma_storage_info('{t}')").fetchall()[0][0]
+                for (t,) in con.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall()}
+    finally:
+        con.close()
 
 
 def catalog_copies(path: Path) -> dict[str, int]:
