@@ -34,12 +34,12 @@ def published_columns(cat: Catalog, table: str, also_left_out: tuple[str, ...] =
                             if r[0] not in (*snapshots.WRITER_ONLY.get(table, ()), *also_left_out)))
 
 
-def publish(cat: Catalog, held: dict | None = None, publish_id: int | None = None) -> dict:
+def publish(cat: Catalog, held: dict | None = None) -> dict:
     """Publish, and give what readers must then hold of `documents` (status and row repr by key): the writer's rows
     as published, and the rows not current published before whose key the writer has dropped since (history)."""
     now = document_rows(cat)
     history = {k: r for k, r in (held or {}).items() if k not in now and r[0] != "current"}
-    cat.publish_snapshot(cat.begin_publish([]) if publish_id is None else publish_id)
+    cat.publish_snapshot(cat.begin_publish([]))
     return {**history, **now}
 
 
