@@ -56,7 +56,7 @@ from rag.store.index import SubchunkIndex  # noqa: E402
 from rag.store.publish import publish_documents, publish_index, publish_units  # noqa: E402
 from rag.store.schema import BLOCK_SIZE  # noqa: E402
 from rag.store.settings import IngestSettings  # noqa: E402
-from rag.store.snapshot_files import read_pointer  # noqa: E402
+from rag.store.snapshot_files import read_manifest, read_pointer  # noqa: E402
 from rag.store.storage import measure  # noqa: E402
 from rag.text.analysis import mention_spans  # noqa: E402
 from rag.text.tables import bytes_on_disk, markdown_table  # noqa: E402
@@ -180,14 +180,23 @@ def components(ws: Path) -> dict:
     parts = {"catalog": stored.catalog_bytes, "snapshots": stored.read_state_bytes, "lancedb": stored.index_bytes}
     parts["other"] = bytes_on_disk(ws) - stored.total()
     raw = stored.raw_text_bytes
+    copies = catalog_copies(ws / "catalog.duckdb")
     lance = {f"{t.stem}/{d.name}": bytes_on_disk(d) for t in (ws / "lancedb").glob("*.lance") for d in t.iterdir()}
     return {"raw_text_bytes": raw, "total_bytes": stored.total() + parts["other"], "ratio": stored.ratio(),
             **{f"{k}_bytes": v for k, v in parts.items()},
             **{f"{k}_ratio": round(v / raw, 2) for k, v in parts.items()},
             "lancedb_parts_bytes": {k: v for k, v in sorted(lance.items()) if v},
             "catalog_tables_bytes": catalog_tables(ws / "catalog.duckdb"),
-            "catalog_copies_bytes": catalog_copies(ws / "catalog.duckdb"),
-            "read_state_tables_bytes": read_state_tables(ws / "snapshots" / "segments")}
+            "catalog_copies_bytes": copies, "catalog_row_groups": catalog_row_groups(ws / "catalog.duckdb"),
+            "ratio_catalog_copied": copied_ratio(stored.total() + parts["other"], stored.catalog_bytes, copies, raw),
+            "read_state_tables_bytes": read_state_tables(ws / "snapshots" / "segments"),
+            "read_state_document_rows": read_state_document_rows(ws)}
+
+
+def copied_ratio(total: int, catalog: int, copies: dict[str, int], raw: int) -> float:
+    """Bytes ÷ text with the catalog as a fresh copy of itself: the figure at the low point of the catalog's copy
+    cycle (rag.store.catalog_file copies it once it has grown by a fifth), so runs compare whatever the cycle's phase."""
+    return round((total - catalog + copies["as_is"]) / raw, 3)
 
 
 def catalog_tables(path: Path) -> dict[str, int]:
@@ -206,6 +215,17 @@ def catalog_tables(path: Path) -> dict[str, int]:
     finally:
         con.close()
     return {k: v for k, v in sorted(out.items(), key=lambda kv: -kv[1]) if v}
+
+
+def catalog_row_groups(path: Path) -> dict[str, int]:
+    """Row groups per catalog table: rows a run appends go to a row group of their own, whose blocks stay partly
+    empty until the file is copied (the copy cycle's slack)."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return {t: con.execute(f"SELECT count(DISTINCT row_group_id) FROM pragma_storage_info('{t}')").fetchall()[0][0]
+                for (t,) in con.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall()}
+    finally:
+        con.close()
 
 
 def catalog_copies(path: Path) -> dict[str, int]:
@@ -237,6 +257,15 @@ def read_state_tables(folder: Path) -> dict[str, int]:
         table = path.stem.split("-")[1]
         out[table] = out.get(table, 0) + path.stat().st_size
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def read_state_document_rows(ws: Path) -> dict[str, int]:
+    """Rows of the newest manifest's `documents` segments and the versions they hold: the difference is rows written
+    again (a version's status changed: superseded, deleted, current again)."""
+    files = ", ".join(f"'{f}'" for f in read_manifest(read_pointer(ws).path(ws))["documents"])
+    (rows, versions), = duckdb.sql(f"SELECT count(*), count(DISTINCT (doc_id, version)) FROM read_parquet([{files}], "
+                                   "union_by_name = true) WHERE NOT _gone").fetchall()
+    return {"rows": rows, "versions": versions}
 
 
 def revise(records: list[dict], round_no: int) -> int:
@@ -553,8 +582,10 @@ def report(results: dict) -> None:
         for when in ("after_first_ingest", "after_republishes", "after_retention"):
             c = r[when]
             free = c.get("catalog_tables_bytes", {}).get("free", 0)
+            copied = copied_ratio(c["total_bytes"], c["catalog_bytes"], c["catalog_copies_bytes"],
+                                  c["raw_text_bytes"]) if "catalog_copies_bytes" in c else ""
             rows.append([name, when, f"{c['raw_text_bytes']:,}", f"{c['total_bytes']:,}", c["ratio"],
-                         round((c["total_bytes"] - free) / c["raw_text_bytes"], 2), c["catalog_ratio"],
+                         round((c["total_bytes"] - free) / c["raw_text_bytes"], 2), copied, c["catalog_ratio"],
                          c["snapshots_ratio"], c["lancedb_ratio"], c["other_ratio"]])
     s = results.get("scale")
     if s:
@@ -562,10 +593,10 @@ def report(results: dict) -> None:
                         ("after one edit", s["one_edit"]["after"])):
             if c:
                 rows.append([f"{s['documents']:,} docs", when, f"{c['raw_text_bytes']:,}", f"{c['total_bytes']:,}",
-                             c["ratio"], "", c["catalog_ratio"], c["snapshots_ratio"], c["lancedb_ratio"],
+                             c["ratio"], "", "", c["catalog_ratio"], c["snapshots_ratio"], c["lancedb_ratio"],
                              c["other_ratio"]])
-    print(markdown_table(["corpus", "when", "raw text B", "on disk B", "ratio", "without free blocks", "catalog",
-                          "read state", "LanceDB", "other"], rows))
+    print(markdown_table(["corpus", "when", "raw text B", "on disk B", "ratio", "without free blocks",
+                          "catalog copied", "catalog", "read state", "LanceDB", "other"], rows))
     keyed = [[name, sum(x["doc_keyed_rows"]["added"] for x in r["rounds"]),
               sum(x["doc_keyed_rows"]["unchanged_member_rows"] for x in r["rounds"]),
               f"{sum(x['doc_keyed_rows'].get('bytes_not_written_est', 0) for x in r['rounds']):,}"]

@@ -141,7 +141,8 @@ class Catalog(DocumentTables):
     def publish_snapshot(self, publish_id: int, lance_version: int | None = None) -> SnapshotInfo:
         """Make the catalog's committed state the one readers see (see rag.store.snapshot_files)."""
         self.con.execute("CHECKPOINT")  # the write-ahead log folded into the file, so it never outgrows the change
-        self.texts.expire(utc_now() - as_of_retention())
+        cutoff = utc_now() - as_of_retention()
+        self.texts.expire(cutoff, self.published_history_sql(["content_hash"], f"valid_to >= TIMESTAMP '{cutoff}'"))
         info = publish_snapshot(self.con, self.path, publish_id, lance_version)
         self._drop_published_history()
         return info
@@ -149,15 +150,20 @@ class Catalog(DocumentTables):
     def _drop_published_history(self) -> None:
         """Drop, once the read state holds them, the rows only as-of reads and history need: unit versions that
         a newer one replaced (the newest of each unit stays, for numbering) and the members of every unit neither
-        current nor pending; and planning facts of versions no longer current (recomputed if one comes back).
+        current nor pending; document versions no longer current that no source record names nor a remaining unit
+        holds; and planning facts of versions no longer current (recomputed if one comes back).
 
-        Document versions stay: reconciling the sources reads them (labels, a version made current again).
+        What the writer still needs of a dropped version (its label and hash for reconciling, its validity for the
+        texts' retention) it reads from the read state (`published_versions`).
         """
         with self.transaction():
             self.con.execute("DELETE FROM units u WHERE status IN ('retired', 'abandoned') AND unit_version < "
                              "(SELECT max(unit_version) FROM units n WHERE n.unit_id = u.unit_id)")
             self.con.execute("DELETE FROM unit_members m WHERE NOT EXISTS (SELECT 1 FROM units u WHERE u.unit_id = "
                              "m.unit_id AND u.unit_version = m.unit_version AND u.status IN ('current', 'pending'))")
+            self.con.execute("DELETE FROM documents d WHERE status <> 'current' AND NOT EXISTS (SELECT 1 FROM "
+                             "source_records r WHERE r.doc_id = d.doc_id AND r.version = d.version) AND NOT EXISTS ("
+                             "SELECT 1 FROM unit_members m WHERE m.doc_id = d.doc_id AND m.doc_version = d.version)")
             self.con.execute("DELETE FROM doc_facts f WHERE NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = "
                              "f.doc_id AND d.version = f.version AND d.status = 'current')")
             self.con.execute("DELETE FROM doc_mentions m WHERE NOT EXISTS (SELECT 1 FROM doc_facts f "

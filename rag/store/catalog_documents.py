@@ -1,12 +1,14 @@
 """The catalog's document versions and the source files' records: their reads and writes (part of Catalog)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 
 from rag.sources.documents import Document
 from rag.store.rows import CurrentText, CurrentVersion
 from rag.store.schema import source_path_sql, split_source_paths
-from rag.store.snapshot_files import registered
+from rag.store.snapshot_files import WRITER_ONLY, published_history, registered
 from rag.store.text_store import TextStore
 
 
@@ -63,9 +65,41 @@ class DocumentTables:
         self.texts.add(dict(zip(rows["content_hash"], rows.pop("text"))))
         self.bulk_insert("documents", split_source_paths(rows))
 
-    def missing_texts(self, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
-        """Which of these stored versions lost their text (dropped past the as-of retention)."""
-        return self.texts.missing(keys)
+    def missing_texts(self, hashes: dict[tuple[str, str], str]) -> set[tuple[str, str]]:
+        """Which of these versions (→ content hash) lost their text (dropped past the as-of retention)."""
+        return self.texts.missing(hashes)
+
+    def published_history_sql(self, columns: list[str], where: str = "true", keys_where: str = "true") -> str | None:
+        """SQL for the document versions the writer dropped that the read state holds as history
+        (rag.store.snapshot_files), if any. Rows of versions the writer holds are left out before the newest row per
+        version is found, so that costs in proportion to the history dropped, not to the corpus."""
+        dropped = ("NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = p.doc_id AND d.version = p.version) "
+                   f"AND ({keys_where})")
+        return published_history(Path(self.path).parent, "documents", columns, where, dropped)
+
+    def published_versions(self, doc_ids: list[str] | None = None) -> dict[tuple[str, str], tuple]:
+        """Versions of these ids (or all) that the writer dropped once published, as `existing_versions` gives them
+        (meta hash and source unknown): a label and text the sources may bring back."""
+        ids, params = ("doc_id IN (SELECT unnest(?::VARCHAR[]))", [doc_ids]) if doc_ids is not None else ("true", [])
+        history = self.published_history_sql(["doc_id", "version", "content_hash", "status", "source_path"],
+                                              keys_where=ids)
+        if history is None:
+            return {}
+        return {(d, v): (h, None, s, None, path) for d, v, h, s, path in self.rows(history, params)}
+
+    def restore_documents(self, keys: list[tuple[str, str]]) -> None:
+        """Put these dropped versions' published rows back (a source holds them again); the caller then sets what the
+        read state does not hold (meta hash, source)."""
+        columns = [c for (c,) in self.rows("SELECT column_name FROM duckdb_columns() WHERE table_name = 'documents' "
+                                           "AND schema_name = 'main' ORDER BY column_index")
+                   if c not in WRITER_ONLY["documents"]]
+        history = self.published_history_sql(columns)
+        if not keys or history is None:
+            return
+        with registered(self.con, "_restored", pa.table({"doc_id": [k[0] for k in keys],
+                                                          "version": [k[1] for k in keys]})):
+            self.con.execute(f"INSERT INTO documents BY NAME SELECT h.* FROM ({history}) h "
+                             "SEMI JOIN _restored USING (doc_id, version)")
 
     def document_texts(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
         """(doc_id, version) → (title, text) for the given versions, whatever their status."""

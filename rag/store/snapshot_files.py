@@ -3,7 +3,7 @@
 DuckDB lets one process write a file or several read it, never both, so readers never touch `catalog.duckdb`.
 At each publish point the writer appends one Parquet segment per read table holding only the rows that are
 new or changed since the last publish (found by a hash of each row) and a tombstone per vanished key (none for
-the unit history the writer drops once published, `HISTORY_HELD_HERE`); texts
+the history the writer drops once published, `HISTORY_HELD_HERE`); texts
 are the writer's own text files keyed by content hash (rag.store.text_store), named as they are. A manifest (`snapshots/NNNNNNNN.json`)
 lists each table's segments; the `snapshots/CURRENT` pointer names the manifest and the LanceDB table version
 that goes with it, and is swapped with an atomic rename: a reader sees the old state or the new one, never half
@@ -43,9 +43,10 @@ READ_TABLES: dict[str, tuple[str, ...]] = {
     "documents": ("doc_id", "version"), "texts": ("content_hash",), "units": ("unit_id", "unit_version"),
     "unit_members": ("unit_id", "unit_version", "position"), "publish_log": ("publish_id",),
     "quarantine": (), "store_identity": (), "workspace_settings": ("key",)}
-# Tables whose published rows are never tombstoned: the writer drops the history rows it has published
-# (Catalog._drop_published_history), so the read state is the one place as-of reads and history find them.
-HISTORY_HELD_HERE = ("units", "unit_members")
+# Table → SQL over a published row that is history: the writer drops such rows once published
+# (Catalog._drop_published_history), so none is tombstoned and the read state is the one place as-of reads and
+# history find them. A current document's row is not history: if it vanished, readers must stop seeing it.
+HISTORY_HELD_HERE = {"units": "true", "unit_members": "true", "documents": "status <> 'current'"}
 # Columns only the writer reads (reconciling sources, planning, re-staging units): not published, so a version's
 # row in the read state is its identity, title, ACL, links (other partitions plan with them), collection, source
 # path, text hash and validity.
@@ -157,10 +158,12 @@ def _publish_table(con, folder: Path, table: str, key: tuple[str, ...], segments
     columns = _published_columns(con, table)
     current = f"SELECT {', '.join(columns)}, {row_hash(columns)} AS _h FROM {PUBLISHED_FROM.get(table, table)}"
     if files:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE _published AS {published_keys(con, files, key, columns)}")
-        gone = "" if table in HISTORY_HELD_HERE else (
+        history = HISTORY_HELD_HERE.get(table, "false")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _published AS "
+                    f"{published_keys(con, files, key, columns, history)}")
+        gone = "" if history == "true" else (
             f" UNION ALL BY NAME SELECT {', '.join('p.' + c for c in dict.fromkeys([*key, '_h']))}, true AS _gone "
-            f"FROM _published p ANTI JOIN ({current}) c USING ({key_cols})")
+            f"FROM _published p ANTI JOIN ({current}) c USING ({key_cols}) WHERE NOT p._history")
         con.execute(f"CREATE OR REPLACE TEMP TABLE _delta AS SELECT c.*, false AS _gone FROM ({current}) c "
                     f"ANTI JOIN _published p USING ({', '.join([*key, '_h'])}){gone}")
     else:
@@ -194,18 +197,38 @@ def _stored(key: tuple[str, ...]) -> str:
     return "*" if not key else "* EXCLUDE (_h)"
 
 
-def published_keys(con, files: list[str], key: tuple[str, ...], columns: dict[str, str]) -> str:
-    """SQL for the key and row hash of every live row over these segments: the newest per key, not a tombstone."""
+def published_keys(con, files: list[str], key: tuple[str, ...], columns: dict[str, str], history: str = "false"
+                   ) -> str:
+    """SQL for the key, row hash and `_history` (SQL `history` over the row) of every live row over these segments:
+    the newest per key, not a tombstone."""
     listed = sql_files(files)
     if not key:
-        return f"SELECT _h FROM read_parquet([{listed}]) GROUP BY _h HAVING NOT arg_max(_gone, _seq)"
+        return (f"SELECT _h, {history} AS _history FROM read_parquet([{listed}]) GROUP BY _h "
+                "HAVING NOT arg_max(_gone, _seq)")
     cols = ", ".join(key)
     rows = f"read_parquet([{listed}], union_by_name = true)"
     present = {c for (c, *_) in con.execute(f"DESCRIBE SELECT * FROM {rows}").fetchall()}
     if len(files) == 1:  # a single segment (a table's first, or merged) holds one row per key
-        return f"SELECT {cols}, {row_hash(columns, present)} AS _h FROM {rows} WHERE NOT _gone"
-    return (f"SELECT {cols}, arg_max({row_hash(columns, present)}, _seq) AS _h FROM {rows} "
-            f"GROUP BY {cols} HAVING NOT arg_max(_gone, _seq)")
+        return f"SELECT {cols}, {row_hash(columns, present)} AS _h, {history} AS _history FROM {rows} WHERE NOT _gone"
+    return (f"SELECT {cols}, arg_max({row_hash(columns, present)}, _seq) AS _h, arg_max({history}, _seq) AS _history "
+            f"FROM {rows} GROUP BY {cols} HAVING NOT arg_max(_gone, _seq)")
+
+
+def published_history(workspace: str | Path, table: str, columns: list[str], where: str = "true",
+                      keys_where: str = "true") -> str | None:
+    """SQL for the published history rows of `table` (`HISTORY_HELD_HERE`) that match `where`, newest per key, among
+    the keys `keys_where` (over key columns of rows aliased `p` only: applied before the newest row is found) picks;
+    None before the first publish in segments."""
+    try:
+        info = read_pointer(workspace)
+    except NoSnapshot:
+        return None
+    files = read_manifest(info.path(Path(workspace))).get(table) if info.file.endswith(".json") else None
+    if not files:
+        return None
+    return (f"SELECT {', '.join(columns)} FROM read_parquet([{sql_files(files)}], union_by_name = true) p "
+            f"WHERE {keys_where} QUALIFY row_number() OVER (PARTITION BY {', '.join(READ_TABLES[table])} "
+            f"ORDER BY _seq DESC) = 1 AND NOT _gone AND {HISTORY_HELD_HERE[table]} AND ({where})")
 
 
 def _merge(con, folder: Path, table: str, key: tuple[str, ...], segments: list[str], seq: int) -> list[str]:

@@ -1,9 +1,9 @@
 """Recording what the sources hold now: versions reconciled over the ids a change touched, in one transaction.
 
 Only files whose stat or content changed are read (see rag.sources.scan). The ids a change touches are those of
-the records that changed or went away, plus the ids refused at the last run and the current documents no
-file holds any more (their deletion may be held back): everything else is as the last run left it, so
-`reconcile_versions` over the touched ids decides what it would decide over all of them.
+the records that changed or went away, plus the ids refused at the last run and the ids whose current version no
+file holds any more (its deletion, or an older version's return, may have been held back): everything else is as
+the last run left it, so `reconcile_versions` over the touched ids decides what it would decide over all of them.
 """
 from __future__ import annotations
 
@@ -99,13 +99,14 @@ def sync_sources(catalog: Catalog, publish_id: int, view: SourceView, allow_empt
         loaded += [_record(r) for r in catalog.rows(
             f"SELECT {', '.join(_RECORD_COLUMNS)} FROM {SOURCE_RECORDS} r WHERE reason IS NULL AND {_kept()} "
             "AND doc_id IN (SELECT unnest(?::VARCHAR[]))", [scan.scanned, view.stale, sorted(touched)])]
-    existing = existing_versions(catalog, None if touched is None else sorted(touched))
+    existing, dropped = known_versions(catalog, None if touched is None else sorted(touched))
     plan = reconcile_versions(existing, loaded, view.loaded().rejected, scan.scanned, allow_empty, view.holding)
     plan.insert = _documents(plan.insert, view)
     plan.update_meta = _documents(plan.update_meta, view)
-    lost = catalog.missing_texts(sorted(set(plan.make_current) - {(d.doc_id, d.version) for d in plan.insert}))
+    lost = catalog.missing_texts({k: existing[k][0] for k in set(plan.make_current) - {
+        (d.doc_id, d.version) for d in plan.insert}})
     back = _documents([i for i in loaded if (i.doc_id, i.version) in lost], view) if lost else []
-    changes = apply_versions(catalog, publish_id, plan, lambda: _store(catalog, view), back)
+    changes = apply_versions(catalog, publish_id, plan, lambda: _store(catalog, view), back, dropped)
     changes.reading = view.reading()
     return changes
 
@@ -125,11 +126,14 @@ def _touched(catalog: Catalog, view: SourceView) -> set[str]:
     ids |= {d for (d,) in catalog.rows(
         "SELECT DISTINCT doc_id FROM quarantine WHERE severity = 'rejected' AND doc_id IS NOT NULL AND publish_id = "
         "(SELECT max(publish_id) FROM publish_log WHERE documents_new IS NOT NULL)")}
-    fresh = {r.doc_id for recs in scan.changed.values() for r in recs if r.is_document}
-    ids |= {d for (d,) in catalog.rows(
-        "SELECT DISTINCT d.doc_id FROM documents d WHERE d.status = 'current' AND "
+    # By version, not id: a current version gone while a file still holds an older one (which may be current again)
+    # is touched, also at a later run that lifts what held the change back (a rejected input that may carry it).
+    fresh = {(r.doc_id, r.version) for recs in scan.changed.values() for r in recs if r.is_document}
+    ids |= {d for d, v in {tuple(k) for k in catalog.rows(
+        "SELECT d.doc_id, d.version FROM documents d WHERE d.status = 'current' AND "
         "d.source IN (SELECT unnest(?::VARCHAR[])) AND NOT EXISTS (SELECT 1 FROM source_records r WHERE "
-        f"r.doc_id = d.doc_id AND r.reason IS NULL AND {_kept('r.')})", [scan.scanned, scan.scanned, view.stale])} - fresh
+        f"r.doc_id = d.doc_id AND r.version = d.version AND r.reason IS NULL AND {_kept('r.')})",
+        [scan.scanned, scan.scanned, view.stale])} - fresh}
     return ids
 
 
@@ -199,9 +203,19 @@ def _record(row: tuple) -> Record:
 def sync_documents(catalog: Catalog, publish_id: int, loaded: list[Document], rejected: list,
                    scanned_sources: list[str], allow_empty: bool = False) -> DocChanges:
     """Record a full reading of the sources: new versions, supersessions and deletions, in one transaction."""
-    plan = reconcile_versions(existing_versions(catalog), loaded, rejected, scanned_sources, allow_empty)
+    existing, dropped = known_versions(catalog)
+    plan = reconcile_versions(existing, loaded, rejected, scanned_sources, allow_empty)
     current = set(plan.make_current)
-    return apply_versions(catalog, publish_id, plan, None, [d for d in loaded if (d.doc_id, d.version) in current])
+    return apply_versions(catalog, publish_id, plan, None, [d for d in loaded if (d.doc_id, d.version) in current],
+                          dropped)
+
+
+def known_versions(catalog: Catalog, doc_ids: list[str] | None = None
+                   ) -> tuple[dict[tuple[str, str], tuple], set[tuple[str, str]]]:
+    """Every version of these ids (or all) the catalog knows: its own rows and the ones it dropped once published
+    (`Catalog.published_versions`), and which are the dropped ones."""
+    dropped = catalog.published_versions(doc_ids)
+    return {**existing_versions(catalog, doc_ids), **dropped}, set(dropped)
 
 
 def existing_versions(catalog: Catalog, doc_ids: list[str] | None = None) -> dict[tuple[str, str], tuple]:
@@ -214,11 +228,14 @@ def existing_versions(catalog: Catalog, doc_ids: list[str] | None = None) -> dic
 
 
 def apply_versions(catalog: Catalog, publish_id: int, plan: VersionPlan, also: Callable[[], None] | None = None,
-                   back: list[Document] = ()) -> DocChanges:
+                   back: list[Document] = (), dropped: set[tuple[str, str]] = frozenset()) -> DocChanges:
     """Write a version plan (and `also`'s writes) in one transaction; `back` are versions made current again
-    whose text was dropped (past the as-of retention): their texts are stored again."""
+    whose text was dropped (past the as-of retention): their texts are stored again. A `dropped` version the plan
+    changes gets its published row back first."""
     now = utc_now()
     with catalog.transaction():
+        catalog.restore_documents(sorted(dropped & {*plan.make_current, *((d.doc_id, d.version) for d in
+                                                                          plan.update_meta)}))
         new = plan.insert
         catalog.store_texts(list(back))
         catalog.insert_documents({

@@ -72,24 +72,25 @@ class TextStore:
             self._write("SELECT * FROM _new_texts", len(todo))
         return len(todo)
 
-    def missing(self, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
-        """Which of these (doc_id, version) rows have no stored text (dropped past the retention)."""
-        if not keys:
+    def missing(self, hashes: dict[tuple[str, str], str]) -> set[tuple[str, str]]:
+        """Which of these (doc_id, version) → content hash have no stored text (dropped past the retention)."""
+        if not hashes:
             return set()
-        return {(d, v) for d, v in self.con.execute(
-            "SELECT d.doc_id, d.version FROM documents d JOIN (SELECT unnest(?) AS doc_id, unnest(?) AS version) "
-            "USING (doc_id, version) ANTI JOIN texts t USING (content_hash)",
-            [[k[0] for k in keys], [k[1] for k in keys]]).fetchall()}
+        held = {h for (h,) in self.con.execute("SELECT content_hash FROM texts WHERE content_hash IN "
+                                               "(SELECT unnest(?::VARCHAR[]))", [sorted(set(hashes.values()))]).fetchall()}
+        return {k for k, h in hashes.items() if h not in held}
 
-    def expire(self, cutoff: datetime) -> None:
-        """Drop the texts no version current, never current, or left after `cutoff` carries; merge small files."""
+    def expire(self, cutoff: datetime, also_kept: str | None = None) -> None:
+        """Drop the texts no version current, never current, or left after `cutoff` carries (nor `also_kept`, SQL of
+        content hashes: versions the writer dropped but the read state holds); merge small files."""
         names = self.names()
         if not names:
             return
         listed = sql_files(self._paths(names))
+        also = f" UNION ALL SELECT content_hash FROM ({also_kept})" if also_kept else ""
         self.con.execute(
-            "CREATE OR REPLACE TEMP TABLE _kept_hashes AS SELECT DISTINCT content_hash FROM documents "
-            "WHERE status = 'current' OR valid_to IS NULL OR valid_to >= ?", [cutoff])
+            "CREATE OR REPLACE TEMP TABLE _kept_hashes AS SELECT DISTINCT content_hash FROM (SELECT content_hash FROM "
+            f"documents WHERE status = 'current' OR valid_to IS NULL OR valid_to >= ?{also})", [cutoff])
         counts = {Path(f).name: (n, dead) for f, n, dead in self.con.execute(
             f"SELECT filename, count(*), count(*) FILTER (k.content_hash IS NULL) FROM read_parquet([{listed}], "
             "filename = true) t LEFT JOIN _kept_hashes k USING (content_hash) GROUP BY filename").fetchall()}

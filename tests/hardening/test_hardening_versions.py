@@ -7,6 +7,8 @@ from hypothesis import strategies as st
 from rag.sources.documents import Document, UnorderableVersion, version_key, version_order
 from rag.sources.loaders import load_sources
 from rag.sources.versions import reconcile_versions
+from rag.store.catalog import Catalog
+from rag.store.snapshot_files import read_pointer
 
 SRC = "/data/src"
 
@@ -140,7 +142,9 @@ def test_published_history_records_supersession_through_the_real_catalog(tmp_pat
         publish_all(tmp_path / "ws", [src], embedder.encode)[0].close()
         path.write_text(good("a", text, version=label))
     catalog, *_ = publish_all(tmp_path / "ws", [src], embedder.encode)
-    statuses = dict(catalog.rows("SELECT version, status FROM documents WHERE doc_id = 'a'"))
+    published = Catalog.snapshot(tmp_path / "ws", read_pointer(tmp_path / "ws"))  # where history is kept
+    statuses = dict(published.rows("SELECT version, status FROM documents WHERE doc_id = 'a'"))
+    published.close()
     assert statuses == {"2026": "superseded", "2026.1": "superseded", "2026-02": "current"}
     [(reason,)] = catalog.rows("SELECT reason FROM quarantine WHERE doc_id = 'a'")
     assert "older than the published version 2026-02" in reason

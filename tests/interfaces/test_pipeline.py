@@ -7,6 +7,7 @@ from pipelines.workspace_resources import workspace_resources
 from rag.store.catalog import Catalog
 from rag.store.index import SubchunkIndex
 from rag.store.settings import IngestSettings
+from rag.store.snapshot_files import read_pointer
 from rag.store.writer_lock import LOCK_FILE
 
 
@@ -117,9 +118,9 @@ def test_deleted_file_removes_its_rows_and_is_marked_deleted(instance, corpus, w
     (corpus / "security" / "forensics.md").unlink()
     meta, checks = materialize(instance, workspace, [corpus])
     assert meta["source_documents"]["deleted"] == 1
-    catalog = Catalog(workspace / "catalog.duckdb")
-    forensics = catalog.rows(f"SELECT doc_id, status FROM documents WHERE {catalog.source_path_sql} "
-                             "LIKE '%forensics.md'")
+    catalog = Catalog.snapshot(workspace, read_pointer(workspace))  # the writer keeps no version no file holds
+    forensics = catalog.rows("SELECT doc_id, status FROM documents WHERE source_path LIKE '%forensics.md'")
+    catalog.close()
     assert [s for _, s in forensics] == ["deleted"]
     doc_id = forensics[0][0]
     index = SubchunkIndex(workspace / "lancedb")

@@ -8,6 +8,7 @@ from rag.query.workspace import Workspace
 from rag.retrieval.callers import Caller
 from rag.store.catalog import Catalog
 from rag.store.settings import IngestSettings
+from rag.store.snapshot_files import read_pointer
 
 
 @pytest.fixture
@@ -113,8 +114,10 @@ def test_a_burst_of_changes_during_a_run_is_neither_lost_nor_applied_twice(setup
     assert meta1["source_documents"]["deleted"] + meta2["source_documents"]["deleted"] == 2
     assert meta3["source_documents"]["deleted"] == 0 and meta3["long_units"]["published"] == 0
     assert all(checks.values())
-    statuses = dict(Catalog(workspace / "catalog.duckdb").rows(
+    published = Catalog.snapshot(workspace, read_pointer(workspace))  # history is the read state's (the writer drops it)
+    statuses = dict(published.rows(
         "SELECT doc_id, status FROM documents WHERE doc_id IN ('incident-forensics-collection', 'install-grounding')"))
+    published.close()
     assert statuses == {"incident-forensics-collection": "deleted", "install-grounding": "deleted"}
 
 

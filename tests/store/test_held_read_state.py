@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_snapshots import document_rows, publish
 
 from rag.store import held_read_state, snapshot_files
 from rag.store.catalog import Catalog
@@ -19,8 +20,9 @@ def _docs(cat: Catalog, version: str, texts: dict[str, str]) -> None:
                           "status": ["current"] * n})
 
 
-def _tables(cat: Catalog) -> dict[str, list[str]]:
-    """Every published table's rows (readers' columns, in a fixed order), and each current document's text."""
+def _tables(cat: Catalog, held: dict | None = None) -> dict[str, list[str]]:
+    """Every published table's rows (readers' columns, in a fixed order), and each current document's text; the
+    documents are `held` (test_snapshots.publish: the writer's and the history it dropped) when given."""
     out = {}
     present = {t for (t,) in cat.rows("SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM "
                                       "duckdb_views()")}
@@ -30,6 +32,8 @@ def _tables(cat: Catalog) -> dict[str, list[str]]:
         cols = sorted(r[0] for r in cat.rows(f"DESCRIBE {table}")
                       if r[0] not in (*snapshot_files.WRITER_ONLY.get(table, ()), "text"))
         out[table] = sorted(map(repr, cat.rows(f"SELECT {', '.join(cols)} FROM {table}")))
+    if held is not None:
+        out["documents"] = sorted(r for _, r in held.values())
     current = f"SELECT doc_id, version, text FROM {cat.with_texts} WHERE status = 'current'"
     out["texts"] = sorted(map(repr, cat.rows(current)))
     return out
@@ -56,12 +60,13 @@ def test_a_newer_publish_patches_the_held_tables_and_an_open_reader_keeps_its_ow
     built = []
     monkeypatch.setattr(held_read_state.HeldState, "_build_table",
                         lambda self, table, files: built.append(table))  # fails the comparison below if called
+    held = document_rows(cat)
     _revise(cat, "d3", 2)
     cat.con.execute("DELETE FROM documents WHERE doc_id = 'd4'")
-    cat.publish_snapshot(cat.begin_publish([]))
+    held = publish(cat, held)
     second = Catalog.snapshot(tmp_path, read_pointer(tmp_path))
     assert built == []  # opened from the held tables and the new segments alone
-    assert _tables(second) == _tables(cat)
+    assert _tables(second) == _tables(cat, held)
     assert _tables(first) == before  # the reader still on the first publish sees it unchanged
     assert ("d3", "1", "text 3") in first.rows("SELECT doc_id, version, text FROM documents WHERE doc_id = 'd3'")
     for reader in (first, second):
@@ -73,13 +78,13 @@ def test_a_held_state_with_many_dead_rows_is_rebuilt_so_memory_stays_flat(tmp_pa
     monkeypatch.setattr(held_read_state, "DEAD_SHARE", 0.05)
     cat = _published(tmp_path, {f"d{k}": f"text {k}" for k in range(20)})
     reader = Catalog.snapshot(tmp_path, read_pointer(tmp_path))
-    held = reader._held
+    held, documents = reader._held, document_rows(cat)
     for version in range(2, 5):
         _revise(cat, "d1", version)
-        cat.publish_snapshot(cat.begin_publish([]))
+        documents = publish(cat, documents)
         reader.close()
         reader = Catalog.snapshot(tmp_path, read_pointer(tmp_path))
-        assert _tables(reader) == _tables(cat)
+        assert _tables(reader) == _tables(cat, documents)
     assert reader._held is not held and reader._held.dead < 0.05 * reader._held.live
     reader.close()
     cat.close()
@@ -124,14 +129,15 @@ def test_a_reader_opened_at_each_publish_beside_the_previous_one_reads_the_write
     ws = tmp_path_factory.mktemp("ws")
     cat = _published(ws, {})
     readers: list[tuple[Catalog, dict]] = []
+    held = document_rows(cat)
     try:
         for n, (op, k) in enumerate([*ops, ("publish", 0)], start=2):  # n: a version newer than any before
             if op != "publish":
                 _CHANGES[op](cat, f"d{k}", n)
                 continue
-            cat.publish_snapshot(cat.begin_publish([]))
+            held = publish(cat, held)
             reader = Catalog.snapshot(ws, read_pointer(ws))
-            assert _tables(reader) == _tables(cat)
+            assert _tables(reader) == _tables(cat, held)
             if readers:
                 previous, seen = readers.pop()
                 assert _tables(previous) == seen

@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rag.sources import scan
@@ -32,6 +32,15 @@ def run(catalog, folder, **kw):
 def documents(catalog):
     return sorted(catalog.rows("SELECT doc_id, version, status, acl, links, collection, source, "
                                f"{catalog.source_path_sql}, content_hash, meta_hash FROM documents"))
+
+
+def read_versions(workspace):
+    """(doc_id, version, status) of every version the published read state holds."""
+    reader = Catalog.snapshot(workspace, read_pointer(workspace))
+    try:
+        return sorted(reader.rows("SELECT doc_id, version, status FROM documents"))
+    finally:
+        reader.close()
 
 
 def problems(catalog):
@@ -168,13 +177,22 @@ def apply(src: Path, step, clock: list[int], state: dict) -> None:
 @pytest.mark.slow   # 40 histories of real catalog runs: 45–64 s, the inner loop's longest test
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.lists(steps(), min_size=1, max_size=8), st.booleans(), st.booleans())
+# A version no file held any more (dropped by the writer, held by the read state) comes back as the current one leaves.
+@example([("md", "a", 1, "Alpha.", "support", "x"), ("md", "a", 2, "Alpha.", "support", "x"),
+          ("md", "a", 1, "Alpha.", "support", "x")], False, False)
+# An emptied JSONL file held back the removal of the version it held; a junk line then lifted that, and an older
+# version in an unchanged Markdown file had to become current again (the incremental run did not look at its id).
+@example([("md", "a", 1, "Alpha.", "support", "x")] * 3 + [
+    ("jsonl", "a", 2, "Beta text.", "support", "x"), ("jsonl-junk", "a", 1, "Alpha.", "support", "x"),
+    ("empty-jsonl", "a", 1, "Alpha.", "support", "x"), ("jsonl-junk", "a", 1, "Alpha.", "support", "x")], False, False)
 def test_incremental_runs_leave_the_catalog_as_full_rereads_do(monkeypatch, history, settled_files, allow_empty):
     if settled_files:
         monkeypatch.setattr(scan, "RACY_NS", 0)
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "src"
         src.mkdir()
-        incremental, full = Catalog(Path(tmp) / "inc.duckdb"), Catalog(Path(tmp) / "full.duckdb")
+        # Each in a workspace of its own: a workspace's read state is its catalog's (the writer reads history there).
+        incremental, full = Catalog(Path(tmp) / "inc" / "c.duckdb"), Catalog(Path(tmp) / "full" / "c.duckdb")
         clock, state = [0], {}
         try:
             for step in history:
@@ -192,6 +210,52 @@ def test_incremental_runs_leave_the_catalog_as_full_rereads_do(monkeypatch, hist
         finally:
             incremental.close()
             full.close()
+
+
+def test_an_older_version_in_an_unchanged_file_is_current_again_once_nothing_holds_back_the_newer_ones_removal(
+        tmp_path, settled):
+    """An emptied file holds back the removal of the version it held; once the file holds something else, that
+    version is deleted and the older one, in a file no run read again, is current again, as a full re-read has it."""
+    src, catalog, _ = published(tmp_path, {"a.md": md("a", 1, "Alpha."),
+                                           "all.jsonl": line("a", 2, "Alpha, two.") + "\n"})
+    (src / "all.jsonl").write_text("")
+    run(catalog, src)
+    assert [r[:3] for r in documents(catalog)] == [("a", "1", "superseded"), ("a", "2", "current")]
+    (src / "all.jsonl").write_text(line("b", 1, "Beta.") + "\n")
+    changes = run(catalog, src)
+    assert changes.reading["files_read"] == 1
+    assert [r[:3] for r in documents(catalog)] == [("a", "1", "current"), ("b", "1", "current")]
+    assert read_versions(tmp_path) == [("a", "1", "current"), ("a", "2", "deleted"), ("b", "1", "current")]
+    again = run(catalog, src, rescan=True)   # a full re-read finds nothing left to change
+    assert (again.new, again.superseded, again.deleted, again.updated_in_place) == ([], [], [], [])
+
+
+def test_a_version_no_source_holds_leaves_the_writer_once_published_and_is_still_known_when_a_source_brings_it_back(
+        tmp_path, settled):
+    """The writer keeps no superseded version that no source holds (the read state does), yet a file bringing it back
+    is judged as before: the same text is that old version again (no refusal), a changed text under its label is
+    refused."""
+    src, catalog, _ = published(tmp_path, {"a.md": md("a", 1, "Alpha.")})
+    (src / "a.md").write_text(md("a", 2, "Alpha, second."))
+    run(catalog, src)
+    assert [r[:3] for r in documents(catalog)] == [("a", "2", "current")]
+    assert read_versions(tmp_path) == [("a", "1", "superseded"), ("a", "2", "current")]
+    reader = Catalog.snapshot(tmp_path, read_pointer(tmp_path))
+    (first_to, second_from), = reader.rows("SELECT max(valid_to) FILTER (version = '1'), max(valid_from) FILTER "
+                                           "(version = '2') FROM documents")
+    reader.close()
+    assert first_to == second_from   # an as-of read before the change still finds version 1
+    (src / "old.md").write_text(md("a", 1, "Alpha."))
+    run(catalog, src)
+    assert problems(catalog) == []
+    assert [r[:3] for r in documents(catalog)] == [("a", "1", "superseded"), ("a", "2", "current")]
+    assert catalog.document_texts([("a", "1")]) == {("a", "1"): ("a", "Alpha.")}
+    again = run(catalog, src, rescan=True)   # a full re-read finds the restored row as its file has it
+    assert (again.new, again.superseded, again.deleted, again.updated_in_place) == ([], [], [], [])
+    (src / "old.md").write_text(md("a", 1, "Alpha, changed."))
+    run(catalog, src)
+    assert [r[3] for r in problems(catalog)] == [
+        "text of 'a' version 1 changed but the version label did not; give the new text a newer version"]
 
 
 def test_a_refusal_is_repeated_while_its_file_stays_as_it_is(tmp_path, settled):

@@ -24,6 +24,14 @@ def _write(path, docs: list[dict]) -> None:
     path.write_text("".join(json.dumps(d) + "\n" for d in docs))
 
 
+def _read_text(ws, key: tuple[str, str]) -> dict:
+    reader = Catalog.snapshot(ws, read_pointer(ws))
+    try:
+        return reader.document_texts([key])
+    finally:
+        reader.close()
+
+
 def test_each_text_is_stored_once_and_readers_read_the_writers_files(tmp_path):
     cat = Catalog(tmp_path / "catalog.duckdb")
     cat.insert_documents({"doc_id": ["a", "b"], "version": ["1", "1"], "title": ["A", "A"],
@@ -71,11 +79,14 @@ def test_a_replaced_text_stays_for_the_retention_and_comes_back_from_its_source_
     _write(source, [dict(v1, text="second text", version="2"), {"doc_id": "b", "title": "B", "text": "other",
                                                                  "version": "1"}])
     publish_documents(cat, settings)
-    assert cat.document_texts([("a", "1")]) == {("a", "1"): ("A", "first text")}  # within the retention
+    assert cat.document_texts([("a", "1")]) == {}  # the writer keeps no version no source holds: the read state does
+    assert _read_text(ws, ("a", "1")) == {("a", "1"): ("A", "first text")}  # within the retention
+    cat.publish_snapshot(cat.latest_publish())  # another publish keeps it (the writer finds it in the read state)
+    assert _read_text(ws, ("a", "1")) == {("a", "1"): ("A", "first text")}
     monkeypatch.setenv("RAG_INDEX_RETENTION_DAYS", "0")
     monkeypatch.setenv("RAG_SNAPSHOTS_KEPT", "1")
     cat.publish_snapshot(cat.latest_publish())
-    assert cat.document_texts([("a", "1")]) == {("a", "1"): ("A", None)}
+    assert _read_text(ws, ("a", "1")) == {("a", "1"): ("A", None)}
     files = set(cat.texts.names())
     assert _text_files(ws) == files  # the files the replaced text lay in are gone once no snapshot names them
     texts = duckdb.sql("SELECT text FROM read_parquet(?)", params=[[str(ws / SNAPSHOT_DIR / SEGMENT_DIR / f)
