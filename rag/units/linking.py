@@ -5,6 +5,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Protocol, Sequence
 
+import ahocorasick
+
 from rag.text.analysis import has_han, mention_spans
 
 MIN_TITLE_CHARS = 4
@@ -125,6 +127,24 @@ def mentioned_titles(text: str, titles: set[str], first_tokens: set[str] | None 
             if candidate in titles:
                 found.add(candidate)
     return found
+
+
+class TitleScan:
+    """Which of many titles each text mentions, in one pass over the text whatever the number of titles.
+
+    An Aho–Corasick automaton finds every title occurring in the text as a substring (each mention is one, so none
+    is missed); `mentioned_titles` keeps those that start and end on token boundaries.
+    """
+
+    def __init__(self, titles: Iterable[str]):
+        self._automaton = ahocorasick.Automaton()
+        for title in titles:
+            self._automaton.add_word(title, title)
+        self._automaton.make_automaton()
+
+    def __call__(self, text: str) -> set[str]:
+        occurring = {title for _, title in self._automaton.iter(text)}
+        return mentioned_titles(text, occurring) if occurring else set()
 
 
 def first_tokens_of(titles: Iterable[str]) -> set[str]:

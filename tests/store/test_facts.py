@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from rag.models.tokens import default_counter
 from rag.sources.documents import Document
 from rag.store.catalog import Catalog
-from rag.store.facts import plan_from_facts
+from rag.store.facts import FactStore, plan_from_facts
 from rag.store.source_log import sync_documents
 from rag.units.linking import mentioned_titles
 from rag.units.long_units import plan_units
@@ -182,3 +182,29 @@ def test_a_link_to_another_acls_document_changes_no_group(tmp_path, counter):
     after = plan_from_facts(catalog, counter, cap, False)
     assert after.units == before.units
     assert after.units == plan_units(catalog.current_documents(), counter, cap, False).units
+
+
+def test_titles_new_to_a_big_stored_corpus_are_found_in_exactly_the_texts_that_mention_them(tmp_path, counter):
+    """Many titles arrive at once into a corpus already planned: each stored version gets exactly the titles its
+    text mentions on token boundaries, near misses (a longer number or word, another case or spacing) get none, and two
+    versions sharing one text both get its mentions."""
+    new = [f"Relay station {i}" for i in range(300)] + ["北京大学"]
+    planted = {f"s{i:04}": new[(i * 7) % len(new)] for i in range(0, 2400, 3)}
+    misses = ["Relay station 3000 closed.", "Relay stationary 12.", "relay station 12.", "Relay station12.",
+              "Relay  station 12.", "北京 大学", "北京大 学", "Relay station", "XRelay station 5."]
+
+    def text(i: int, doc_id: str) -> str:
+        mention = f"It names {planted[doc_id]} once." if doc_id in planted else misses[i % len(misses)]
+        return f"Log {i % 50} of the uplink restarts after a timeout. {mention}"
+
+    stored = [doc(f"s{i:04}", f"Stored {i}", text(i, f"s{i:04}")) for i in range(2400)]
+    stored.append(doc("twin", "Twin of s0003", stored[3].text))
+    planted["twin"] = planted["s0003"]
+    catalog = Catalog(tmp_path / "c.duckdb")
+    sync(catalog, stored)
+    assert not any(FactStore(catalog, counter).plan_facts().mentions.values())
+    sync(catalog, stored + [doc(f"n{i:03}", title, "A station log.") for i, title in enumerate(new)])
+    facts = FactStore(catalog, counter).plan_facts()
+    assert (facts.computed, facts.titles_checked) == (len(new), len(new))
+    assert {d: ts for d, ts in facts.mentions.items() if ts} == {d: {t} for d, t in planted.items()}
+    catalog.close()
