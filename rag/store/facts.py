@@ -52,7 +52,7 @@ class FactStore:
         missing = [(r[0], r[1]) for r in rows if r[6] is None]
         texts = cat.document_texts(missing)
         (last,), = cat.rows("SELECT coalesce(max(fact_id), 0) FROM doc_facts")
-        first = first_tokens_of(titles) if missing else set()
+        first = first_tokens_of(titles) if missing else {}
         new_ids = {key: last + 1 + n for n, key in enumerate(missing)}
         counts = self.counter.count([render_member(texts[k][0], k[0], k[1], texts[k][1]) for k in missing])
         found = self._mentions_of_new_titles(titles - known)

@@ -12,7 +12,8 @@ from rag.sources.documents import Document
 from rag.store.catalog import Catalog
 from rag.store.facts import FactStore, plan_from_facts
 from rag.store.source_log import sync_documents
-from rag.units.linking import mentioned_titles
+from rag.text.analysis import mention_spans
+from rag.units.linking import MAX_TITLE_TOKENS, mentioned_titles
 from rag.units.long_units import plan_units
 
 SRC = "/data/src"
@@ -152,6 +153,26 @@ def test_chinese_titles_are_found_inside_chinese_text():
     assert mentioned_titles(text, {"北京大学", "长江", "上海"}) == {"北京大学", "长江"}
     assert mentioned_titles("He studied at 北京大学 in 1990.", {"北京大学"}) == {"北京大学"}
     assert mentioned_titles("New Yorker magazine", {"New York"}) == set()
+
+
+pieces = st.sampled_from(["North", "Star", "North Star", "Star-", "北京", "大学", "1", "12", "x", " ", ".", "·", "-"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(pieces, max_size=40).map("".join),
+       st.sets(st.lists(pieces, min_size=1, max_size=6).map("".join), max_size=8))
+def test_a_mention_is_a_title_spanning_whole_tokens_of_the_text(text, titles):
+    """Exactly the titles equal to some run of at most MAX_TITLE_TOKENS whole tokens of the text are mentioned."""
+    spans = mention_spans(text)
+    runs = {text[spans[i][0]:spans[j][1]] for i in range(len(spans))
+            for j in range(i, min(i + MAX_TITLE_TOKENS, len(spans)))}
+    assert mentioned_titles(text, titles) == titles & runs
+
+
+def test_a_title_longer_than_max_title_tokens_is_never_looked_for():
+    words = [f"w{i}" for i in range(MAX_TITLE_TOKENS + 1)]
+    short, long = " ".join(words[:-1]), " ".join(words)
+    assert mentioned_titles(f"Say {long} twice.", {short, long}) == {short}
 
 
 def test_an_old_catalog_without_facts_computes_them_once(tmp_path, counter):
