@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from rag.models.tokens import default_counter
 from rag.sources.documents import Document
 from rag.store.catalog import Catalog
-from rag.store.facts import FactStore, plan_from_facts
+from rag.store.facts import CONTAINS_JOIN_TITLES, FactStore, plan_from_facts
 from rag.store.source_log import sync_documents
 from rag.text.analysis import mention_spans
 from rag.units.linking import MAX_TITLE_TOKENS, mentioned_titles
@@ -155,7 +155,8 @@ def test_chinese_titles_are_found_inside_chinese_text():
     assert mentioned_titles("New Yorker magazine", {"New York"}) == set()
 
 
-pieces = st.sampled_from(["North", "Star", "North Star", "Star-", "北京", "大学", "1", "12", "x", " ", ".", "·", "-"])
+pieces = st.sampled_from(["North", "Star", "North Star", "Star-", "北京", "大学", "1", "12", "x", " ", ".", "·",
+                          "-"])
 
 
 @settings(max_examples=300, deadline=None)
@@ -205,11 +206,12 @@ def test_a_link_to_another_acls_document_changes_no_group(tmp_path, counter):
     assert after.units == plan_units(catalog.current_documents(), counter, cap, False).units
 
 
-def test_titles_new_to_a_big_stored_corpus_are_found_in_exactly_the_texts_that_mention_them(tmp_path, counter):
-    """Many titles arrive at once into a corpus already planned: each stored version gets exactly the titles its
-    text mentions on token boundaries, near misses (a longer number or word, another case or spacing) get none, and two
+@pytest.mark.parametrize("count", [CONTAINS_JOIN_TITLES // 2, 3 * CONTAINS_JOIN_TITLES])  # both ways of looking
+def test_titles_new_to_a_big_stored_corpus_are_found_in_exactly_the_texts_that_mention_them(tmp_path, counter, count):
+    """Titles arrive at once into a corpus already planned: each stored version gets exactly the titles its text
+    mentions on token boundaries, near misses (a longer number or word, another case or spacing) get none, and two
     versions sharing one text both get its mentions."""
-    new = [f"Relay station {i}" for i in range(300)] + ["北京大学"]
+    new = [f"Relay station {i}" for i in range(count - 1)] + ["北京大学"]
     planted = {f"s{i:04}": new[(i * 7) % len(new)] for i in range(0, 2400, 3)}
     misses = ["Relay station 3000 closed.", "Relay stationary 12.", "relay station 12.", "Relay station12.",
               "Relay  station 12.", "北京 大学", "北京大 学", "Relay station", "XRelay station 5."]
