@@ -26,7 +26,7 @@ sys.path.insert(0, os.environ.get("RAG_BENCH_CODE", str(REPO)))
 sys.path.insert(1, str(REPO))
 
 from bench.multihop import CALLER, parse_variant  # noqa: E402
-from bench.results_file import write_results  # noqa: E402
+from bench.results_file import commit, write_results  # noqa: E402
 from rag.evaluation.prepared import open_prepared, prepare_workspace  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.query.hybrid import hybrid_explore, pack_hybrid  # noqa: E402
@@ -170,7 +170,7 @@ def main() -> None:
             split[v.name].append(least)
     code = os.environ.get("RAG_BENCH_CODE", str(REPO))
     figures = {"command": "python bench/hop_latency.py " + " ".join(sys.argv[1:]), "benchmark": args.benchmark,
-               "code": code, "commit": _commit(code), "subchunks": snap.index.count(),
+               "code": code, "commit": commit(code), "subchunks": snap.index.count(),
                "unindexed_documents": len(snap.current.unindexed_ids),
                "workspace": str(args.workspace or ""), "groups": sorted(caller.groups),
                "questions": len(questions), "budget": args.budget, "clock": args.clock, "embedder": args.embedder,
@@ -191,13 +191,6 @@ def main() -> None:
     print("added over one hop:", figures["added_over_one_hop_ms"], "load average", figures["load_average"])
     print("read state build:", built["total"], "memory:", figures["memory"])
     prepared.close()
-
-
-def _commit(code: str) -> str:
-    import subprocess
-
-    return subprocess.run(["git", "-C", code, "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True).stdout.strip()
 
 
 if __name__ == "__main__":

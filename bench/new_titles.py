@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, os.environ.get("RAG_BENCH_CODE", str(REPO)))
 
-from bench.results_file import write_results  # noqa: E402
+from bench.results_file import commit, write_results  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.sources.documents import Document  # noqa: E402
 from rag.store.catalog import Catalog  # noqa: E402
@@ -96,6 +96,7 @@ def main() -> None:
         catalog.close()
     code = os.environ.get("RAG_BENCH_CODE", str(REPO))
     write_results({"command": "python bench/new_titles.py " + " ".join(sys.argv[1:]), "code": code,
+                   "commit": commit(code),
                    "documents": args.documents, "catalog_build": build, "repeats": args.repeats,
                    "new_titles": runs, "load_average": os.getloadavg()}, "new-titles", args.tag)
 

@@ -30,7 +30,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, os.environ.get("RAG_BENCH_CODE", str(REPO)))
 
-from bench.results_file import write_results  # noqa: E402
+from bench.results_file import commit, write_results  # noqa: E402
 from rag.evaluation.prepared import open_prepared, prepare_workspace  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.sources.documents import content_hash  # noqa: E402
@@ -164,6 +164,7 @@ def main() -> None:
                "share_of_group_0": round(groups[0] / copies, 3), "noise": args.noise, "checks": built.checks,
                "stages": stages, "build_seconds": round(time.perf_counter() - start, 1),
                "code": os.environ.get("RAG_BENCH_CODE", str(REPO)),
+               "commit": commit(os.environ.get("RAG_BENCH_CODE", str(REPO))),
                "load_average": os.getloadavg()}
     built.close()
     write_results(figures, "replicated", args.tag)
