@@ -20,9 +20,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, os.environ.get("RAG_BENCH_CODE", str(REPO)))
+sys.path.insert(0, str(REPO))
+from bench.results_file import commit, write_results  # noqa: E402  (this checkout's results folder, whatever code runs)
 
-from bench.results_file import commit, write_results  # noqa: E402
+sys.path.insert(0, os.environ.get("RAG_BENCH_CODE", str(REPO)))
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.sources.documents import Document  # noqa: E402
 from rag.store.catalog import Catalog  # noqa: E402
