@@ -9,7 +9,8 @@ per variant, the median parts and the added cost of each hop; writes bench/resul
 same workspace files, so before and after are measured by the same script. `--workspace DIR` asks the
 benchmark's questions on a workspace built already (e.g. bench/replicated.py's copies at 110K or 1M sub-chunks)
 as a caller of `--groups`. It also records the read state's build, part by part (what a server does once per
-publish), and the process's resident memory once the questions ran (it holds what a serving process holds).
+publish), and the process's resident memory before that build and once the questions ran (it then holds what a
+serving process holds, plus what opening and checking the workspace left allocated).
 """
 from __future__ import annotations
 
@@ -148,6 +149,7 @@ def main() -> None:
     caller = Caller(frozenset(args.groups.split(","))) if args.groups else CALLER
     embedder = TimedEmbedder(raw, parts)
     snap = prepared.reader.snapshot()
+    opened = memory_mb()  # the workspace open and checked, its read state not built yet
     built = read_state_build(snap)
     questions = split_halves(args.benchmark, load_questions(root / args.benchmark))["report"][: args.limit]
     variants = [parse_variant(s) for s in args.variants.split(";")]
@@ -174,7 +176,8 @@ def main() -> None:
                "unindexed_documents": len(snap.current.unindexed_ids),
                "workspace": str(args.workspace or ""), "groups": sorted(caller.groups),
                "questions": len(questions), "budget": args.budget, "clock": args.clock, "embedder": args.embedder,
-               "repeats": args.repeats, "read_state_build": built, "memory": memory_mb(),
+               "repeats": args.repeats, "read_state_build": built,
+               "memory": {"before_read_state": opened, "after_questions": memory_mb()},
                "load_average": os.getloadavg(),
                "latency_ms": {n: {"p50": round(float(np.percentile(v, 50)), 1),
                                   "p95": round(float(np.percentile(v, 95)), 1)} for n, v in ms.items()},
