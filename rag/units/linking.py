@@ -131,11 +131,9 @@ def mentioned_titles(text: str, titles: set[str], first_tokens: Mapping[str, set
 
 
 class TitleScan:
-    """Which of many titles each text mentions, in one pass over the text whatever the number of titles.
+    """Which of many titles each text mentions, in one Aho–Corasick pass over the text whatever their number.
 
-    An Aho–Corasick automaton finds every title occurring in the text as a substring (each mention is one, so none
-    is missed); `mentioned_titles` keeps those that start and end on token boundaries.
-    """
+    Every mention is a substring, so none is missed; `mentioned_titles` keeps the substrings on token boundaries."""
 
     def __init__(self, titles: Iterable[str]):
         self._automaton = ahocorasick.Automaton()
