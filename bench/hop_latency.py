@@ -8,7 +8,9 @@ per variant, the median parts and the added cost of each hop; writes bench/resul
 `RAG_BENCH_CODE=DIR` runs another checkout's code (e.g. the commit before a change, in a git worktree) on the
 same workspace files, so before and after are measured by the same script. `--workspace DIR` asks the
 benchmark's questions on a workspace built already (e.g. bench/replicated.py's copies at 110K or 1M sub-chunks)
-as a caller of `--groups`.
+as a caller of `--groups`. It also records the read state's build, part by part (what a server does once per
+publish), and the process's resident memory before that build and once the questions ran (it then holds what a
+serving process holds, plus what opening and checking the workspace left allocated).
 """
 from __future__ import annotations
 
@@ -25,12 +27,13 @@ sys.path.insert(0, os.environ.get("RAG_BENCH_CODE", str(REPO)))
 sys.path.insert(1, str(REPO))
 
 from bench.multihop import CALLER, parse_variant  # noqa: E402
-from bench.results_file import write_results  # noqa: E402
+from bench.results_file import commit, write_results  # noqa: E402
 from rag.evaluation.prepared import open_prepared, prepare_workspace  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.query.hybrid import hybrid_explore, pack_hybrid  # noqa: E402
 from rag.query.methods import method as registered  # noqa: E402
 from rag.retrieval.callers import Caller  # noqa: E402
+from rag.retrieval.read_state import WARM_PARTS  # noqa: E402
 from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, load_questions, split_halves  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
@@ -94,6 +97,24 @@ def call(variant, snap, embedder, counter, question: str, budget: int, caller: C
     return registered(variant.method).run(snap, request, tools)
 
 
+def read_state_build(snap) -> dict:
+    """Wall and CPU seconds of building each part of the snapshot's read state, in the order a server warms them."""
+    out = {}
+    for part in WARM_PARTS:
+        wall, cpu = time.perf_counter(), time.process_time()
+        snap.build(part)
+        out[part] = {"seconds": round(time.perf_counter() - wall, 2),
+                     "cpu_seconds": round(time.process_time() - cpu, 2)}
+    out["total"] = {k: round(sum(v[k] for v in out.values()), 2) for k in ("seconds", "cpu_seconds")}
+    return out
+
+
+def memory_mb() -> dict:
+    """This process's resident memory now and at its peak (VmRSS, VmHWM), in MB."""
+    status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
+    return {"rss_mb": int(status["VmRSS"].split()[0]) // 1024, "peak_rss_mb": int(status["VmHWM"].split()[0]) // 1024}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--benchmark", default="musique")
@@ -128,6 +149,8 @@ def main() -> None:
     caller = Caller(frozenset(args.groups.split(","))) if args.groups else CALLER
     embedder = TimedEmbedder(raw, parts)
     snap = prepared.reader.snapshot()
+    opened = memory_mb()  # the workspace open and checked, its read state not built yet
+    built = read_state_build(snap)
     questions = split_halves(args.benchmark, load_questions(root / args.benchmark))["report"][: args.limit]
     variants = [parse_variant(s) for s in args.variants.split(";")]
     for q in questions:  # warm: the BM25 channel, the sentence store, LanceDB's caches
@@ -149,11 +172,12 @@ def main() -> None:
             split[v.name].append(least)
     code = os.environ.get("RAG_BENCH_CODE", str(REPO))
     figures = {"command": "python bench/hop_latency.py " + " ".join(sys.argv[1:]), "benchmark": args.benchmark,
-               "code": code, "commit": _commit(code), "subchunks": snap.index.count(),
+               "code": code, "commit": commit(code), "subchunks": snap.index.count(),
                "unindexed_documents": len(snap.current.unindexed_ids),
                "workspace": str(args.workspace or ""), "groups": sorted(caller.groups),
                "questions": len(questions), "budget": args.budget, "clock": args.clock, "embedder": args.embedder,
-               "repeats": args.repeats,
+               "repeats": args.repeats, "read_state_build": built,
+               "memory": {"before_read_state": opened, "after_questions": memory_mb()},
                "load_average": os.getloadavg(),
                "latency_ms": {n: {"p50": round(float(np.percentile(v, 50)), 1),
                                   "p95": round(float(np.percentile(v, 95)), 1)} for n, v in ms.items()},
@@ -168,14 +192,8 @@ def main() -> None:
                          [[n, v["p50"], v["p95"], *figures["parts_p50_ms"][n].values()]
                           for n, v in figures["latency_ms"].items()]))
     print("added over one hop:", figures["added_over_one_hop_ms"], "load average", figures["load_average"])
+    print("read state build:", built["total"], "memory:", figures["memory"])
     prepared.close()
-
-
-def _commit(code: str) -> str:
-    import subprocess
-
-    return subprocess.run(["git", "-C", code, "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True).stdout.strip()
 
 
 if __name__ == "__main__":

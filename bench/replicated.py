@@ -11,7 +11,9 @@ How the copies differ (so neither BM25 nor the vectors see K identical documents
   whose stored vector copy 0 takes as is and copy k > 0 moves by Gaussian noise of norm `--noise` (seeded by k and
   the text), so the copies of one text score apart (cosine ≈ 1/sqrt(1 + noise²) with the slice's).
 The copies are published through the product's own steps (publish_documents, publish_units, publish_index), in
-stages of `--stage` copies to bound the writer's memory. Writes bench/results/replicated[-TAG].json.
+stages of `--stage` copies to bound the writer's memory; each stage records the wall and CPU seconds of each step.
+`RAG_BENCH_CODE=DIR` publishes with another checkout's code (e.g. the commit before a change), for before/after.
+Writes bench/results/replicated[-TAG].json.
 """
 from __future__ import annotations
 
@@ -27,8 +29,9 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from bench.results_file import commit, write_results  # noqa: E402  (this checkout's results folder, whatever code runs)
 
-from bench.results_file import write_results  # noqa: E402
+sys.path.insert(0, os.environ.get("RAG_BENCH_CODE", str(REPO)))
 from rag.evaluation.prepared import open_prepared, prepare_workspace  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.sources.documents import content_hash  # noqa: E402
@@ -88,14 +91,23 @@ class CopiedVectors:
 def publish(workspace: Path, sources: Path, embed, counter, embedder_name: str) -> dict:
     settings = IngestSettings(sources=[str(sources)], derive_links=False)
     catalog = Catalog(workspace / "catalog.duckdb", entry="bench replicated")
+    steps: dict[str, dict] = {}
+
+    def timed(name: str, step, *args):
+        wall, cpu = time.perf_counter(), time.process_time()
+        out = step(*args)
+        steps[name] = {"seconds": round(time.perf_counter() - wall, 1),
+                       "cpu_seconds": round(time.process_time() - cpu, 1)}
+        return out
+
     try:
-        publish_documents(catalog, settings)
-        publish_units(catalog, counter, settings)
-        report = publish_index(catalog, SubchunkIndex(str(workspace / "lancedb")), embed, counter, settings,
-                               embedder_name)
+        timed("documents", publish_documents, catalog, settings)
+        timed("units", publish_units, catalog, counter, settings)
+        report = timed("index", publish_index, catalog, SubchunkIndex(str(workspace / "lancedb")), embed, counter,
+                       settings, embedder_name)
     finally:
         catalog.close()
-    return {"subchunks": report.subchunks, "new_vectors": report.embedded}
+    return {"subchunks": report.subchunks, "new_vectors": report.embedded, "steps": steps}
 
 
 def main() -> None:
@@ -138,10 +150,11 @@ def main() -> None:
             continue
         for k in new:
             write_copy(sources, docs, links, k)
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         stages.append({"copies": min(lo + args.stage, copies),
                        **publish(workspace, sources, embed, counter, raw.name),
-                       "seconds": round(time.perf_counter() - t, 1)})
+                       "seconds": round(time.perf_counter() - t, 1), "cpu_seconds": round(time.process_time() - cpu, 1),
+                       "load_average": os.getloadavg()[0]})
         print(stages[-1], flush=True)
     built = open_prepared(args.benchmark, workspace, raw, counter)
     groups = [sum(1 for k in range(copies) if k % GROUPS == g) for g in range(GROUPS)]
@@ -151,6 +164,8 @@ def main() -> None:
                "copies_per_group": {f"group-{g}": n for g, n in enumerate(groups)},
                "share_of_group_0": round(groups[0] / copies, 3), "noise": args.noise, "checks": built.checks,
                "stages": stages, "build_seconds": round(time.perf_counter() - start, 1),
+               "code": os.environ.get("RAG_BENCH_CODE", str(REPO)),
+               "commit": commit(os.environ.get("RAG_BENCH_CODE", str(REPO))),
                "load_average": os.getloadavg()}
     built.close()
     write_results(figures, "replicated", args.tag)

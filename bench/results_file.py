@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -23,3 +24,9 @@ def write_json(path: Path | str, figures: object) -> Path:
 def write_results(figures: object, name: str, tag: str | None = None) -> Path:
     """Write figures to the results file of `name` (and `tag`) and return its path."""
     return write_json(results_path(name, tag), figures)
+
+
+def commit(code: str | Path) -> str:
+    """The short commit a checkout is at: which code a figure was measured with."""
+    return subprocess.run(["git", "-C", str(code), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()

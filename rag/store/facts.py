@@ -2,9 +2,10 @@
 
 A version's title and text never change, so the token count of its rendered block, its parts when it is
 larger than the cap and the titles its text mentions are computed once. Titles in `mention_titles` are the
-ones every stored mention list was checked for; a title new to that set is looked for in the stored texts
-that contain it as a substring (a mention is an exact occurrence, so none is missed). A token index of the
-texts did that before: it held ~63 rows per version and was slower than the substring scan (bench/storage.py).
+ones every stored mention list was checked for; titles new to that set are looked for in the stored texts, a few
+through a `contains` join and many in one pass over each distinct text (rag.units.linking.TitleScan), so the scan
+never grows with texts × many titles. A token index of the texts did that before: it held ~63 rows per version and
+was slower than the substring scan (bench/storage.py).
 The groups of each link-connected component are kept by signature.
 """
 from __future__ import annotations
@@ -20,8 +21,13 @@ from rag.store.catalog import Catalog
 from rag.store.snapshot_files import registered
 from rag.units.chunking import Span
 from rag.units.components import Component, PlanDoc
-from rag.units.linking import first_tokens_of, mentionable, mentioned_titles
+from rag.units.linking import TitleScan, first_tokens_of, mentionable, mentioned_titles
 from rag.units.long_units import UnitPlan, assemble, oversize_parts, render_member
+
+# Up to this many new titles, DuckDB's `contains` join (one comparison per stored text and title, in C) costs less
+# than carrying every stored text into Python for one Aho–Corasick pass; past it, the join grows with texts × titles
+# (bench/new_titles.py: at 40K stored texts the two meet between 100 and 1,000 titles).
+CONTAINS_JOIN_TITLES = 100
 
 
 @dataclass
@@ -51,7 +57,7 @@ class FactStore:
         missing = [(r[0], r[1]) for r in rows if r[6] is None]
         texts = cat.document_texts(missing)
         (last,), = cat.rows("SELECT coalesce(max(fact_id), 0) FROM doc_facts")
-        first = first_tokens_of(titles) if missing else set()
+        first = first_tokens_of(titles) if missing else {}
         new_ids = {key: last + 1 + n for n, key in enumerate(missing)}
         counts = self.counter.count([render_member(texts[k][0], k[0], k[1], texts[k][1]) for k in missing])
         found = self._mentions_of_new_titles(titles - known)
@@ -73,14 +79,21 @@ class FactStore:
         return PlanFacts(docs, self._current_mentions(), len(missing), len(titles - known))
 
     def _mentions_of_new_titles(self, new: set[str]) -> list[tuple[int, str]]:
-        """(fact id, title) for each stored version whose text mentions a new title (substring scan, exact check)."""
+        """(fact id, title) for each stored version whose text mentions a new title (a pass over the stored texts)."""
         if not new:
             return []
-        candidates = self.catalog.rows(
-            f"SELECT f.fact_id, d.text, list(n.title) FROM doc_facts f JOIN {self.catalog.with_texts} d "
-            "USING (doc_id, version) "
-            "JOIN (SELECT unnest(?) AS title) n ON contains(d.text, n.title) GROUP BY ALL", [sorted(new)])
-        return [(f, t) for f, text, titles in candidates for t in mentioned_titles(text, set(titles))]
+        if len(new) <= CONTAINS_JOIN_TITLES:
+            candidates = self.catalog.rows(
+                f"SELECT f.fact_id, d.text, list(n.title) FROM doc_facts f JOIN {self.catalog.with_texts} d "
+                "USING (doc_id, version) "
+                "JOIN (SELECT unnest(?) AS title) n ON contains(d.text, n.title) GROUP BY ALL", [sorted(new)])
+            return [(f, t) for f, text, titles in candidates for t in mentioned_titles(text, set(titles))]
+        scan = TitleScan(new)
+        # Versions that differ only in title (a re-titling, copies) share their text, so it is scanned once.
+        texts = self.catalog.rows(
+            f"SELECT d.text, list(f.fact_id) FROM doc_facts f JOIN {self.catalog.with_texts} d USING (doc_id, version) "
+            "GROUP BY d.text")
+        return [(f, t) for text, facts in texts for t in scan(text) for f in facts]
 
     def _current_mentions(self) -> dict[str, set[str]]:
         out: dict[str, set[str]] = defaultdict(set)

@@ -5,6 +5,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Protocol, Sequence
 
+import ahocorasick
+
 from rag.text.analysis import has_han, mention_spans
 
 MIN_TITLE_CHARS = 4
@@ -108,7 +110,7 @@ def build_links(docs: Iterable[Linkable], mentions: Mapping[str, Iterable[str]] 
     return graph
 
 
-def mentioned_titles(text: str, titles: set[str], first_tokens: set[str] | None = None) -> set[str]:
+def mentioned_titles(text: str, titles: set[str], first_tokens: Mapping[str, set[int]] | None = None) -> set[str]:
     """The titles of `titles` that the text mentions exactly, starting and ending on token boundaries.
 
     Tokens are words, and single Han characters, so a Chinese title is found inside Chinese text.
@@ -117,21 +119,39 @@ def mentioned_titles(text: str, titles: set[str], first_tokens: set[str] | None 
         first_tokens = first_tokens_of(titles)
     spans = mention_spans(text)
     found: set[str] = set()
-    for i, (start, _) in enumerate(spans):
-        if text[start:spans[i][1]] not in first_tokens:
+    for i, (start, stop) in enumerate(spans):
+        lengths = first_tokens.get(text[start:stop])
+        if lengths is None:
             continue
-        for j in range(i, min(i + MAX_TITLE_TOKENS, len(spans))):
-            candidate = text[start:spans[j][1]]
-            if candidate in titles:
-                found.add(candidate)
+        for _, end in spans[i:i + MAX_TITLE_TOKENS]:
+            # Comparing lengths first spares slicing and hashing the candidates no title can equal.
+            if end - start in lengths and text[start:end] in titles:
+                found.add(text[start:end])
     return found
 
 
-def first_tokens_of(titles: Iterable[str]) -> set[str]:
-    """The first token of each title: only where one occurs can a mention start."""
-    out = set()
+class TitleScan:
+    """Which of many titles each text mentions, in one Aho–Corasick pass over the text whatever their number.
+
+    Every mention is a substring, so none is missed; `mentioned_titles` keeps the substrings on token boundaries."""
+
+    def __init__(self, titles: Iterable[str]):
+        self._automaton = ahocorasick.Automaton()
+        for title in titles:
+            self._automaton.add_word(title, title)
+        self._automaton.make_automaton()
+
+    def __call__(self, text: str) -> set[str]:
+        occurring = {title for _, title in self._automaton.iter(text)}
+        return mentioned_titles(text, occurring) if occurring else set()
+
+
+def first_tokens_of(titles: Iterable[str]) -> dict[str, set[int]]:
+    """The first token of each title, with the lengths of the titles it starts: only where one occurs can a mention
+    start, and only a candidate of such a length can be one."""
+    out: dict[str, set[int]] = defaultdict(set)
     for t in titles:
         spans = mention_spans(t)
         if spans and spans[0][0] == 0:
-            out.add(t[: spans[0][1]])
-    return out
+            out[t[: spans[0][1]]].add(len(t))
+    return dict(out)

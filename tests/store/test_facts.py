@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 from rag.models.tokens import default_counter
 from rag.sources.documents import Document
 from rag.store.catalog import Catalog
-from rag.store.facts import plan_from_facts
+from rag.store.facts import CONTAINS_JOIN_TITLES, FactStore, plan_from_facts
 from rag.store.source_log import sync_documents
-from rag.units.linking import mentioned_titles
+from rag.text.analysis import mention_spans
+from rag.units.linking import MAX_TITLE_TOKENS, mentioned_titles
 from rag.units.long_units import plan_units
 
 SRC = "/data/src"
@@ -154,6 +155,27 @@ def test_chinese_titles_are_found_inside_chinese_text():
     assert mentioned_titles("New Yorker magazine", {"New York"}) == set()
 
 
+pieces = st.sampled_from(["North", "Star", "North Star", "Star-", "北京", "大学", "1", "12", "x", " ", ".", "·",
+                          "-"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(pieces, max_size=40).map("".join),
+       st.sets(st.lists(pieces, min_size=1, max_size=6).map("".join), max_size=8))
+def test_a_mention_is_a_title_spanning_whole_tokens_of_the_text(text, titles):
+    """Exactly the titles equal to some run of at most MAX_TITLE_TOKENS whole tokens of the text are mentioned."""
+    spans = mention_spans(text)
+    runs = {text[spans[i][0]:spans[j][1]] for i in range(len(spans))
+            for j in range(i, min(i + MAX_TITLE_TOKENS, len(spans)))}
+    assert mentioned_titles(text, titles) == titles & runs
+
+
+def test_a_title_longer_than_max_title_tokens_is_never_looked_for():
+    words = [f"w{i}" for i in range(MAX_TITLE_TOKENS + 1)]
+    short, long = " ".join(words[:-1]), " ".join(words)
+    assert mentioned_titles(f"Say {long} twice.", {short, long}) == {short}
+
+
 def test_an_old_catalog_without_facts_computes_them_once(tmp_path, counter):
     path = tmp_path / "c.duckdb"
     catalog = Catalog(path)
@@ -182,3 +204,30 @@ def test_a_link_to_another_acls_document_changes_no_group(tmp_path, counter):
     after = plan_from_facts(catalog, counter, cap, False)
     assert after.units == before.units
     assert after.units == plan_units(catalog.current_documents(), counter, cap, False).units
+
+
+@pytest.mark.parametrize("count", [CONTAINS_JOIN_TITLES // 2, 3 * CONTAINS_JOIN_TITLES])  # both ways of looking
+def test_titles_new_to_a_big_stored_corpus_are_found_in_exactly_the_texts_that_mention_them(tmp_path, counter, count):
+    """Titles arrive at once into a corpus already planned: each stored version gets exactly the titles its text
+    mentions on token boundaries, near misses (a longer number or word, another case or spacing) get none, and two
+    versions sharing one text both get its mentions."""
+    new = [f"Relay station {i}" for i in range(count - 1)] + ["北京大学"]
+    planted = {f"s{i:04}": new[(i * 7) % len(new)] for i in range(0, 2400, 3)}
+    misses = ["Relay station 3000 closed.", "Relay stationary 12.", "relay station 12.", "Relay station12.",
+              "Relay  station 12.", "北京 大学", "北京大 学", "Relay station", "XRelay station 5."]
+
+    def text(i: int, doc_id: str) -> str:
+        mention = f"It names {planted[doc_id]} once." if doc_id in planted else misses[i % len(misses)]
+        return f"Log {i % 50} of the uplink restarts after a timeout. {mention}"
+
+    stored = [doc(f"s{i:04}", f"Stored {i}", text(i, f"s{i:04}")) for i in range(2400)]
+    stored.append(doc("twin", "Twin of s0003", stored[3].text))
+    planted["twin"] = planted["s0003"]
+    catalog = Catalog(tmp_path / "c.duckdb")
+    sync(catalog, stored)
+    assert not any(FactStore(catalog, counter).plan_facts().mentions.values())
+    sync(catalog, stored + [doc(f"n{i:03}", title, "A station log.") for i, title in enumerate(new)])
+    facts = FactStore(catalog, counter).plan_facts()
+    assert (facts.computed, facts.titles_checked) == (len(new), len(new))
+    assert {d: ts for d, ts in facts.mentions.items() if ts} == {d: {t} for d, t in planted.items()}
+    catalog.close()
