@@ -86,6 +86,7 @@ def reconcile_versions(existing: Existing, loaded: list[Document], rejected: lis
         by_id[doc.doc_id][doc.version] = doc
     protect = _Protection.of(plan.rejected, allow_empty)
     scanned = set(scanned_sources)
+    held: dict[tuple[str, str], list[str]] = defaultdict(list)   # (path, reason) → ids kept as they are
 
     for doc_id, versions in sorted(by_id.items()):
         cur = current.get(doc_id)
@@ -114,13 +115,20 @@ def reconcile_versions(existing: Existing, loaded: list[Document], rejected: lis
         elif (top != cur and cur not in versions and existing[(doc_id, cur)].source in scanned
               and not protect.covers(doc_id, existing[(doc_id, cur)])):
             # The current version's input is gone and an older version the catalog holds is still in the
-            # sources: that older version is current again.
-            plan.make_current.append((doc_id, top))
-            plan.delete.append((doc_id, cur))
+            # sources: that older version is current again, unless an unreadable record may still hold it.
+            if holder := protect.holder(existing[(doc_id, cur)]):
+                held[_held_by(holder)].append(doc_id)
+            else:
+                plan.make_current.append((doc_id, top))
+                plan.delete.append((doc_id, cur))
 
     holding = {d.source for d in loaded} if sources_with_documents is None else sources_with_documents
-    _deletions(plan, existing, by_id, protect, scanned_sources, holding, allow_empty)
+    _deletions(plan, existing, by_id, protect, scanned_sources, holding, allow_empty, held)
     return plan
+
+
+def _held_by(holder: Rejected) -> tuple[str, str]:
+    return holder.holds, f"deletions held back: {holder.source_path} could not be read and may hold them"
 
 
 def _refusal(doc: Document, row: Published | None, cur: str | None, orders: dict[tuple, str]) -> str | None:
@@ -143,10 +151,11 @@ def _refusal(doc: Document, row: Published | None, cur: str | None, orders: dict
 
 
 def _deletions(plan: VersionPlan, existing: dict[tuple[str, str], Published], by_id: dict, protect: _Protection,
-               scanned_sources: list[str], loaded_sources: set[str], allow_empty: bool) -> None:
-    """Delete current documents gone from a scanned source, except what a rejected input or an empty source keeps."""
+               scanned_sources: list[str], loaded_sources: set[str], allow_empty: bool,
+               held: dict[tuple[str, str], list[str]]) -> None:
+    """Delete current documents gone from a scanned source, except what a rejected input or an empty source keeps;
+    warn of every deletion held back (`held` already holds the versions kept from an older one's return)."""
     scanned = set(scanned_sources)
-    held: dict[tuple[str, str], list[str]] = defaultdict(list)
     for (doc_id, version), row in sorted(existing.items()):
         if row.status != "current" or row.source not in scanned or doc_id in by_id or protect.covers(doc_id, row):
             continue
@@ -154,11 +163,10 @@ def _deletions(plan: VersionPlan, existing: dict[tuple[str, str], Published], by
             held[(row.source, "the source holds no readable document, so its published documents are kept "
                               "(allow empty sources to delete them)")].append(doc_id)
         elif holder := protect.holder(row):
-            held[(holder.holds, f"deletions held back: {holder.source_path} could not be read and may hold "
-                                "them")].append(doc_id)
+            held[_held_by(holder)].append(doc_id)
         else:
             plan.delete.append((doc_id, version))
-    plan.warnings += [Rejected(path, f"{reason}: {', '.join(ids[:5])}{' …' if len(ids) > 5 else ''}")
+    plan.warnings += [Rejected(path, f"{reason}: {', '.join(sorted(ids)[:5])}{' …' if len(ids) > 5 else ''}")
                       for (path, reason), ids in held.items()]
 
 

@@ -64,6 +64,24 @@ def test_a_record_broken_beyond_reading_its_id_holds_back_the_deletions_of_its_f
     assert sorted(sync(catalog, path).deleted) == [("b", "1"), ("c", "1")]
 
 
+def test_a_newer_version_whose_record_broke_beyond_its_id_stays_current_over_an_older_one_held_elsewhere(
+        tmp_path, catalog):
+    """An older version in another file does not take over while an unreadable record may still be the newer one."""
+    folder = tmp_path / "src"
+    write(folder, "a.md", good("a"))
+    path = write(folder, "docs.jsonl", "\n".join([record("b"), json.dumps(
+        {"doc_id": "a", "version": "2", "text": "Alpha, second.", "acl": ["support"]})]) + "\n")
+    sync(catalog, folder)
+    path.write_text("\n".join(['{"do\x00c_id": "a", garbage', record("b")]) + "\n")  # a's line gone, or broken
+    changes = sync(catalog, folder)
+    assert (changes.deleted, changes.superseded, current(catalog)["a"][0]) == ([], [], "2")
+    [warning] = changes.warnings
+    assert warning.source_path == str(path) and "held back" in warning.reason and warning.reason.endswith(": a")
+    path.write_text(record("b") + "\n")  # once the file reads cleanly, the older version is current again
+    assert sync(catalog, folder).deleted == [("a", "2")]
+    assert current(catalog)["a"][0] == "1"
+
+
 def test_a_jsonl_file_truncated_to_nothing_keeps_its_documents(tmp_path, catalog):
     path = write(tmp_path, "docs.jsonl", "\n".join([record("a"), record("b")]) + "\n")
     other = write(tmp_path / "more", "x.md", good("x"))
