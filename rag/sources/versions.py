@@ -123,7 +123,10 @@ def reconcile_versions(existing: Existing, loaded: list[Document], rejected: lis
                 plan.delete.append((doc_id, cur))
 
     holding = {d.source for d in loaded} if sources_with_documents is None else sources_with_documents
-    _deletions(plan, existing, by_id, protect, scanned_sources, holding, allow_empty, held)
+    for key, ids in _deletions(plan, existing, by_id, protect, scanned_sources, holding, allow_empty).items():
+        held[key] += ids
+    plan.warnings += [Rejected(path, f"{reason}: {', '.join(sorted(ids)[:5])}{' …' if len(ids) > 5 else ''}")
+                      for (path, reason), ids in held.items()]
     return plan
 
 
@@ -151,11 +154,12 @@ def _refusal(doc: Document, row: Published | None, cur: str | None, orders: dict
 
 
 def _deletions(plan: VersionPlan, existing: dict[tuple[str, str], Published], by_id: dict, protect: _Protection,
-               scanned_sources: list[str], loaded_sources: set[str], allow_empty: bool,
-               held: dict[tuple[str, str], list[str]]) -> None:
+               scanned_sources: list[str], loaded_sources: set[str], allow_empty: bool
+               ) -> dict[tuple[str, str], list[str]]:
     """Delete current documents gone from a scanned source, except what a rejected input or an empty source keeps;
-    warn of every deletion held back (`held` already holds the versions kept from an older one's return)."""
+    returns the ids kept, by (path, reason)."""
     scanned = set(scanned_sources)
+    held: dict[tuple[str, str], list[str]] = defaultdict(list)
     for (doc_id, version), row in sorted(existing.items()):
         if row.status != "current" or row.source not in scanned or doc_id in by_id or protect.covers(doc_id, row):
             continue
@@ -166,8 +170,7 @@ def _deletions(plan: VersionPlan, existing: dict[tuple[str, str], Published], by
             held[_held_by(holder)].append(doc_id)
         else:
             plan.delete.append((doc_id, version))
-    plan.warnings += [Rejected(path, f"{reason}: {', '.join(sorted(ids)[:5])}{' …' if len(ids) > 5 else ''}")
-                      for (path, reason), ids in held.items()]
+    return held
 
 
 def _deduplicate(loaded: list[Document], rejected: list[Rejected]) -> list[Document]:
