@@ -5,12 +5,15 @@ order a server warms them (rag.retrieval.read_state.WARM_PARTS), recording for e
 resident memory after it, and the peak reached while building it (VmHWM, reset before each part). Then it walks
 every object each part holds and splits the bytes by field: numpy arrays by nbytes, Python objects (strings,
 tuples, dicts, dataclass rows) by sys.getsizeof, each object counted once, under the first part that reaches it.
+Last, what of the resident growth is free memory the allocators keep: RSS after Arrow's pool releases its unused
+memory, then after glibc's malloc_trim.
 `RAG_BENCH_CODE=DIR` measures another checkout's code on the same workspace. Prints the tables and writes
 bench/results/read-state-memory[-TAG].json.
 """
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
 import os
 import sys
@@ -18,6 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, os.environ.get("RAG_BENCH_CODE", str(REPO)))
@@ -126,6 +130,12 @@ def main() -> None:
                        "rss_added_mb": round(after["rss_mb"] - before["rss_mb"], 1),
                        "peak_above_start_mb": round(after["peak_mb"] - before["rss_mb"], 1)}
     built = status_mb()
+    # what of the build's growth is free memory the allocators keep: glibc's heap (malloc_trim) and Arrow's pool
+    arrow = {"allocated_mb": round(pa.total_allocated_bytes() / MB, 1), "backend": pa.default_memory_pool().backend_name}
+    pa.default_memory_pool().release_unused()
+    arrow_released = status_mb()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    trimmed = status_mb()
     sizer, rows = Sizer(), []
     values = {part: getattr(snap, part) for part in WARM_PARTS}
     values["shared cache (texts, unit rows)"] = {"texts": snap._shared.texts, "units": snap._shared.units}
@@ -143,7 +153,8 @@ def main() -> None:
                "commit": commit(os.environ.get("RAG_BENCH_CODE", str(REPO))), "subchunks": subchunks,
                "documents": len(snap.current.versions), "members": len(snap.member_table.rows),
                "units": len(snap.current.members), "load_average": os.getloadavg(),
-               "memory_mb": {"opened": opened, "built": built,
+               "memory_mb": {"opened": opened, "built": built, "arrow_pool": arrow,
+                             "after_arrow_release_unused": arrow_released, "after_malloc_trim": trimmed,
                              "read_state_rss_mb": round(built["rss_mb"] - opened["rss_mb"], 1)},
                "build": build, "fields": rows, "part_totals_mb": totals,
                "bytes_per_subchunk": round(sum(totals.values()) * MB / max(subchunks, 1))}
@@ -154,7 +165,8 @@ def main() -> None:
     print(markdown_table(["part", "field", "numpy MB", "Python MB", "Python objects"],
                          [list(r.values()) for r in sorted(rows, key=lambda r: -(r["numpy_mb"] + r["python_mb"]))]))
     print(f"{subchunks} sub-chunks, {figures['documents']} documents, {figures['members']} members; "
-          f"RSS opened {opened['rss_mb']:.0f} MB, built {built['rss_mb']:.0f} MB; walked "
+          f"RSS opened {opened['rss_mb']:.0f} MB, built {built['rss_mb']:.0f} MB, after Arrow's release "
+          f"{arrow_released['rss_mb']:.0f} MB ({arrow}), after malloc_trim {trimmed['rss_mb']:.0f} MB; walked "
           f"{sum(totals.values()):.0f} MB = {figures['bytes_per_subchunk']} bytes per sub-chunk; load {os.getloadavg()}")
     prepared.close()
 
