@@ -7,6 +7,7 @@ across snapshots (a version's text never changes), so a new publish re-reads onl
 """
 from __future__ import annotations
 
+import ctypes
 import weakref
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -137,6 +138,16 @@ def _keep_unit_rows(cache: dict[str, UnitRows], table: pa.Table, vectors: np.nda
         cache[key] = UnitRows([cols["doc_id"][i] for i in idx], [cols["part"][i] for i in idx],
                               [cols["char_start"][i] for i in idx], [cols["char_end"][i] for i in idx],
                               [frozenset(cols["acl"][i]) for i in idx], vectors[idx])
+
+
+def release_free_memory() -> None:
+    """Return to the system what a build freed but the allocators kept (Arrow's pool, glibc's heap): the texts and
+    rows read to build a part are gone once it is built, yet would stay resident (215 MB of 870 at 110K)."""
+    pa.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim this way
+        pass
 
 
 class Snapshot:
@@ -316,6 +327,7 @@ class Snapshot:
     def build(self, part: str) -> None:
         """Build one part of the read state (one of WARM_PARTS) now, if not built yet."""
         getattr(self, part)  # cached properties: built once per snapshot
+        release_free_memory()
 
     def _membership(self, part: str, index: SubchunkIndex, as_of: datetime | None = None) -> Membership | None:
         """The unit membership that places a partition's index rows in this snapshot (or as of a time); None for a
