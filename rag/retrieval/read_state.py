@@ -71,7 +71,11 @@ class CurrentState:
     members: dict[str, list[MemberRow]]     # unit key → members in order
     unit_of: dict[str, str]                 # doc_id → the current unit holding its current version
     versions: dict[str, CurrentVersion]     # doc_id → its current version (indexed in a unit or not yet)
-    hashes: dict[tuple[str, str], str]      # (doc_id, version) → content hash, for the text cache
+
+    def content_hash(self, doc_id: str, version: str) -> str | None:
+        """The content hash of a current version, for the text cache (None for any other version)."""
+        current = self.versions.get(doc_id)
+        return current.content_hash if current is not None and current.version == version else None
 
     @property
     def acls(self) -> dict[str, tuple[str, ...]]:
@@ -106,8 +110,7 @@ def current_state(catalog: Catalog, versions: dict[str, CurrentVersion] | None =
         if row.doc_id not in unit_of or row.unit_key < unit_of[row.doc_id]:
             unit_of[row.doc_id] = row.unit_key
     versions = catalog.current_versions() if versions is None else versions
-    hashes = {(v.doc_id, v.version): v.content_hash for v in versions.values()}
-    return CurrentState(members, unit_of, versions, hashes)
+    return CurrentState(members, unit_of, versions)
 
 
 def merged_state(states: list[CurrentState], hidden: set[str]) -> CurrentState:
@@ -115,7 +118,6 @@ def merged_state(states: list[CurrentState], hidden: set[str]) -> CurrentState:
     members: dict[str, list[MemberRow]] = {}
     unit_of: dict[str, str] = {}
     versions: dict[str, CurrentVersion] = {}
-    hashes: dict[tuple[str, str], str] = {}
     for state in states:
         for key, rows in state.members.items():
             kept = [r for r in rows if r.doc_id not in hidden]
@@ -123,8 +125,7 @@ def merged_state(states: list[CurrentState], hidden: set[str]) -> CurrentState:
                 members[key] = kept
         unit_of.update((d, u) for d, u in state.unit_of.items() if d not in hidden)
         versions.update((d, v) for d, v in state.versions.items() if d not in hidden)
-        hashes.update((k, h) for k, h in state.hashes.items() if k[0] not in hidden)
-    return CurrentState(members, unit_of, versions, hashes)
+    return CurrentState(members, unit_of, versions)
 
 
 def _keep_unit_rows(cache: dict[str, UnitRows], table: pa.Table, vectors: np.ndarray, keys: np.ndarray) -> None:
@@ -216,11 +217,11 @@ class Snapshot:
     def texts(self, rows: list[MemberRow] | list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
         """(doc_id, version) → (title, text), from memory where already read by this process."""
         keys = {(r.doc_id, r.doc_version) if isinstance(r, MemberRow) else r for r in rows}
-        hashes = self.current.hashes
+        hashes = {key: self.current.content_hash(*key) for key in keys}
         cache = self._shared.texts
         out, missing = {}, []
         for key in keys:
-            hit = cache.get((*key, hashes.get(key, "")))
+            hit = cache.get((*key, hashes[key] or ""))
             if hit is None:
                 missing.append(key)
             else:
@@ -229,7 +230,7 @@ class Snapshot:
             fetched = self.catalog.document_texts(sorted(missing))
             out.update(fetched)
             for key, value in fetched.items():
-                if key in hashes:  # only current versions are cached by hash; as-of texts are read each time
+                if hashes.get(key):  # only current versions are cached by hash; as-of texts are read each time
                     cache[(*key, hashes[key])] = value
         return out
 
