@@ -19,6 +19,13 @@ from rag.store.catalog import Catalog
 from rag.text.analysis import check_question, lexical_tokens
 
 K1, B = 1.5, 0.75
+# Token ids, a posting's document and its count in 4 bytes each: the postings and every text's token ids are the
+# read state's largest arrays (a vocabulary and a partition's documents stay far below 2^31; a count in float32 is
+# exact below 2^24 and promotes to float64 in scoring, so scores are unchanged)
+TOKEN, COUNT = np.int32, np.float32
+# Texts read and tokenised at a time: all of them at once (80K texts at 110K sub-chunks) left the process ~5 times
+# their size resident after they were freed (the allocators keep what the strings and token lists held)
+TEXTS_AT_ONCE = 8192
 
 
 class Vocabulary:
@@ -29,10 +36,10 @@ class Vocabulary:
         self.texts: dict[str, np.ndarray] = {}
 
     def encode(self, tokens: list[str]) -> np.ndarray:
-        return np.fromiter((self.ids.setdefault(t, len(self.ids)) for t in tokens), np.int64, len(tokens))
+        return np.fromiter((self.ids.setdefault(t, len(self.ids)) for t in tokens), TOKEN, len(tokens))
 
     def known(self, tokens: list[str]) -> np.ndarray:
-        return np.array([self.ids[t] for t in tokens if t in self.ids], np.int64)
+        return np.array([self.ids[t] for t in tokens if t in self.ids], TOKEN)
 
 
 @dataclass(frozen=True)
@@ -48,14 +55,20 @@ class TermColumns:
 
 def term_columns(docs: np.ndarray, terms: np.ndarray, shape: tuple[int, int]) -> TermColumns:
     """(document, term) occurrences counted per pair, grouped by term, documents ascending within a term."""
-    order = np.lexsort((docs, terms))
-    docs, terms = docs[order], terms[order]
-    first = np.ones(len(terms), dtype=bool)
-    first[1:] = (terms[1:] != terms[:-1]) | (docs[1:] != docs[:-1])
+    # one int64 key per occurrence, sorted in place: a lexsort of both columns held three more copies of them
+    keys = terms.astype(np.int64) * shape[0]
+    keys += docs
+    keys.sort()
+    first = np.ones(len(keys), dtype=bool)
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
     starts = np.flatnonzero(first)
+    del first
+    pairs = keys[starts]
+    counts = np.diff(np.append(starts, len(keys))).astype(COUNT)
+    del keys, starts
     indptr = np.zeros(shape[1] + 1, dtype=np.int64)
-    np.cumsum(np.bincount(terms[starts], minlength=shape[1]), out=indptr[1:])
-    return TermColumns(indptr, docs[starts], np.diff(np.append(starts, len(terms))).astype(np.float64), shape)
+    np.cumsum(np.bincount(pairs // shape[0], minlength=shape[1]), out=indptr[1:])
+    return TermColumns(indptr, (pairs % shape[0]).astype(TOKEN), counts, shape)
 
 
 @dataclass(frozen=True)
@@ -74,8 +87,8 @@ class Postings:
         spans = list(zip(self.counts.indptr[terms].tolist(), self.counts.indptr[terms + 1].tolist()))
         # a term's postings are one slice: joining the slices copies them once, where a gather through an index
         # array of every posting read them twice (the postings grow with the corpus, the terms do not)
-        rows = np.concatenate([self.counts.indices[lo:hi] for lo, hi in spans] or [np.zeros(0, np.int64)])
-        tf = np.concatenate([self.counts.data[lo:hi] for lo, hi in spans] or [np.zeros(0)])
+        rows = np.concatenate([self.counts.indices[lo:hi] for lo, hi in spans] or [np.zeros(0, TOKEN)])
+        tf = np.concatenate([self.counts.data[lo:hi] for lo, hi in spans] or [np.zeros(0, COUNT)])
         weights = np.repeat(idf, [hi - lo for lo, hi in spans])
         weights *= tf
         weights /= tf + norm[rows]
@@ -92,12 +105,13 @@ class Postings:
 def postings(fingerprint: str, docs: list[tuple[str, str]], text_of, vocab: Vocabulary) -> Postings:
     """Postings of (doc_id, content hash) pairs; `text_of(hashes)` gives the texts not tokenised yet."""
     missing = [h for _, h in docs if h not in vocab.texts]
-    for h, text in text_of(missing).items():
-        vocab.texts[h] = vocab.encode(lexical_tokens(text))
+    for lo in range(0, len(missing), TEXTS_AT_ONCE):
+        for h, text in text_of(missing[lo:lo + TEXTS_AT_ONCE]).items():
+            vocab.texts[h] = vocab.encode(lexical_tokens(text))
     rows = [vocab.texts[h] for _, h in docs]
     lengths = np.array([len(r) for r in rows], dtype=np.float64)
-    cols = np.concatenate(rows) if rows else np.zeros(0, np.int64)
-    which = np.repeat(np.arange(len(rows)), lengths.astype(np.int64))
+    cols = np.concatenate(rows) if rows else np.zeros(0, TOKEN)
+    which = np.repeat(np.arange(len(rows), dtype=TOKEN), lengths.astype(np.int64))
     counts = term_columns(which, cols, (len(rows), len(vocab.ids)))
     return Postings(fingerprint, [d for d, _ in docs], counts, lengths)
 

@@ -27,7 +27,7 @@ from rag.store.row_units import Membership, place
 
 MASKS_KEPT = 256  # group sets whose pre-filter mask is kept (callers repeat their group sets)
 MAX_RANGES = 64   # a caller readable in more separate row ranges than this has every row scored in one pass
-BLOCK_ROWS = 65_536  # rows normalised at a time: no float32 copy of a whole large table
+BLOCK_ROWS = 8_192  # rows normalised at a time: no float32 copy of a whole table, nor of a large block
 
 
 
@@ -266,8 +266,8 @@ def _read(index: SubchunkIndex, dataset, rows: np.ndarray, unit_keys: np.ndarray
     """These rows of the table version (by position), in this order, with their unit keys."""
     if not len(rows):
         return _empty(index.dimension)
-    data, vectors = index.rows_at(rows, ["doc_id", "part", "char_start", "char_end", "acl"], dataset)
-    matrix = _unit_rows(vectors, index.dimension)
+    data, vectors, at = index.rows_at(rows, ["doc_id", "part", "char_start", "char_end", "acl"], dataset)
+    matrix = _unit_rows(vectors, index.dimension, at)
     acl_sets: dict[frozenset[str], int] = {}
     acl_ids = np.fromiter((acl_sets.setdefault(frozenset(a), len(acl_sets)) for a in data.column("acl").to_pylist()),
                           dtype=np.int32, count=data.num_rows)
@@ -275,13 +275,13 @@ def _read(index: SubchunkIndex, dataset, rows: np.ndarray, unit_keys: np.ndarray
                        _ints(data, "char_start"), _ints(data, "char_end"), acl_ids, list(acl_sets), quantize(matrix))
 
 
-def _unit_rows(column: pa.Array, dimension: int) -> np.ndarray:
-    """The stored vectors (int8, float16 or float32) as a float16 matrix, each row scaled to unit length in float32
-    first, a block at a time."""
+def _unit_rows(column: pa.Array, dimension: int, at: np.ndarray) -> np.ndarray:
+    """The stored vectors (int8, float16 or float32) at these rows as a float16 matrix, each row scaled to unit length
+    in float32 first, a block at a time."""
     stored = column.flatten().to_numpy(zero_copy_only=False).reshape(-1, dimension)
-    out = np.empty(stored.shape, dtype=np.float16)
-    for lo in range(0, len(stored), BLOCK_ROWS):
-        block = stored[lo:lo + BLOCK_ROWS].astype(np.float32)
+    out = np.empty((len(at), dimension), dtype=np.float16)
+    for lo in range(0, len(at), BLOCK_ROWS):
+        block = stored[at[lo:lo + BLOCK_ROWS]].astype(np.float32, copy=False)
         out[lo:lo + BLOCK_ROWS] = block / np.maximum(np.linalg.norm(block, axis=1, keepdims=True), 1e-12)
     return out
 

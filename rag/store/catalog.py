@@ -305,7 +305,10 @@ class Catalog(DocumentTables):
             params = [as_of] * 4
         keys = "" if unit_keys is None else \
             "JOIN (SELECT unnest(?) AS unit_id, unnest(?)::INTEGER AS unit_version) k USING (unit_id, unit_version) "
-        return [MemberRow(*r[:9], tuple(r[9]), r[10]) for r in self.rows(
+        # one object per distinct unit key and ACL: a unit's members repeat its key, and documents share few ACLs
+        shared: dict = {}
+        return [MemberRow(shared.setdefault(r[0], r[0]), *r[1:9], shared.setdefault(acl := tuple(r[9]), acl), r[10])
+                for r in self.rows(
             f"SELECT {unit_key_sql('u')} AS unit_key, m.position, m.doc_id, m.doc_version, m.part, "
             "m.char_start, m.char_end, m.tokens, d.title, d.acl, d.content_hash FROM units u " + keys +
             "JOIN unit_members m USING (unit_id, unit_version) "

@@ -118,7 +118,9 @@ class DocumentTables:
 
     def current_versions(self) -> dict[str, CurrentVersion]:
         """doc_id → its current version, title, ACL and content hash."""
-        return {r[0]: CurrentVersion(r[0], r[1], r[2], tuple(r[3]), r[4]) for r in self.rows(
+        acls: dict = {}  # one tuple per distinct ACL: documents share a few
+        return {r[0]: CurrentVersion(r[0], r[1], r[2], acls.setdefault(acl := tuple(r[3]), acl), r[4])
+                for r in self.rows(
             "SELECT doc_id, version, title, acl, content_hash FROM documents WHERE status = 'current'")}
 
     def current_hashes(self) -> dict[str, list[tuple[str, str]]]:

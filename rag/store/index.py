@@ -243,13 +243,15 @@ class SubchunkIndex:
         extra = self._vector_columns(dataset, columns)
         return self._split_vectors(dataset.to_table(columns=[*columns, *extra], filter=filter), extra)
 
-    def rows_at(self, positions: np.ndarray, columns: list[str], dataset) -> tuple[pa.Table, pa.Array]:
-        """These columns of the rows at these positions of a table version, in that order, and their vectors."""
+    def rows_at(self, positions: np.ndarray, columns: list[str], dataset) -> tuple[pa.Table, pa.Array, np.ndarray]:
+        """These columns of the rows at these positions of a table version, in that order; their vectors in
+        ascending position order, and where each position's vector lies in them: reordering them here copied every
+        stored vector once more, where the caller gathers them a block at a time as it converts them."""
         ordered = np.sort(positions)
         extra = self._vector_columns(dataset, columns)
-        data = dataset.take(ordered, columns=[*columns, *extra])
-        data = data.take(pa.array(np.searchsorted(ordered, positions)))
-        return self._split_vectors(data, extra)
+        at = np.searchsorted(ordered, positions)
+        data, vectors = self._split_vectors(dataset.take(ordered, columns=[*columns, *extra]), extra)
+        return data.take(pa.array(at)), vectors, at
 
     @staticmethod
     def _vector_columns(dataset, columns: list[str]) -> list[str]:

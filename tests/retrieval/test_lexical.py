@@ -81,3 +81,13 @@ def test_term_columns_list_each_terms_documents_in_order_with_their_counts(pairs
         lo, hi = cols.indptr[term], cols.indptr[term + 1]
         expected = sorted((d, n) for (d, t), n in counted.items() if t == term)
         assert list(zip(cols.indices[lo:hi].tolist(), cols.data[lo:hi].tolist())) == expected
+
+
+def test_a_posting_holds_its_document_and_count_in_eight_bytes_and_a_text_its_token_ids_in_four_each():
+    """The postings and the texts' token ids are the read state's largest arrays at 1M sub-chunks."""
+    vocab = Vocabulary()
+    corpus = {f"h{i}": " ".join(WORDS[: 1 + i % len(WORDS)] * 3) for i in range(50)}
+    built = postings("p", [(f"d{i}", f"h{i}") for i in range(50)], lambda hs: {h: corpus[h] for h in hs}, vocab)
+    assert built.counts.indices.nbytes + built.counts.data.nbytes == 8 * len(built.counts.indices)
+    assert built.counts.data.sum() == sum(len(lexical_tokens(t)) for t in corpus.values())
+    assert all(ids.nbytes == 4 * len(ids) for ids in vocab.texts.values())

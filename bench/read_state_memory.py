@@ -1,0 +1,175 @@
+"""Where a snapshot's read state (what a serving process holds per published snapshot) keeps its memory, part by part.
+
+Opens a built workspace (e.g. bench/replicated.py's at 110K sub-chunks), then builds the read state's parts in the
+order a server warms them (rag.retrieval.read_state.WARM_PARTS), recording for each its CPU seconds, the process's
+resident memory after it, and the peak reached while building it (VmHWM, reset before each part). Then it walks
+every object each part holds and splits the bytes by field: numpy arrays by nbytes, Python objects (strings,
+tuples, dicts, dataclass rows) by sys.getsizeof, each object counted once, under the first part that reaches it.
+Last, what of the resident growth is free memory the allocators keep: RSS after Arrow's pool releases its unused
+memory, then after glibc's malloc_trim.
+`RAG_BENCH_CODE=DIR` measures another checkout's code on the same workspace. Prints the tables and writes
+bench/results/read-state-memory[-TAG].json.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, os.environ.get("RAG_BENCH_CODE", str(REPO)))
+sys.path.insert(1, str(REPO))
+
+from bench.results_file import commit, write_results  # noqa: E402
+from rag.evaluation.prepared import open_prepared  # noqa: E402
+from rag.models.tokens import default_counter  # noqa: E402
+from rag.retrieval.read_state import WARM_PARTS  # noqa: E402
+from rag.text.tables import markdown_table  # noqa: E402
+
+MB = 1 << 20
+
+
+def status_mb() -> dict:
+    """This process's resident memory now and at its peak since the last reset (VmRSS, VmHWM), in MB."""
+    status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
+    return {"rss_mb": int(status["VmRSS"].split()[0]) / 1024, "peak_mb": int(status["VmHWM"].split()[0]) / 1024}
+
+
+def reset_peak() -> None:
+    """Start VmHWM again from the current RSS (Linux: writing 5 to clear_refs)."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+class Sizer:
+    """Deep sizes of object graphs, each object counted once across every call (shared strings go to the first)."""
+
+    def __init__(self):
+        self.seen: set[int] = set()
+
+    def size(self, root) -> tuple[int, int, int]:
+        """(numpy bytes, Python object bytes, Python objects) reachable from root and not counted before."""
+        arrays = python = objects = 0
+        stack = [root]
+        while stack:
+            obj = stack.pop()
+            if id(obj) in self.seen or obj is None or isinstance(obj, (type, bool)):
+                continue
+            self.seen.add(id(obj))
+            if isinstance(obj, np.ndarray):
+                if obj.base is None or not isinstance(obj.base, np.ndarray):
+                    arrays += obj.nbytes
+                if obj.dtype == object:
+                    python += obj.size * 8
+                    stack.extend(obj.ravel().tolist())
+                continue
+            python += sys.getsizeof(obj)
+            objects += 1
+            if isinstance(obj, dict):
+                stack.extend(obj.keys())
+                stack.extend(obj.values())
+            elif isinstance(obj, (list, tuple, set, frozenset)):
+                stack.extend(obj)
+            elif hasattr(obj, "__dataclass_fields__"):  # its values lie inline (3.11): vars() would add a dict
+                python += 8 * len(obj.__dataclass_fields__)
+                stack.extend(getattr(obj, f, None) for f in obj.__dataclass_fields__)
+            elif hasattr(obj, "__dict__") and not callable(obj):
+                stack.append(vars(obj))
+            elif hasattr(obj, "__slots__"):
+                stack.extend(getattr(obj, s, None) for s in obj.__slots__)
+        return arrays, python, objects
+
+
+def fields(part: str, value) -> dict:
+    """A part's fields worth splitting: dataclass fields and the attributes its properties keep."""
+    if part == "lexical":
+        out = {"vocab.ids": value.vocab.ids, "vocab.texts (token ids per text)": value.vocab.texts}
+        for i, p in enumerate(value.parts):
+            out |= {f"parts[{i}].doc_ids": p.doc_ids, f"parts[{i}].counts.indptr": p.counts.indptr,
+                    f"parts[{i}].counts.indices": p.counts.indices, f"parts[{i}].counts.data": p.counts.data,
+                    f"parts[{i}].lengths": p.lengths}
+        out["norms"] = value.norms
+        return out
+    if isinstance(value, np.ndarray):
+        return {"": value}
+    names = list(getattr(value, "__dataclass_fields__", {})) or list(vars(value))
+    names += [n for n in vars(value) if n not in names]
+    return {n: getattr(value, n) for n in names}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--workspace", type=Path, required=True, help="a built workspace (bench/replicated.py's)")
+    p.add_argument("--benchmark", default="musique", help="the benchmark the workspace was copied from")
+    p.add_argument("--tag", default="")
+    args = p.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from rag.models.embedders import Embedder
+
+    prepared = open_prepared(args.benchmark, args.workspace, Embedder(threads=1), default_counter())
+    snap = prepared.reader.snapshot()
+    gc.collect()
+    opened = status_mb()
+    build = {}
+    for part in WARM_PARTS:
+        reset_peak()
+        before, cpu = status_mb(), time.process_time()
+        snap.build(part)
+        if part == "vectors":
+            snap.vectors.quantized  # the int8 copy a first search builds
+            snap.vectors.rows_of_unit
+        gc.collect()
+        after = status_mb()
+        build[part] = {"cpu_seconds": round(time.process_time() - cpu, 2),
+                       "rss_added_mb": round(after["rss_mb"] - before["rss_mb"], 1),
+                       "peak_above_start_mb": round(after["peak_mb"] - before["rss_mb"], 1)}
+    built = status_mb()
+    # what of the build's growth is free memory the allocators keep: glibc's heap (malloc_trim) and Arrow's pool
+    arrow = {"allocated_mb": round(pa.total_allocated_bytes() / MB, 1), "backend": pa.default_memory_pool().backend_name}
+    pa.default_memory_pool().release_unused()
+    arrow_released = status_mb()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    trimmed = status_mb()
+    sizer, rows = Sizer(), []
+    values = {part: getattr(snap, part) for part in WARM_PARTS}
+    values["shared cache (texts, unit rows)"] = {"texts": snap._shared.texts, "units": snap._shared.units}
+    for part, value in values.items():
+        for name, field in (fields(part, value) if part in WARM_PARTS else value).items():
+            arrays, python, objects = sizer.size(field)
+            if arrays + python:
+                rows.append({"part": part, "field": name, "numpy_mb": round(arrays / MB, 1),
+                             "python_mb": round(python / MB, 1), "python_objects": objects})
+    subchunks = snap.index.count()
+    totals = {part: round(sum(r["numpy_mb"] + r["python_mb"] for r in rows if r["part"] == part), 1)
+              for part in values}
+    figures = {"command": "python bench/read_state_memory.py " + " ".join(sys.argv[1:]),
+               "code": os.environ.get("RAG_BENCH_CODE", str(REPO)),
+               "commit": commit(os.environ.get("RAG_BENCH_CODE", str(REPO))), "subchunks": subchunks,
+               "documents": len(snap.current.versions), "members": len(snap.member_table.rows),
+               "units": len(snap.current.members), "load_average": os.getloadavg(),
+               "memory_mb": {"opened": opened, "built": built, "arrow_pool": arrow,
+                             "after_arrow_release_unused": arrow_released, "after_malloc_trim": trimmed,
+                             "read_state_rss_mb": round(built["rss_mb"] - opened["rss_mb"], 1)},
+               "build": build, "fields": rows, "part_totals_mb": totals,
+               "bytes_per_subchunk": round(sum(totals.values()) * MB / max(subchunks, 1))}
+    write_results(figures, "read-state-memory", args.tag)
+    print(markdown_table(["part", "CPU s", "RSS added MB", "peak above start MB", "held MB (walked)"],
+                         [[k, v["cpu_seconds"], v["rss_added_mb"], v["peak_above_start_mb"], totals.get(k, "")]
+                          for k, v in build.items()]))
+    print(markdown_table(["part", "field", "numpy MB", "Python MB", "Python objects"],
+                         [list(r.values()) for r in sorted(rows, key=lambda r: -(r["numpy_mb"] + r["python_mb"]))]))
+    print(f"{subchunks} sub-chunks, {figures['documents']} documents, {figures['members']} members; "
+          f"RSS opened {opened['rss_mb']:.0f} MB, built {built['rss_mb']:.0f} MB, after Arrow's release "
+          f"{arrow_released['rss_mb']:.0f} MB ({arrow}), after malloc_trim {trimmed['rss_mb']:.0f} MB; walked "
+          f"{sum(totals.values()):.0f} MB = {figures['bytes_per_subchunk']} bytes per sub-chunk; load {os.getloadavg()}")
+    prepared.close()
+
+
+if __name__ == "__main__":
+    main()
