@@ -8,7 +8,7 @@ import pyarrow as pa
 from rag.sources.documents import Document
 from rag.store.rows import CurrentText, CurrentVersion
 from rag.store.schema import source_path_sql, split_source_paths
-from rag.store.snapshot_files import WRITER_ONLY, published_history, registered
+from rag.store.snapshot_files import published_columns, published_history, registered
 from rag.store.text_store import TextStore
 
 
@@ -90,11 +90,10 @@ class DocumentTables:
     def restore_documents(self, keys: list[tuple[str, str]]) -> None:
         """Put these dropped versions' published rows back (a source holds them again); the caller then sets what the
         read state does not hold (meta hash, source)."""
-        columns = [c for (c,) in self.rows("SELECT column_name FROM duckdb_columns() WHERE table_name = 'documents' "
-                                           "AND schema_name = 'main' ORDER BY column_index")
-                   if c not in WRITER_ONLY["documents"]]
-        history = self.published_history_sql(columns)
-        if not keys or history is None:
+        if not keys:
+            return
+        history = self.published_history_sql(list(published_columns(self.con, "documents")))
+        if history is None:
             return
         with registered(self.con, "_restored", pa.table({"doc_id": [k[0] for k in keys],
                                                           "version": [k[1] for k in keys]})):

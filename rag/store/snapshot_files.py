@@ -155,7 +155,7 @@ def _publish_table(con, folder: Path, table: str, key: tuple[str, ...], segments
     """
     key_cols = ", ".join(key) if key else "_h"
     files = [str(folder / f) for f in segments]
-    columns = _published_columns(con, table)
+    columns = published_columns(con, table)
     current = f"SELECT {', '.join(columns)}, {row_hash(columns)} AS _h FROM {PUBLISHED_FROM.get(table, table)}"
     if files:
         history = HISTORY_HELD_HERE.get(table, "false")
@@ -178,7 +178,7 @@ def _publish_table(con, folder: Path, table: str, key: tuple[str, ...], segments
     return _merge(con, folder, table, key, segments, seq) if len(segments) > MAX_SEGMENTS else segments
 
 
-def _published_columns(con, table: str) -> dict[str, str]:
+def published_columns(con, table: str) -> dict[str, str]:
     """Column → type of the table as readers get it: without its `WRITER_ONLY` columns (a segment from before
     holds them too: read by name, they are ignored)."""
     return dict(con.execute(
@@ -226,9 +226,8 @@ def published_history(workspace: str | Path, table: str, columns: list[str], whe
     files = read_manifest(info.path(Path(workspace))).get(table) if info.file.endswith(".json") else None
     if not files:
         return None
-    return (f"SELECT {', '.join(columns)} FROM read_parquet([{sql_files(files)}], union_by_name = true) p "
-            f"WHERE {keys_where} QUALIFY row_number() OVER (PARTITION BY {', '.join(READ_TABLES[table])} "
-            f"ORDER BY _seq DESC) = 1 AND NOT _gone AND {HISTORY_HELD_HERE[table]} AND ({where})")
+    newest = newest_rows(files, ", ".join(READ_TABLES[table]), where=keys_where)
+    return f"SELECT {', '.join(columns)} FROM ({newest}) WHERE NOT _gone AND {HISTORY_HELD_HERE[table]} AND ({where})"
 
 
 def _merge(con, folder: Path, table: str, key: tuple[str, ...], segments: list[str], seq: int) -> list[str]:
@@ -245,11 +244,12 @@ def _merge(con, folder: Path, table: str, key: tuple[str, ...], segments: list[s
     return [name] if whole else [segments[0], name]
 
 
-def newest_rows(files: list[str], key_cols: str, columns=None) -> str:
-    """SQL for the newest row of each key over these segments (of the given columns, or all)."""
+def newest_rows(files: list[str], key_cols: str, columns=None, where: str = "true") -> str:
+    """SQL for the newest row of each key over these segments (of the given columns, or all), among the rows (aliased
+    `p`) that `where` keeps: a filter on key columns only, applied before the newest row is found."""
     listed = sql_files(files)
-    return (f"SELECT {', '.join(columns) if columns else '*'} FROM read_parquet([{listed}], union_by_name = true) "
-            f"QUALIFY row_number() OVER (PARTITION BY {key_cols} ORDER BY _seq DESC) = 1")
+    return (f"SELECT {', '.join(columns) if columns else '*'} FROM read_parquet([{listed}], union_by_name = true) p "
+            f"WHERE {where} QUALIFY row_number() OVER (PARTITION BY {key_cols} ORDER BY _seq DESC) = 1")
 
 
 def load_read_state(con: duckdb.DuckDBPyConnection, manifest: Path, schema: str = "main") -> None:
