@@ -129,11 +129,11 @@ def _touched(catalog: Catalog, view: SourceView) -> set[str]:
     # By version, not id: a current version gone while a file still holds an older one (which may be current again)
     # is touched, also at a later run that lifts what held the change back (a rejected input that may carry it).
     fresh = {(r.doc_id, r.version) for recs in scan.changed.values() for r in recs if r.is_document}
-    ids |= {d for d, v in {tuple(k) for k in catalog.rows(
+    ids |= {d for d, _ in set(catalog.rows(
         "SELECT d.doc_id, d.version FROM documents d WHERE d.status = 'current' AND "
         "d.source IN (SELECT unnest(?::VARCHAR[])) AND NOT EXISTS (SELECT 1 FROM source_records r WHERE "
         f"r.doc_id = d.doc_id AND r.version = d.version AND r.reason IS NULL AND {_kept('r.')})",
-        [scan.scanned, scan.scanned, view.stale])} - fresh}
+        [scan.scanned, scan.scanned, view.stale])) - fresh}
     return ids
 
 
