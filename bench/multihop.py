@@ -6,7 +6,8 @@ A variant is `method[:key=value,...]` with LongRAGConfig fields, e.g. `longrag:h
 A trailing `@cap=N` reads the workspace re-planned with a unit cap of N tokens (bench/groupings.py), e.g.
 `longrag@cap=1000`; variants on different caps are paired question by question like any others.
 `--sensitivity` adds each free weight at -50% and +50% of its default. `--grouping` picks the workspace's units
-(bench/groupings.py). Prints a table per benchmark and writes bench/results/multihop-<grouping>[-<tag>].json.
+(bench/groupings.py). Prints a table per benchmark and writes bench/results/multihop-<grouping>[-<tag>].json. Where the benchmark gives
+supporting-fact sentences (HotpotQA), it also measures their recall in the context (rag.evaluation.metrics).
 """
 from __future__ import annotations
 
@@ -25,11 +26,12 @@ sys.path.insert(0, str(REPO))
 from bench.groupings import GROUPINGS, prepare  # noqa: E402
 from bench.results_file import results_path, write_json  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci, paired_difference_ci  # noqa: E402
+from rag.evaluation.metrics import sentence_recall  # noqa: E402
 from rag.query.hybrid import hybrid_explore, pack_hybrid  # noqa: E402
 from rag.query.methods import method as registered  # noqa: E402
 from rag.query.methods import rank_once  # noqa: E402
 from rag.retrieval.callers import Caller  # noqa: E402
-from rag.retrieval.longrag import LongRAGConfig, longrag_candidates, pack_ranked  # noqa: E402
+from rag.retrieval.longrag import LongRAGConfig, longrag_candidates  # noqa: E402
 from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import (  # noqa: E402
     HALVES,
@@ -48,6 +50,7 @@ NAMES = ("hotpotqa", "musique", "2wikimultihopqa")
 CALLER = Caller(frozenset({"bench"}))
 FREE_WEIGHTS = ("link_boost", "link_share", "lexical_weight", "hop_names", "hop_seeds")
 DIRECT = ("longrag", "shortchunk", "longrag-units")  # run per budget through the registry
+ON_LONGRAG = ("longrag", "longrag-extract")  # LongRAG's ranking (with the variant's settings), each its own packing
 
 
 @dataclass(frozen=True)
@@ -63,9 +66,10 @@ class Variant:
         request, tools = Request(CALLER, question, max(budgets)), Tools(embedder, counter, longrag=self.config)
         if self.method == "hybrid":
             return rank_once(lambda: hybrid_explore(snap, request, tools, self.config), pack_hybrid, budgets)
-        if self.method == "longrag":
+        if self.method in ON_LONGRAG:
+            pack = registered(self.method).pack
             return rank_once(lambda: longrag_candidates(snap, request, tools, self.config),
-                             lambda r, b: pack_ranked(snap, r, b), budgets)
+                             lambda r, b: pack(snap, r, b, tools), budgets)
         out = []
         for b in budgets:
             start = time.perf_counter()
@@ -80,7 +84,7 @@ def parse_variant(spec: str) -> Variant:
     if cap and not (cap.startswith("cap=") and cap[4:].isdigit()):
         raise SystemExit(f"variant {spec!r}: expected '@cap=<tokens>' after the settings")
     method, _, settings = head.partition(":")
-    if method not in (*DIRECT, "hybrid"):
+    if method not in (*DIRECT, *ON_LONGRAG, "hybrid"):
         raise SystemExit(f"variant {spec!r}: unknown method {method!r}")
     # Field types are strings under `from __future__ import annotations`.
     kinds = {f.name: {"int": int, "float": float, "str": str}[str(f.type)] for f in fields(LongRAGConfig)}
@@ -109,8 +113,9 @@ def sensitivity_variants(base: Variant) -> list[Variant]:
 
 
 def measure(snap, embedder, counter, variant: Variant, questions: list[Question], budgets: list[int]) -> dict:
-    """Per budget, per-question completeness and evidence recall lists, tokens and seconds."""
-    per = {b: {"complete": [], "recall": [], "tokens": []} for b in budgets}
+    """Per budget, per-question completeness, evidence recall and supporting-sentence recall lists (None where the
+    question has no sentence facts), tokens and seconds."""
+    per = {b: {"complete": [], "recall": [], "sentences": [], "tokens": []} for b in budgets}
     seconds = []
     for q in questions:
         for (result, s), b in zip(variant.run(snap, embedder, counter, q.question, budgets), budgets):
@@ -118,6 +123,7 @@ def measure(snap, embedder, counter, variant: Variant, questions: list[Question]
             ids = {i.doc_id for i in result.items}
             per[b]["complete"].append(float(complete(ids, q.gold_doc_ids)))
             per[b]["recall"].append(evidence_recall(ids, q.gold_doc_ids))
+            per[b]["sentences"].append(sentence_recall(result.items, q.supporting_sentences))
             per[b]["tokens"].append(result.tokens)
             seconds.append(s)
     return {"per_budget": per, "seconds": seconds}
@@ -130,9 +136,14 @@ def summarise(raw: dict, reference: dict | None) -> dict:
         cell = {"completeness": bootstrap_ci(v["complete"]).to_json(),
                 "evidence_recall": bootstrap_ci(v["recall"]).to_json(),
                 "tokens_mean": round(float(np.mean(v["tokens"])), 1)}
+        if any(x is not None for x in v["sentences"]):
+            cell["sentence_recall"] = bootstrap_ci(v["sentences"]).to_json()
         if reference is not None:
             diff = paired_difference_ci(v["complete"], reference["per_budget"][b]["complete"])
             cell["completeness_minus_reference"] = diff.to_json()
+            if "sentence_recall" in cell:
+                diff = paired_difference_ci(v["sentences"], reference["per_budget"][b]["sentences"])
+                cell["sentence_recall_minus_reference"] = diff.to_json()
         out[str(b)] = cell
     ms = np.array(raw["seconds"]) * 1000
     out["latency_ms"] = {"p50": round(float(np.percentile(ms, 50)), 1), "p95": round(float(np.percentile(ms, 95)), 1)}
@@ -140,13 +151,14 @@ def summarise(raw: dict, reference: dict | None) -> dict:
 
 
 def run_benchmark(folder: Path, grouping: str, variants: list[Variant], budgets: list[int], embedder,
-                  halves_run: tuple[str, ...] = HALVES, workdir: Path = REPO / ".rag" / "bench") -> dict:
+                  halves_run: tuple[str, ...] = HALVES, workdir: Path = REPO / ".rag" / "bench",
+                  limit: int | None = None) -> dict:
     name = folder.name
     caps = list(dict.fromkeys(v.unit_cap for v in variants))
     prepared = {cap: prepare(folder, workdir, grouping, embedder, cap) for cap in caps}
     snaps = {cap: p.reader.snapshot() for cap, p in prepared.items()}
     counter = prepared[caps[0]].reader.counter
-    halves = split_halves(name, load_questions(folder))
+    halves = {h: qs[:limit] for h, qs in split_halves(name, load_questions(folder)).items()}  # a probe's slice
     for snap in snaps.values():
         snap.lexical  # noqa: B018 - built before the first timed query, as a warm service has it
     first = prepared[caps[0]]
@@ -169,13 +181,17 @@ def run_benchmark(folder: Path, grouping: str, variants: list[Variant], budgets:
 
 def table(name: str, figures: dict, budgets: list[int]) -> str:
     rows = []
+    sentences = any("sentence_recall" in c[str(budgets[0])] for by_half in figures["variants"].values()
+                    for c in by_half.values())
     for v, by_half in figures["variants"].items():
         for half in by_half:
             cells = by_half[half]
             rows.append([v, half] + [_ci(cells[str(b)]["completeness"]) for b in budgets]
                         + [_ci(cells[str(b)]["evidence_recall"]) for b in budgets[:1]]
+                        + ([f"{cells[str(b)]['sentence_recall']['mean']:.3f}" for b in budgets] if sentences else [])
                         + [f"{cells['latency_ms']['p50']}/{cells['latency_ms']['p95']}"])
-    head = ["variant", "half"] + [f"complete@{b}" for b in budgets] + [f"recall@{budgets[0]}", "ms p50/p95"]
+    head = (["variant", "half"] + [f"complete@{b}" for b in budgets] + [f"recall@{budgets[0]}"]
+            + ([f"sentences@{b}" for b in budgets] if sentences else []) + ["ms p50/p95"])
     return f"\n{name} (questions {figures['questions']}, units {figures['units']})\n" + markdown_table(head, rows)
 
 
@@ -193,6 +209,7 @@ def main() -> None:
     p.add_argument("--budgets", default="1000,2000,4000")
     p.add_argument("--tag", default="", help="suffix of the results file")
     p.add_argument("--half", choices=HALVES, help="one half only (default: both)")
+    p.add_argument("--limit", type=int, help="the first N questions of each half only (a probe, not a figure)")
     p.add_argument("--embedder", choices=("minilm", "minilm-int8"), default="minilm",
                    help="the workspaces' embedder (each embedder keeps its own workspaces: spaces are never mixed)")
     p.add_argument("--workdir", type=Path, default=REPO / ".rag" / "bench",
@@ -215,7 +232,7 @@ def main() -> None:
                "reference": variants[0].name, "budgets": budgets, "embedder": args.embedder, "benchmarks": {}}
     for name in args.benchmark or NAMES:
         figures["benchmarks"][name] = run_benchmark(root / name, args.grouping, variants, budgets, embedder,
-                                                    (args.half,) if args.half else HALVES, workdir)
+                                                    (args.half,) if args.half else HALVES, workdir, args.limit)
         write_json(out, figures)
         print(table(name, figures["benchmarks"][name], budgets), flush=True)
     figures["macro_completeness"] = macro(figures, budgets)
