@@ -1,5 +1,6 @@
-"""LongRAG's ranking packed breadth first: every ranked member's header and best sentence, then the rest of the
-budget grows the packed members, in rank order, toward their whole text.
+"""LongRAG's ranking packed breadth first: every ranked member's header and the sentences of its matched sub-chunk
+that share the query's terms, then the rest of the budget grows the packed members, in rank order, toward their whole
+text.
 
 Completeness counts a document present when any of its text is in the context, and LongRAG packs each member
 whole (~8 MuSiQue paragraphs in 1K tokens); a header and one sentence show ~3 times as many documents.
@@ -55,7 +56,7 @@ class Excerpt:
 
 
 def pack_extracts(snap: Snapshot, ranked: Ranked, budget: int, counter: TokenCounter) -> RetrievalResult:
-    """Breadth first: each ranked member's best sentence while the list and the budget last; then what is left
+    """Breadth first: each ranked member's excerpt while the list and the budget last; then what is left
     grows the packed members in rank order (whole if it fits, else their next-best sentences that fit)."""
     terms = [frozenset(content_terms(q)) for q in ranked.queries] or [frozenset()]
     taken: list[Excerpt | ContextItem] = []
@@ -84,7 +85,7 @@ def pack_extracts(snap: Snapshot, ranked: Ranked, budget: int, counter: TokenCou
 
 
 def _excerpts(snap: Snapshot, ranked: Ranked, start: int, terms: list[frozenset[str]]):
-    """A batch of ranked entries as excerpts showing their best sentence (an unindexed version stays whole)."""
+    """A batch of ranked entries as excerpts (best_first's); an unindexed version stays whole."""
     entries = ranked.items[start : start + BATCH]
     texts = snap.texts([(e.doc_id, e.doc_version) for e in entries])
     keys = [(e.unit_id, e.doc_id, e.part) for e in entries]
@@ -96,25 +97,25 @@ def _excerpts(snap: Snapshot, ranked: Ranked, start: int, terms: list[frozenset[
             yield entry
             continue
         title, text = texts[(entry.doc_id, entry.doc_version)]
-        spans = best_first(text, entry.ranges[0], hit, terms[hop])
-        yield Excerpt(entry, title, text, spans, spans[:1], text[hit.start:hit.end] if hit else None)
+        spans, shown = best_first(text, entry.ranges[0], hit, terms[hop])
+        yield Excerpt(entry, title, text, spans, spans[:shown], text[hit.start:hit.end] if hit else None)
 
 
-def best_first(text: str, member: tuple[int, int], hit: Hit | None, asked: frozenset[str]) -> list[tuple[int, int]]:
-    """The member's sentences as document offsets: first the matched sub-chunk's sentence sharing most of the
-    query's terms (the earliest on a tie; the lead sentence without a hit), then the others by the same measure."""
+def best_first(text: str, member: tuple[int, int], hit: Hit | None,
+               asked: frozenset[str]) -> tuple[list[tuple[int, int]], int]:
+    """The member's sentences as document offsets, and how many of them its excerpt shows first: the matched
+    sub-chunk's sentence sharing most of the query's terms (the earliest on a tie; the lead sentence without a hit),
+    then the sub-chunk's other sentences sharing any (the excerpt), then the rest, each group by the same measure."""
     lo, _ = member
     found = [((s + lo, e + lo), shared) for (s, e), shared in _sentence_terms(text[member[0]:member[1]])]
     if not found:  # a blank member: shown whole, as LongRAG shows it
-        return [member]
+        return [member], 1
     overlap = [len(asked & shared) for _, shared in found]
     order = sorted(range(len(found)), key=lambda i: (-overlap[i], i))
-    if hit is None:
-        first = 0
-    else:
-        inside = [i for i in order if found[i][0][0] < hit.end and found[i][0][1] > hit.start]
-        first = inside[0] if inside else 0
-    return [found[first][0]] + [found[i][0] for i in order if i != first]
+    inside = [] if hit is None else [i for i in order if found[i][0][0] < hit.end and found[i][0][1] > hit.start]
+    first = inside[0] if inside else 0
+    shown = [first] + [i for i in inside if i != first and overlap[i]]
+    return [found[i][0] for i in shown] + [found[i][0] for i in order if i not in shown], len(shown)
 
 
 @lru_cache(maxsize=4096)

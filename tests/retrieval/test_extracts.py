@@ -30,7 +30,8 @@ def ranking(sample, embedder, question):
 
 
 def first_sentences(snap, ranked):
-    """Reference of the breadth pass: each distinct ranked entry's header and best sentence, in rank order."""
+    """Reference of the breadth pass: each distinct ranked entry's excerpt (header and best_first's sentences) and its
+    tokens, in rank order."""
     out, seen = [], set()
     queries = [frozenset(content_terms(q)) for q in ranked.queries]
     for entry, hop in zip(ranked.items, ranked.placed_by.tolist()):
@@ -38,11 +39,21 @@ def first_sentences(snap, ranked):
             continue
         seen.add((entry.doc_id, entry.ranges))
         title, text = snap.texts([(entry.doc_id, entry.doc_version)])[(entry.doc_id, entry.doc_version)]
-        s, e = best_first(text, entry.ranges[0], ranked.own.get((entry.unit_id, entry.doc_id, entry.part)),
-                          queries[hop])[0]
-        block = render_header(title, entry.doc_id, entry.doc_version, entry.part) + text[s:e] + "\n"
-        out.append((entry.doc_id, block, default_counter().count_one(block)))
+        spans, shown = best_first(text, entry.ranges[0], ranked.own.get((entry.unit_id, entry.doc_id, entry.part)),
+                                  queries[hop])
+        body = shown_text(text, sorted(spans[:shown])) if shown < len(spans) else \
+            text[entry.ranges[0][0]:entry.ranges[0][1]]
+        block = render_header(title, entry.doc_id, entry.doc_version, entry.part) + body + "\n"
+        out.append((entry.doc_id, block, default_counter().count_one(block), [text[s:e] for s, e in spans[:shown]]))
     return out
+
+
+def shown_text(text, spans):
+    """Sentences in text order: neighbours with only blanks between them as written, others with an ellipsis between."""
+    body = text[spans[0][0]:spans[0][1]]
+    for (_, end), (s, e) in zip(spans, spans[1:]):
+        body += (text[end:s] if not text[end:s].strip() else " … ") + text[s:e]
+    return body
 
 
 def test_the_best_sentence_is_the_matched_sub_chunks_sentence_sharing_most_of_the_query():
@@ -50,27 +61,28 @@ def test_the_best_sentence_is_the_matched_sub_chunks_sentence_sharing_most_of_th
     spans = [(0, 23), (24, 47), (48, 83), (84, 96)]
     hit = Hit("u@1", "d", 0, 24, 83, 0.9)  # the sub-chunk holds the second and third sentences
     asked = frozenset(content_terms("Alpha, tea and coffee in Paris?"))
-    order = best_first(text, (0, len(text)), hit, asked)
-    assert order[0] == spans[2]  # three terms shared, inside the sub-chunk ("alpha" is outside it)
-    assert sorted(order) == spans  # every sentence once, for growing
-    assert best_first(text, (0, len(text)), Hit("u@1", "d", 0, 24, 47, 0.9), asked)[0] == spans[1]
-    assert best_first(text, (0, len(text)), None, asked)[0] == spans[0]  # no hit of its own: the lead sentence
-    assert best_first(text, (0, len(text)), hit, frozenset(content_terms("sold")))[0] == spans[1]  # a tie: the earliest
+    order, shown = best_first(text, (0, len(text)), hit, asked)
+    assert order[:shown] == [spans[2], spans[1]]  # three terms shared, then two, both inside the sub-chunk
+    assert sorted(order) == spans  # every sentence once, for growing ("alpha" is outside the sub-chunk: later)
+    assert order[2] == spans[0]
+    assert best_first(text, (0, len(text)), Hit("u@1", "d", 0, 24, 47, 0.9), asked) == (
+        [spans[1], spans[2], spans[0], spans[3]], 1)
+    assert best_first(text, (0, len(text)), None, asked)[0][0] == spans[0]  # no hit of its own: the lead sentence
+    nothing = best_first(text, (0, len(text)), hit, frozenset(content_terms("Who ruled Rome?")))
+    assert nothing == ([spans[1], spans[0], spans[2], spans[3]], 1)  # no term shared: the sub-chunk's first
 
 
 @pytest.mark.parametrize("question", QUESTIONS)
-def test_each_ranked_member_gives_its_header_and_best_sentence_in_rank_order_before_any_grows(sample, embedder,
+def test_each_ranked_member_gives_its_header_and_matching_sentences_in_rank_order_before_any_grows(sample, embedder,
                                                                                            question):
     snap, ranked = ranking(sample, embedder, question)
     reference = first_sentences(snap, ranked)
-    budget = sum(n for _, _, n in reference[:6]) + 5  # six excerpts fit, the seventh does not (it is larger than 5)
+    budget = sum(r[2] for r in reference[:6]) + 5  # six excerpts fit, the seventh does not (it is larger than 5)
     result = pack_extracts(snap, ranked, budget, default_counter())
-    expected = [d for d, _, n in reference[:6]] + [d for d, _, n in reference[6:] if n <= 5]
-    assert [i.doc_id for i in result.items] == expected
-    for item, (_, block, n) in zip(result.items, reference):
-        assert item.text.startswith(block[:-1].split("\n", 2)[0])  # the member's own header comes first
-        shown = block.split("\n", 2)[2][:-1]
-        assert shown in item.text  # its best sentence is shown, whatever it grew by
+    assert [i.doc_id for i in result.items] == [r[0] for r in reference[:6]]
+    for item, (_, block, n, sentences) in zip(result.items, reference):
+        assert item.text.startswith(block.split("\n", 2)[0] + "\n")  # the member's own header comes first
+        assert all(s in item.text for s in sentences)  # its excerpt is shown, whatever it grew by
     assert result.tokens <= budget
 
 
@@ -96,14 +108,14 @@ def test_a_budget_that_holds_every_ranked_member_whole_gives_longrags_own_contex
 def test_members_grow_in_rank_order_with_what_the_excerpts_leave(sample, embedder):
     snap, ranked = ranking(sample, embedder, QUESTIONS[0])
     reference = first_sentences(snap, ranked)
-    excerpts = sum(n for _, _, n in reference)
+    excerpts = sum(r[2] for r in reference)
     whole_first = [e for e in ranked.items if e.doc_id == reference[0][0]][0].tokens
     budget = excerpts + whole_first - reference[0][2]  # room for every excerpt, and for the first member whole
     result = pack_extracts(snap, ranked, budget, default_counter())
-    assert [i.doc_id for i in result.items] == [d for d, _, _ in reference]
+    assert [i.doc_id for i in result.items] == [r[0] for r in reference]
     first = result.items[0]
     assert first.ranges == [e for e in ranked.items if e.doc_id == first.doc_id][0].ranges  # grown whole
-    assert all(i.tokens <= n for i, (_, _, n) in zip(result.items[1:], reference[1:]))  # nothing left for the rest
+    assert all(i.tokens == r[2] for i, r in zip(result.items[1:], reference[1:]))  # nothing left for the rest
     assert result.tokens <= budget
 
 
