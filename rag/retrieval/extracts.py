@@ -1,6 +1,6 @@
-"""LongRAG's ranking packed breadth first: every ranked member's header and the sentences of its matched sub-chunk
-that share the query's terms, then the rest of the budget grows the packed members, in rank order, toward their whole
-text.
+"""LongRAG's ranking packed breadth first: every ranked member's header, lead sentence and the sentences of its
+matched sub-chunk that share the question's or its query's terms; then the rest of the budget grows the packed
+members, in rank order, toward their whole text.
 
 Completeness counts a document present when any of its text is in the context, and LongRAG packs each member
 whole (~8 MuSiQue paragraphs in 1K tokens); a header and one sentence show ~3 times as many documents.
@@ -58,7 +58,8 @@ class Excerpt:
 def pack_extracts(snap: Snapshot, ranked: Ranked, budget: int, counter: TokenCounter) -> RetrievalResult:
     """Breadth first: each ranked member's excerpt while the list and the budget last; then what is left
     grows the packed members in rank order (whole if it fits, else their next-best sentences that fit)."""
-    terms = [frozenset(content_terms(q)) for q in ranked.queries] or [frozenset()]
+    asked = [frozenset(content_terms(q)) for q in ranked.queries] or [frozenset()]
+    terms = [asked[0] | t for t in asked]  # the question's terms with the placing query's: the reader asks the first
     taken: list[Excerpt | ContextItem] = []
     left, seen = budget, set()
     for start in range(0, len(ranked.items), BATCH):
@@ -105,7 +106,7 @@ def best_first(text: str, member: tuple[int, int], hit: Hit | None,
                asked: frozenset[str]) -> tuple[list[tuple[int, int]], int]:
     """The member's sentences as document offsets, and how many of them its excerpt shows first: the matched
     sub-chunk's sentence sharing most of the query's terms (the earliest on a tie; the lead sentence without a hit),
-    then the sub-chunk's other sentences sharing any (the excerpt), then the rest, each group by the same measure."""
+    the lead sentence (what the member is about), the sub-chunk's other sentences sharing any; then the rest."""
     lo, _ = member
     found = [((s + lo, e + lo), shared) for (s, e), shared in _sentence_terms(text[member[0]:member[1]])]
     if not found:  # a blank member: shown whole, as LongRAG shows it
@@ -114,7 +115,7 @@ def best_first(text: str, member: tuple[int, int], hit: Hit | None,
     order = sorted(range(len(found)), key=lambda i: (-overlap[i], i))
     inside = [] if hit is None else [i for i in order if found[i][0][0] < hit.end and found[i][0][1] > hit.start]
     first = inside[0] if inside else 0
-    shown = [first] + [i for i in inside if i != first and overlap[i]]
+    shown = list(dict.fromkeys([first, 0] + [i for i in inside if overlap[i]]))
     return [found[i][0] for i in shown] + [found[i][0] for i in order if i not in shown], len(shown)
 
 

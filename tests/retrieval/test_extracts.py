@@ -33,7 +33,7 @@ def first_sentences(snap, ranked):
     """Reference of the breadth pass: each distinct ranked entry's excerpt (header and best_first's sentences) and its
     tokens, in rank order."""
     out, seen = [], set()
-    queries = [frozenset(content_terms(q)) for q in ranked.queries]
+    queries = [frozenset(content_terms(ranked.queries[0])) | frozenset(content_terms(q)) for q in ranked.queries]
     for entry, hop in zip(ranked.items, ranked.placed_by.tolist()):
         if (entry.doc_id, entry.ranges) in seen:
             continue
@@ -56,20 +56,20 @@ def shown_text(text, spans):
     return body
 
 
-def test_the_best_sentence_is_the_matched_sub_chunks_sentence_sharing_most_of_the_query():
+def test_an_excerpt_is_the_best_matching_sentence_the_lead_and_the_sub_chunks_other_matches():
     text = "Alpha founded the firm. Beta sold tea in Paris. Gamma sold tea and coffee in Paris. Delta ended."
     spans = [(0, 23), (24, 47), (48, 83), (84, 96)]
     hit = Hit("u@1", "d", 0, 24, 83, 0.9)  # the sub-chunk holds the second and third sentences
     asked = frozenset(content_terms("Alpha, tea and coffee in Paris?"))
     order, shown = best_first(text, (0, len(text)), hit, asked)
-    assert order[:shown] == [spans[2], spans[1]]  # three terms shared, then two, both inside the sub-chunk
-    assert sorted(order) == spans  # every sentence once, for growing ("alpha" is outside the sub-chunk: later)
-    assert order[2] == spans[0]
+    # Three terms shared, then the lead sentence (what the member is about), then two terms, inside the sub-chunk.
+    assert order[:shown] == [spans[2], spans[0], spans[1]]
+    assert sorted(order) == spans  # every sentence once, for growing
     assert best_first(text, (0, len(text)), Hit("u@1", "d", 0, 24, 47, 0.9), asked) == (
-        [spans[1], spans[2], spans[0], spans[3]], 1)
-    assert best_first(text, (0, len(text)), None, asked)[0][0] == spans[0]  # no hit of its own: the lead sentence
+        [spans[1], spans[0], spans[2], spans[3]], 2)  # the third sentence is outside this sub-chunk: it waits
+    assert best_first(text, (0, len(text)), None, asked) == ([spans[0], spans[2], spans[1], spans[3]], 1)  # no hit
     nothing = best_first(text, (0, len(text)), hit, frozenset(content_terms("Who ruled Rome?")))
-    assert nothing == ([spans[1], spans[0], spans[2], spans[3]], 1)  # no term shared: the sub-chunk's first
+    assert nothing == ([spans[1], spans[0], spans[2], spans[3]], 2)  # no term shared: the sub-chunk's first, the lead
 
 
 @pytest.mark.parametrize("question", QUESTIONS)
