@@ -20,13 +20,7 @@ sys.path.insert(0, str(REPO))
 from bench.groupings import prepare  # noqa: E402
 from bench.multihop import parse_variant  # noqa: E402
 from bench.results_file import commit, write_results  # noqa: E402
-from rag.sources.benchmarks import (  # noqa: E402
-    HALVES,
-    add_benchmarks_option,
-    benchmarks_option,
-    load_questions,
-    split_halves,
-)
+from rag.sources import benchmarks as bm  # noqa: E402
 from rag.text.analysis import content_terms, sentence_spans  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
 
@@ -60,13 +54,13 @@ def current_texts(snap) -> dict[str, str]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--benchmark", default="hotpotqa")
-    p.add_argument("--half", choices=HALVES, default="tune")
+    p.add_argument("--half", choices=bm.HALVES, default="tune")
     p.add_argument("--budget", type=int, default=1000)
     p.add_argument("--variants", default="longrag;longrag-extract")
     p.add_argument("--tag", default="")
-    add_benchmarks_option(p)
+    bm.add_benchmarks_option(p)
     args = p.parse_args()
-    root = benchmarks_option(p, args)
+    root = bm.benchmarks_option(p, args)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from rag.models.embedders import Embedder
 
@@ -74,7 +68,7 @@ def main() -> None:
     prepared = prepare(root / args.benchmark, REPO / ".rag" / "bench", "title-links", embedder)
     snap, counter = prepared.reader.snapshot(), prepared.reader.counter
     texts = current_texts(snap)
-    questions = [q for q in split_halves(args.benchmark, load_questions(root / args.benchmark))[args.half]
+    questions = [q for q in bm.split_halves(args.benchmark, bm.load_questions(root / args.benchmark))[args.half]
                  if q.supporting_sentences]
     figures = {"command": "python bench/sentence_misses.py " + " ".join(sys.argv[1:]), "commit": commit(REPO),
                "benchmark": args.benchmark, "half": args.half, "budget": args.budget, "questions": len(questions),
