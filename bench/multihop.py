@@ -6,8 +6,9 @@ A variant is `method[:key=value,...]` with LongRAGConfig fields, e.g. `longrag:h
 A trailing `@cap=N` reads the workspace re-planned with a unit cap of N tokens (bench/groupings.py), e.g.
 `longrag@cap=1000`; variants on different caps are paired question by question like any others.
 `--sensitivity` adds each free weight at -50% and +50% of its default. `--grouping` picks the workspace's units
-(bench/groupings.py). Prints a table per benchmark and writes bench/results/multihop-<grouping>[-<tag>].json. Where the benchmark gives
-supporting-fact sentences (HotpotQA), it also measures their recall in the context (rag.evaluation.metrics).
+(bench/groupings.py). Prints a table per benchmark and writes bench/results/multihop-<grouping>[-<tag>].json.
+Where the questions give supporting-fact sentences (HotpotQA, 2WikiMultihopQA), it also prints their recall in the
+context (rag.evaluation.metrics.sentence_recall). `--limit N` probes the first N questions of each half.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from rag.query.hybrid import hybrid_explore, pack_hybrid  # noqa: E402
 from rag.query.methods import method as registered  # noqa: E402
 from rag.query.methods import rank_once  # noqa: E402
 from rag.retrieval.callers import Caller  # noqa: E402
-from rag.retrieval.longrag import LongRAGConfig, longrag_candidates  # noqa: E402
+from rag.retrieval.longrag import LongRAGConfig, longrag_candidates, pack_ranked  # noqa: E402
 from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import (  # noqa: E402
     HALVES,
@@ -50,7 +51,6 @@ NAMES = ("hotpotqa", "musique", "2wikimultihopqa")
 CALLER = Caller(frozenset({"bench"}))
 FREE_WEIGHTS = ("link_boost", "link_share", "lexical_weight", "hop_names", "hop_seeds")
 DIRECT = ("longrag", "shortchunk", "longrag-units")  # run per budget through the registry
-ON_LONGRAG = ("longrag", "longrag-extract")  # LongRAG's ranking (with the variant's settings), each its own packing
 
 
 @dataclass(frozen=True)
@@ -66,10 +66,9 @@ class Variant:
         request, tools = Request(CALLER, question, max(budgets)), Tools(embedder, counter, longrag=self.config)
         if self.method == "hybrid":
             return rank_once(lambda: hybrid_explore(snap, request, tools, self.config), pack_hybrid, budgets)
-        if self.method in ON_LONGRAG:
-            pack = registered(self.method).pack
+        if self.method == "longrag":
             return rank_once(lambda: longrag_candidates(snap, request, tools, self.config),
-                             lambda r, b: pack(snap, r, b, tools), budgets)
+                             lambda r, b: pack_ranked(snap, r, b), budgets)
         out = []
         for b in budgets:
             start = time.perf_counter()
@@ -84,7 +83,7 @@ def parse_variant(spec: str) -> Variant:
     if cap and not (cap.startswith("cap=") and cap[4:].isdigit()):
         raise SystemExit(f"variant {spec!r}: expected '@cap=<tokens>' after the settings")
     method, _, settings = head.partition(":")
-    if method not in (*DIRECT, *ON_LONGRAG, "hybrid"):
+    if method not in (*DIRECT, "hybrid"):
         raise SystemExit(f"variant {spec!r}: unknown method {method!r}")
     # Field types are strings under `from __future__ import annotations`.
     kinds = {f.name: {"int": int, "float": float, "str": str}[str(f.type)] for f in fields(LongRAGConfig)}

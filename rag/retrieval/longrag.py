@@ -76,8 +76,6 @@ class Ranked:
     items: RankedRows | list[Entry]
     own: Own
     trace: dict
-    queries: tuple[str, ...] = ()     # each hop list's query text: the question first
-    placed_by: np.ndarray | None = None  # per entry of `items`, the index of the query whose list placed it
 
 
 def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongRAGConfig) -> Ranked:
@@ -85,23 +83,21 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
     With `req.as_of`, what was current then (index and catalog)."""
     question, embedder = req.question, tools.embedder
     ranked, own, units, hits = _hop(snap, embedder.encode_query(question), req, tools.counter, question, config)
-    lists, seeds, source, queries = [ranked], [], ranked, [question]
+    lists, seeds, source = [ranked], [], ranked
     rule = hop_rule(snap, req.caller.groups, config)
     for _ in range(1, config.hops):
         branches = []
         for query, vector, placed in hop_queries(snap, embedder, question, source, seeds, own, rule):
             more, more_own, _, _ = _hop(snap, vector, req, tools.counter, query, config)
             branches.append(_unplaced(more, placed))  # the seed is placed; find what it names
-            queries.append(query)
             own = _best_of_both(own, more_own)  # a member's matched sub-chunk: its best match under any hop's query
         if not branches:
             break
         lists += branches
         source = branches[0]
-    chosen = _interleaved(lists) if config.hop_merge == "interleave" else _by_best_score(lists)
-    placed_by = np.repeat(np.arange(len(lists)), [len(x) for x in lists])[chosen]
-    return Ranked(_pick(lists, chosen), own, {"units_ranked": len(units), "subchunk_hits": hits,
-                                              "queries": len(lists), "seeds": list(seeds)}, tuple(queries), placed_by)
+    merged = interleave(lists) if config.hop_merge == "interleave" else by_best_score(lists)
+    return Ranked(merged, own, {"units_ranked": len(units), "subchunk_hits": hits,
+                                "queries": len(lists), "seeds": list(seeds)})
 
 
 def hop_rule(snap: Snapshot, groups: frozenset[str], config: LongRAGConfig) -> HopRule:
@@ -156,31 +152,21 @@ def _best_of_both(own: Own, more: Own) -> Own:
 def by_best_score(lists: list[RankedRows | list[Entry]]) -> RankedRows | list[Entry]:
     """Every hop's members by their best score under any hop (scores of one scale: cosine plus shares of BM25); a
     member keeps its first entry with that score, and equal scores keep the order of first appearance."""
-    return _pick(lists, _by_best_score(lists))
-
-
-def _by_best_score(lists: list[RankedRows | list[Entry]]) -> np.ndarray:
-    """by_best_score's entries as positions in the lists taken as one."""
     flat = _entry_codes(lists)
     score = -np.array([i.score for ranked in lists for i in ranked]) if len(flat) else np.zeros(0)  # rounded
     order = np.lexsort((np.arange(len(flat)), score, flat))
     best = order[run_starts(flat[order])]
     _, first_seen = np.unique(flat, return_index=True)  # per code, ascending, as best is
-    return best[np.lexsort((first_seen, score[best]))]
+    return _pick(lists, best[np.lexsort((first_seen, score[best]))])
 
 
 def interleave(lists: list[RankedRows | list[Entry]]) -> RankedRows | list[Entry]:
     """Rank-by-rank round robin over the hops' lists, first occurrence kept: no weight between hops to tune."""
-    return _pick(lists, _interleaved(lists))
-
-
-def _interleaved(lists: list[RankedRows | list[Entry]]) -> np.ndarray:
-    """interleave's entries as positions in the lists taken as one."""
     flat = _entry_codes(lists)
     rank = np.concatenate([np.arange(len(x)) for x in lists] or [np.zeros(0, np.int64)])
     order = np.lexsort((np.repeat(np.arange(len(lists)), [len(x) for x in lists]), rank))
     _, first = np.unique(flat[order], return_index=True)
-    return order[np.sort(first)]
+    return _pick(lists, order[np.sort(first)])
 
 
 def _entry_codes(lists: list[RankedRows | list[Entry]]) -> np.ndarray:
