@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.groupings import prepare  # noqa: E402
-from bench.multihop import parse_variant  # noqa: E402
+from bench.multihop import current_texts, parse_variant  # noqa: E402
 from bench.results_file import commit, write_results  # noqa: E402
 from rag.sources import benchmarks as bm  # noqa: E402
 from rag.text.analysis import content_terms, sentence_spans  # noqa: E402
@@ -43,12 +43,6 @@ def kind(texts: dict[str, str], question: str, doc_id: str, sentence: str, shown
     if lead and squash(sentence) in squash(text[lead[0][0]:lead[0][1]]):
         return "lead"
     return "shares" if set(content_terms(question)) & set(content_terms(sentence)) else "shares none"
-
-
-def current_texts(snap) -> dict[str, str]:
-    """doc_id → the current text of every document in a unit (the benchmark's documents have one version)."""
-    keys = {(r.doc_id, r.doc_version) for r in snap.member_table.rows}
-    return {doc_id: text for (doc_id, _), (_, text) in snap.texts(sorted(keys)).items()}
 
 
 def main() -> None:
