@@ -7,6 +7,9 @@ A trailing `@cap=N` reads the workspace re-planned with a unit cap of N tokens (
 `longrag@cap=1000`; variants on different caps are paired question by question like any others.
 `--sensitivity` adds each free weight at -50% and +50% of its default. `--grouping` picks the workspace's units
 (bench/groupings.py). Prints a table per benchmark and writes bench/results/multihop-<grouping>[-<tag>].json.
+Where the questions give supporting-fact sentences (HotpotQA, 2WikiMultihopQA), it also prints their recall in the
+context (rag.evaluation.metrics.sentence_recall); and where the gold answer is a span of the gold documents, whether
+the context shows it inside one of them (`answer shown`). `--limit N` probes the first N questions of each half.
 """
 from __future__ import annotations
 
@@ -25,9 +28,10 @@ sys.path.insert(0, str(REPO))
 from bench.groupings import GROUPINGS, prepare  # noqa: E402
 from bench.results_file import results_path, write_json  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci, paired_difference_ci  # noqa: E402
+from rag.evaluation.metrics import normalize_answer, sentence_recall  # noqa: E402
 from rag.query.hybrid import hybrid_explore, pack_hybrid  # noqa: E402
+from rag.query.methods import METHODS, rank_once  # noqa: E402
 from rag.query.methods import method as registered  # noqa: E402
-from rag.query.methods import rank_once  # noqa: E402
 from rag.retrieval.callers import Caller  # noqa: E402
 from rag.retrieval.longrag import LongRAGConfig, longrag_candidates, pack_ranked  # noqa: E402
 from rag.retrieval.request import Request, Tools  # noqa: E402
@@ -47,7 +51,6 @@ from rag.units.long_units import DEFAULT_CAP  # noqa: E402
 NAMES = ("hotpotqa", "musique", "2wikimultihopqa")
 CALLER = Caller(frozenset({"bench"}))
 FREE_WEIGHTS = ("link_boost", "link_share", "lexical_weight", "hop_names", "hop_seeds")
-DIRECT = ("longrag", "shortchunk", "longrag-units")  # run per budget through the registry
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,7 @@ def parse_variant(spec: str) -> Variant:
     if cap and not (cap.startswith("cap=") and cap[4:].isdigit()):
         raise SystemExit(f"variant {spec!r}: expected '@cap=<tokens>' after the settings")
     method, _, settings = head.partition(":")
-    if method not in (*DIRECT, "hybrid"):
+    if method not in METHODS:  # longrag and hybrid rank once for every budget; the others run per budget
         raise SystemExit(f"variant {spec!r}: unknown method {method!r}")
     # Field types are strings under `from __future__ import annotations`.
     kinds = {f.name: {"int": int, "float": float, "str": str}[str(f.type)] for f in fields(LongRAGConfig)}
@@ -108,9 +111,11 @@ def sensitivity_variants(base: Variant) -> list[Variant]:
     return out
 
 
-def measure(snap, embedder, counter, variant: Variant, questions: list[Question], budgets: list[int]) -> dict:
-    """Per budget, per-question completeness and evidence recall lists, tokens and seconds."""
-    per = {b: {"complete": [], "recall": [], "tokens": []} for b in budgets}
+def measure(snap, embedder, counter, variant: Variant, questions: list[Question], budgets: list[int],
+            texts: dict[str, str]) -> dict:
+    """Per budget, per-question completeness, evidence recall, supporting-sentence recall and answer-shown lists (None
+    where the question has no sentence facts, or no answer that is a span of its gold documents), tokens and seconds."""
+    per = {b: {"complete": [], "recall": [], "sentences": [], "answer": [], "tokens": []} for b in budgets}
     seconds = []
     for q in questions:
         for (result, s), b in zip(variant.run(snap, embedder, counter, q.question, budgets), budgets):
@@ -118,9 +123,29 @@ def measure(snap, embedder, counter, variant: Variant, questions: list[Question]
             ids = {i.doc_id for i in result.items}
             per[b]["complete"].append(float(complete(ids, q.gold_doc_ids)))
             per[b]["recall"].append(evidence_recall(ids, q.gold_doc_ids))
+            per[b]["sentences"].append(sentence_recall(result.items, q.supporting_sentences))
+            per[b]["answer"].append(answer_shown(result.items, q, texts))
             per[b]["tokens"].append(result.tokens)
             seconds.append(s)
     return {"per_budget": per, "seconds": seconds}
+
+
+def answer_shown(items, q: Question, texts: dict[str, str]) -> float | None:
+    """1.0 when the gold answer (or an alias) is a span of a gold document as the context shows it; None when it is
+    no span of the gold documents' whole texts (yes / no, counts), so that no context could show it."""
+    answers = [a for a in (normalize_answer(x) for x in (q.answer, *q.aliases)) if a]
+    whole = f" {normalize_answer(' '.join(texts.get(d, '') for d in q.gold_doc_ids))} "
+    spans = [a for a in answers if f" {a} " in whole]
+    if not spans:
+        return None
+    shown = f" {normalize_answer(' '.join(i.text for i in items if i.doc_id in q.gold_doc_ids))} "
+    return float(any(f" {a} " in shown for a in spans))
+
+
+def current_texts(snap) -> dict[str, str]:
+    """doc_id → current text of every document in a unit (a benchmark's documents have one version each)."""
+    keys = {(r.doc_id, r.doc_version) for r in snap.member_table.rows}
+    return {doc_id: text for (doc_id, _), (_, text) in snap.texts(sorted(keys)).items()}
 
 
 def summarise(raw: dict, reference: dict | None) -> dict:
@@ -130,6 +155,12 @@ def summarise(raw: dict, reference: dict | None) -> dict:
         cell = {"completeness": bootstrap_ci(v["complete"]).to_json(),
                 "evidence_recall": bootstrap_ci(v["recall"]).to_json(),
                 "tokens_mean": round(float(np.mean(v["tokens"])), 1)}
+        for key, name in (("sentences", "sentence_recall"), ("answer", "answer_shown")):
+            if any(x is not None for x in v[key]):
+                cell[name] = bootstrap_ci(v[key]).to_json()
+                if reference is not None:
+                    diff = paired_difference_ci(v[key], reference["per_budget"][b][key])
+                    cell[f"{name}_minus_reference"] = diff.to_json()
         if reference is not None:
             diff = paired_difference_ci(v["complete"], reference["per_budget"][b]["complete"])
             cell["completeness_minus_reference"] = diff.to_json()
@@ -140,13 +171,15 @@ def summarise(raw: dict, reference: dict | None) -> dict:
 
 
 def run_benchmark(folder: Path, grouping: str, variants: list[Variant], budgets: list[int], embedder,
-                  halves_run: tuple[str, ...] = HALVES, workdir: Path = REPO / ".rag" / "bench") -> dict:
+                  halves_run: tuple[str, ...] = HALVES, workdir: Path = REPO / ".rag" / "bench",
+                  limit: int | None = None) -> dict:
     name = folder.name
     caps = list(dict.fromkeys(v.unit_cap for v in variants))
     prepared = {cap: prepare(folder, workdir, grouping, embedder, cap) for cap in caps}
     snaps = {cap: p.reader.snapshot() for cap, p in prepared.items()}
     counter = prepared[caps[0]].reader.counter
-    halves = split_halves(name, load_questions(folder))
+    texts = current_texts(snaps[caps[0]])  # the documents are the same under every cap
+    halves = {h: qs[:limit] for h, qs in split_halves(name, load_questions(folder)).items()}  # a probe's slice
     for snap in snaps.values():
         snap.lexical  # noqa: B018 - built before the first timed query, as a warm service has it
     first = prepared[caps[0]]
@@ -156,7 +189,7 @@ def run_benchmark(folder: Path, grouping: str, variants: list[Variant], budgets:
     for half in halves_run:
         raws = {}
         for v in variants:
-            raws[v.name] = measure(snaps[v.unit_cap], embedder, counter, v, halves[half], budgets)
+            raws[v.name] = measure(snaps[v.unit_cap], embedder, counter, v, halves[half], budgets, texts)
             reference = raws[variants[0].name] if v is not variants[0] else None
             figures["variants"].setdefault(v.name, {})[half] = summarise(raws[v.name], reference)
             print(f"  {name} {half} {v.name}: " + " ".join(
@@ -169,13 +202,20 @@ def run_benchmark(folder: Path, grouping: str, variants: list[Variant], budgets:
 
 def table(name: str, figures: dict, budgets: list[int]) -> str:
     rows = []
+    sentences = any("sentence_recall" in c[str(budgets[0])] for by_half in figures["variants"].values()
+                    for c in by_half.values())
     for v, by_half in figures["variants"].items():
         for half in by_half:
             cells = by_half[half]
             rows.append([v, half] + [_ci(cells[str(b)]["completeness"]) for b in budgets]
                         + [_ci(cells[str(b)]["evidence_recall"]) for b in budgets[:1]]
+                        + ([f"{cells[str(b)]['sentence_recall']['mean']:.3f}" for b in budgets] if sentences else [])
+                        + [f"{cells[str(b)]['answer_shown']['mean']:.3f}" if "answer_shown" in cells[str(b)] else "-"
+                           for b in budgets]
                         + [f"{cells['latency_ms']['p50']}/{cells['latency_ms']['p95']}"])
-    head = ["variant", "half"] + [f"complete@{b}" for b in budgets] + [f"recall@{budgets[0]}", "ms p50/p95"]
+    head = (["variant", "half"] + [f"complete@{b}" for b in budgets] + [f"recall@{budgets[0]}"]
+            + ([f"sentences@{b}" for b in budgets] if sentences else []) + [f"answer@{b}" for b in budgets]
+            + ["ms p50/p95"])
     return f"\n{name} (questions {figures['questions']}, units {figures['units']})\n" + markdown_table(head, rows)
 
 
@@ -193,6 +233,7 @@ def main() -> None:
     p.add_argument("--budgets", default="1000,2000,4000")
     p.add_argument("--tag", default="", help="suffix of the results file")
     p.add_argument("--half", choices=HALVES, help="one half only (default: both)")
+    p.add_argument("--limit", type=int, help="the first N questions of each half only (a probe, not a figure)")
     p.add_argument("--embedder", choices=("minilm", "minilm-int8"), default="minilm",
                    help="the workspaces' embedder (each embedder keeps its own workspaces: spaces are never mixed)")
     p.add_argument("--workdir", type=Path, default=REPO / ".rag" / "bench",
@@ -215,7 +256,7 @@ def main() -> None:
                "reference": variants[0].name, "budgets": budgets, "embedder": args.embedder, "benchmarks": {}}
     for name in args.benchmark or NAMES:
         figures["benchmarks"][name] = run_benchmark(root / name, args.grouping, variants, budgets, embedder,
-                                                    (args.half,) if args.half else HALVES, workdir)
+                                                    (args.half,) if args.half else HALVES, workdir, args.limit)
         write_json(out, figures)
         print(table(name, figures["benchmarks"][name], budgets), flush=True)
     figures["macro_completeness"] = macro(figures, budgets)
