@@ -129,8 +129,9 @@ def main() -> None:
     int8 = args.embedder == "minilm-int8"
     raw, counter = (Embedder(threads=1, int8=True) if int8 else Embedder(threads=1)), default_counter()
     folder = REPO / "samples" / "benchmarks" / args.benchmark
-    source = prepare_workspace(folder, REPO / ".rag" / "bench" / (args.benchmark + ("-minilm-int8" if int8 else "")),
-                               raw, counter)
+    # The slice's own workspace: .rag/bench/<name> may hold the full benchmark (a bench run with RAG_BENCHMARKS).
+    slice_workspace = REPO / ".rag" / "bench" / "slices" / (args.benchmark + ("-minilm-int8" if int8 else ""))
+    source = prepare_workspace(folder, slice_workspace, raw, counter)
     per_copy = source.subchunks
     stored = source.reader.snapshot().index.vectors.to_arrow()
     vectors = dict(zip(stored.column("text_hash").to_pylist(), matrix(stored.column("vector"), raw.dimension)))

@@ -76,12 +76,22 @@ def ingest_benchmark(folder: Path, workspace: Path, embedder, counter: TokenCoun
     settings = benchmark_settings(folder)
     catalog = Catalog(workspace / "catalog.duckdb", entry="rag eval")
     try:
+        _refuse_other_sources(catalog, Path(settings.sources[0]).resolve(), workspace)
         publish_documents(catalog, settings)
         publish_units(catalog, counter, settings)
         return publish_index(catalog, SubchunkIndex(lance_uri or str(workspace / "lancedb")), embedder.encode,
                              counter, settings, embedder.name)
     finally:
         catalog.close()
+
+
+def _refuse_other_sources(catalog: Catalog, docs: Path, workspace: Path) -> None:
+    """A benchmark workspace holds one folder's documents: a publish reads only its own sources, so documents from
+    another folder (the bundled slice, then the full benchmark) would stay and join the corpus the questions search."""
+    others = [s for s in catalog.current_sources() if s != str(docs)]
+    if others:
+        raise ValueError(f"{workspace}: holds the documents of {others[0]}, not of {docs}; remove it or choose "
+                         "another workspace")
 
 
 def open_prepared(name: str, workspace: Path, embedder, counter: TokenCounter, lance_uri: str | None = None,

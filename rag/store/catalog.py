@@ -364,6 +364,10 @@ class Catalog(DocumentTables):
             "AND u.status IN ('current', 'retired') ORDER BY u.valid_from, 2", [doc_id])
         return [VersionEvent(*r) for r in versions], [UnitEvent(*r) for r in units]
 
+    def current_sources(self) -> list[str]:
+        """The sources the current documents were read from (resolved paths, as publish_documents lists them)."""
+        return [s for (s,) in self.rows("SELECT DISTINCT source FROM documents WHERE status = 'current' ORDER BY 1")]
+
     def setting(self, key: str) -> str | None:
         """A workspace setting (such as the embedder its index was built with), or None if never set."""
         (exists,), = self.rows("SELECT count(*) FROM (SELECT table_name AS name FROM duckdb_tables() UNION ALL "

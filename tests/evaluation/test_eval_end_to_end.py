@@ -1,6 +1,7 @@
 """`rag eval` and the Dagster asset on a four-question slice of HotpotQA: every file, every figure, recomputable."""
 import argparse
 import json
+import shutil
 import struct
 from datetime import datetime
 from pathlib import Path
@@ -142,6 +143,21 @@ def test_a_folder_that_is_not_a_benchmark_is_a_one_line_error(tmp_path):
     (tmp_path / "docs.jsonl").write_text("")
     with pytest.raises(CliError, match="no questions.jsonl"):
         rag_eval("--benchmark", str(tmp_path), "--workspace", str(tmp_path / "ws"), "--out", str(tmp_path / "out"))
+
+
+def test_a_benchmark_workspace_refuses_another_folders_documents_and_keeps_its_own(run, tmp_path):
+    from pipelines.cli import CliError
+
+    other = tmp_path / "tiny"
+    shutil.copytree(run["bench"], other)  # the same documents from another folder: they would join the corpus
+    with pytest.raises(CliError, match=f"holds the documents of {run['bench'].resolve()}/docs.jsonl, not of {other}"):
+        rag_eval("--benchmark", str(other), "--workspace", str(run["workspace"]), "--out", str(tmp_path / "out"))
+    catalog = duckdb.connect(str(run["workspace"] / "catalog.duckdb"), read_only=True)
+    try:
+        sources = catalog.execute("SELECT source, count(*) FROM documents WHERE status = 'current' GROUP BY 1").fetchall()
+    finally:
+        catalog.close()
+    assert sources == [(str(run["bench"].resolve() / "docs.jsonl"), run["documents"])]
 
 
 def test_a_workspace_another_process_holds_is_a_one_line_error(run, tmp_path):
