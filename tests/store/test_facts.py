@@ -191,6 +191,28 @@ def test_an_old_catalog_without_facts_computes_them_once(tmp_path, counter):
     catalog.close()
 
 
+def test_an_old_catalog_keeps_its_facts_with_its_fact_ids_made_four_byte_integers(tmp_path, counter):
+    """Fact ids were BIGINT, which DuckDB stores uncompressed in the catalog's 16 KiB blocks: 8 bytes a row twice."""
+    path = tmp_path / "c.duckdb"
+    catalog = Catalog(path)
+    docs = [doc("a", "Alpha", "Alpha mentions Beta.", links=("b",)), doc("b", "Beta", "Beta text mentions Alpha.")]
+    sync(catalog, docs)
+    plan_from_facts(catalog, counter, 4000, True)
+    for table in ("doc_facts", "doc_mentions"):
+        catalog.con.execute(f"ALTER TABLE {table} ALTER fact_id TYPE BIGINT")
+    stored = [catalog.rows(f"SELECT * FROM {t} ORDER BY ALL") for t in ("doc_facts", "doc_mentions")]
+    catalog.close()
+    catalog = Catalog(path)
+    assert catalog.rows("SELECT DISTINCT data_type FROM duckdb_columns() WHERE column_name = 'fact_id'") == [
+        ("INTEGER",)]
+    assert [catalog.rows(f"SELECT * FROM {t} ORDER BY ALL") for t in ("doc_facts", "doc_mentions")] == stored
+    again = plan_from_facts(catalog, counter, 4000, True)
+    assert again.facts_computed == 0 and again.units == plan_units(docs, counter, 4000, True).units
+    sync(catalog, [docs[0], doc("c", "Gamma", "Gamma mentions Alpha.")])
+    assert plan_from_facts(catalog, counter, 4000, True).facts_computed == 1
+    catalog.close()
+
+
 def test_a_link_to_another_acls_document_changes_no_group(tmp_path, counter):
     """Groups follow link counts inside their own (acl, collection) group, so a collection planned alone (a
     partition) gets the same units; the incremental plan still equals the full one."""
