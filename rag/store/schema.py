@@ -98,20 +98,9 @@ def drop_primary_keys(con) -> None:
     keyed = sorted(t for (t,) in con.execute(
         "SELECT DISTINCT table_name FROM duckdb_constraints() WHERE constraint_type = 'PRIMARY KEY' "
         "AND table_name IN (SELECT unnest(?::VARCHAR[]))", [list(KEYLESS)]).fetchall())
-    if not keyed:
-        return
-    con.execute("BEGIN")
-    try:
-        for table in keyed:
-            con.execute(f"CREATE TABLE _keyless_{KEYLESS[table]}")
-            con.execute(f"INSERT INTO _keyless_{table} BY NAME SELECT * FROM {table}")
-            con.execute(f"DROP TABLE {table}")
-            con.execute(f"ALTER TABLE _keyless_{table} RENAME TO {table}")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
-    con.execute("CHECKPOINT")
+    _migrate(con, [statement for table in keyed for statement in (
+        f"CREATE TABLE _keyless_{KEYLESS[table]}", f"INSERT INTO _keyless_{table} BY NAME SELECT * FROM {table}",
+        f"DROP TABLE {table}", f"ALTER TABLE _keyless_{table} RENAME TO {table}")])
 
 
 def narrow_fact_ids(con) -> None:
@@ -119,16 +108,22 @@ def narrow_fact_ids(con) -> None:
     wide = [t for (t,) in con.execute(
         "SELECT table_name FROM duckdb_columns() WHERE table_name IN ('doc_facts', 'doc_mentions') AND schema_name = "
         "'main' AND column_name = 'fact_id' AND data_type = 'BIGINT' ORDER BY 1").fetchall()]
-    if not wide:
+    _migrate(con, [f"ALTER TABLE {table} ALTER fact_id TYPE INTEGER" for table in wide])
+
+
+def _migrate(con, statements: list[str]) -> None:
+    """Run these statements in one transaction and checkpoint (nothing to do: no transaction)."""
+    if not statements:
         return
     con.execute("BEGIN")
     try:
-        for table in wide:
-            con.execute(f"ALTER TABLE {table} ALTER fact_id TYPE INTEGER")
+        for statement in statements:
+            con.execute(statement)
     except BaseException:
         con.execute("ROLLBACK")
         raise
     con.execute("COMMIT")
+    con.execute("CHECKPOINT")
 
 
 def unit_key_sql(alias: str = "") -> str:
