@@ -137,6 +137,22 @@ def test_groups_kept_after_edits_equal_the_groups_a_new_catalog_keeps(tmp_path, 
     fresh.close()
 
 
+def test_signatures_of_another_width_kept_by_an_older_catalog_regroup_each_component_once(tmp_path, counter):
+    """Signatures were 128 bits; they are 64 now (a group row per component is the catalog's widest group column)."""
+    docs = [doc(f"d{i}", f"Title number {i}", f"Text {i} mentions Title number {i + 2}.") for i in range(12)]
+    catalog = Catalog(tmp_path / "c.duckdb")
+    sync(catalog, docs)
+    first = plan_from_facts(catalog, counter, 400, True)
+    held = catalog.rows("SELECT * FROM group_members ORDER BY ALL")
+    assert {len(s) for (s,) in catalog.rows("SELECT signature FROM group_members WHERE signature IS NOT NULL")} == {16}
+    catalog.con.execute("UPDATE group_members SET signature = signature || repeat('0', 16)")   # as kept before
+    upgraded = plan_from_facts(catalog, counter, 400, True)
+    assert (upgraded.replanned, upgraded.units) == (first.components, first.units)
+    assert catalog.rows("SELECT * FROM group_members ORDER BY ALL") == held
+    assert plan_from_facts(catalog, counter, 400, True).replanned == 0
+    catalog.close()
+
+
 def test_a_new_title_links_the_documents_that_already_mention_it(tmp_path, counter):
     catalog = Catalog(tmp_path / "c.duckdb")
     older = [doc("a", "Apples", "A report on Cellular modem provisioning."), doc("b", "Pears", "Nothing here.")]
