@@ -189,6 +189,7 @@ def components(ws: Path) -> dict:
             "lancedb_parts_bytes": {k: v for k, v in sorted(lance.items()) if v},
             "catalog_tables_bytes": catalog_tables(ws / "catalog.duckdb"),
             "catalog_copies_bytes": copies, "catalog_row_groups": catalog_row_groups(ws / "catalog.duckdb"),
+            "catalog_row_group_blocks": catalog_row_group_blocks(ws / "catalog.duckdb"),
             "ratio_catalog_copied": copied_ratio(stored.total() + parts["other"], stored.catalog_bytes, copies, raw),
             "ratio_catalog_due": copied_ratio(stored.total() + parts["other"], stored.catalog_bytes, copies, raw,
                                               GROWTH_SHARE),
@@ -224,12 +225,27 @@ def catalog_tables(path: Path) -> dict[str, int]:
 def catalog_row_groups(path: Path) -> dict[str, int]:
     """Row groups per catalog table: rows a run appends go to a row group of their own, whose blocks stay partly
     empty until the file is copied (the copy cycle's slack)."""
+    return {t: len(groups) for t, groups in catalog_row_group_blocks(path).items()}
+
+
+def catalog_row_group_blocks(path: Path) -> dict[str, list[dict[str, int]]]:
+    """Per catalog table, each row group's rows as stored (deleted ones too: DuckDB keeps them until the row group
+    is rewritten), live rows and blocks: which of the two makes the copy cycle's slack."""
     con = duckdb.connect(str(path), read_only=True)
     try:
-        return {t: con.execute(f"SELECT count(DISTINCT row_group_id) FROM pragma_storage_info('{t}')").fetchall()[0][0]
-                for (t,) in con.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall()}
+        out = {}
+        for (t,) in con.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall():
+            (live,), = con.execute(f"SELECT count(*) FROM {t}").fetchall()
+            groups = con.execute(
+                f"SELECT row_group_id, max(start + count) FILTER (WHERE column_id = 0) - min(start) FILTER (WHERE "
+                f"column_id = 0), count(DISTINCT block_id) FILTER (WHERE block_id >= 0) FROM pragma_storage_info('{t}') "
+                "WHERE segment_type <> 'VALIDITY' GROUP BY 1 ORDER BY 1").fetchall()
+            out[t] = [{"rows": rows, "blocks": blocks} for _, rows, blocks in groups]
+            if out[t]:
+                out[t][0]["live_rows_in_table"] = live
     finally:
         con.close()
+    return out
 
 
 def catalog_copies(path: Path) -> dict[str, int]:
