@@ -19,10 +19,10 @@ from rag.store.object_store import is_object_uri
 # Lance copies a delete's predicate into the new version's manifest and its transaction file, both kept with the
 # version: a publish's delete of ~700 documents' rows by an IN list left ~30 KB a version (bench/storage.py).
 RECORDED_PREDICATE = 256
-# Lance leaves a string column of a short fragment (a publish's ~1,000 rows) uncompressed: 2Wiki's hashes and ids
-# cost 36 and 26 bytes a row there, ~80 B a sub-chunk row against ~44 in the first fragment. zstd (level 9: 3 left
-# ~3 B a row more) holds them at ~46 B in every fragment (bench/storage.py). A table's schema carries it: Lance
-# encodes an append and a compaction by the table's field metadata, so a table made before keeps its encoding.
+# Lance leaves the string columns of a short fragment (a publish's ~1,000 rows) uncompressed: 2Wiki's sub-chunk
+# rows took ~80 B there against ~44 in the first fragment. With zstd, its five re-publishes leave 0.61 MB of
+# sub-chunk data instead of 0.83 (bench/storage.py, session 42). A table's schema carries it: Lance encodes an append
+# and a compaction by the table's field metadata, so a table made before keeps its encoding.
 ZSTD = {"lance-encoding:compression": "zstd", "lance-encoding:compression-level": "9"}
 
 
