@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rag.models.embedders import DEFAULT_EMBEDDER, DIMENSION, EMBEDDERS
-from rag.store.lance_folder import LanceFolder
+from rag.store.lance_folder import LanceFolder, zstd_field
 from rag.store.lance_table import PinnedTable
 from rag.store.object_store import is_object_uri
 from rag.store.settings import as_of_retention
@@ -52,11 +52,11 @@ def schema(embedder: str = DEFAULT_EMBEDDER, recipe: str = SubchunkRecipe().name
     """The sub-chunk table's schema; it names the embedder whose space its texts' vectors are in and the recipe its
     rows were cut by. A table from before the vectors table holds a `vector` column as well (read alike)."""
     return pa.schema([
-        ("doc_id", pa.string()), ("doc_version", pa.string()), ("part", pa.int32()),
+        zstd_field("doc_id", pa.string()), zstd_field("doc_version", pa.string()), ("part", pa.int32()),
         ("member_start", pa.int32()), ("member_end", pa.int32()),
         ("acl", pa.list_(pa.string())), ("collection", pa.string()),
         ("char_start", pa.int32()), ("char_end", pa.int32()), ("tokens", pa.int32()),
-        ("text_hash", pa.string()),
+        zstd_field("text_hash", pa.string()),
     ], metadata={"embedder": embedder, "subchunk_recipe": recipe})
 
 

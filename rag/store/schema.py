@@ -34,14 +34,15 @@ CREATE TABLE IF NOT EXISTS quarantine (
     publish_id BIGINT, severity VARCHAR, source_path VARCHAR, doc_id VARCHAR, reason VARCHAR, seen_at TIMESTAMP);
 CREATE TABLE IF NOT EXISTS store_identity (store_id VARCHAR NOT NULL);
 CREATE TABLE IF NOT EXISTS text_files (name VARCHAR PRIMARY KEY, rows BIGINT);
--- Planning facts per document version and component groups by signature (see rag.store.facts).
+-- Planning facts per document version and component groups by signature (see rag.store.facts). A fact id is an
+-- INTEGER (2^31 versions ever planned): with `BLOCK_SIZE` blocks DuckDB stores a BIGINT uncompressed, 8 bytes a row.
 CREATE TABLE IF NOT EXISTS doc_facts (
-    fact_id BIGINT NOT NULL, doc_id VARCHAR NOT NULL, version VARCHAR NOT NULL,
+    fact_id INTEGER NOT NULL, doc_id VARCHAR NOT NULL, version VARCHAR NOT NULL,
     block_tokens INTEGER NOT NULL, text_chars INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS doc_parts (
     doc_id VARCHAR, version VARCHAR, cap INTEGER, part INTEGER, char_start INTEGER, char_end INTEGER, tokens INTEGER);
 DROP TABLE IF EXISTS mention_index;  -- replaced by a substring scan of the stored texts (rag.store.facts)
-CREATE TABLE IF NOT EXISTS doc_mentions (fact_id BIGINT, title VARCHAR);
+CREATE TABLE IF NOT EXISTS doc_mentions (fact_id INTEGER, title VARCHAR);
 CREATE TABLE IF NOT EXISTS mention_titles (title VARCHAR);
 -- Each document's place in its component's groups, the component's signature on its smallest id's row only: an
 -- edit that changes a signature rewrites only the rows that changed (keyed by signature, all were written again).
@@ -83,7 +84,8 @@ def split_source_paths(columns: dict[str, list]) -> dict[str, list]:
 
 # A new catalog file's block size: DuckDB's default (256 KiB) gives each of the ~15 small tables a quarter
 # megabyte at least; 16 KiB (DuckDB's smallest) made a HotpotQA catalog 1.46x -> 1.20x of its text against 64 KiB
-# (bench/storage.py). Existing files keep theirs.
+# (bench/storage.py). Existing files keep theirs. At 16 KiB DuckDB bit-packs no integer column, so an integer costs
+# its width; 32 and 64 KiB blocks bit-pack them but made the whole catalog larger (session 40, docs/storage.md).
 BLOCK_SIZE = 16384
 # Created by the first write of a setting, so opening an older catalog (or a read-only one) needs no migration.
 SETTINGS_SCHEMA = """
@@ -96,15 +98,27 @@ def drop_primary_keys(con) -> None:
     keyed = sorted(t for (t,) in con.execute(
         "SELECT DISTINCT table_name FROM duckdb_constraints() WHERE constraint_type = 'PRIMARY KEY' "
         "AND table_name IN (SELECT unnest(?::VARCHAR[]))", [list(KEYLESS)]).fetchall())
-    if not keyed:
+    _migrate(con, [statement for table in keyed for statement in (
+        f"CREATE TABLE _keyless_{KEYLESS[table]}", f"INSERT INTO _keyless_{table} BY NAME SELECT * FROM {table}",
+        f"DROP TABLE {table}", f"ALTER TABLE _keyless_{table} RENAME TO {table}")])
+
+
+def narrow_fact_ids(con) -> None:
+    """Make an older catalog's BIGINT fact ids INTEGER (see `SCHEMA`) in one transaction: each table written once."""
+    wide = [t for (t,) in con.execute(
+        "SELECT table_name FROM duckdb_columns() WHERE table_name IN ('doc_facts', 'doc_mentions') AND schema_name = "
+        "'main' AND column_name = 'fact_id' AND data_type = 'BIGINT' ORDER BY 1").fetchall()]
+    _migrate(con, [f"ALTER TABLE {table} ALTER fact_id TYPE INTEGER" for table in wide])
+
+
+def _migrate(con, statements: list[str]) -> None:
+    """Run these statements in one transaction and checkpoint (nothing to do: no transaction)."""
+    if not statements:
         return
     con.execute("BEGIN")
     try:
-        for table in keyed:
-            con.execute(f"CREATE TABLE _keyless_{KEYLESS[table]}")
-            con.execute(f"INSERT INTO _keyless_{table} BY NAME SELECT * FROM {table}")
-            con.execute(f"DROP TABLE {table}")
-            con.execute(f"ALTER TABLE _keyless_{table} RENAME TO {table}")
+        for statement in statements:
+            con.execute(statement)
     except BaseException:
         con.execute("ROLLBACK")
         raise

@@ -13,15 +13,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rag.store.lance_folder import zstd_field
+
 VECTORS_TABLE = "vectors"
 DEPARTED_TABLE = "departed_texts"
-DEPARTED_SCHEMA = pa.schema([("text_hash", pa.string()), ("left_at", pa.timestamp("us"))])
+DEPARTED_SCHEMA = pa.schema([zstd_field("text_hash", pa.string()), ("left_at", pa.timestamp("us"))])
 
 
 def vectors_schema(dimension: int, embedder: str) -> pa.Schema:
     # int8: each row scaled so its largest component is ±127; every read scales rows to unit length (cosine ignores
     # scale), so no scale is stored: a quarter of float32.
-    return pa.schema([("text_hash", pa.string()), ("vector", pa.list_(pa.int8(), dimension))],
+    return pa.schema([zstd_field("text_hash", pa.string()), ("vector", pa.list_(pa.int8(), dimension))],
                      metadata={"embedder": embedder})
 
 

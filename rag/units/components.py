@@ -75,4 +75,6 @@ def _signature(ids: list[str], docs: dict[str, PlanDoc], graph: LinkGraph, cap: 
     inside = set(ids)
     key = repr((cap, [(i, docs[i].tokens, graph.degree(i), sorted(graph.neighbours.get(i, set()) & inside))
                       for i in ids]))
-    return hashlib.sha256(key.encode()).hexdigest()[:32]
+    # 64 bits: a signature only tells whether a component changed, and it is the catalog's widest group column
+    # (one row per component); a catalog from before regroups each component once, as after any signature change.
+    return hashlib.sha256(key.encode()).hexdigest()[:16]

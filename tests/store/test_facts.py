@@ -137,6 +137,22 @@ def test_groups_kept_after_edits_equal_the_groups_a_new_catalog_keeps(tmp_path, 
     fresh.close()
 
 
+def test_signatures_of_another_width_kept_by_an_older_catalog_regroup_each_component_once(tmp_path, counter):
+    """Signatures were 128 bits; they are 64 now (a group row per component is the catalog's widest group column)."""
+    docs = [doc(f"d{i}", f"Title number {i}", f"Text {i} mentions Title number {i + 2}.") for i in range(12)]
+    catalog = Catalog(tmp_path / "c.duckdb")
+    sync(catalog, docs)
+    first = plan_from_facts(catalog, counter, 400, True)
+    held = catalog.rows("SELECT * FROM group_members ORDER BY ALL")
+    assert {len(s) for (s,) in catalog.rows("SELECT signature FROM group_members WHERE signature IS NOT NULL")} == {16}
+    catalog.con.execute("UPDATE group_members SET signature = signature || repeat('0', 16)")   # as kept before
+    upgraded = plan_from_facts(catalog, counter, 400, True)
+    assert (upgraded.replanned, upgraded.units) == (first.components, first.units)
+    assert catalog.rows("SELECT * FROM group_members ORDER BY ALL") == held
+    assert plan_from_facts(catalog, counter, 400, True).replanned == 0
+    catalog.close()
+
+
 def test_a_new_title_links_the_documents_that_already_mention_it(tmp_path, counter):
     catalog = Catalog(tmp_path / "c.duckdb")
     older = [doc("a", "Apples", "A report on Cellular modem provisioning."), doc("b", "Pears", "Nothing here.")]
@@ -188,6 +204,28 @@ def test_an_old_catalog_without_facts_computes_them_once(tmp_path, counter):
     first = plan_from_facts(catalog, counter, 4000, True)
     assert first.facts_computed == 2 and first.units == plan_units(docs, counter, 4000, True).units
     assert plan_from_facts(catalog, counter, 4000, True).facts_computed == 0
+    catalog.close()
+
+
+def test_an_old_catalog_keeps_its_facts_with_its_fact_ids_made_four_byte_integers(tmp_path, counter):
+    """Fact ids were BIGINT, which DuckDB stores uncompressed in the catalog's 16 KiB blocks: 8 bytes a row twice."""
+    path = tmp_path / "c.duckdb"
+    catalog = Catalog(path)
+    docs = [doc("a", "Alpha", "Alpha mentions Beta.", links=("b",)), doc("b", "Beta", "Beta text mentions Alpha.")]
+    sync(catalog, docs)
+    plan_from_facts(catalog, counter, 4000, True)
+    for table in ("doc_facts", "doc_mentions"):
+        catalog.con.execute(f"ALTER TABLE {table} ALTER fact_id TYPE BIGINT")
+    stored = [catalog.rows(f"SELECT * FROM {t} ORDER BY ALL") for t in ("doc_facts", "doc_mentions")]
+    catalog.close()
+    catalog = Catalog(path)
+    assert catalog.rows("SELECT DISTINCT data_type FROM duckdb_columns() WHERE column_name = 'fact_id'") == [
+        ("INTEGER",)]
+    assert [catalog.rows(f"SELECT * FROM {t} ORDER BY ALL") for t in ("doc_facts", "doc_mentions")] == stored
+    again = plan_from_facts(catalog, counter, 4000, True)
+    assert again.facts_computed == 0 and again.units == plan_units(docs, counter, 4000, True).units
+    sync(catalog, [docs[0], doc("c", "Gamma", "Gamma mentions Alpha.")])
+    assert plan_from_facts(catalog, counter, 4000, True).facts_computed == 1
     catalog.close()
 
 

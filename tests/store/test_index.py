@@ -2,13 +2,14 @@
 past the rows that held it for the retention; an older table with vectors in its rows moves them there once, and one
 keyed by unit version is re-written keyed by document version."""
 from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
 from rag.retrieval.vectors import load_state
-from rag.store.index import CACHE_TABLE, TABLE, SubchunkIndex, SubchunkRow, pairs_predicate
+from rag.store.index import CACHE_TABLE, SCHEMA, TABLE, SubchunkIndex, SubchunkRow, pairs_predicate
 
 
 def rows_for(doc: str, version: str, acl: tuple[str, ...], n: int) -> list[SubchunkRow]:
@@ -232,3 +233,32 @@ def test_a_delete_of_many_documents_keeps_its_long_predicate_out_of_the_versions
     for sub, old in zip(("_versions", "_transactions"), kept):
         added = {n: s for n, s in listed(sub).items() if n not in old}
         assert len(added) == 1 and max(added.values()) < len(predicate) / 4
+
+
+def test_a_publish_of_a_thousand_rows_stores_its_ids_and_hashes_compressed_and_a_table_made_before_still_takes_them(
+        tmp_path):
+    """Lance leaves a short fragment's strings uncompressed unless the table's schema asks for zstd; a table made
+    before keeps its encoding and reads and appends as before."""
+    import hashlib
+
+    import lance
+
+    def publish(n0: int) -> list[SubchunkRow]:
+        ids = [hashlib.md5(str(i).encode()).hexdigest() for i in range(n0, n0 + 1000)]
+        return [SubchunkRow(f"doc:{h[:16]}", "1", 0, 0, 99, ("g1",), "c", 0, 99, 20, h[::-1]) for h in ids]
+
+    def last_fragment_bytes(index: SubchunkIndex) -> int:
+        dataset = index.table.to_lance()
+        return sum((Path(dataset.uri) / "data" / f.path).stat().st_size
+                   for f in dataset.get_fragments()[-1].data_files())
+
+    new = SubchunkIndex(tmp_path / "new")
+    old_table = pa.schema([f.remove_metadata() for f in SCHEMA], metadata=SCHEMA.metadata)
+    lance.write_dataset(old_table.empty_table(), str(tmp_path / "old" / f"{TABLE}.lance"), schema=old_table)
+    old = SubchunkIndex(tmp_path / "old")
+    for index in (new, old):
+        for n0 in (0, 1000):
+            index.add(publish(n0), unit_vectors(1000, n0))
+    assert last_fragment_bytes(new) < 0.7 * last_fragment_bytes(old)
+    assert new.member_keys() == old.member_keys() and len(new.member_keys()) == 2000
+    assert new.rows_of_docs([publish(1000)[5].doc_id], [])[0].num_rows == 1

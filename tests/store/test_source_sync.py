@@ -110,6 +110,23 @@ def test_records_kept_line_by_line_after_edits_equal_the_records_of_a_full_rerea
     assert len(catalog.rows(stored)) == 51
 
 
+def test_line_hashes_of_another_width_kept_by_an_older_catalog_make_its_lines_parsed_once_and_change_nothing(
+        tmp_path, settled):
+    """Line hashes were 128 bits; they are 64 now (a JSONL line's record kept them, its widest column)."""
+    lines = [line(f"j{i}", 1, f"Line {i}.") for i in range(30)]
+    src, catalog, _ = published(tmp_path, {"many.jsonl": "\n".join(lines) + "\n"})
+    assert {len(h) for (h,) in catalog.rows("SELECT line_hash FROM source_records")} == {16}
+    before = documents(catalog), catalog.rows("SELECT * EXCLUDE (line_hash) FROM source_records ORDER BY position")
+    catalog.con.execute("UPDATE source_records SET line_hash = line_hash || repeat('0', 16)")   # as kept before
+    catalog.con.execute("UPDATE source_files SET content_hash = 'digest of the 128-bit line hashes'")
+    os.utime(src / "many.jsonl", ns=(10**18, 10**18))
+    upgraded = run(catalog, src)
+    assert upgraded.reading["lines_parsed"] == 30 and (upgraded.new, upgraded.updated_in_place) == ([], [])
+    assert (documents(catalog), catalog.rows("SELECT * EXCLUDE (line_hash) FROM source_records ORDER BY position")
+            ) == before
+    assert run(catalog, src).reading["lines_parsed"] == 0
+
+
 def test_a_removed_file_deletes_its_documents_from_the_list_of_files(tmp_path, settled):
     src, catalog, _ = published(tmp_path, {"a.md": md("a", 1, "Alpha."), "b.md": md("b", 1, "Beta.")})
     (src / "b.md").unlink()
