@@ -212,22 +212,25 @@ class Catalog(DocumentTables, UnitReads):
     def stage_units(self, publish_id: int, plan: UnitPlan) -> UnitChanges:
         """Write the plan's new or changed units as pending; they become visible only at commit."""
         current = self.current_units()
+        changes = UnitChanges()
+        planned, changed = set(), []
+        for unit in plan.units:
+            planned.add(unit.unit_id)
+            cur = current.get(unit.unit_id)
+            if cur and cur[1] == unit.content_hash:
+                changes.unchanged += 1
+            else:
+                changed.append(unit)
         with self.transaction():
             self.con.execute("UPDATE units SET status = 'abandoned' WHERE status = 'pending'")
-            latest = dict(self.rows("SELECT unit_id, max(unit_version) FROM units GROUP BY unit_id"))
-            changes = UnitChanges()
-            planned, staged = set(), []
-            for unit in plan.units:
-                planned.add(unit.unit_id)
-                cur = current.get(unit.unit_id)
-                if cur and cur[1] == unit.content_hash:
-                    changes.unchanged += 1
-                    continue
-                version = latest.get(unit.unit_id, 0) + 1
-                staged.append((unit, version))
+            # the newest version of the changed units only (a retired unit's stays, for numbering)
+            latest = dict(self.rows("SELECT unit_id, max(unit_version) FROM units WHERE unit_id IN (SELECT unnest(?)) "
+                                    "GROUP BY unit_id", [[u.unit_id for u in changed]]))
+            staged = [(unit, latest.get(unit.unit_id, 0) + 1) for unit in changed]
+            for unit, version in staged:
                 changes.published.append((unit.unit_id, version))
-                if cur:
-                    changes.retired.append((unit.unit_id, cur[0]))
+                if unit.unit_id in current:
+                    changes.retired.append((unit.unit_id, current[unit.unit_id][0]))
             self._insert_units(publish_id, staged)
             changes.retired += [(u, v) for u, (v, _) in current.items() if u not in planned]
             # Only until the index step commits them (commit_units clears it): which unit a publish made is in

@@ -1,6 +1,11 @@
 """The index step reads the rows of the documents a publish changed, not every row, and falls back to comparing
 every row with every unit once a run stopped halfway."""
+import tempfile
+from pathlib import Path
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rag.models.tokens import default_counter
 from rag.store import consistency
@@ -101,3 +106,47 @@ def test_a_run_stopped_after_committing_its_units_is_repaired_by_a_next_run_that
     assert_in_step(workspace)   # the old version's rows were found by comparing every row with every unit
     assert index.asked == [None, None]
     assert publish(workspace, src, embedder).asked == [set(), set()]
+
+
+EDITS = st.lists(st.tuples(st.sampled_from(["revise", "delete", "add", "regroup", "relink"]), st.integers(0, 5)),
+                 min_size=1, max_size=3)
+
+
+@pytest.mark.slow
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rounds=st.lists(EDITS, min_size=2, max_size=4))
+def test_after_random_edits_each_publish_reads_only_the_change_and_leaves_every_row_in_step(rounds, embedder):
+    """Edits, deletions, additions, ACL changes in place (rows re-keyed) and link changes (units re-grouped)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src, workspace = Path(tmp) / "src", Path(tmp) / "ws"
+        src.mkdir()
+        workspace.mkdir()
+        docs = {i: {"version": 1, "acl": "ops", "link": None, "text": f"Pump {i} is inspected every {i + 2} weeks."}
+                for i in range(6)}
+
+        def write_all():
+            for old in src.glob("*.md"):
+                old.unlink()
+            for i, d in docs.items():
+                links = f"links: [doc-{d['link']}]\n" if d["link"] is not None else ""
+                (src / f"doc-{i}.md").write_text(
+                    f"---\nid: doc-{i}\ntitle: Title of doc-{i}\nversion: \"{d['version']}\"\nacl: [{d['acl']}]\n"
+                    f"{links}---\n{d['text']}\n")
+
+        write_all()
+        assert publish(workspace, src, embedder).asked == [None, None]
+        for n, edits in enumerate(rounds):
+            for kind, i in edits:
+                if kind == "add" or i not in docs:
+                    docs[i] = {"version": 1, "acl": "ops", "link": None, "text": f"Valve {i} opens at {n} bar."}
+                elif kind == "delete" and len(docs) > 1:
+                    del docs[i]
+                elif kind == "revise":
+                    docs[i] = dict(docs[i], version=docs[i]["version"] + 1, text=f"{docs[i]['text']} Revised {n}.")
+                elif kind == "regroup":   # the same version under another ACL: its rows are written again
+                    docs[i] = dict(docs[i], acl="ops" if docs[i]["acl"] == "field" else "field")
+                elif kind == "relink":
+                    docs[i] = dict(docs[i], link=(i + n + 1) % 6)
+            write_all()
+            assert None not in publish(workspace, src, embedder).asked   # the change's rows only
+            assert_in_step(workspace)
