@@ -32,8 +32,10 @@ class UnitReads:
             "LEFT JOIN (SELECT unnest(units_retired) AS k FROM publish_log WHERE publish_id = ?) r "
             f"ON r.k = {unit_key_sql('u')} WHERE u.status = 'abandoned' OR r.k IS NOT NULL", [publish_id])}
 
-    def index_in_step(self, publish_id: int) -> bool:
-        """Whether the publish before this one brought the index to its units: no run since stopped halfway."""
-        rows = self.rows("SELECT index_synced FROM publish_log WHERE publish_id < ? ORDER BY publish_id DESC LIMIT 1",
-                         [publish_id])
-        return bool(rows and rows[0][0])
+    def synced_lance_version(self, publish_id: int) -> int | None:
+        """The index version the publish before this one left, if its index step brought every row to its units
+        (None when a run since stopped halfway, or it never did)."""
+        rows = self.rows("SELECT lance_version FROM publish_log WHERE publish_id < ? AND index_synced "
+                         "AND publish_id = (SELECT max(publish_id) FROM publish_log WHERE publish_id < ?)",
+                         [publish_id, publish_id])
+        return rows[0][0] if rows else None

@@ -101,6 +101,7 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     whose vectors are re-used (a document moved between collections or copied into several is embedded once).
     """
     publish_id = catalog.running_publish()
+    left = index.version
     index.separate_vectors()
     index.drop_unused_columns()
     before = index_identity(catalog, index)
@@ -108,9 +109,11 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     rechunked = switch_recipe(index, settings.recipe)
     rekeyed = index.rekey()
     foreign = adopt_index(catalog, index)
-    # The change alone, when the index was in step with the catalog before this publish and still is: else (a run
-    # stopped halfway, another embedder, recipe or store) every live unit is diffed against every row.
-    step = not settings.rescan and before == index_identity(catalog, index) and catalog.index_in_step(publish_id)
+    # The change alone, when the index is as the publish before left it, in step with the catalog: else (a run
+    # stopped halfway, an index folder put back, another embedder, recipe or store) every live unit is compared
+    # with every row.
+    step = not settings.rescan and before == index_identity(catalog, index) and left == index.version and \
+        catalog.synced_lance_version(publish_id) == left
     live = catalog.live_units(statuses=("pending",) if step else ("current", "pending"))
     wanted = live_members(live)
     leaving = catalog.leaving_documents(publish_id) | {k[0] for k in wanted} if step else None

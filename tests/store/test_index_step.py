@@ -1,5 +1,6 @@
 """The index step reads the rows of the documents a publish changed, not every row, and falls back to comparing
 every row with every unit once a run stopped halfway."""
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -106,6 +107,18 @@ def test_a_run_stopped_after_committing_its_units_is_repaired_by_a_next_run_that
     assert_in_step(workspace)   # the old version's rows were found by comparing every row with every unit
     assert index.asked == [None, None]
     assert publish(workspace, src, embedder).asked == [set(), set()]
+
+
+def test_an_index_folder_put_back_to_an_older_copy_is_compared_whole_by_the_next_publish(corpus, embedder):
+    src, workspace = corpus
+    shutil.copytree(workspace / "lancedb", workspace.parent / "lancedb-copy")
+    write(src, "doc-1", "Pump 1 is inspected daily. Its seals are replaced monthly.", version=2)
+    publish(workspace, src, embedder)
+    shutil.rmtree(workspace / "lancedb")
+    shutil.copytree(workspace.parent / "lancedb-copy", workspace / "lancedb")
+    index = publish(workspace, src, embedder)
+    assert_in_step(workspace)   # doc-1's version 2 has its rows again, version 1's are gone
+    assert index.asked == [None, None]
 
 
 EDITS = st.lists(st.tuples(st.sampled_from(["revise", "delete", "add", "regroup", "relink"]), st.integers(0, 5)),
