@@ -15,6 +15,7 @@ import pyarrow as pa
 from rag.sources.documents import Rejected
 from rag.store.catalog_documents import DocumentTables
 from rag.store.catalog_file import close_connection, connect_writer
+from rag.store.catalog_unit_reads import UnitReads
 from rag.store.held_read_state import HeldState, open_held
 from rag.store.rows import MemberRow, UnitChanges, UnitEvent, VersionEvent
 from rag.store.schema import SCHEMA, SETTINGS_SCHEMA, drop_primary_keys, narrow_fact_ids, unit_key_sql
@@ -22,7 +23,7 @@ from rag.store.settings import as_of_retention
 from rag.store.snapshot_files import SnapshotInfo, publish_snapshot, registered
 from rag.store.text_store import VIEW, TextStore
 from rag.store.writer_lock import WriterLock
-from rag.units.long_units import Member, Unit, UnitPlan, split_unit_key, unit_key
+from rag.units.long_units import Unit, UnitPlan, split_unit_key, unit_key
 
 
 def _split_keys(unit_keys: list[str]) -> tuple[list[str], list[int]]:
@@ -40,7 +41,7 @@ class CatalogError(RuntimeError):
     """The catalog file cannot be opened (not a DuckDB file, a folder, unreadable)."""
 
 
-class Catalog(DocumentTables):
+class Catalog(DocumentTables, UnitReads):
     """The writer's catalog (holding the workspace's writer lock), or a read-only published snapshot of it.
 
     `path` is always the workspace's `catalog.duckdb`, so caches keyed by it survive new snapshots;
@@ -211,22 +212,25 @@ class Catalog(DocumentTables):
     def stage_units(self, publish_id: int, plan: UnitPlan) -> UnitChanges:
         """Write the plan's new or changed units as pending; they become visible only at commit."""
         current = self.current_units()
+        changes = UnitChanges()
+        planned, changed = set(), []
+        for unit in plan.units:
+            planned.add(unit.unit_id)
+            cur = current.get(unit.unit_id)
+            if cur and cur[1] == unit.content_hash:
+                changes.unchanged += 1
+            else:
+                changed.append(unit)
         with self.transaction():
             self.con.execute("UPDATE units SET status = 'abandoned' WHERE status = 'pending'")
-            latest = dict(self.rows("SELECT unit_id, max(unit_version) FROM units GROUP BY unit_id"))
-            changes = UnitChanges()
-            planned, staged = set(), []
-            for unit in plan.units:
-                planned.add(unit.unit_id)
-                cur = current.get(unit.unit_id)
-                if cur and cur[1] == unit.content_hash:
-                    changes.unchanged += 1
-                    continue
-                version = latest.get(unit.unit_id, 0) + 1
-                staged.append((unit, version))
+            # the newest version of the changed units only (a retired unit's stays, for numbering)
+            latest = dict(self.rows("SELECT unit_id, max(unit_version) FROM units WHERE unit_id IN (SELECT unnest(?)) "
+                                    "GROUP BY unit_id", [[u.unit_id for u in changed]]))
+            staged = [(unit, latest.get(unit.unit_id, 0) + 1) for unit in changed]
+            for unit, version in staged:
                 changes.published.append((unit.unit_id, version))
-                if cur:
-                    changes.retired.append((unit.unit_id, cur[0]))
+                if unit.unit_id in current:
+                    changes.retired.append((unit.unit_id, current[unit.unit_id][0]))
             self._insert_units(publish_id, staged)
             changes.retired += [(u, v) for u, (v, _) in current.items() if u not in planned]
             # Only until the index step commits them (commit_units clears it): which unit a publish made is in
@@ -252,17 +256,6 @@ class Catalog(DocumentTables):
             "char_start": [m.start for *_, m in members], "char_end": [m.end for *_, m in members],
             "tokens": [m.tokens for *_, m in members]})
 
-    def live_units(self) -> dict[str, list[tuple]]:
-        """Units that must have rows in the index (current and pending), with their members."""
-        rows = self.rows(
-            f"SELECT {unit_key_sql('u')}, u.acl, u.collection, m.doc_id, m.doc_version, m.part, "
-            "m.char_start, m.char_end, m.tokens FROM units u JOIN unit_members m USING (unit_id, unit_version) "
-            "WHERE u.status IN ('current', 'pending') ORDER BY 1, m.position")
-        out: dict[str, list[tuple]] = {}
-        for key, acl, coll, *member in rows:
-            out.setdefault(key, []).append((tuple(acl), coll, Member(*member)))
-        return out
-
     def commit_units(self, publish_id: int, lance_version: int, embedded: int) -> None:
         """Make the pending units current and retire the ones they replace, atomically."""
         (retired,), = self.rows("SELECT units_retired FROM publish_log WHERE publish_id = ?", [publish_id])
@@ -283,8 +276,10 @@ class Catalog(DocumentTables):
         rows = self.rows("SELECT max(publish_id) FROM publish_log WHERE status = 'running'")
         return rows[0][0] or self.begin_publish([])
 
-    def set_lance_version(self, publish_id: int, lance_version: int) -> None:
-        self.con.execute("UPDATE publish_log SET lance_version = ? WHERE publish_id = ?", [lance_version, publish_id])
+    def index_synced(self, publish_id: int, lance_version: int) -> None:
+        """Record the index version this publish left, whose rows are exactly its current units' members."""
+        self.con.execute("UPDATE publish_log SET lance_version = ?, index_synced = true WHERE publish_id = ?",
+                         [lance_version, publish_id])
 
     def finish_failed(self, publish_id: int) -> None:
         self.con.execute("UPDATE publish_log SET status = 'failed', finished_at = ? WHERE publish_id = ?",

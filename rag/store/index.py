@@ -232,9 +232,9 @@ class SubchunkIndex:
     def count(self) -> int:
         return self.table.count_rows()
 
-    def member_keys(self) -> set[MemberKey]:
-        """The members whose rows the table holds."""
-        return set(member_keys(self.table.to_lance().to_table(columns=KEY_COLUMNS)))
+    def member_keys(self, doc_ids: set[str] | None = None) -> set[MemberKey]:
+        """The members whose rows the table holds (of these documents only, through the doc_id B-tree, if given)."""
+        return set(member_keys(self.table.to_lance().to_table(columns=KEY_COLUMNS, filter=docs_predicate(doc_ids))))
 
     def rows(self, columns: list[str], filter: pc.Expression | None = None, dataset=None) -> tuple[pa.Table, pa.Array]:
         """These columns of the rows (of `dataset`, a version of the table; the table by default) that pass the
@@ -298,18 +298,20 @@ class SubchunkIndex:
         cols["acl"] = [list(a) for a in cols["acl"]]
         self.table.add(pa.table(cols, schema=self.table.schema))
 
-    def remove_stale(self, live: set[MemberKey]) -> tuple[int, set[MemberKey]]:
-        """Delete the rows of every document version holding a member no live unit has; the texts no remaining
-        row holds are marked as left from now (their vectors stay for the retention: every vector ever computed
-        and kept is in the vectors table). Returns the rows deleted and the live members among them, whose rows
-        the caller writes again (a member whose unit's ACL or range changed in place; rare)."""
-        data = self.table.to_lance().to_table(columns=[*KEY_COLUMNS, "text_hash"])
+    def remove_stale(self, live: set[MemberKey], doc_ids: set[str] | None = None) -> tuple[int, set[MemberKey]]:
+        """Delete the rows of every document version holding a member no live unit has (among these documents'
+        rows, if given: `live` then needs only their members); the texts no remaining row holds are marked as left
+        from now (their vectors stay for the retention: every vector ever computed and kept is in the vectors
+        table). Returns the rows deleted and the live members among them, whose rows the caller writes again (a
+        member whose unit's ACL or range changed in place; rare)."""
+        data = self.table.to_lance().to_table(columns=[*KEY_COLUMNS, "text_hash"], filter=docs_predicate(doc_ids))
         keys = member_keys(data)
         stale = {(k[0], k[1]) for k in set(keys) - live}
         if not stale:
             return 0, set()
         gone = np.fromiter(((k[0], k[1]) in stale for k in keys), dtype=bool, count=len(keys))
         hashes = np.asarray(data.column("text_hash").to_pylist(), dtype=object)
+        # A text another document's row still holds may be marked too: `expire` keeps the vector of a held text.
         mark_departed(self.departed, sorted(set(hashes[gone]) - set(hashes[~gone])))
         self.table.delete(pairs_predicate(stale))
         return int(gone.sum()), {k for k in live if (k[0], k[1]) in stale}
@@ -380,6 +382,13 @@ class SubchunkIndex:
     def row_facts(self) -> pa.Table:
         """What the consistency checks compare with the catalog, for every row."""
         return self.table.to_lance().to_table(columns=[*KEY_COLUMNS, "char_start", "char_end", "text_hash"])
+
+
+def docs_predicate(doc_ids: set[str] | None) -> str | None:
+    """A Lance filter for these documents' rows (None: every row; `false` for none)."""
+    if doc_ids is None:
+        return None
+    return f"doc_id IN ({sql_list(doc_ids)})" if doc_ids else "false"
 
 
 def pairs_predicate(pairs: set[tuple[str, str]]) -> str:

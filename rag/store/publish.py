@@ -101,24 +101,34 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     whose vectors are re-used (a document moved between collections or copied into several is embedded once).
     """
     publish_id = catalog.running_publish()
+    left = index.version
     index.separate_vectors()
     index.drop_unused_columns()
+    before = index_identity(catalog, index)
     replaced = switch_vector_space(catalog, index, embedder)
     rechunked = switch_recipe(index, settings.recipe)
     rekeyed = index.rekey()
     foreign = adopt_index(catalog, index)
-    live = catalog.live_units()
+    # The change alone, when the index is as the publish before left it, in step with the catalog: else (a run
+    # stopped halfway, an index folder put back, another embedder, recipe or store) every live unit is compared
+    # with every row.
+    step = not settings.rescan and before == index_identity(catalog, index) and left == index.version and \
+        catalog.synced_lance_version(publish_id) == left
+    live = catalog.live_units(statuses=("pending",) if step else ("current", "pending"))
     wanted = live_members(live)
-    missing = set(wanted) - index.member_keys()
+    leaving = catalog.leaving_documents(publish_id) | {k[0] for k in wanted} if step else None
+    missing = set(wanted) - index.member_keys({k[0] for k in wanted} if step else None)
     rows, texts = subchunk_rows(members_of(wanted, missing), catalog, counter, settings)
     embedded = add_rows(index, rows, texts, embed, siblings)
     catalog.commit_units(publish_id, index.version, embedded)
-    removed, refill = index.remove_stale(set(membership_keys(catalog.unit_membership())))
+    near = live_members(catalog.live_units(sorted(leaving))) if step else wanted
+    removed, refill = index.remove_stale(set(near) if step else set(membership_keys(catalog.unit_membership())),
+                                         leaving)
     if refill:  # rows of current members that shared a document version with stale ones: their vectors are kept
-        embedded += add_rows(index, *subchunk_rows(members_of(wanted, refill), catalog, counter, settings), embed,
+        embedded += add_rows(index, *subchunk_rows(members_of(near, refill), catalog, counter, settings), embed,
                              siblings)
     index.ensure_indexes(catalog.as_of_versions())  # this publish's too: an as-of read may have just opened it
-    catalog.set_lance_version(publish_id, index.version)
+    catalog.index_synced(publish_id, index.version)
     catalog.publish_snapshot(publish_id, index.version)
     indexed = sum(any(member_key(acl, coll, m) in missing for acl, coll, m in entries) for entries in live.values())
     return IndexReport(index.count(), embedded, len(rows) - embedded, indexed, removed, index.version,
@@ -158,6 +168,11 @@ def live_members(live: dict[str, list[tuple]]) -> dict[MemberKey, tuple]:
     """The members of the live units by member key; a member two units share (an unchanged one of a re-grouped
     unit, in its current and its pending version) has one set of rows."""
     return {member_key(acl, coll, m): (acl, coll, m) for entries in live.values() for acl, coll, m in entries}
+
+
+def index_identity(catalog: Catalog, index: SubchunkIndex) -> tuple:
+    """What makes the index's rows comparable with the catalog's units: its vector space, recipe, keys, store."""
+    return index.embedder, index.dimension, index.recipe, index.unit_keyed, index.store_id() == catalog.store_id()
 
 
 def switch_vector_space(catalog: Catalog, index: SubchunkIndex, embedder: str) -> str | None:

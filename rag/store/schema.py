@@ -30,6 +30,8 @@ CREATE TABLE IF NOT EXISTS publish_log (
     units_retired VARCHAR[], subchunks_embedded INTEGER, lance_version BIGINT);
 -- Units a publish made are the ones whose publish_id is its own; the list of their keys it once kept goes.
 ALTER TABLE publish_log DROP COLUMN IF EXISTS units_published;
+-- Set once a publish's index step brought every row to its units: the next publish's index step reads the change only.
+ALTER TABLE publish_log ADD COLUMN IF NOT EXISTS index_synced BOOLEAN;
 CREATE TABLE IF NOT EXISTS quarantine (
     publish_id BIGINT, severity VARCHAR, source_path VARCHAR, doc_id VARCHAR, reason VARCHAR, seen_at TIMESTAMP);
 CREATE TABLE IF NOT EXISTS store_identity (store_id VARCHAR NOT NULL);
