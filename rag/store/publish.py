@@ -109,11 +109,7 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     rechunked = switch_recipe(index, settings.recipe)
     rekeyed = index.rekey()
     foreign = adopt_index(catalog, index)
-    # The change alone, when the index is as the publish before left it, in step with the catalog: else (a run
-    # stopped halfway, an index folder put back, another embedder, recipe or store) every live unit is compared
-    # with every row.
-    step = not settings.rescan and before == index_identity(catalog, index) and left == index.version and \
-        catalog.synced_lance_version(publish_id) == left
+    step = _in_step(catalog, index, settings, publish_id, left, before)
     live = catalog.live_units(statuses=("pending",) if step else ("current", "pending"))
     wanted = live_members(live)
     leaving = catalog.leaving_documents(publish_id) | {k[0] for k in wanted} if step else None
@@ -133,6 +129,15 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     indexed = sum(any(member_key(acl, coll, m) in missing for acl, coll, m in entries) for entries in live.values())
     return IndexReport(index.count(), embedded, len(rows) - embedded, indexed, removed, index.version,
                        embedder, replaced, foreign, rechunked, rekeyed)
+
+
+def _in_step(catalog: Catalog, index: SubchunkIndex, settings: IngestSettings, publish_id: int, left: int,
+             before: tuple) -> bool:
+    """Whether the index is as the publish before left it, in step with the catalog, so the step reads the change
+    alone; else (a run stopped halfway, an index folder put back, another embedder, recipe or store) every live unit
+    is compared with every row."""
+    return (not settings.rescan and before == index_identity(catalog, index) and left == index.version
+            and catalog.synced_lance_version(publish_id) == left)
 
 
 def add_rows(index: SubchunkIndex, rows: list[SubchunkRow], texts: list[str], embed: Callable[[list[str]], np.ndarray],
