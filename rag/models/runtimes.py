@@ -62,6 +62,10 @@ class OpenVinoGraph:
                   "INFERENCE_PRECISION_HINT": precision}
         self.model = core.compile_model(core.read_model(str(graph), str(weights)), "CPU", config)
         self._requests = threading.local()   # a request runs one inference at a time: one per calling thread
+        # The binding sets itself up (numpy's API, its result types) at a process's first inference; two threads
+        # making theirs at once deadlocked there (one waits for the GIL inside a call-once, the other holds the GIL
+        # at a static's guard), so the first runs here, on one thread.
+        self({port.any_name: np.zeros((1, 1), dtype=port.get_element_type().to_dtype()) for port in self.model.inputs})
 
     def __call__(self, feeds: Feeds) -> np.ndarray:
         request = getattr(self._requests, "request", None)
