@@ -71,17 +71,18 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
         elsewhere = (lambda: published_elsewhere(source_settings.workspace, part)) if part else None
         with catalog.open(part) as cat:
             plan, changes = publish_units(cat, embedder.counter(), settings, elsewhere)
-        sizes = [u.tokens for u in plan.units]
+        units = plan.sizes()
+        sizes = [t for t, _ in units]
         for doc_id, link in plan.missing_links:
             context.log.warning(f"{doc_id}: link to missing document '{link}'"
                                 + (" (in no partition published so far)" if part else ""))
         return dg.MaterializeResult(metadata={
-            "units": len(plan.units),
+            "units": len(units),
             "published": len(changes.published),
             "retired": len(changes.retired),
             "unchanged": changes.unchanged,
             "unit_cap_tokens": settings.unit_cap,
-            "mean_members_per_unit": round(sum(len(u.members) for u in plan.units) / max(len(plan.units), 1), 2),
+            "mean_members_per_unit": round(sum(n for _, n in units) / max(len(units), 1), 2),
             "max_unit_tokens": max(sizes, default=0),
             "missing_links": len(plan.missing_links),
             **({"cross_collection_links": len(plan.cross_links)} if part else {}),

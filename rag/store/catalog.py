@@ -209,8 +209,8 @@ class Catalog(DocumentTables, UnitReads):
         return {u: (v, h) for u, v, h in self.rows(
             "SELECT unit_id, unit_version, content_hash FROM units WHERE status = 'current'")}
 
-    def stage_units(self, publish_id: int, plan: UnitPlan) -> UnitChanges:
-        """Write the plan's new or changed units as pending; they become visible only at commit."""
+    def stage_units(self, publish_id: int, plan: UnitPlan, inputs: str | None = None) -> UnitChanges:
+        """Write the plan's new or changed units as pending, visible at commit; `inputs` (`plan_inputs`) is kept."""
         current = self.current_units()
         changes = UnitChanges()
         planned, changed = set(), []
@@ -235,8 +235,8 @@ class Catalog(DocumentTables, UnitReads):
             changes.retired += [(u, v) for u, (v, _) in current.items() if u not in planned]
             # Only until the index step commits them (commit_units clears it): which unit a publish made is in
             # `units.publish_id`, so the log keeps no list of keys.
-            self.con.execute("UPDATE publish_log SET units_retired = ? WHERE publish_id = ?",
-                             [[unit_key(u, v) for u, v in changes.retired], publish_id])
+            self.con.execute("UPDATE publish_log SET units_retired = ?, plan_inputs = ? WHERE publish_id = ?",
+                             [[unit_key(u, v) for u, v in changes.retired], inputs, publish_id])
         return changes
 
     def _insert_units(self, publish_id: int, staged: list[tuple[Unit, int]]) -> None:

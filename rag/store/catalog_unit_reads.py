@@ -1,13 +1,17 @@
-"""The catalog's reads of the units a publish touches, so the index step reads the change, not every unit (part of
-Catalog)."""
+"""The catalog's reads of the units a publish touches, so the index step reads the change, not every unit, and what
+lets a publish that changed nothing keep its units (part of Catalog)."""
 from __future__ import annotations
 
 from rag.store.schema import unit_key_sql
 from rag.units.long_units import Member
 
+# Part of the plan inputs: raised when planning makes other units of the same documents, so that no run keeps the
+# units of the code before.
+PLAN_FORMAT = 1
+
 
 class UnitReads:
-    """Reads of `units` and `unit_members` by status and document; mixed into Catalog (its `rows`)."""
+    """Reads of `units` and `unit_members` by status and document; mixed into Catalog (its `rows`, `con`, `transaction`)."""
 
     def live_units(self, doc_ids: list[str] | None = None, statuses: tuple[str, ...] = ("current", "pending")
                    ) -> dict[str, list[tuple]]:
@@ -39,3 +43,42 @@ class UnitReads:
                          "AND publish_id = (SELECT max(publish_id) FROM publish_log WHERE publish_id < ?)",
                          [publish_id, publish_id])
         return rows[0][0] if rows else None
+
+    def plan_inputs(self, cap: int, derive_links: bool) -> str:
+        """What the unit plan is a function of: every current version's planning fields, the cap, derived links."""
+        (count, digest), = self.rows(
+            "SELECT count(*), coalesce(bit_xor(hash(doc_id, version, title, content_hash, acl, collection, links)), 0) "
+            "FROM documents WHERE status = 'current'")
+        return f"{PLAN_FORMAT}:{cap}:{derive_links}:{count}:{digest}"
+
+    def planned_from(self, publish_id: int) -> str | None:
+        """The plan inputs of the last publish before this one that committed its units (their current units)."""
+        rows = self.rows("SELECT plan_inputs FROM publish_log WHERE publish_id = (SELECT max(publish_id) "
+                         "FROM publish_log WHERE publish_id < ? AND status = 'published')", [publish_id])
+        return rows[0][0] if rows else None
+
+    def keep_units(self, publish_id: int, inputs: str) -> None:
+        """Stage no unit: the current units are the plan of these inputs (a publish that changed nothing)."""
+        with self.transaction():
+            self.con.execute("UPDATE units SET status = 'abandoned' WHERE status = 'pending'")
+            self.con.execute("UPDATE publish_log SET units_retired = [], plan_inputs = ? WHERE publish_id = ?",
+                             [inputs, publish_id])
+
+    def kept_units(self) -> list[tuple[int, int]]:
+        """(tokens, members) of each current unit, by unit id."""
+        return [(t, n) for _, t, n in self.rows(
+            "SELECT u.unit_id, u.tokens, count(*) FROM units u JOIN unit_members m USING (unit_id, unit_version) "
+            "WHERE u.status = 'current' GROUP BY ALL ORDER BY 1")]
+
+    def kept_components(self) -> int:
+        """Link-connected components kept in `group_members`: a component's signature is on one member's row."""
+        (n,), = self.rows("SELECT count(signature) FROM group_members")
+        return n
+
+    def missing_links(self) -> list[tuple[str, str]]:
+        """(doc id, link) of each link of a current document to no current document's id or title, sorted."""
+        return self.rows(
+            "WITH d AS (SELECT doc_id, title, links FROM documents WHERE status = 'current'), "
+            "l AS (SELECT doc_id, unnest(links) AS link FROM d) "
+            "SELECT doc_id, link FROM l WHERE link NOT IN (SELECT doc_id FROM d) "
+            "AND link NOT IN (SELECT title FROM d WHERE title IS NOT NULL) ORDER BY 1, 2")

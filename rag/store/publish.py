@@ -80,7 +80,11 @@ def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSetti
     `elsewhere` gives the documents other partitions publish: links to them are cross-collection, not missing.
     """
     publish_id = catalog.running_publish()
-    if settings.rescan:
+    inputs = catalog.plan_inputs(settings.unit_cap, settings.derive_links)
+    kept = not settings.rescan and catalog.planned_from(publish_id) == inputs
+    if kept:   # the current units are the plan of the same documents: a run that changed nothing plans nothing
+        plan = UnitPlan([], catalog.missing_links(), components=catalog.kept_components(), kept=catalog.kept_units())
+    elif settings.rescan:
         plan = plan_units(catalog.current_documents(), counter, settings.unit_cap, settings.derive_links)
     else:
         plan = plan_from_facts(catalog, counter, settings.unit_cap, settings.derive_links)
@@ -88,7 +92,10 @@ def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSetti
         plan.cross_links, plan.missing_links = elsewhere().split(plan.missing_links)
     catalog.record_problems(publish_id, "warning", [
         Rejected(doc_id, f"link to missing document '{link}'", doc_id) for doc_id, link in plan.missing_links])
-    return plan, catalog.stage_units(publish_id, plan)
+    if kept:
+        catalog.keep_units(publish_id, inputs)
+        return plan, UnitChanges(unchanged=len(plan.kept))
+    return plan, catalog.stage_units(publish_id, plan, inputs)
 
 
 def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[str]], np.ndarray],

@@ -32,6 +32,8 @@ CREATE TABLE IF NOT EXISTS publish_log (
 ALTER TABLE publish_log DROP COLUMN IF EXISTS units_published;
 -- Set once a publish's index step brought every row to its units: the next publish's index step reads the change only.
 ALTER TABLE publish_log ADD COLUMN IF NOT EXISTS index_synced BOOLEAN;
+-- What the publish's units were planned from (the catalog's plan_inputs): a next publish with the same keeps them.
+ALTER TABLE publish_log ADD COLUMN IF NOT EXISTS plan_inputs VARCHAR;
 CREATE TABLE IF NOT EXISTS quarantine (
     publish_id BIGINT, severity VARCHAR, source_path VARCHAR, doc_id VARCHAR, reason VARCHAR, seen_at TIMESTAMP);
 CREATE TABLE IF NOT EXISTS store_identity (store_id VARCHAR NOT NULL);

@@ -51,6 +51,11 @@ class UnitPlan:
     components: int = 0   # link-connected components of documents within the cap
     replanned: int = 0    # components grouped in this run (the others kept their groups)
     facts_computed: int = 0  # document versions tokenised and scanned for title mentions in this run
+    kept: list[tuple[int, int]] | None = None  # (tokens, members) of each unit, when a run kept its units unplanned
+
+    def sizes(self) -> list[tuple[int, int]]:
+        """(tokens, members) of each unit, planned or kept."""
+        return self.kept if self.kept is not None else [(u.tokens, len(u.members)) for u in self.units]
 
 
 def render_header(title: str, doc_id: str, version: str, part: int = 0) -> str:

@@ -48,6 +48,11 @@ def test_second_run_over_unchanged_input_embeds_nothing(instance, corpus, worksp
     second, checks = materialize(instance, workspace, [corpus])
     assert second["subchunk_index"]["embedded"] == 0
     assert second["long_units"]["published"] == 0
+    # the second run keeps its units unplanned, and reports them as the run that planned them did
+    same = ("units", "mean_members_per_unit", "max_unit_tokens", "missing_links", "components", "unit_size_histogram")
+    assert {k: second["long_units"][k] for k in same} == {k: first["long_units"][k] for k in same}
+    assert second["long_units"]["unchanged"] == first["long_units"]["units"]
+    assert second["long_units"]["components_replanned"] == second["long_units"]["documents_tokenised"] == 0
     assert second["subchunk_index"]["subchunks"] == first["subchunk_index"]["subchunks"]
     assert all(checks.values())
 

@@ -11,6 +11,8 @@ from rag.models.tokens import default_counter
 from rag.sources.documents import Document
 from rag.store.catalog import Catalog
 from rag.store.facts import CONTAINS_JOIN_TITLES, FactStore, plan_from_facts
+from rag.store.publish import publish_units
+from rag.store.settings import IngestSettings
 from rag.store.source_log import sync_documents
 from rag.text.analysis import mention_spans
 from rag.units.linking import MAX_TITLE_TOKENS, mentioned_titles
@@ -92,6 +94,43 @@ def test_incremental_plan_equals_a_full_replan_after_every_change(counter, histo
                 incremental = plan_from_facts(catalog, counter, cap, derive)
                 assert incremental.units == full.units
                 assert incremental.missing_links == full.missing_links
+        finally:
+            catalog.close()
+
+
+def units_held(catalog):
+    """The catalog's current units, each as its id, content hash, tokens and members."""
+    current = catalog.current_units()
+    members = catalog.live_units(statuses=("current",))
+    return {u: (h, [m for _, _, m in members[f"{u}@{v}"]]) for u, (v, h) in current.items()}
+
+
+@pytest.mark.slow   # ~60 histories, each published and re-planned in full after every run: ~40 s
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories(), st.lists(st.sampled_from(["commit", "again", "abandon"]), min_size=12, max_size=12))
+def test_after_every_publish_the_current_units_are_those_a_full_replan_makes(counter, history, runs):
+    """Runs that change nothing keep their units unplanned; a run whose units were never committed is redone."""
+    states, cap, derive = history
+    settings_ = IngestSettings(unit_cap=cap, derive_links=derive)
+    with tempfile.TemporaryDirectory() as tmp:
+        catalog = Catalog(Path(tmp) / "c.duckdb")
+        try:
+            committed = None
+            for corpus, run in zip(states, runs):
+                for again in range(2 if run == "again" else 1):
+                    sync(catalog, corpus.values())
+                    pid = catalog.running_publish()
+                    plan, changes = publish_units(catalog, counter, settings_)
+                    current = sorted(catalog.current_documents(), key=lambda d: d.doc_id)
+                    full = plan_units(current, counter, cap, derive)
+                    assert plan.missing_links == full.missing_links
+                    assert sorted(plan.sizes()) == sorted((u.tokens, len(u.members)) for u in full.units)
+                    assert (plan.kept is not None) == (committed == current)
+                    if run == "abandon":
+                        continue
+                    catalog.commit_units(pid, 0, 0)
+                    committed = current
+                    assert units_held(catalog) == {u.unit_id: (u.content_hash, list(u.members)) for u in full.units}
         finally:
             catalog.close()
 
