@@ -119,8 +119,9 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
     step = _in_step(catalog, index, settings, publish_id, left, before)
     live = catalog.live_units(statuses=("pending",) if step else ("current", "pending"))
     wanted = live_members(live)
-    leaving = catalog.leaving_documents(publish_id) | {k[0] for k in wanted} if step else None
-    missing = set(wanted) - index.member_keys({k[0] for k in wanted} if step else None)
+    staged_docs = {k[0] for k in wanted} if step else None  # the rows read: the staged units' documents, or all
+    leaving = catalog.leaving_documents(publish_id) | staged_docs if step else None
+    missing = set(wanted) - index.member_keys(staged_docs)
     rows, texts = subchunk_rows(members_of(wanted, missing), catalog, counter, settings)
     embedded = add_rows(index, rows, texts, embed, siblings)
     catalog.commit_units(publish_id, index.version, embedded)
