@@ -11,13 +11,12 @@ from rag.models.tokens import TokenCounter
 from rag.retrieval.callers import Caller
 from rag.retrieval.context import Candidate, ContextItem, RetrievalResult, pack, pack_lazily
 from rag.retrieval.dense import Hit, MemberHits, best_hit_per_member, dense_search, nearest, rescore, state_search
-from rag.retrieval.hop_merge import merge_hops
 from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_title
 from rag.retrieval.members import MemberTable, RankedRows, member_table, rows_by_unit
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
 from rag.retrieval.unit_ranking import at_keys, rank_units
-from rag.retrieval.vectors import run_starts
+from rag.retrieval.vectors import first_seen_codes, run_starts
 from rag.store.rows import MemberRow
 from rag.units.long_units import render_header, render_member, split_unit_key
 
@@ -33,8 +32,7 @@ class LongRAGConfig:
     lexical_depth: int = 100      # documents taken from the BM25 channel
     hops: int = 2                 # retrieval hops; each further hop follows the best documents of the one before
     hop_query: str = "residual"   # a later hop's query: "residual", "names", "novel", "sentence" (hop_queries)
-    hop_merge: str = "interleave"  # the hops' lists: rank-by-rank "interleave", best score ("max"), or fused "rrf"
-    hop_rrf_k: int = 60           # "rrf": a list adds 1 / (hop_rrf_k + rank) to each member (Cormack et al. 2009)
+    hop_merge: str = "interleave"  # the hops' lists: rank-by-rank "interleave" or by their best score ("max")
     hop_seeds: int = 2            # documents of a hop's list that each seed a query of the next hop
     hop_names: int = 3            # names a "residual"/"names" query carries from its seed (the bridge candidates)
     hop_bridges: str = "order"    # which names: sentence order, "no-dates", "titles", "only-titles" (hop_queries)
@@ -85,20 +83,19 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
     With `req.as_of`, what was current then (index and catalog)."""
     question, embedder = req.question, tools.embedder
     ranked, own, units, hits = _hop(snap, embedder.encode_query(question), req, tools.counter, question, config)
-    lists, seeds, source, seeded = [ranked], [], ranked, [None]
+    lists, seeds, source = [ranked], [], ranked
     rule = hop_rule(snap, req.caller.groups, config)
     for _ in range(1, config.hops):
         branches = []
         for query, vector, placed in hop_queries(snap, embedder, question, source, seeds, own, rule):
             more, more_own, _, _ = _hop(snap, vector, req, tools.counter, query, config)
             branches.append(_unplaced(more, placed))  # the seed is placed; find what it names
-            seeded.append((source, seeds[len(placed) - 1]))  # its own seed: the last one placed when it was asked
             own = _best_of_both(own, more_own)  # a member's matched sub-chunk: its best match under any hop's query
         if not branches:
             break
         lists += branches
         source = branches[0]
-    merged = merge_hops(lists, seeded, config.hop_merge, config.hop_rrf_k)
+    merged = interleave(lists) if config.hop_merge == "interleave" else by_best_score(lists)
     return Ranked(merged, own, {"units_ranked": len(units), "subchunk_hits": hits,
                                 "queries": len(lists), "seeds": list(seeds)})
 
@@ -150,6 +147,48 @@ def _best_of_both(own: Own, more: Own) -> Own:
         if key not in own or hit.score > own[key].score:
             own[key] = hit
     return own
+
+
+def by_best_score(lists: list[RankedRows | list[Entry]]) -> RankedRows | list[Entry]:
+    """Every hop's members by their best score under any hop (scores of one scale: cosine plus shares of BM25); a
+    member keeps its first entry with that score, and equal scores keep the order of first appearance."""
+    flat = _entry_codes(lists)
+    score = -np.array([i.score for ranked in lists for i in ranked]) if len(flat) else np.zeros(0)  # rounded
+    order = np.lexsort((np.arange(len(flat)), score, flat))
+    best = order[run_starts(flat[order])]
+    _, first_seen = np.unique(flat, return_index=True)  # per code, ascending, as best is
+    return _pick(lists, best[np.lexsort((first_seen, score[best]))])
+
+
+def interleave(lists: list[RankedRows | list[Entry]]) -> RankedRows | list[Entry]:
+    """Rank-by-rank round robin over the hops' lists, first occurrence kept: no weight between hops to tune."""
+    flat = _entry_codes(lists)
+    rank = np.concatenate([np.arange(len(x)) for x in lists] or [np.zeros(0, np.int64)])
+    order = np.lexsort((np.repeat(np.arange(len(lists)), [len(x) for x in lists]), rank))
+    _, first = np.unique(flat[order], return_index=True)
+    return _pick(lists, order[np.sort(first)])
+
+
+def _entry_codes(lists: list[RankedRows | list[Entry]]) -> np.ndarray:
+    """Every entry of the lists, in list order, as one number per (doc_id, doc_version, ranges): packing's identity."""
+    if _one_table(lists):
+        return lists[0].table.entry_codes[np.concatenate([x.rows for x in lists])]
+    keys = [(i.doc_id, i.doc_version, i.ranges) for ranked in lists for i in ranked]
+    return first_seen_codes({}, keys, len(keys))
+
+
+def _one_table(lists: list[RankedRows | list[Entry]]) -> bool:
+    """Whether the lists are rows of one member table (the current snapshot's; a past version's differ per hop)."""
+    return bool(lists) and all(isinstance(x, RankedRows) for x in lists) and len({id(x.table) for x in lists}) == 1
+
+
+def _pick(lists: list[RankedRows | list[Entry]], chosen: np.ndarray) -> RankedRows | list[Entry]:
+    """The entries at these positions of the lists taken as one (ranked rows stay rows)."""
+    if _one_table(lists):
+        return RankedRows(lists[0].table, np.concatenate([x.rows for x in lists])[chosen],
+                          np.concatenate([x.scores for x in lists])[chosen])
+    flat = [i for ranked in lists for i in ranked]
+    return [flat[i] for i in chosen.tolist()]
 
 
 def _lexical(snap: Snapshot, caller: Caller, question: str, config: LongRAGConfig) -> dict[str, float]:

@@ -164,8 +164,7 @@ def _via(method: str, config: LongRAGConfig | None):
        budget=st.integers(min_value=50, max_value=9000),
        revoked=st.sets(st.sampled_from(["edge-offline-cache", "error-codes-reference", "install-grounding",
                                         "ssh-hardening", "quick-start-guide", "edge-log-rotation"]), max_size=3),
-       method=st.sampled_from([("longrag", None), ("shortchunk", None), ("longrag", LongRAGConfig(hops=1)),
-                               ("longrag", LongRAGConfig(hop_merge="rrf"))]))
+       method=st.sampled_from([("longrag", None), ("shortchunk", None), ("longrag", LongRAGConfig(hops=1))]))
 def test_no_returned_byte_comes_from_a_document_the_caller_may_not_read(sample, embedder, groups, words, budget,
                                                                         revoked, method):
     """Property (rule 1): also when the catalog revoked a member's ACL after its unit was indexed."""
@@ -210,6 +209,18 @@ def test_hostile_front_matter_and_links_never_widen_what_a_caller_reads(hostile_
 
     result = assert_only_readable_bytes(hostile_sample, embedder, groups, words, budget, revoked, run)
     assert MARKER not in result.context()
+
+
+def test_interleave_takes_the_hops_rank_by_rank_and_keeps_the_first_occurrence():
+    from rag.retrieval.context import ContextItem
+    from rag.retrieval.longrag import interleave
+
+    def item(doc_id):
+        return ContextItem(doc_id, "1", doc_id, "", 1, ((0, 1),), 0.0, "u@1")
+
+    first, second = [item("a"), item("b"), item("c")], [item("x"), item("a"), item("y"), item("z")]
+    assert [i.doc_id for i in interleave([first, second])] == ["a", "x", "b", "c", "y", "z"]
+    assert [i.doc_id for i in interleave([first])] == ["a", "b", "c"]
 
 
 BRIDGE = [
