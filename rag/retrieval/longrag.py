@@ -37,6 +37,15 @@ class LongRAGConfig:
     hop_names: int = 3            # names a "residual"/"names" query carries from its seed (the bridge candidates)
     hop_bridges: str = "order"    # which names: sentence order, "no-dates", "titles", "only-titles" (hop_queries)
 
+    def __post_init__(self):
+        for name, allowed in CHOICES.items():  # a misspelt rule would otherwise run another one without a word
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"LongRAG setting {name}={getattr(self, name)!r}: expected one of {', '.join(allowed)}")
+
+
+CHOICES = {"link_rule": ("corpus", "fixed"), "hop_query": ("residual", "names", "novel", "sentence"),
+           "hop_merge": ("interleave", "max"), "hop_bridges": ("order", "no-dates", "titles", "only-titles")}
+
 
 # The two weights add shares of a BM25 score and of a linked member's score to a cosine, so they belong to the
 # embedder's vector space: its scale and how far its ranking can be trusted. The defaults were chosen with MiniLM

@@ -63,6 +63,13 @@ def test_unit_score_is_its_best_subchunk_and_ties_break_by_unit_key():
     assert list(maxp(hits).items()) == [("u-a@1", 0.7), ("u-b@1", 0.7), ("u-c@2", 0.2)]
 
 
+@pytest.mark.parametrize("setting", ["hop_merge", "hop_query", "hop_bridges", "link_rule"])
+def test_a_misspelt_rule_is_refused_by_name_rather_than_replaced_by_another(setting):
+    with pytest.raises(ValueError, match=f"{setting}='rrf': expected one of"):
+        LongRAGConfig(**{setting: "rrf"})
+    assert dataclasses.replace(LongRAGConfig(), hop_merge="max").hop_merge == "max"
+
+
 def test_answer_document_ranks_first_with_its_header_and_current_version(sample, embedder):
     result = retrieve(sample, embedder, "Which error code means the gateway cache is full?", ["support"])
     top = result.items[0]
