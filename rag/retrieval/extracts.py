@@ -10,6 +10,8 @@ half; at 2K and 4K the excerpts still fill the budget and show the answer less o
 """
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -65,7 +67,7 @@ def pack_extracts(snap: Snapshot, ranked: Ranked, budget: int, counter: TokenCou
     terms = [asked[0] | t for t in asked]  # the question's terms with the placing query's: the reader asks the first
     taken: dict[int, Excerpt | ContextItem] = {}  # by rank position
     left, seen = budget, set()
-    for pos, x in _excerpts(snap, ranked, list(ranked.heads), terms):
+    for pos, x in _excerpts(snap, ranked, list(ranked.heads), terms, counter):
         if isinstance(x, Excerpt):
             x.shown = list(x.spans)
         left = _take(taken, seen, pos, x, left, counter)
@@ -74,7 +76,7 @@ def pack_extracts(snap: Snapshot, ranked: Ranked, budget: int, counter: TokenCou
         if left < MIN_ITEM_TOKENS:
             break
         rest = [p for p in range(start, min(start + BATCH, len(ranked.items))) if p not in heads]
-        for pos, x in _excerpts(snap, ranked, rest, terms):
+        for pos, x in _excerpts(snap, ranked, rest, terms, counter, lambda: left):  # read as each entry comes
             left = _take(taken, seen, pos, x, left, counter)
     packed = [taken[p] for p in sorted(taken)]
     for excerpt in packed:
@@ -101,8 +103,10 @@ def _take(taken: dict[int, Excerpt | ContextItem], seen: set, pos: int, x: Excer
     return left - n
 
 
-def _excerpts(snap: Snapshot, ranked: Ranked, positions: list[int], terms: list[frozenset[str]]):
-    """(position, excerpt) for these ranked entries (best_first's sentences); an unindexed version stays whole."""
+def _excerpts(snap: Snapshot, ranked: Ranked, positions: list[int], terms: list[frozenset[str]],
+              counter: TokenCounter, room: Callable[[], int] = lambda: sys.maxsize):
+    """(position, excerpt) for these ranked entries (best_first's sentences), lazily; an unindexed version stays
+    whole. An entry whose header alone is over `room()` is passed over unbuilt: its item is never shorter."""
     if not positions:
         return
     entries = [ranked.items[p] for p in positions]
@@ -111,9 +115,15 @@ def _excerpts(snap: Snapshot, ranked: Ranked, positions: list[int], terms: list[
     own = ranked.own
     hits = own.get_many(keys) if isinstance(own, MemberHits) else [own.get(k) for k in keys]
     hops = ranked.placed_by[positions].tolist() if ranked.placed_by is not None else [0] * len(entries)
-    for pos, entry, hit, hop in zip(positions, entries, hits, hops):
+    headers = [render_header(texts[(e.doc_id, e.doc_version)][0], e.doc_id, e.doc_version, e.part) for e in entries]
+    # A count is the sum of the blank-separated runs' pieces, and the header ends in a newline, so the header's
+    # count bounds the item's from below: once the budget is nearly full this spares building most excerpts.
+    floor = counter.count_cached(headers).tolist()
+    for pos, entry, hit, hop, least in zip(positions, entries, hits, hops, floor):
         if entry.unit_id is None:  # rendered whole already, its own text and tokens
             yield pos, entry
+            continue
+        if least > room():
             continue
         title, text = texts[(entry.doc_id, entry.doc_version)]
         spans, shown = best_first(text, entry.ranges[0], hit, terms[hop])

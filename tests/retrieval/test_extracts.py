@@ -161,3 +161,18 @@ def test_no_byte_from_an_unreadable_document_and_the_budget_never_exceeded(sampl
         return retrieve(sample_, embedder, question, groups_, budget_, "longrag-extract")
 
     assert_only_readable_bytes(sample, embedder, groups, words, budget, revoked, run)
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_passing_over_members_whose_header_cannot_fit_changes_no_context(sample, embedder, question, monkeypatch):
+    import rag.retrieval.extracts as extracts
+
+    snap, ranked = ranking(sample, embedder, question)
+    budgets = [60, 150, 400, 700, 1000, 1500, 2600]
+    pruned = [pack_extracts(snap, ranked, b, default_counter()) for b in budgets]
+    every = extracts._excerpts
+    monkeypatch.setattr(extracts, "_excerpts", lambda *args: every(*args[:5]))  # every excerpt built and counted
+    for budget, result in zip(budgets, pruned):
+        built = pack_extracts(snap, ranked, budget, default_counter())
+        assert [(i.doc_id, i.text, i.ranges, i.tokens) for i in result.items] == \
+               [(i.doc_id, i.text, i.ranges, i.tokens) for i in built.items]
