@@ -176,3 +176,25 @@ def test_passing_over_members_whose_header_cannot_fit_changes_no_context(sample,
         built = pack_extracts(snap, ranked, budget, default_counter())
         assert [(i.doc_id, i.text, i.ranges, i.tokens) for i in result.items] == \
                [(i.doc_id, i.text, i.ranges, i.tokens) for i in built.items]
+
+
+def test_each_merged_entry_is_placed_by_the_list_ranking_it_highest_and_the_heads_are_each_lists_first():
+    from rag.retrieval.context import ContextItem
+    from rag.retrieval.longrag import _placing, by_best_score, interleave
+
+    def entry(doc, score):  # a past version's entry: a plain list, no member table
+        return ContextItem(doc, "1", doc, f"{doc} text", 10, ((0, 9),), score)
+
+    lists = [[entry("a", 0.9), entry("b", 0.8), entry("c", 0.7)],
+             [entry("c", 0.95), entry("d", 0.6)],
+             [],
+             [entry("b", 0.5), entry("e", 0.4)]]
+    merged = interleave(lists)
+    assert [e.doc_id for e in merged] == ["a", "c", "b", "d", "e"]
+    placed_by, heads = _placing(lists, merged)
+    assert placed_by.tolist() == [0, 1, 3, 1, 3]  # b ranks second in list 0 and first in list 3: list 3 places it
+    assert heads == (0, 1, 2)  # a, c and b head their lists; the empty list has none
+    by_score = by_best_score(lists)
+    placed_by, heads = _placing(lists, by_score)
+    assert [e.doc_id for e in by_score] == ["c", "a", "b", "d", "e"]
+    assert placed_by.tolist() == [1, 0, 3, 1, 3] and heads == (0, 1, 2)  # b scores best in list 0, ranks first in 3
