@@ -115,7 +115,8 @@ def _excerpts(snap: Snapshot, ranked: Ranked, positions: list[int], terms: list[
     own = ranked.own
     hits = own.get_many(keys) if isinstance(own, MemberHits) else [own.get(k) for k in keys]
     hops = ranked.placed_by[positions].tolist() if ranked.placed_by is not None else [0] * len(entries)
-    headers = [render_header(texts[(e.doc_id, e.doc_version)][0], e.doc_id, e.doc_version, e.part) for e in entries]
+    headers = [render_header(texts[(e.doc_id, e.doc_version)][0], e.doc_id, e.doc_version, e.part)
+               if e.unit_id is not None else "" for e in entries]
     # A count is the sum of the blank-separated runs' pieces, and the header ends in a newline, so the header's
     # count bounds the item's from below: once the budget is nearly full this spares building most excerpts.
     floor = counter.count_cached(headers).tolist()
