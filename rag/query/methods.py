@@ -130,9 +130,9 @@ def _pack_elite(snap: Snapshot, found, budget: int, tools: Tools) -> RetrievalRe
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("longrag", "long units, MaxP over sub-chunks, member documents packed by score, a second hop to the names "
            "the best ones add", _longrag, _pack_longrag, True, True, uses_lexical=True),
-    Method("longrag-extract", "the small-budget method (~1K tokens): LongRAG's ranking packed breadth first, each "
-           "hop's best member whole, then each other member's header and the sentences that match its query, then "
-           "the members grown toward their whole text",
+    Method("longrag-extract", "the small-budget method (~1K tokens; measured on English multi-hop and Chinese "
+           "benchmarks): LongRAG's ranking packed breadth first, each hop's best member whole, then each other member's "
+           "header and the sentences that match its query, then the members grown toward their whole text",
            _longrag, _pack_extracts, True, True, uses_lexical=True),
     Method("longrag-1hop", "LongRAG without the second hop: a third of the latency, for single-document questions",
            partial(_longrag, hops=1), _pack_longrag, True, True, uses_lexical=True),
