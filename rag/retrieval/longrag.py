@@ -12,6 +12,7 @@ from rag.retrieval.callers import Caller
 from rag.retrieval.context import Candidate, ContextItem, RetrievalResult, pack, pack_lazily
 from rag.retrieval.dense import Hit, MemberHits, best_hit_per_member, dense_search, nearest, rescore, state_search
 from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_title
+from rag.retrieval.lexical_past import PastLexical
 from rag.retrieval.members import MemberTable, RankedRows, member_table, rows_by_unit
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
@@ -111,15 +112,15 @@ def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter,
     """One retrieval hop for `text` (embedded as `query`): dense and lexical channels, units by MaxP, member
     documents in packing order."""
     caller, as_of = req.caller, req.as_of
-    if as_of is not None:  # a past version: its own state's hits, the candidate units rescored from its rows
+    if as_of is not None:  # a past version: its own state's hits and BM25 over its texts, units rescored from its rows
         state, codes = snap.unit_codes_at(as_of)
         dense = state_search(state, query, caller, config.overfetch)
         hits = dense.hits(dense.near)
-        # No lexical channel: BM25 indexes the current texts, not the past ones.
-        units = rank_units(codes, dense.near, dense.scores, {}, config.lexical_weight, config.max_units)
+        lexical = _lexical(snap, caller, text, config, snap.lexical_at(as_of, state))
+        units = rank_units(codes, dense.near, dense.scores, lexical, config.lexical_weight, config.max_units)
         hits += rescore(snap, query, caller, list(units), as_of) if units else []
         own = best_hit_per_member(hits)
-        return _candidates(snap, req, own, _floor(hits), {}, units, config), own, units, len(hits)
+        return _candidates(snap, req, own, _floor(hits), lexical, units, config), own, units, len(hits)
     dense = dense_search(snap, query, caller, config.overfetch)
     lexical = _lexical(snap, caller, text, config)
     near = dense.near
@@ -191,12 +192,15 @@ def _pick(lists: list[RankedRows | list[Entry]], chosen: np.ndarray) -> RankedRo
     return [flat[i] for i in chosen.tolist()]
 
 
-def _lexical(snap: Snapshot, caller: Caller, question: str, config: LongRAGConfig) -> dict[str, float]:
-    """BM25 scores of the documents the caller may read (the index covers all; ranking must not see the rest)."""
+def _lexical(snap: Snapshot, caller: Caller, question: str, config: LongRAGConfig,
+             past: PastLexical | None = None) -> dict[str, float]:
+    """BM25 scores of the documents the caller may read (the index covers all; ranking must not see the rest), over
+    the current texts or, with `past`, those current at its time."""
     if config.lexical_weight <= 0:
         return {}
-    scores = snap.lexical.search(question, config.lexical_depth)
-    readable = snap.readable_ids(list(scores), caller.groups)
+    scores = (snap.lexical if past is None else past.index).search(question, config.lexical_depth)
+    readable = snap.readable_ids(list(scores), caller.groups) if past is None else \
+        past.readable(list(scores), caller.groups, snap.current.versions)
     return {d: s for d, s in scores.items() if d in readable}
 
 

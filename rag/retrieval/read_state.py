@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from rag.models.embedders import workspace_embedder_name
 from rag.retrieval.lexical import LexicalIndex, lexical_index
+from rag.retrieval.lexical_past import PastLexical, past_lexical
 from rag.retrieval.members import MemberTable, member_table
 from rag.retrieval.unit_ranking import UnitCodes, unit_codes
 from rag.retrieval.vectors import VectorState, load_state, union
@@ -167,6 +168,7 @@ class Snapshot:
     def __init__(self, parts: dict[str, SnapshotInfo], catalog: Catalog, index: SubchunkIndex | IndexUnion,
                  shared: SharedCache):
         self.parts, self.catalog, self.index, self._shared = parts, catalog, index, shared
+        self._past_lexical: dict[int, tuple[weakref.ref, PastLexical]] = {}  # per past state, as past_codes
 
     @property
     def info(self) -> SnapshotInfo:
@@ -319,16 +321,23 @@ class Snapshot:
         return states[0] if len(states) == 1 else union(states, self.index.dimension)
 
     def unit_codes_at(self, as_of: datetime) -> tuple[VectorState, UnitCodes]:
-        """vectors_at(as_of) with its units and documents as numbers, built once per past state (no current unit:
-        as-of reads have no lexical channel). Held by a weak reference: the codes never keep a state's rows alive."""
+        """vectors_at(as_of) with its units and documents as numbers (each document's unit then, for the BM25
+        channel), built once per past state. Held by a weak reference: the codes never keep a state's rows alive."""
         state = self.vectors_at(as_of)
-        kept = self._shared.past_codes
-        found = kept.get(id(state))
-        if found is None or found[0]() is not state:  # an id is reused only once its state is gone
-            if len(kept) >= PAST_STATES_KEPT:
-                kept.pop(next(iter(kept)), None)
-            found = kept[id(state)] = (weakref.ref(state), unit_codes(state, {}))
-        return state, found[1]
+        return state, _per_state(self._shared.past_codes, state, lambda: unit_codes(state, self._units_at(as_of)))
+
+    def lexical_at(self, as_of: datetime, state: VectorState) -> PastLexical:
+        """BM25 over the texts current at `as_of` (rag.retrieval.lexical_past), built once per past state (`state`,
+        vectors_at(as_of)) from this snapshot's index and what changed since."""
+        return _per_state(self._past_lexical, state, lambda: past_lexical(self.lexical, self.catalog, as_of))
+
+    def _units_at(self, as_of: datetime) -> dict[str, str]:
+        """doc_id → the first unit (by key) that held its version current at `as_of`, as current_state has it now."""
+        unit_of: dict[str, str] = {}
+        for row in self.catalog.current_members(None, as_of):
+            if row.doc_id not in unit_of or row.unit_key < unit_of[row.doc_id]:
+                unit_of[row.doc_id] = row.unit_key
+        return unit_of
 
     def warm(self) -> None:
         """Build everything a query reads from memory (members, ACLs, vectors, BM25) now, not in a query."""
@@ -364,3 +373,14 @@ class Snapshot:
 
     def close(self) -> None:
         self.catalog.close()
+
+
+def _per_state(kept: dict, state: VectorState, build):
+    """What `build` makes of a past state, made once while the state lives and kept for the last PAST_STATES_KEPT;
+    held by a weak reference to the state, so it never keeps a state's rows alive."""
+    found = kept.get(id(state))
+    if found is None or found[0]() is not state:  # an id is reused only once its state is gone
+        if len(kept) >= PAST_STATES_KEPT:
+            kept.pop(next(iter(kept)), None)
+        found = kept[id(state)] = (weakref.ref(state), build())
+    return found[1]
