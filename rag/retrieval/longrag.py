@@ -113,14 +113,15 @@ def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter,
     documents in packing order."""
     caller, as_of = req.caller, req.as_of
     if as_of is not None:  # a past version: its own state's hits and BM25 over its texts, units rescored from its rows
-        state, codes = snap.unit_codes_at(as_of)
+        state, past = snap.past_units_at(as_of)
         dense = state_search(state, query, caller, config.overfetch)
         hits = dense.hits(dense.near)
         lexical = _lexical(snap, caller, text, config, snap.lexical_at(as_of, state))
-        units = rank_units(codes, dense.near, dense.scores, lexical, config.lexical_weight, config.max_units)
+        units = rank_units(past.codes, dense.near, dense.scores, lexical, config.lexical_weight, config.max_units)
         hits += rescore(snap, query, caller, list(units), as_of) if units else []
         own = best_hit_per_member(hits)
-        return _candidates(snap, req, own, _floor(hits), lexical, units, config), own, units, len(hits)
+        then = _boost_then(config, past.link_density)
+        return _candidates(snap, req, own, _floor(hits), lexical, units, then), own, units, len(hits)
     dense = dense_search(snap, query, caller, config.overfetch)
     lexical = _lexical(snap, caller, text, config)
     near = dense.near
@@ -132,6 +133,14 @@ def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter,
     if snap.current.unindexed_ids:  # documents between the documents and index steps (rare)
         candidates = _with_unindexed(snap, caller, counter, candidates, dense.hits(rows), lexical, config)
     return candidates, own, units, len(rows)
+
+
+def _boost_then(config: LongRAGConfig, density: float) -> LongRAGConfig:
+    """The configuration with the corpus rule's link boost taken from a past state's units (their mean 1/k), as a
+    current read then had it."""
+    if config.link_rule != "corpus":
+        return config
+    return replace(config, link_rule="fixed", link_boost=config.link_share * density)
 
 
 def _unplaced(entries: RankedRows | list[Entry], placed: set[str]) -> RankedRows | list[Entry]:

@@ -21,6 +21,7 @@ from rag.models.embedders import workspace_embedder_name
 from rag.retrieval.lexical import LexicalIndex, lexical_index
 from rag.retrieval.lexical_past import PastLexical, past_lexical
 from rag.retrieval.members import MemberTable, member_table
+from rag.retrieval.past_units import PAST_STATES_KEPT, PastUnits, linked_share, past_units, per_state
 from rag.retrieval.unit_ranking import UnitCodes, unit_codes
 from rag.retrieval.vectors import VectorState, load_state, union
 from rag.store.catalog import Catalog
@@ -31,7 +32,6 @@ from rag.store.rows import CurrentVersion, MemberRow
 from rag.store.snapshot_files import SnapshotInfo
 from rag.store.union_catalog import UnionCatalog
 
-PAST_STATES_KEPT = 4  # past table versions whose in-memory vectors are kept for as-of reads
 # What a query reads from memory, each built once per snapshot, in the order they depend on one another.
 WARM_PARTS = ("current", "member_table", "vectors", "code_rows", "unit_codes", "lexical")
 
@@ -50,7 +50,7 @@ class SharedCache:
     states: dict[str, tuple[int, "CurrentState"]] = field(default_factory=dict)  # partition → (snapshot seq, state)
     vectors: dict[str, tuple[int, VectorState]] = field(default_factory=dict)  # index URI → (table version, rows)
     past: dict[tuple[str, int], VectorState] = field(default_factory=dict)  # (index URI, past version) → rows
-    past_codes: dict[int, tuple[weakref.ref, UnitCodes]] = field(default_factory=dict)  # id(past rows) → their codes
+    past_codes: dict[int, tuple[weakref.ref, PastUnits]] = field(default_factory=dict)  # id(past rows) → their units
 
 
 @dataclass(frozen=True)
@@ -84,10 +84,8 @@ class CurrentState:
 
     @cached_property
     def link_density(self) -> float:
-        """1/k averaged over the members of units of k >= 2 members: the share of a unit's best score each member
-        gets when it is divided evenly, for a typical linked document of this corpus (0 when nothing is linked)."""
-        sizes = [len(rows) for rows in self.members.values() if len(rows) > 1]
-        return len(sizes) / sum(sizes) if sizes else 0.0
+        """The current units' mean 1/k over linked members (past_units.linked_share)."""
+        return linked_share(len(rows) for rows in self.members.values())
 
     @cached_property
     def titles(self) -> dict[str, list[str]]:
@@ -321,23 +319,20 @@ class Snapshot:
         return states[0] if len(states) == 1 else union(states, self.index.dimension)
 
     def unit_codes_at(self, as_of: datetime) -> tuple[VectorState, UnitCodes]:
-        """vectors_at(as_of) with its units and documents as numbers (each document's unit then, for the BM25
-        channel), built once per past state. Held by a weak reference: the codes never keep a state's rows alive."""
+        """vectors_at(as_of) with its units and documents as numbers (past_units_at's)."""
+        state, past = self.past_units_at(as_of)
+        return state, past.codes
+
+    def past_units_at(self, as_of: datetime) -> tuple[VectorState, PastUnits]:
+        """vectors_at(as_of) and its units then (rag.retrieval.past_units), built once per past state."""
         state = self.vectors_at(as_of)
-        return state, _per_state(self._shared.past_codes, state, lambda: unit_codes(state, self._units_at(as_of)))
+        return state, per_state(self._shared.past_codes, state,
+                                lambda: past_units(state, self.catalog.current_members(None, as_of)))
 
     def lexical_at(self, as_of: datetime, state: VectorState) -> PastLexical:
         """BM25 over the texts current at `as_of` (rag.retrieval.lexical_past), built once per past state (`state`,
         vectors_at(as_of)) from this snapshot's index and what changed since."""
-        return _per_state(self._past_lexical, state, lambda: past_lexical(self.lexical, self.catalog, as_of))
-
-    def _units_at(self, as_of: datetime) -> dict[str, str]:
-        """doc_id → the first unit (by key) that held its version current at `as_of`, as current_state has it now."""
-        unit_of: dict[str, str] = {}
-        for row in self.catalog.current_members(None, as_of):
-            if row.doc_id not in unit_of or row.unit_key < unit_of[row.doc_id]:
-                unit_of[row.doc_id] = row.unit_key
-        return unit_of
+        return per_state(self._past_lexical, state, lambda: past_lexical(self.lexical, self.catalog, as_of))
 
     def warm(self) -> None:
         """Build everything a query reads from memory (members, ACLs, vectors, BM25) now, not in a query."""
@@ -374,13 +369,3 @@ class Snapshot:
     def close(self) -> None:
         self.catalog.close()
 
-
-def _per_state(kept: dict, state: VectorState, build):
-    """What `build` makes of a past state, made once while the state lives and kept for the last PAST_STATES_KEPT;
-    held by a weak reference to the state, so it never keeps a state's rows alive."""
-    found = kept.get(id(state))
-    if found is None or found[0]() is not state:  # an id is reused only once its state is gone
-        if len(kept) >= PAST_STATES_KEPT:
-            kept.pop(next(iter(kept)), None)
-        found = kept[id(state)] = (weakref.ref(state), build())
-    return found[1]

@@ -1,0 +1,52 @@
+"""What an as-of read needs of a past state besides its vectors, built once per state and kept while it lives."""
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from rag.retrieval.unit_ranking import UnitCodes, unit_codes
+from rag.retrieval.vectors import VectorState
+from rag.store.rows import MemberRow
+
+PAST_STATES_KEPT = 4  # past table versions whose in-memory vectors (and what is built of them) are kept
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PastUnits:
+    """A past state's units and documents as numbers, each document's unit then among them (the BM25 channel's), and
+    the link density of the units then (the corpus link boost's)."""
+
+    codes: UnitCodes
+    link_density: float
+
+
+def past_units(state: VectorState, members: Iterable[MemberRow]) -> PastUnits:
+    """From the members current then: each document's first unit by key, as the current state has it now."""
+    unit_of: dict[str, str] = {}
+    sizes: dict[str, int] = {}
+    for row in members:
+        sizes[row.unit_key] = sizes.get(row.unit_key, 0) + 1
+        if row.doc_id not in unit_of or row.unit_key < unit_of[row.doc_id]:
+            unit_of[row.doc_id] = row.unit_key
+    return PastUnits(unit_codes(state, unit_of), linked_share(sizes.values()))
+
+
+def linked_share(sizes: Iterable[int]) -> float:
+    """1/k averaged over the members of units of k >= 2 members: the share of a unit's best score each member gets
+    when it is divided evenly, for a typical linked document of the corpus (0 when nothing is linked)."""
+    linked = [k for k in sizes if k > 1]
+    return len(linked) / sum(linked) if linked else 0.0
+
+
+def per_state(kept: dict[int, tuple], state: VectorState, build: Callable[[], T]) -> T:
+    """What `build` makes of a past state, made once while the state lives and kept for the last PAST_STATES_KEPT;
+    held by a weak reference to the state, so it never keeps a state's rows alive."""
+    found = kept.get(id(state))
+    if found is None or found[0]() is not state:  # an id is reused only once its state is gone
+        if len(kept) >= PAST_STATES_KEPT:
+            kept.pop(next(iter(kept)), None)
+        found = kept[id(state)] = (weakref.ref(state), build())
+    return found[1]
