@@ -13,7 +13,7 @@ from rag.retrieval.context import Candidate, ContextItem, RetrievalResult, pack,
 from rag.retrieval.dense import Hit, MemberHits, best_hit_per_member, dense_search, nearest, rescore, state_search
 from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_title
 from rag.retrieval.lexical_past import PastLexical
-from rag.retrieval.members import MemberTable, RankedRows, member_table, rows_by_unit
+from rag.retrieval.members import MemberTable, RankedRows
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
 from rag.retrieval.unit_ranking import at_keys, rank_units
@@ -224,8 +224,7 @@ def _candidates(snap: Snapshot, req: Request, own: Own, floor: float, lexical: d
     the snapshot's member table; ties go to the unit key, then the position in the unit.
     """
     weight = config.lexical_weight
-    table = snap.member_table if req.as_of is None else member_table(rows_by_unit(snap.members(list(units),
-                                                                                                  req.as_of)))
+    table = snap.member_table if req.as_of is None else snap.past_units_at(req.as_of)[1].table
     rows = table.of_units(list(units))
     rows = rows[table.readable(req.caller.groups)[rows]]  # a hit on one member never authorises the rest of its unit
     if not len(rows):

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from rag.retrieval.members import MemberTable, member_table
 from rag.retrieval.unit_ranking import UnitCodes, unit_codes
 from rag.retrieval.vectors import VectorState
 from rag.store.rows import MemberRow
@@ -16,22 +17,23 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class PastUnits:
-    """A past state's units and documents as numbers, each document's unit then among them (the BM25 channel's), and
-    the link density of the units then (the corpus link boost's)."""
+    """A past state's units and documents as numbers, each document's unit then among them (the BM25 channel's), the
+    members then as a table (a hop's candidates: a catalog query per hop cost 8 of an as-of hop's 16 CPU ms), and the
+    link density of the units then (the corpus link boost's)."""
 
     codes: UnitCodes
+    table: MemberTable
     link_density: float
 
 
-def past_units(state: VectorState, members: Iterable[MemberRow]) -> PastUnits:
-    """From the members current then: each document's first unit by key, as the current state has it now."""
+def past_units(state: VectorState, members: dict[str, list[MemberRow]]) -> PastUnits:
+    """From the members current then (unit key → rows in position order): each document's first unit by key, as the
+    current state has it now."""
     unit_of: dict[str, str] = {}
-    sizes: dict[str, int] = {}
-    for row in members:
-        sizes[row.unit_key] = sizes.get(row.unit_key, 0) + 1
-        if row.doc_id not in unit_of or row.unit_key < unit_of[row.doc_id]:
-            unit_of[row.doc_id] = row.unit_key
-    return PastUnits(unit_codes(state, unit_of), linked_share(sizes.values()))
+    for key in sorted(members, reverse=True):  # the first key by sort order is written last
+        unit_of.update((row.doc_id, key) for row in members[key])
+    return PastUnits(unit_codes(state, unit_of), member_table(members),
+                     linked_share(len(rows) for rows in members.values()))
 
 
 def linked_share(sizes: Iterable[int]) -> float:

@@ -167,6 +167,7 @@ class Snapshot:
                  shared: SharedCache):
         self.parts, self.catalog, self.index, self._shared = parts, catalog, index, shared
         self._past_lexical: dict[int, tuple[weakref.ref, PastLexical]] = {}  # per past state, as past_codes
+        self._indexes_at: dict[datetime, SubchunkIndex | IndexUnion] = {}  # the last few times as-of reads asked
 
     @property
     def info(self) -> SnapshotInfo:
@@ -326,8 +327,14 @@ class Snapshot:
     def past_units_at(self, as_of: datetime) -> tuple[VectorState, PastUnits]:
         """vectors_at(as_of) and its units then (rag.retrieval.past_units), built once per past state."""
         state = self.vectors_at(as_of)
-        return state, per_state(self._shared.past_codes, state,
-                                lambda: past_units(state, self.catalog.current_members(None, as_of)))
+        return state, per_state(self._shared.past_codes, state, lambda: past_units(state, self._members_at(as_of)))
+
+    def _members_at(self, as_of: datetime) -> dict[str, list[MemberRow]]:
+        """Unit key → the members current at `as_of`, those of a version still current sharing its strings."""
+        members: dict[str, list[MemberRow]] = {}
+        for row in map(partial(_sharing_strings, self.current.versions), self.catalog.current_members(None, as_of)):
+            members.setdefault(row.unit_key, []).append(row)
+        return members
 
     def lexical_at(self, as_of: datetime, state: VectorState) -> PastLexical:
         """BM25 over the texts current at `as_of` (rag.retrieval.lexical_past), built once per past state (`state`,
@@ -362,9 +369,16 @@ class Snapshot:
         """The index as this snapshot pinned it, or as the last publish before `as_of` left it."""
         if as_of is None:
             return self.index
-        if isinstance(self.catalog, UnionCatalog):
-            return self.index.at(self.catalog.versions_at(as_of))
-        return self.index.as_of(self.catalog.publish_at(as_of)[1])
+        found = self._indexes_at.get(as_of)  # a query's hops ask again: the catalog is read once per time asked
+        if found is None:
+            if isinstance(self.catalog, UnionCatalog):
+                found = self.index.at(self.catalog.versions_at(as_of))
+            else:
+                found = self.index.as_of(self.catalog.publish_at(as_of)[1])
+            if len(self._indexes_at) >= PAST_STATES_KEPT:
+                self._indexes_at.pop(next(iter(self._indexes_at)), None)
+            self._indexes_at[as_of] = found
+        return found
 
     def close(self) -> None:
         self.catalog.close()
