@@ -206,8 +206,9 @@ class Snapshot:
 
     def members(self, unit_keys: list[str], as_of: datetime | None = None) -> list[MemberRow]:
         """Members of these unit versions that are current (or were at `as_of`), in unit and position order."""
-        if as_of is not None:
-            return self.catalog.current_members(unit_keys, as_of)
+        if as_of is not None:  # from the past state's table, read once (past_units_at), not a query per call
+            table = self.past_units_at(as_of)[1].table
+            return [table.rows[i] for i in table.of_units(unit_keys).tolist()]
         current = self.current.members
         return [row for key in sorted(set(unit_keys)) for row in current.get(key, ())]
 
