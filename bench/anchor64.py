@@ -2,8 +2,9 @@
 
 Two packings under the same budget contract (rag.retrieval.context.pack): the chunks themselves with their document
 header (`chunks`), and whole documents ranked by their best chunk (`documents`). Both halves of the fixed
-tune/report split, bootstrap intervals. Vectors are cached under .rag/bench/anchor64-<name>.npz. Prints a table
-and writes bench/results/anchor64-<name>.json.
+tune/report split, bootstrap intervals. Where the questions give supporting-fact sentences (HotpotQA,
+2WikiMultihopQA), also their recall in the context (rag.evaluation.metrics.sentence_recall). Vectors are cached
+under .rag/bench/anchor64-<name>.npz. Prints a table and writes bench/results/anchor64-<name>[-<tag>].json.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.results_file import write_results  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
+from rag.evaluation.metrics import sentence_recall  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
 from rag.retrieval.context import ContextItem, pack  # noqa: E402
 from rag.sources.benchmarks import (  # noqa: E402
@@ -72,6 +74,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--benchmark", action="append", help="default: hotpotqa, musique, 2wikimultihopqa")
     p.add_argument("--budgets", default="1000,2000,4000")
+    p.add_argument("--tag", default="", help="suffix of the results file")
     add_benchmarks_option(p)
     args = p.parse_args()
     root = benchmarks_option(p, args)
@@ -87,21 +90,28 @@ def main() -> None:
                    "chunks": len(spans), "max_tokens": MAX_TOKENS, "results": {}}
         rows = []
         for half in HALVES:
-            per = {(k, b): ([], []) for k in ("chunks", "documents") for b in budgets}
+            per = {(k, b): ([], [], []) for k in ("chunks", "documents") for b in budgets}
             for q in halves[half]:
                 ranked = candidates(docs, spans, vectors, embedder.encode_query(q.question), counter)
                 for b in budgets:
                     for kind, items in ranked.items():
-                        ids = {i.doc_id for i in pack(items, b)}
+                        packed = pack(items, b)
+                        ids = {i.doc_id for i in packed}
                         per[(kind, b)][0].append(float(complete(ids, q.gold_doc_ids)))
                         per[(kind, b)][1].append(evidence_recall(ids, q.gold_doc_ids))
-            for (kind, b), (full, recall) in per.items():
+                        per[(kind, b)][2].append(sentence_recall(packed, q.supporting_sentences))
+            for (kind, b), (full, recall, sentences) in per.items():
                 cell = {"completeness": bootstrap_ci(full).to_json(), "evidence_recall": bootstrap_ci(recall).to_json()}
+                shown = [x for x in sentences if x is not None]
+                if shown:
+                    cell["sentence_recall"] = bootstrap_ci(shown).to_json()
                 figures["results"].setdefault(kind, {}).setdefault(half, {})[str(b)] = cell
-                rows.append([kind, half, b, str(bootstrap_ci(full)), str(bootstrap_ci(recall))])
-        write_results(figures, f"anchor64-{name}")
+                rows.append([kind, half, b, str(bootstrap_ci(full)), str(bootstrap_ci(recall)),
+                             str(bootstrap_ci(shown)) if shown else "-"])
+        write_results(figures, f"anchor64-{name}" + (f"-{args.tag}" if args.tag else ""))
         print(f"\n{name}: {len(spans)} chunks of ≤{MAX_TOKENS} tokens")
-        print(markdown_table(["packing", "half", "budget", "completeness", "evidence recall"], rows), flush=True)
+        print(markdown_table(["packing", "half", "budget", "completeness", "evidence recall", "sentence recall"], rows),
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -59,6 +59,11 @@ class Parts:
                 setattr(longrag, name, self.timed(getattr(longrag, name), "search"))
         longrag.pack_ranked = self.timed(longrag.pack_ranked, "pack")
         try:
+            import rag.retrieval.extracts as extracts  # longrag-extract's packing (session 42)
+            extracts.pack_extracts = self.timed(extracts.pack_extracts, "pack")
+        except ImportError:
+            pass
+        try:
             from rag.retrieval.dense import Dense
             for name in ("of_units", "unit_rows"):  # the candidate units' sub-chunks (their rows, after issue 22)
                 if hasattr(Dense, name):

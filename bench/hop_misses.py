@@ -11,11 +11,17 @@ match, the BM25 share and the link boost's share (`longrag._candidates` keeps on
 whether without the boost its list would rank it below every member that list put into the context. A ceiling: how
 many questions would be complete if every non-gold later member of a unit larger than the budget (or every one
 whose own part is below the weakest packed total) were left out.
+
+With `--against FILE` (another run's hop-misses JSON on the same questions and budget), which gold documents moved:
+those missing there and packed here (by where they were there), and those packed there and missing here (by where
+they are here).
 """
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 
@@ -258,6 +264,8 @@ def report(prepared, embedder, config, questions, args) -> None:
     figures = {"command": "python bench/hop_ranks.py " + " ".join(sys.argv[1:]), "benchmark": args.benchmark,
                "half": args.half, "variant": args.variant, "budget": args.budget,
                "summary": summary(records, args.budget), "records": records}
+    if args.against:
+        figures["against"] = moved(json.loads(Path(args.against).read_text()), records, args.budget)
     name = f"hop-misses-{args.benchmark}-{args.half}-{args.variant.replace(':', '_').replace(',', '_')}-{args.budget}"
     write_results(figures, name, args.tag)
     s = figures["summary"]
@@ -273,3 +281,21 @@ def report(prepared, embedder, config, questions, args) -> None:
     columns = ("n", "tokens_share", "median_dense", "median_bm25", "median_boost", "median_boost_of_total",
                "boost_placed", "boost_placed_tokens_share", "below_weakest", "median_rank_without_boost", "by_list")
     print(markdown_table(["member", *columns], [[name, *(row[c] for c in columns)] for name, row in s["parts"].items()]))
+    if args.against:
+        print("against", args.against, figures["against"])
+
+
+def moved(before: dict, records: list[dict], budget: int) -> dict:
+    """Gold documents missing in `before` (another run's file) and packed now, and packed there and missing now."""
+    if before["budget"] != budget or {r["qid"] for r in before["records"]} != {r["qid"] for r in records}:
+        raise SystemExit("--against: the file's budget or questions differ from this run's")
+    was = {(r["qid"], m["doc_id"]): m["where"] for r in before["records"] for m in r["missing"]}
+    now = {(r["qid"], m["doc_id"]): m["where"] for r in records for m in r["missing"]}
+    moved_in = [k for k in was if k not in now]
+    fell_out = [k for k in now if k not in was]
+    return {"file": before.get("variant"), "missing_before": len(was), "missing_now": len(now),
+            "moved_in": len(moved_in), "moved_in_by_where_before": dict(Counter(was[k] for k in moved_in)),
+            "fell_out": len(fell_out), "fell_out_by_where_now": dict(Counter(now[k] for k in fell_out)),
+            "complete_before": sum(r["complete"] for r in before["records"]),
+            "complete_now": sum(r["complete"] for r in records),
+            "moved_in_docs": [list(k) for k in moved_in], "fell_out_docs": [list(k) for k in fell_out]}

@@ -7,6 +7,7 @@ fixed tune/report split. Prints a table and writes bench/results/hop-ranks-<benc
 With `--budget B`, where the misses at that budget are instead (bench/hop_misses.py): each gold document left out
 of an incomplete question's context is absent from every hop's list, passed over because it did not fit, or ranked
 below what B packs; and what the packed tokens are spent on. Writes hop-misses-<benchmark>-<half>-<variant>-<B>.json.
+`--against FILE` (with `--budget`) compares with another run's file: which gold documents moved in and which fell out.
 """
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ def main() -> None:
     p.add_argument("--half", choices=HALVES, default="tune")
     p.add_argument("--variant", default="longrag", help="a longrag variant as bench/multihop.py spells it")
     p.add_argument("--budget", type=int, help="where the misses at this budget are (see above)")
+    p.add_argument("--against", help="with --budget: another run's hop-misses JSON; which gold documents moved")
     p.add_argument("--tag", default="")
     add_benchmarks_option(p)
     args = p.parse_args()

@@ -33,7 +33,7 @@ from rag.query.hybrid import hybrid_explore, pack_hybrid  # noqa: E402
 from rag.query.methods import METHODS, rank_once  # noqa: E402
 from rag.query.methods import method as registered  # noqa: E402
 from rag.retrieval.callers import Caller  # noqa: E402
-from rag.retrieval.longrag import LongRAGConfig, longrag_candidates, pack_ranked  # noqa: E402
+from rag.retrieval.longrag import LongRAGConfig, longrag_candidates  # noqa: E402
 from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import (  # noqa: E402
     HALVES,
@@ -51,6 +51,7 @@ from rag.units.long_units import DEFAULT_CAP  # noqa: E402
 NAMES = ("hotpotqa", "musique", "2wikimultihopqa")
 CALLER = Caller(frozenset({"bench"}))
 FREE_WEIGHTS = ("link_boost", "link_share", "lexical_weight", "hop_names", "hop_seeds")
+ON_LONGRAG = ("longrag", "longrag-extract")  # LongRAG's ranking (with the variant's settings), each its own packing
 
 
 @dataclass(frozen=True)
@@ -66,9 +67,10 @@ class Variant:
         request, tools = Request(CALLER, question, max(budgets)), Tools(embedder, counter, longrag=self.config)
         if self.method == "hybrid":
             return rank_once(lambda: hybrid_explore(snap, request, tools, self.config), pack_hybrid, budgets)
-        if self.method == "longrag":
+        if self.method in ON_LONGRAG:
+            pack = registered(self.method).pack
             return rank_once(lambda: longrag_candidates(snap, request, tools, self.config),
-                             lambda r, b: pack_ranked(snap, r, b), budgets)
+                             lambda r, b: pack(snap, r, b, tools), budgets)
         out = []
         for b in budgets:
             start = time.perf_counter()

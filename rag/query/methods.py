@@ -68,6 +68,12 @@ def _pack_longrag(snap: Snapshot, ranked, budget: int, tools: Tools) -> Retrieva
     return pack_ranked(snap, ranked, budget)
 
 
+def _pack_extracts(snap: Snapshot, ranked, budget: int, tools: Tools) -> RetrievalResult:
+    from rag.retrieval.extracts import pack_extracts
+
+    return pack_extracts(snap, ranked, budget, tools.counter)
+
+
 def _longrag_units(snap: Snapshot, req: Request, tools: Tools):
     from rag.retrieval.longrag import configured
     from rag.retrieval.whole_units import rank_units
@@ -124,6 +130,10 @@ def _pack_elite(snap: Snapshot, found, budget: int, tools: Tools) -> RetrievalRe
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("longrag", "long units, MaxP over sub-chunks, member documents packed by score, a second hop to the names "
            "the best ones add", _longrag, _pack_longrag, True, True, uses_lexical=True),
+    Method("longrag-extract", "the small-budget method (~1K tokens): LongRAG's ranking packed breadth first, each "
+           "hop's best member whole, then each other member's header and the sentences that match its query, then "
+           "the members grown toward their whole text",
+           _longrag, _pack_extracts, True, True, uses_lexical=True),
     Method("longrag-1hop", "LongRAG without the second hop: a third of the latency, for single-document questions",
            partial(_longrag, hops=1), _pack_longrag, True, True, uses_lexical=True),
     Method("longrag-units", "the paper's LongRAG: whole long units in MaxP rank order, skipped when they do not fit",

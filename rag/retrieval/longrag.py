@@ -38,6 +38,15 @@ class LongRAGConfig:
     hop_names: int = 3            # names a "residual"/"names" query carries from its seed (the bridge candidates)
     hop_bridges: str = "order"    # which names: sentence order, "no-dates", "titles", "only-titles" (hop_queries)
 
+    def __post_init__(self):
+        for name, allowed in CHOICES.items():  # a misspelt rule would otherwise run another one without a word
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"LongRAG setting {name}={getattr(self, name)!r}: expected one of {', '.join(allowed)}")
+
+
+CHOICES = {"link_rule": ("corpus", "fixed"), "hop_query": ("residual", "names", "novel", "sentence"),
+           "hop_merge": ("interleave", "max"), "hop_bridges": ("order", "no-dates", "titles", "only-titles")}
+
 
 # The two weights add shares of a BM25 score and of a linked member's score to a cosine, so they belong to the
 # embedder's vector space: its scale and how far its ranking can be trusted. The defaults were chosen with MiniLM
@@ -77,6 +86,9 @@ class Ranked:
     items: RankedRows | list[Entry]
     own: Own
     trace: dict
+    queries: tuple[str, ...] = ()        # each hop list's query text: the question first
+    placed_by: np.ndarray | None = None  # per entry of `items`, the index of the query whose list ranks it highest
+    heads: tuple[int, ...] = ()          # positions in `items` of each hop list's first member, ascending
 
 
 def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongRAGConfig) -> Ranked:
@@ -84,13 +96,14 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
     With `req.as_of`, what was current then (index and catalog)."""
     question, embedder = req.question, tools.embedder
     ranked, own, units, hits = _hop(snap, embedder.encode_query(question), req, tools.counter, question, config)
-    lists, seeds, source = [ranked], [], ranked
+    lists, seeds, source, queries = [ranked], [], ranked, [question]
     rule = hop_rule(snap, req.caller.groups, config)
     for _ in range(1, config.hops):
         branches = []
         for query, vector, placed in hop_queries(snap, embedder, question, source, seeds, own, rule):
             more, more_own, _, _ = _hop(snap, vector, req, tools.counter, query, config)
             branches.append(_unplaced(more, placed))  # the seed is placed; find what it names
+            queries.append(query)
             own = _best_of_both(own, more_own)  # a member's matched sub-chunk: its best match under any hop's query
         if not branches:
             break
@@ -98,7 +111,7 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
         source = branches[0]
     merged = interleave(lists) if config.hop_merge == "interleave" else by_best_score(lists)
     return Ranked(merged, own, {"units_ranked": len(units), "subchunk_hits": hits,
-                                "queries": len(lists), "seeds": list(seeds)})
+                                "queries": len(lists), "seeds": list(seeds)}, tuple(queries), *_placing(lists, merged))
 
 
 def hop_rule(snap: Snapshot, groups: frozenset[str], config: LongRAGConfig) -> HopRule:
@@ -177,6 +190,22 @@ def interleave(lists: list[RankedRows | list[Entry]]) -> RankedRows | list[Entry
     order = np.lexsort((np.repeat(np.arange(len(lists)), [len(x) for x in lists]), rank))
     _, first = np.unique(flat[order], return_index=True)
     return _pick(lists, order[np.sort(first)])
+
+
+def _placing(lists: list[RankedRows | list[Entry]], merged: RankedRows | list[Entry]) -> tuple[np.ndarray, tuple]:
+    """Per merged entry, the list ranking it highest (the earlier list on a tie: what interleave keeps); and the
+    merged positions of each list's first entry. From codes alone, so any merge serves (longrag-extract reads both)."""
+    codes = _entry_codes([*lists, merged])
+    sizes = [len(x) for x in lists]
+    flat, picked = codes[:sum(sizes)], codes[sum(sizes):]
+    if not len(flat):
+        return np.zeros(0, np.int64), ()
+    which = np.repeat(np.arange(len(lists)), sizes)
+    order = np.lexsort((which, np.concatenate([np.arange(n) for n in sizes]), flat))
+    best = order[run_starts(flat[order])]  # per code, ascending: its highest rank over the lists
+    placed_by = which[best][np.searchsorted(flat[best], picked)]
+    starts = (np.cumsum(sizes) - sizes)[np.array(sizes) > 0]
+    return placed_by, tuple(np.flatnonzero(np.isin(picked, flat[starts])).tolist())
 
 
 def _entry_codes(lists: list[RankedRows | list[Entry]]) -> np.ndarray:

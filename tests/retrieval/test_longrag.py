@@ -63,6 +63,13 @@ def test_unit_score_is_its_best_subchunk_and_ties_break_by_unit_key():
     assert list(maxp(hits).items()) == [("u-a@1", 0.7), ("u-b@1", 0.7), ("u-c@2", 0.2)]
 
 
+@pytest.mark.parametrize("setting", ["hop_merge", "hop_query", "hop_bridges", "link_rule"])
+def test_a_misspelt_rule_is_refused_by_name_rather_than_replaced_by_another(setting):
+    with pytest.raises(ValueError, match=f"{setting}='rrf': expected one of"):
+        LongRAGConfig(**{setting: "rrf"})
+    assert dataclasses.replace(LongRAGConfig(), hop_merge="max").hop_merge == "max"
+
+
 def test_answer_document_ranks_first_with_its_header_and_current_version(sample, embedder):
     result = retrieve(sample, embedder, "Which error code means the gateway cache is full?", ["support"])
     top = result.items[0]
@@ -142,8 +149,8 @@ def assert_only_readable_bytes(sample, embedder, groups, words, budget, revoked,
     for item in result.items:
         assert item.doc_id in readable
         assert all(readable[item.doc_id][start:end] in item.text for start, end in item.ranges)
-        if item.unit_id is not None:  # LongRAG and short chunks: one range, rendered after its header
-            (start, end), = item.ranges
+        if item.unit_id is not None:  # LongRAG and short chunks: ranges rendered after the header, the last one last
+            start, end = item.ranges[-1]
             assert item.text.endswith(readable[item.doc_id][start:end] + "\n")
         assert item.tokens == default_counter().count_one(item.text)
     return result
@@ -164,7 +171,8 @@ def _via(method: str, config: LongRAGConfig | None):
        budget=st.integers(min_value=50, max_value=9000),
        revoked=st.sets(st.sampled_from(["edge-offline-cache", "error-codes-reference", "install-grounding",
                                         "ssh-hardening", "quick-start-guide", "edge-log-rotation"]), max_size=3),
-       method=st.sampled_from([("longrag", None), ("shortchunk", None), ("longrag", LongRAGConfig(hops=1))]))
+       method=st.sampled_from([("longrag", None), ("shortchunk", None), ("longrag", LongRAGConfig(hops=1)),
+                               ("longrag-extract", None)]))
 def test_no_returned_byte_comes_from_a_document_the_caller_may_not_read(sample, embedder, groups, words, budget,
                                                                         revoked, method):
     """Property (rule 1): also when the catalog revoked a member's ACL after its unit was indexed."""
