@@ -11,13 +11,14 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 
 from rag.retrieval.lexical import LexicalIndex, postings
 from rag.store.catalog import Catalog
 from rag.store.rows import CurrentVersion
+from rag.store.settings import as_of_retention
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class PastLexical:
 def past_lexical(current: LexicalIndex, catalog: Catalog, as_of: datetime) -> PastLexical:
     """The current index seen as of `as_of`, from the catalog's versions changed since then."""
     newer, older = catalog.versions_changed_since(as_of)
-    return past_view(current, newer, older, _all_texts(catalog))
+    return past_view(current, newer, older, _all_texts(catalog, as_of))
 
 
 def past_view(current: LexicalIndex, newer: list[tuple[str, str]], older: list[tuple[str, str, tuple]],
@@ -73,13 +74,15 @@ def _rows_of(ids: list[str], wanted: list[str]) -> np.ndarray:
     return np.array(rows, dtype=np.int64)
 
 
-def _all_texts(catalog: Catalog):
+def _all_texts(catalog: Catalog, as_of: datetime):
     """The catalog's texts by hash, failing in one line for a text dropped past the retention: scoring a version
     without its own text would rank it by something it never said."""
     def text_of(hashes: list[str]) -> dict[str, str]:
         found = catalog.texts_by_hash(hashes)
         missing = sorted(set(hashes) - found.keys())
         if missing:
-            raise LookupError(f"the text of content {missing[0][:12]} is no longer kept (past the as-of retention)")
+            raise LookupError(f"as of {as_of:%Y-%m-%d %H:%M:%S}: the text of a version current then (content "
+                              f"{missing[0][:12]}) is no longer kept; as-of reads reach back "
+                              f"{as_of_retention() / timedelta(days=1):g} days (RAG_INDEX_RETENTION_DAYS)")
         return found
     return text_of

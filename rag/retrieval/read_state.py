@@ -21,7 +21,7 @@ from rag.models.embedders import workspace_embedder_name
 from rag.retrieval.lexical import LexicalIndex, lexical_index
 from rag.retrieval.lexical_past import PastLexical, past_lexical
 from rag.retrieval.members import MemberTable, member_table
-from rag.retrieval.past_units import PAST_STATES_KEPT, PastUnits, linked_share, past_units, per_state
+from rag.retrieval.past_units import StateUnits, code_rows, kept_last, linked_share, past_units, per_state
 from rag.retrieval.unit_ranking import UnitCodes, unit_codes
 from rag.retrieval.vectors import VectorState, load_state, union
 from rag.store.catalog import Catalog
@@ -50,7 +50,7 @@ class SharedCache:
     states: dict[str, tuple[int, "CurrentState"]] = field(default_factory=dict)  # partition → (snapshot seq, state)
     vectors: dict[str, tuple[int, VectorState]] = field(default_factory=dict)  # index URI → (table version, rows)
     past: dict[tuple[str, int], VectorState] = field(default_factory=dict)  # (index URI, past version) → rows
-    past_codes: dict[int, tuple[weakref.ref, PastUnits]] = field(default_factory=dict)  # id(past rows) → their units
+    past_codes: dict[tuple[int, datetime], tuple[weakref.ref, StateUnits]] = field(default_factory=dict)  # per_state's
 
 
 @dataclass(frozen=True)
@@ -166,8 +166,9 @@ class Snapshot:
     def __init__(self, parts: dict[str, SnapshotInfo], catalog: Catalog, index: SubchunkIndex | IndexUnion,
                  shared: SharedCache):
         self.parts, self.catalog, self.index, self._shared = parts, catalog, index, shared
-        self._past_lexical: dict[int, tuple[weakref.ref, PastLexical]] = {}  # per past state, as past_codes
-        self._indexes_at: dict[datetime, SubchunkIndex | IndexUnion] = {}  # the last few times as-of reads asked
+        self._past_lexical: dict[tuple[int, datetime], tuple[weakref.ref, PastLexical]] = {}  # as past_codes
+        self._moments: dict[datetime, datetime] = {}  # the last few times as-of reads asked → moment_at's
+        self._indexes_at: dict[datetime, SubchunkIndex | IndexUnion] = {}  # by moment
 
     @property
     def info(self) -> SnapshotInfo:
@@ -260,14 +261,17 @@ class Snapshot:
     def code_rows(self) -> np.ndarray:
         """Per member code of the serving vectors (VectorState.member_codes), its row in member_table; -1 for rows of a
         member that is not current (its document deleted since the index step)."""
-        index = self.member_table.index
-        return np.fromiter((index.get(key, -1) for key in self.vectors.code_of), dtype=np.int64,
-                           count=len(self.vectors.code_of))
+        return code_rows(self.vectors, self.member_table)
 
     @cached_property
     def unit_codes(self) -> UnitCodes:
         """The serving vectors' units and documents as numbers, for ranking a hop's units (built once per snapshot)."""
         return unit_codes(self.vectors, self.current.unit_of)
+
+    @property
+    def state_units(self) -> StateUnits:
+        """The serving vectors' units, member table and link density as one (what past_units_at gives of a past time)."""
+        return StateUnits(self.unit_codes, self.member_table, self.code_rows, self.current.link_density)
 
     @cached_property
     def lexical(self) -> LexicalIndex:
@@ -309,15 +313,8 @@ class Snapshot:
         parts = index.parts if isinstance(index, IndexUnion) else {"": index}
         states = []
         for name, part in parts.items():
-            key = (part.uri, part.version)
-            state = self._shared.past.get(key)
-            if state is None:
-                state = load_state(part, self._shared.vectors.get(part.uri, (None, None))[1],
-                                   self._membership(name, part, as_of))
-                if len(self._shared.past) >= PAST_STATES_KEPT:
-                    self._shared.past.pop(next(iter(self._shared.past)), None)
-                self._shared.past[key] = state
-            states.append(state)
+            states.append(kept_last(self._shared.past, (part.uri, part.version), lambda: load_state(
+                part, self._shared.vectors.get(part.uri, (None, None))[1], self._membership(name, part, as_of))))
         return states[0] if len(states) == 1 else union(states, self.index.dimension)
 
     def unit_codes_at(self, as_of: datetime) -> tuple[VectorState, UnitCodes]:
@@ -325,10 +322,11 @@ class Snapshot:
         state, past = self.past_units_at(as_of)
         return state, past.codes
 
-    def past_units_at(self, as_of: datetime) -> tuple[VectorState, PastUnits]:
-        """vectors_at(as_of) and its units then (rag.retrieval.past_units), built once per past state."""
-        state = self.vectors_at(as_of)
-        return state, per_state(self._shared.past_codes, state, lambda: past_units(state, self._members_at(as_of)))
+    def past_units_at(self, as_of: datetime) -> tuple[VectorState, StateUnits]:
+        """vectors_at(as_of) and its units then (rag.retrieval.past_units), built once per past state and moment."""
+        state, moment = self.vectors_at(as_of), self.moment_at(as_of)
+        return state, per_state(self._shared.past_codes, state, moment,
+                                lambda: past_units(state, self._members_at(moment)))
 
     def _members_at(self, as_of: datetime) -> dict[str, list[MemberRow]]:
         """Unit key → the members current at `as_of`, those of a version still current sharing its strings."""
@@ -339,8 +337,15 @@ class Snapshot:
 
     def lexical_at(self, as_of: datetime, state: VectorState) -> PastLexical:
         """BM25 over the texts current at `as_of` (rag.retrieval.lexical_past), built once per past state (`state`,
-        vectors_at(as_of)) from this snapshot's index and what changed since."""
-        return per_state(self._past_lexical, state, lambda: past_lexical(self.lexical, self.catalog, as_of))
+        vectors_at(as_of)) and moment from this snapshot's index and what changed since."""
+        moment = self.moment_at(as_of)
+        return per_state(self._past_lexical, state, moment, lambda: past_lexical(self.lexical, self.catalog, moment))
+
+    def moment_at(self, as_of: datetime) -> datetime:
+        """The last change the catalog's history records at or before `as_of` (a version's or unit's validity, a
+        publish): the catalog answers as of both alike, so what is built of a past time is keyed by it."""
+        # a query's hops ask again: the catalog is read once per time asked
+        return kept_last(self._moments, as_of, lambda: self.catalog.last_change_at(as_of) or as_of)
 
     def warm(self) -> None:
         """Build everything a query reads from memory (members, ACLs, vectors, BM25) now, not in a query."""
@@ -370,16 +375,10 @@ class Snapshot:
         """The index as this snapshot pinned it, or as the last publish before `as_of` left it."""
         if as_of is None:
             return self.index
-        found = self._indexes_at.get(as_of)  # a query's hops ask again: the catalog is read once per time asked
-        if found is None:
-            if isinstance(self.catalog, UnionCatalog):
-                found = self.index.at(self.catalog.versions_at(as_of))
-            else:
-                found = self.index.as_of(self.catalog.publish_at(as_of)[1])
-            if len(self._indexes_at) >= PAST_STATES_KEPT:
-                self._indexes_at.pop(next(iter(self._indexes_at)), None)
-            self._indexes_at[as_of] = found
-        return found
+        moment = self.moment_at(as_of)  # a publish is a change: one index per moment (asked as of the time given)
+        if isinstance(self.catalog, UnionCatalog):
+            return kept_last(self._indexes_at, moment, lambda: self.index.at(self.catalog.versions_at(as_of)))
+        return kept_last(self._indexes_at, moment, lambda: self.index.as_of(self.catalog.publish_at(as_of)[1]))
 
     def close(self) -> None:
         self.catalog.close()

@@ -138,6 +138,17 @@ class DocumentTables:
                           "ORDER BY doc_id", [as_of, as_of])
         return [(d, h) for d, h in newer], [(d, h, tuple(acl)) for d, h, acl in older]
 
+    def last_change_at(self, when: datetime) -> datetime | None:
+        """The latest time at or before `when` that a document version's or unit version's validity began or ended, or
+        a publish finished: every as-of read gives the same answer for both times (None: nothing changed by then)."""
+        (found,), = self.rows(
+            "SELECT greatest((SELECT max(valid_from) FROM documents WHERE valid_from <= $1), "
+            "(SELECT max(valid_to) FROM documents WHERE valid_to <= $1), "
+            "(SELECT max(valid_from) FROM units WHERE valid_from <= $1), "
+            "(SELECT max(valid_to) FROM units WHERE valid_to <= $1), "
+            "(SELECT max(finished_at) FROM publish_log WHERE status = 'published' AND finished_at <= $1))", [when])
+        return found
+
     def texts_by_hash(self, hashes: list[str]) -> dict[str, str]:
         """Content hash → the title and text it is the hash of (what BM25 indexes)."""
         if not hashes:
