@@ -54,9 +54,14 @@ class Parts:
         import rag.retrieval.longrag as longrag
 
         self.seconds = {"embed": 0.0, "search": 0.0, "pack": 0.0}
-        for name in ("search", "rescore", "dense_hits", "nearest", "dense_search"):
-            if hasattr(longrag, name):
-                setattr(longrag, name, self.timed(getattr(longrag, name), "search"))
+        try:
+            import rag.retrieval.shortchunk as shortchunk  # the baseline's own module (session 44)
+        except ImportError:
+            shortchunk = None
+        for module in filter(None, (longrag, shortchunk)):
+            for name in ("search", "rescore", "dense_hits", "nearest", "dense_search", "state_search"):
+                if hasattr(module, name):
+                    setattr(module, name, self.timed(getattr(module, name), "search"))
         longrag.pack_ranked = self.timed(longrag.pack_ranked, "pack")
         try:
             import rag.retrieval.extracts as extracts  # longrag-extract's packing (session 42)
