@@ -20,8 +20,9 @@ from bench.results_file import write_results  # noqa: E402
 from rag.evaluation.prepared import prepare_workspace  # noqa: E402
 from rag.models.embedders import Embedder  # noqa: E402
 from rag.models.tokens import TokenCounter  # noqa: E402
-from rag.retrieval.longrag import LongRAGConfig, pack_chunks, shortchunk_candidates  # noqa: E402
+from rag.retrieval.longrag import LongRAGConfig  # noqa: E402
 from rag.retrieval.request import Request, Tools  # noqa: E402
+from rag.retrieval.shortchunk import pack_chunks, shortchunk_candidates  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, load_questions, split_halves  # noqa: E402
 
 

@@ -10,7 +10,8 @@ same workspace files, so before and after are measured by the same script. `--wo
 benchmark's questions on a workspace built already (e.g. bench/replicated.py's copies at 110K or 1M sub-chunks)
 as a caller of `--groups`. It also records the read state's build, part by part (what a server does once per
 publish), and the process's resident memory before that build and once the questions ran (it then holds what a
-serving process holds, plus what opening and checking the workspace left allocated).
+serving process holds, plus what opening and checking the workspace left allocated). `--as-of` reads every question
+as of now through the as-of path, and records the first question's time apart (it builds the past state's parts).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import argparse
 import os
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -52,9 +54,14 @@ class Parts:
         import rag.retrieval.longrag as longrag
 
         self.seconds = {"embed": 0.0, "search": 0.0, "pack": 0.0}
-        for name in ("search", "rescore", "dense_hits", "nearest", "dense_search"):
-            if hasattr(longrag, name):
-                setattr(longrag, name, self.timed(getattr(longrag, name), "search"))
+        try:
+            import rag.retrieval.shortchunk as shortchunk  # the baseline's own module (session 44)
+        except ImportError:
+            shortchunk = None
+        for module in filter(None, (longrag, shortchunk)):
+            for name in ("search", "rescore", "dense_hits", "nearest", "dense_search", "state_search"):
+                if hasattr(module, name):
+                    setattr(module, name, self.timed(getattr(module, name), "search"))
         longrag.pack_ranked = self.timed(longrag.pack_ranked, "pack")
         try:
             import rag.retrieval.extracts as extracts  # longrag-extract's packing (session 42)
@@ -95,8 +102,8 @@ class TimedEmbedder:
         return getattr(self._embedder, name)
 
 
-def call(variant, snap, embedder, counter, question: str, budget: int, caller: Caller = CALLER):
-    request, tools = Request(caller, question, budget), Tools(embedder, counter, longrag=variant.config)
+def call(variant, snap, embedder, counter, question: str, budget: int, caller: Caller = CALLER, as_of=None):
+    request, tools = Request(caller, question, budget, as_of), Tools(embedder, counter, longrag=variant.config)
     if variant.method == "hybrid":
         return pack_hybrid(hybrid_explore(snap, request, tools, variant.config), budget)
     return registered(variant.method).run(snap, request, tools)
@@ -136,6 +143,8 @@ def main() -> None:
                    help="time each question this many times and keep each part's least (a loaded machine's noise)")
     p.add_argument("--workspace", type=Path, help="a built workspace to ask on (its embedder must be --embedder's)")
     p.add_argument("--groups", default="", help="the caller's groups, comma-separated (default: the benchmark's)")
+    p.add_argument("--as-of", action="store_true",
+                   help="read every question as of now, through the as-of path (variants that have one)")
     args = p.parse_args()
     global clock
     clock = CLOCKS[args.clock]
@@ -158,9 +167,13 @@ def main() -> None:
     built = read_state_build(snap)
     questions = split_halves(args.benchmark, load_questions(root / args.benchmark))["report"][: args.limit]
     variants = [parse_variant(s) for s in args.variants.split(";")]
+    as_of = datetime.now(timezone.utc).replace(tzinfo=None) if args.as_of else None
+    start = clock()  # the first question builds what an as-of read keeps per past state (vectors, units, BM25 view)
+    call(variants[0], snap, embedder, counter, questions[0].question, args.budget, caller, as_of)
+    first_ms = (clock() - start) * 1000
     for q in questions:  # warm: the BM25 channel, the sentence store, LanceDB's caches
         for v in variants:
-            call(v, snap, embedder, counter, q.question, args.budget, caller)
+            call(v, snap, embedder, counter, q.question, args.budget, caller, as_of)
     ms: dict[str, list[float]] = {v.name: [] for v in variants}
     split: dict[str, list[dict]] = {v.name: [] for v in variants}
     for q in questions:
@@ -169,7 +182,7 @@ def main() -> None:
             for _ in range(args.repeats):
                 parts.reset()
                 start = clock()
-                call(v, snap, embedder, counter, q.question, args.budget, caller)
+                call(v, snap, embedder, counter, q.question, args.budget, caller, as_of)
                 total, run = (clock() - start) * 1000, {k: s * 1000 for k, s in parts.reset().items()}
                 runs.append({**run, "rank": total - sum(run.values()), "total": total})
             least = {k: min(r[k] for r in runs) for k in runs[0]}  # other jobs only ever add time
@@ -181,7 +194,8 @@ def main() -> None:
                "unindexed_documents": len(snap.current.unindexed_ids),
                "workspace": str(args.workspace or ""), "groups": sorted(caller.groups),
                "questions": len(questions), "budget": args.budget, "clock": args.clock, "embedder": args.embedder,
-               "repeats": args.repeats, "read_state_build": built,
+               "repeats": args.repeats, "as_of": str(as_of or ""), "first_question_ms": round(first_ms, 1),
+               "read_state_build": built,
                "memory": {"before_read_state": opened, "after_questions": memory_mb()},
                "load_average": os.getloadavg(),
                "latency_ms": {n: {"p50": round(float(np.percentile(v, 50)), 1),

@@ -24,7 +24,7 @@ from bench.results_file import results_path, write_results  # noqa: E402
 from rag.retrieval.callers import Caller  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option  # noqa: E402
 
-METHODS = ("longrag", "longrag-1hop", "shortchunk")
+METHODS = ("longrag", "longrag-1hop", "longrag-extract", "shortchunk")  # those the checkout registers
 BENCH_CALLER = Caller(frozenset({"bench"}))  # what the benchmark workspaces' documents admit (bench/multihop.py)
 BUDGETS = (1000, 2000, 4000)
 SAMPLES = REPO / "samples"
@@ -33,6 +33,7 @@ SAMPLES = REPO / "samples"
 def collect(workspace: Path, benchmark: Path | None, as_of: bool) -> dict:
     import yaml
 
+    from rag.query.methods import METHODS as REGISTERED
     from rag.query.workspace import Workspace
     from rag.retrieval.callers import Caller
     from rag.sources.benchmarks import load_questions
@@ -43,7 +44,7 @@ def collect(workspace: Path, benchmark: Path | None, as_of: bool) -> dict:
     for q in load_questions(benchmark or SAMPLES / "questions.jsonl"):
         caller = BENCH_CALLER if benchmark else Caller(frozenset(users[q.asked_as] if isinstance(q.asked_as, str)
                                                                  else q.asked_as))
-        for method in METHODS:
+        for method in (m for m in METHODS if m in REGISTERED):
             for budget in BUDGETS:
                 result = reader.retrieve(method, caller, q.question, budget, as_of=when)
                 out[f"{q.qid}|{method}|{budget}"] = {"docs": [i.doc_id for i in result.items],
@@ -67,7 +68,9 @@ def compare(a: dict, b: dict) -> dict:
     report = {}
     for method in METHODS:
         for budget in BUDGETS:
-            keys = [k for k in a if k.split("|")[1:] == [method, str(budget)]]
+            keys = [k for k in a if k.split("|")[1:] == [method, str(budget)] and k in b]
+            if not keys:  # a method one checkout does not register
+                continue
             same = sum(a[k]["docs"] == b[k]["docs"] for k in keys)
             gap = max((abs(x - y) for k in keys if a[k]["docs"] == b[k]["docs"]
                        for x, y in zip(a[k]["scores"], b[k]["scores"])), default=0.0)

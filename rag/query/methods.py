@@ -88,13 +88,14 @@ def _pack_units(snap: Snapshot, ranking, budget: int, tools: Tools) -> Retrieval
 
 
 def _shortchunk(snap: Snapshot, req: Request, tools: Tools):
-    from rag.retrieval.longrag import configured, shortchunk_candidates
+    from rag.retrieval.longrag import configured
+    from rag.retrieval.shortchunk import shortchunk_candidates
 
     return shortchunk_candidates(snap, req, tools, configured(tools))
 
 
 def _pack_chunks(snap: Snapshot, chunks, budget: int, tools: Tools) -> RetrievalResult:
-    from rag.retrieval.longrag import pack_chunks
+    from rag.retrieval.shortchunk import pack_chunks
 
     return pack_chunks(chunks, budget, tools.counter)
 

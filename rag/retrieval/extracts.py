@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from rag.models.tokens import TokenCounter
 from rag.retrieval.context import MIN_ITEM_TOKENS, ContextItem, RetrievalResult
-from rag.retrieval.dense import Hit, MemberHits
+from rag.retrieval.dense import Hit
 from rag.retrieval.longrag import Entry, Ranked
 from rag.retrieval.read_state import Snapshot
 from rag.text.analysis import content_terms, sentence_spans
@@ -113,9 +113,7 @@ def _excerpts(snap: Snapshot, ranked: Ranked, positions: list[int], terms: list[
         return
     entries = [ranked.items[p] for p in positions]
     texts = snap.texts([(e.doc_id, e.doc_version) for e in entries])
-    keys = [(e.unit_id, e.doc_id, e.part) for e in entries]
-    own = ranked.own
-    hits = own.get_many(keys) if isinstance(own, MemberHits) else [own.get(k) for k in keys]
+    hits = ranked.own.get_many([(e.unit_id, e.doc_id, e.part) for e in entries])
     hops = ranked.placed_by[positions].tolist() if ranked.placed_by is not None else [0] * len(entries)
     headers = [render_header(texts[(e.doc_id, e.doc_version)][0], e.doc_id, e.doc_version, e.part)
                if e.unit_id is not None else "" for e in entries]

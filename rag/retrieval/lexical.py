@@ -118,8 +118,13 @@ def postings(fingerprint: str, docs: list[tuple[str, str]], text_of, vocab: Voca
 
 @dataclass
 class LexicalIndex:
+    """BM25 over the parts' documents. A past state's view (rag.retrieval.lexical_past) also names documents the
+    parts hold that it does not count: their postings (`left_out`, out of N, df and lengths) and rows (`hidden`)."""
+
     parts: list[Postings]
     vocab: Vocabulary
+    left_out: Postings | None = None
+    hidden: list[np.ndarray] | None = None  # per part, the rows of the documents left out
 
     def search(self, question: str, limit: int) -> dict[str, float]:
         """doc_id → BM25 score scaled to [0, 1] by the best score for this question."""
@@ -127,10 +132,14 @@ class LexicalIndex:
         if not self.documents or not len(terms):
             return {}
         df = sum(p.df(terms) for p in self.parts)
+        if self.left_out is not None:
+            df = df - self.left_out.df(terms)
         idf = np.log(1 + (self.documents - df + 0.5) / (df + 0.5))
         top: list[tuple[float, str]] = []
-        for part, norm in zip(self.parts, self.norms):
+        for i, (part, norm) in enumerate(zip(self.parts, self.norms)):
             scores = part.scores(terms, idf, norm)
+            if self.hidden is not None:
+                scores[self.hidden[i]] = 0.0  # at the floor of the cut: never returned
             hit = top_positions(scores, limit, 0.0)  # ties at the cut are settled by doc id below, whatever the parts
             top += zip((-scores[hit]).tolist(), map(part.doc_ids.__getitem__, hit.tolist()))
         top = sorted(top)[:limit]
@@ -141,12 +150,15 @@ class LexicalIndex:
 
     @cached_property
     def documents(self) -> int:
-        return sum(len(p.doc_ids) for p in self.parts)
+        return sum(len(p.doc_ids) for p in self.parts) - (len(self.left_out.doc_ids) if self.left_out else 0)
 
     @cached_property
     def norms(self) -> list[np.ndarray]:
         """Per partition, each document's length normalisation (k1 (1 - b + b len / avgdl), avgdl over all)."""
-        avgdl = sum(float(p.lengths.sum()) for p in self.parts) / max(self.documents, 1)
+        length = sum(float(p.lengths.sum()) for p in self.parts)
+        if self.left_out is not None:
+            length -= float(self.left_out.lengths.sum())
+        avgdl = length / max(self.documents, 1)
         return [K1 * (1 - B + B * p.lengths / avgdl) for p in self.parts]
 
 

@@ -1,7 +1,6 @@
 """LongRAG retrieval: pre-filtered sub-chunk search, MaxP per unit, units assembled at read time, packed to a budget."""
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, replace
 from itertools import repeat
 
@@ -9,16 +8,17 @@ import numpy as np
 
 from rag.models.tokens import TokenCounter
 from rag.retrieval.callers import Caller
-from rag.retrieval.context import Candidate, ContextItem, RetrievalResult, pack, pack_lazily
-from rag.retrieval.dense import Hit, MemberHits, best_hit_per_member, dense_search, nearest, rescore, state_search
+from rag.retrieval.context import Candidate, ContextItem, RetrievalResult, pack
+from rag.retrieval.dense import Hit, MemberHits, state_search
 from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_title
-from rag.retrieval.members import MemberTable, RankedRows, member_table, rows_by_unit
+from rag.retrieval.lexical_past import PastLexical
+from rag.retrieval.members import MemberTable, RankedRows
+from rag.retrieval.past_units import StateUnits
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
 from rag.retrieval.unit_ranking import at_keys, rank_units
 from rag.retrieval.vectors import first_seen_codes, run_starts
-from rag.store.rows import MemberRow
-from rag.units.long_units import render_header, render_member, split_unit_key
+from rag.units.long_units import render_member, split_unit_key
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,6 @@ def pack_ranked(snap: Snapshot, ranked: Ranked, budget: int) -> RetrievalResult:
 
 
 Entry = Candidate | ContextItem  # a ranked member (not rendered yet), or an unindexed version rendered whole
-Own = dict[tuple[str, str, int], Hit] | MemberHits  # each member's best hit: a past version's as a dict
 
 
 @dataclass
@@ -83,7 +82,7 @@ class Ranked:
     """LongRAG's readable member documents in packing order (text not yet read), with each member's best hit."""
 
     items: RankedRows | list[Entry]
-    own: Own
+    own: MemberHits  # each member's best hit
     trace: dict
     queries: tuple[str, ...] = ()        # each hop list's query text: the question first
     placed_by: np.ndarray | None = None  # per entry of `items`, the index of the query whose list ranks it highest
@@ -122,26 +121,21 @@ def hop_rule(snap: Snapshot, groups: frozenset[str], config: LongRAGConfig) -> H
 
 def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter, text: str, config: LongRAGConfig):
     """One retrieval hop for `text` (embedded as `query`): dense and lexical channels, units by MaxP, member
-    documents in packing order."""
-    caller, as_of = req.caller, req.as_of
-    if as_of is not None:  # a past version: its own state's hits, the candidate units rescored from its rows
-        state, codes = snap.unit_codes_at(as_of)
-        dense = state_search(state, query, caller, config.overfetch)
-        hits = dense.hits(dense.near)
-        # No lexical channel: BM25 indexes the current texts, not the past ones.
-        units = rank_units(codes, dense.near, dense.scores, {}, config.lexical_weight, config.max_units)
-        hits += rescore(snap, query, caller, list(units), as_of) if units else []
-        own = best_hit_per_member(hits)
-        return _candidates(snap, req, own, _floor(hits), {}, units, config), own, units, len(hits)
-    dense = dense_search(snap, query, caller, config.overfetch)
-    lexical = _lexical(snap, caller, text, config)
-    near = dense.near
-    units = rank_units(snap.unit_codes, near, dense.scores, lexical, config.lexical_weight, config.max_units)
+    documents in packing order. With `req.as_of`, the same over the state then (rag.retrieval.past_units)."""
+    caller = req.caller
+    if req.as_of is None:
+        state, view, past = snap.vectors, snap.state_units, None
+    else:  # its vectors, units and members, BM25 over the texts then and the link boost its units gave
+        state, view = snap.past_units_at(req.as_of)
+        past = snap.lexical_at(req.as_of, state)
+    lexical = _lexical(snap, caller, text, config, past)
+    dense = state_search(state, query, caller, config.overfetch)
+    units = rank_units(view.codes, dense.near, dense.scores, lexical, config.lexical_weight, config.max_units)
     # The candidate units' other sub-chunks are scored already; only each member's best one becomes a Hit.
-    rows = np.concatenate([near, dense.unit_rows(list(units))])
+    rows = np.concatenate([dense.near, dense.unit_rows(list(units))])
     own, floor = dense.best_per_member(rows), float(dense.scores[rows].min()) if len(rows) else 0.0
-    candidates = _candidates(snap, req, own, floor, lexical, units, config)
-    if snap.current.unindexed_ids:  # documents between the documents and index steps (rare)
+    candidates = _candidates(view, caller, own, floor, lexical, units, config)
+    if req.as_of is None and snap.current.unindexed_ids:  # documents between the documents and index steps (rare)
         candidates = _with_unindexed(snap, caller, counter, candidates, dense.hits(rows), lexical, config)
     return candidates, own, units, len(rows)
 
@@ -152,14 +146,9 @@ def _unplaced(entries: RankedRows | list[Entry], placed: set[str]) -> RankedRows
     return [i for i in entries if i.doc_id not in placed]
 
 
-def _best_of_both(own: Own, more: Own) -> Own:
+def _best_of_both(own: MemberHits, more: MemberHits) -> MemberHits:
     """Each member's best hit under either query; the earlier query's wins a tie."""
-    if isinstance(own, MemberHits) and isinstance(more, MemberHits):
-        return own.merged(more)
-    for key, hit in more.items():
-        if key not in own or hit.score > own[key].score:
-            own[key] = hit
-    return own
+    return own.merged(more)
 
 
 def by_best_score(lists: list[RankedRows | list[Entry]]) -> RankedRows | list[Entry]:
@@ -207,7 +196,7 @@ def _entry_codes(lists: list[RankedRows | list[Entry]]) -> np.ndarray:
 
 
 def _one_table(lists: list[RankedRows | list[Entry]]) -> bool:
-    """Whether the lists are rows of one member table (the current snapshot's; a past version's differ per hop)."""
+    """Whether the lists are rows of one member table (the snapshot's or a past state's; not with unindexed entries)."""
     return bool(lists) and all(isinstance(x, RankedRows) for x in lists) and len({id(x.table) for x in lists}) == 1
 
 
@@ -220,16 +209,19 @@ def _pick(lists: list[RankedRows | list[Entry]], chosen: np.ndarray) -> RankedRo
     return [flat[i] for i in chosen.tolist()]
 
 
-def _lexical(snap: Snapshot, caller: Caller, question: str, config: LongRAGConfig) -> dict[str, float]:
-    """BM25 scores of the documents the caller may read (the index covers all; ranking must not see the rest)."""
+def _lexical(snap: Snapshot, caller: Caller, question: str, config: LongRAGConfig,
+             past: PastLexical | None = None) -> dict[str, float]:
+    """BM25 scores of the documents the caller may read (the index covers all; ranking must not see the rest), over
+    the current texts or, with `past`, those current at its time."""
     if config.lexical_weight <= 0:
         return {}
-    scores = snap.lexical.search(question, config.lexical_depth)
-    readable = snap.readable_ids(list(scores), caller.groups)
+    scores = (snap.lexical if past is None else past.index).search(question, config.lexical_depth)
+    readable = snap.readable_ids(list(scores), caller.groups) if past is None else \
+        past.readable(list(scores), caller.groups, snap.current.versions)
     return {d: s for d, s in scores.items() if d in readable}
 
 
-def _candidates(snap: Snapshot, req: Request, own: Own, floor: float, lexical: dict[str, float],
+def _candidates(view: StateUnits, caller: Caller, own: MemberHits, floor: float, lexical: dict[str, float],
                 units: dict[str, float], config: LongRAGConfig) -> RankedRows:
     """Whole member documents of the ranked units, readable ones only, ordered for packing (text not yet read).
 
@@ -237,31 +229,25 @@ def _candidates(snap: Snapshot, req: Request, own: Own, floor: float, lexical: d
     member of its unit: the unit's links are LongRAG's bet that a document next to a strong match carries
     the next hop, and packing members (not whole units) keeps that bet affordable under small budgets.
     Token counts are the exact ones stored at ingest for the rendered block. Scores and order are numpy over
-    the snapshot's member table; ties go to the unit key, then the position in the unit.
+    the state's member table (the snapshot's or a past one's); ties go to the unit key, then the position in the unit.
     """
-    weight = config.lexical_weight
-    table = snap.member_table if req.as_of is None else member_table(rows_by_unit(snap.members(list(units),
-                                                                                                  req.as_of)))
+    weight, table = config.lexical_weight, view.table
     rows = table.of_units(list(units))
-    rows = rows[table.readable(req.caller.groups)[rows]]  # a hit on one member never authorises the rest of its unit
+    rows = rows[table.readable(caller.groups)[rows]]  # a hit on one member never authorises the rest of its unit
     if not len(rows):
         return RankedRows(table, rows, np.zeros(0))
-    score = _own_scores(snap, table, own, rows, floor) + weight * _lexical_scores(table, lexical, rows)
+    score = _own_scores(view.code_rows, own, rows, floor) + weight * _lexical_scores(table, lexical, rows)
     unit = table.unit_rank[rows]
-    total = score + link_boost(snap, config) * _best_others(unit, score)
+    total = score + boost_of(config, view.link_density) * _best_others(unit, score)
     order = np.lexsort((table.position[rows], unit, -total))
     return RankedRows(table, rows[order], total[order])
 
 
-def _own_scores(snap: Snapshot, table: MemberTable, own: Own, rows: np.ndarray, floor: float) -> np.ndarray:
+def _own_scores(code_rows: np.ndarray, own: MemberHits, rows: np.ndarray, floor: float) -> np.ndarray:
     """Each row's member's best sub-chunk score, `floor` for a member without a hit."""
-    if isinstance(own, MemberHits):  # rows of the current member table, found through the snapshot's member codes
-        members, scores = snap.code_rows[own.codes], own.scores
-        members, scores = members[members >= 0], scores[members >= 0]
-    else:
-        found = [(i, h.score) for key, h in own.items() if (i := table.index.get(key)) is not None]
-        members, scores = np.array(found, dtype=np.float64).reshape(-1, 2).T
-    return at_keys(members.astype(np.int64), scores, rows, floor)
+    members, scores = code_rows[own.codes], own.scores
+    kept = members >= 0  # -1: rows of a member the table does not hold (its document deleted since the index step)
+    return at_keys(members[kept], scores[kept], rows, floor)
 
 
 def _lexical_scores(table: MemberTable, lexical: dict[str, float], rows: np.ndarray) -> np.ndarray:
@@ -290,10 +276,15 @@ def _best_others(unit: np.ndarray, score: np.ndarray) -> np.ndarray:
 
 
 def link_boost(snap: Snapshot, config: LongRAGConfig) -> float:
-    """The share of its unit's best other member's score a member inherits: link_share × the corpus's mean 1/k over
-    linked documents (MuSiQue 0.15, HotpotQA 0.31, 2WikiMultihopQA 0.45; chosen in docs/quality.md), or link_boost."""
+    """The share of its unit's best other member's score a member inherits in the snapshot (boost_of)."""
+    return boost_of(config, snap.current.link_density)
+
+
+def boost_of(config: LongRAGConfig, link_density: float) -> float:
+    """link_share × the units' mean 1/k over linked documents (MuSiQue 0.15, HotpotQA 0.31, 2WikiMultihopQA 0.45;
+    chosen in docs/quality.md), or link_boost: a past state's units give the boost a read then had."""
     if config.link_rule == "corpus":
-        return config.link_share * snap.current.link_density
+        return config.link_share * link_density
     return config.link_boost
 
 
@@ -326,11 +317,10 @@ def _with_unindexed(snap: Snapshot, caller: Caller, counter: TokenCounter, candi
     return sorted([*candidates, *extra], key=lambda item: -item.score)
 
 
-def _with_text(snap: Snapshot, items: list[Entry], own: Own) -> list[ContextItem]:
+def _with_text(snap: Snapshot, items: list[Entry], own: MemberHits) -> list[ContextItem]:
     """Render the packed members from the catalog: header, the member's range of the text, matched sub-chunk."""
     texts = snap.texts([(i.doc_id, i.doc_version) for i in items])
-    keys = [(i.unit_id, i.doc_id, i.part) for i in items]
-    hits = own.get_many(keys) if isinstance(own, MemberHits) else [own.get(k) for k in keys]
+    hits = own.get_many([(i.unit_id, i.doc_id, i.part) for i in items])
     out = []
     for item, hit in zip(items, hits):
         if item.unit_id is None:  # an unindexed version, rendered whole already
@@ -343,55 +333,3 @@ def _with_text(snap: Snapshot, items: list[Entry], own: Own) -> list[ContextItem
                                item.tokens, item.ranges, item.score, split_unit_key(item.unit_id)[0],
                                text[hit.start:hit.end] if hit else None, item.part))
     return out
-
-
-class Blocks:
-    """The baseline's visible sub-chunks as blocks, rendered as packing reads them: a budget packs the first few of
-    ~200, so the rest are never rendered."""
-
-    def __init__(self, snap: Snapshot, visible: list[tuple[Hit, MemberRow]]):
-        self._snap, self._visible, self._done = snap, visible, []
-
-    def __len__(self) -> int:
-        return len(self._visible)
-
-    def __getitem__(self, at: slice) -> list[ContextItem]:
-        upto = min(at.stop, len(self._visible))
-        if len(self._done) < upto:
-            todo = self._visible[len(self._done) : upto]
-            texts = self._snap.texts([m for _, m in todo])
-            self._done += [_block(h, m, *texts[(m.doc_id, m.doc_version)]) for h, m in todo]
-        return self._done[at]
-
-
-def _block(h: Hit, m: MemberRow, title: str, text: str) -> ContextItem:
-    chunk = text[h.start:h.end]
-    return ContextItem(m.doc_id, m.doc_version, title, render_header(title, m.doc_id, m.doc_version, m.part) + chunk
-                       + "\n", 0, ((h.start, h.end),), round(h.score, 6), split_unit_key(h.unit_key)[0], chunk, m.part)
-
-
-@dataclass
-class Chunks:
-    """The baseline's readable sub-chunks in score order; budget-independent."""
-
-    items: Blocks
-    hits: int
-    seconds: float
-
-
-def shortchunk_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongRAGConfig) -> Chunks:
-    """The baseline: the top sub-chunks themselves, each with its document header, in score order."""
-    t = time.perf_counter()
-    caller, as_of = req.caller, req.as_of
-    hits, _ = nearest(snap, tools.embedder.encode_query(req.question), caller, config.overfetch, as_of)
-    members = {(m.unit_key, m.doc_id, m.part): m for m in snap.members([h.unit_key for h in hits], as_of)}
-    visible = [(h, members[(h.unit_key, h.doc_id, h.part)]) for h in hits if (h.unit_key, h.doc_id, h.part) in members
-               and caller.may_read(members[(h.unit_key, h.doc_id, h.part)].acl)]
-    return Chunks(Blocks(snap, visible), len(hits), time.perf_counter() - t)
-
-
-def pack_chunks(chunks: Chunks, budget: int, counter: TokenCounter) -> RetrievalResult:
-    t = time.perf_counter()
-    items = pack_lazily(chunks.items, budget, counter.count_cached)
-    return RetrievalResult("shortchunk", budget, items, {
-        "subchunk_hits": chunks.hits, "retrieve_s": round(chunks.seconds + time.perf_counter() - t, 4)})

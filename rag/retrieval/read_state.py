@@ -19,7 +19,9 @@ import pyarrow as pa
 
 from rag.models.embedders import workspace_embedder_name
 from rag.retrieval.lexical import LexicalIndex, lexical_index
+from rag.retrieval.lexical_past import PastLexical, past_lexical
 from rag.retrieval.members import MemberTable, member_table
+from rag.retrieval.past_units import StateUnits, code_rows, kept_last, linked_share, past_units, per_state
 from rag.retrieval.unit_ranking import UnitCodes, unit_codes
 from rag.retrieval.vectors import VectorState, load_state, union
 from rag.store.catalog import Catalog
@@ -30,7 +32,6 @@ from rag.store.rows import CurrentVersion, MemberRow
 from rag.store.snapshot_files import SnapshotInfo
 from rag.store.union_catalog import UnionCatalog
 
-PAST_STATES_KEPT = 4  # past table versions whose in-memory vectors are kept for as-of reads
 # What a query reads from memory, each built once per snapshot, in the order they depend on one another.
 WARM_PARTS = ("current", "member_table", "vectors", "code_rows", "unit_codes", "lexical")
 
@@ -49,7 +50,7 @@ class SharedCache:
     states: dict[str, tuple[int, "CurrentState"]] = field(default_factory=dict)  # partition → (snapshot seq, state)
     vectors: dict[str, tuple[int, VectorState]] = field(default_factory=dict)  # index URI → (table version, rows)
     past: dict[tuple[str, int], VectorState] = field(default_factory=dict)  # (index URI, past version) → rows
-    past_codes: dict[int, tuple[weakref.ref, UnitCodes]] = field(default_factory=dict)  # id(past rows) → their codes
+    past_codes: dict[tuple[int, datetime], tuple[weakref.ref, StateUnits]] = field(default_factory=dict)  # per_state's
 
 
 @dataclass(frozen=True)
@@ -83,10 +84,8 @@ class CurrentState:
 
     @cached_property
     def link_density(self) -> float:
-        """1/k averaged over the members of units of k >= 2 members: the share of a unit's best score each member
-        gets when it is divided evenly, for a typical linked document of this corpus (0 when nothing is linked)."""
-        sizes = [len(rows) for rows in self.members.values() if len(rows) > 1]
-        return len(sizes) / sum(sizes) if sizes else 0.0
+        """The current units' mean 1/k over linked members (past_units.linked_share)."""
+        return linked_share(len(rows) for rows in self.members.values())
 
     @cached_property
     def titles(self) -> dict[str, list[str]]:
@@ -167,6 +166,9 @@ class Snapshot:
     def __init__(self, parts: dict[str, SnapshotInfo], catalog: Catalog, index: SubchunkIndex | IndexUnion,
                  shared: SharedCache):
         self.parts, self.catalog, self.index, self._shared = parts, catalog, index, shared
+        self._past_lexical: dict[tuple[int, datetime], tuple[weakref.ref, PastLexical]] = {}  # as past_codes
+        self._moments: dict[datetime, datetime] = {}  # the last few times as-of reads asked → moment_at's
+        self._indexes_at: dict[datetime, SubchunkIndex | IndexUnion] = {}  # by moment
 
     @property
     def info(self) -> SnapshotInfo:
@@ -205,8 +207,9 @@ class Snapshot:
 
     def members(self, unit_keys: list[str], as_of: datetime | None = None) -> list[MemberRow]:
         """Members of these unit versions that are current (or were at `as_of`), in unit and position order."""
-        if as_of is not None:
-            return self.catalog.current_members(unit_keys, as_of)
+        if as_of is not None:  # from the past state's table, read once (past_units_at), not a query per call
+            table = self.past_units_at(as_of)[1].table
+            return [table.rows[i] for i in table.of_units(unit_keys).tolist()]
         current = self.current.members
         return [row for key in sorted(set(unit_keys)) for row in current.get(key, ())]
 
@@ -258,14 +261,17 @@ class Snapshot:
     def code_rows(self) -> np.ndarray:
         """Per member code of the serving vectors (VectorState.member_codes), its row in member_table; -1 for rows of a
         member that is not current (its document deleted since the index step)."""
-        index = self.member_table.index
-        return np.fromiter((index.get(key, -1) for key in self.vectors.code_of), dtype=np.int64,
-                           count=len(self.vectors.code_of))
+        return code_rows(self.vectors, self.member_table)
 
     @cached_property
     def unit_codes(self) -> UnitCodes:
         """The serving vectors' units and documents as numbers, for ranking a hop's units (built once per snapshot)."""
         return unit_codes(self.vectors, self.current.unit_of)
+
+    @property
+    def state_units(self) -> StateUnits:
+        """The serving vectors' units, member table and link density as one (what past_units_at gives of a past time)."""
+        return StateUnits(self.unit_codes, self.member_table, self.code_rows, self.current.link_density)
 
     @cached_property
     def lexical(self) -> LexicalIndex:
@@ -307,28 +313,39 @@ class Snapshot:
         parts = index.parts if isinstance(index, IndexUnion) else {"": index}
         states = []
         for name, part in parts.items():
-            key = (part.uri, part.version)
-            state = self._shared.past.get(key)
-            if state is None:
-                state = load_state(part, self._shared.vectors.get(part.uri, (None, None))[1],
-                                   self._membership(name, part, as_of))
-                if len(self._shared.past) >= PAST_STATES_KEPT:
-                    self._shared.past.pop(next(iter(self._shared.past)), None)
-                self._shared.past[key] = state
-            states.append(state)
+            states.append(kept_last(self._shared.past, (part.uri, part.version), lambda: load_state(
+                part, self._shared.vectors.get(part.uri, (None, None))[1], self._membership(name, part, as_of))))
         return states[0] if len(states) == 1 else union(states, self.index.dimension)
 
     def unit_codes_at(self, as_of: datetime) -> tuple[VectorState, UnitCodes]:
-        """vectors_at(as_of) with its units and documents as numbers, built once per past state (no current unit:
-        as-of reads have no lexical channel). Held by a weak reference: the codes never keep a state's rows alive."""
-        state = self.vectors_at(as_of)
-        kept = self._shared.past_codes
-        found = kept.get(id(state))
-        if found is None or found[0]() is not state:  # an id is reused only once its state is gone
-            if len(kept) >= PAST_STATES_KEPT:
-                kept.pop(next(iter(kept)), None)
-            found = kept[id(state)] = (weakref.ref(state), unit_codes(state, {}))
-        return state, found[1]
+        """vectors_at(as_of) with its units and documents as numbers (past_units_at's)."""
+        state, past = self.past_units_at(as_of)
+        return state, past.codes
+
+    def past_units_at(self, as_of: datetime) -> tuple[VectorState, StateUnits]:
+        """vectors_at(as_of) and its units then (rag.retrieval.past_units), built once per past state and moment."""
+        state, moment = self.vectors_at(as_of), self.moment_at(as_of)
+        return state, per_state(self._shared.past_codes, state, moment,
+                                lambda: past_units(state, self._members_at(moment)))
+
+    def _members_at(self, as_of: datetime) -> dict[str, list[MemberRow]]:
+        """Unit key → the members current at `as_of`, those of a version still current sharing its strings."""
+        members: dict[str, list[MemberRow]] = {}
+        for row in map(partial(_sharing_strings, self.current.versions), self.catalog.current_members(None, as_of)):
+            members.setdefault(row.unit_key, []).append(row)
+        return members
+
+    def lexical_at(self, as_of: datetime, state: VectorState) -> PastLexical:
+        """BM25 over the texts current at `as_of` (rag.retrieval.lexical_past), built once per past state (`state`,
+        vectors_at(as_of)) and moment from this snapshot's index and what changed since."""
+        moment = self.moment_at(as_of)
+        return per_state(self._past_lexical, state, moment, lambda: past_lexical(self.lexical, self.catalog, moment))
+
+    def moment_at(self, as_of: datetime) -> datetime:
+        """The last change the catalog's history records at or before `as_of` (a version's or unit's validity, a
+        publish): the catalog answers as of both alike, so what is built of a past time is keyed by it."""
+        # a query's hops ask again: the catalog is read once per time asked
+        return kept_last(self._moments, as_of, lambda: self.catalog.last_change_at(as_of) or as_of)
 
     def warm(self) -> None:
         """Build everything a query reads from memory (members, ACLs, vectors, BM25) now, not in a query."""
@@ -358,9 +375,11 @@ class Snapshot:
         """The index as this snapshot pinned it, or as the last publish before `as_of` left it."""
         if as_of is None:
             return self.index
+        moment = self.moment_at(as_of)  # a publish is a change: one index per moment (asked as of the time given)
         if isinstance(self.catalog, UnionCatalog):
-            return self.index.at(self.catalog.versions_at(as_of))
-        return self.index.as_of(self.catalog.publish_at(as_of)[1])
+            return kept_last(self._indexes_at, moment, lambda: self.index.at(self.catalog.versions_at(as_of)))
+        return kept_last(self._indexes_at, moment, lambda: self.index.as_of(self.catalog.publish_at(as_of)[1]))
 
     def close(self) -> None:
         self.catalog.close()
+

@@ -1,6 +1,7 @@
 """The catalog's document versions and the source files' records: their reads and writes (part of Catalog)."""
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -126,6 +127,27 @@ class DocumentTables:
         """Partition ("" in a whole workspace) → (doc_id, content hash) of its current documents, by doc id."""
         return {"": [tuple(r) for r in self.rows(
             "SELECT doc_id, content_hash FROM documents WHERE status = 'current' ORDER BY doc_id")]}
+
+    def versions_changed_since(self, as_of: datetime) -> tuple[list[tuple[str, str]], list[tuple[str, str, tuple]]]:
+        """(doc_id, content hash) of the current versions that were not current at `as_of`, and (doc_id, content hash,
+        ACL) of the versions current then that are not now, each by doc id: what BM25 as of then changes."""
+        then = "coalesce(valid_from <= ? AND (valid_to IS NULL OR valid_to > ?), false)"
+        newer = self.rows(f"SELECT doc_id, content_hash FROM documents WHERE status = 'current' AND NOT {then} "
+                          "ORDER BY doc_id", [as_of, as_of])
+        older = self.rows(f"SELECT doc_id, content_hash, acl FROM documents WHERE status <> 'current' AND {then} "
+                          "ORDER BY doc_id", [as_of, as_of])
+        return [(d, h) for d, h in newer], [(d, h, tuple(acl)) for d, h, acl in older]
+
+    def last_change_at(self, when: datetime) -> datetime | None:
+        """The latest time at or before `when` that a document version's or unit version's validity began or ended, or
+        a publish finished: every as-of read gives the same answer for both times (None: nothing changed by then)."""
+        (found,), = self.rows(
+            "SELECT greatest((SELECT max(valid_from) FROM documents WHERE valid_from <= $1), "
+            "(SELECT max(valid_to) FROM documents WHERE valid_to <= $1), "
+            "(SELECT max(valid_from) FROM units WHERE valid_from <= $1), "
+            "(SELECT max(valid_to) FROM units WHERE valid_to <= $1), "
+            "(SELECT max(finished_at) FROM publish_log WHERE status = 'published' AND finished_at <= $1))", [when])
+        return found
 
     def texts_by_hash(self, hashes: list[str]) -> dict[str, str]:
         """Content hash → the title and text it is the hash of (what BM25 indexes)."""

@@ -1,6 +1,7 @@
 """Collections as partitions: which files each reads, one store each, and readers that see them as one workspace."""
 import json
 import shutil
+from datetime import datetime, timezone
 from pathlib import Path
 
 import dagster as dg
@@ -14,6 +15,7 @@ from pipelines.ingest_run import run_ingest, run_partitions
 from pipelines.workspace_resources import workspace_resources
 from rag.query.workspace import Workspace
 from rag.retrieval.callers import Caller, load_users
+from rag.retrieval.longrag import LongRAGConfig, _lexical
 from rag.sources.loaders import walk
 from rag.sources.partitions import PartitionError, Selection, discover, resolve, shard_of, shards_for
 from rag.store.settings import IngestSettings
@@ -179,7 +181,7 @@ def test_a_workspace_is_never_written_in_both_layouts(tmp_path, corpus):
 @pytest.mark.slow
 def test_an_as_of_read_sees_each_partition_as_it_was_then(tmp_path):
     src = tmp_path / "docs"
-    doc(src / "hr" / "leave.md", "leave", "staff", "Annual leave is 30 days for every employee.")
+    doc(src / "hr" / "leave.md", "leave", "staff", "Annual leave is 30 days for every employee. Zephyrine is its form.")
     doc(src / "it" / "vpn.md", "vpn", "staff", "The VPN needs a hardware key.")
     run_partitions(IngestSettings(workspace=str(tmp_path / "ws"), sources=[str(src)]))
     ws = Workspace(tmp_path / "ws")
@@ -194,3 +196,13 @@ def test_an_as_of_read_sees_each_partition_as_it_was_then(tmp_path):
         then = ws.retrieve(method, staff, "How many days of annual leave?", 500, as_of=before)
         assert "32 days" in now.context() and "30 days" not in now.context()
         assert "30 days" in then.context() and "32 days" not in then.context()
+    snap, config = ws.snapshot(), LongRAGConfig()
+    state, _ = snap.past_units_at(before)  # BM25 over both partitions' texts then: the old version's word
+    assert set(_lexical(snap, staff, "Zephyrine", config, snap.lexical_at(before, state))) == {"leave"}
+    assert _lexical(snap, staff, "Zephyrine", config) == {}
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    for method in ("longrag", "longrag-extract", "shortchunk"):
+        for question in ("How many days of annual leave?", "What does the VPN need?"):
+            current, as_of_now = (ws.retrieve(method, staff, question, 500, as_of=t) for t in (None, now))
+            assert [(i.doc_id, i.doc_version, i.ranges, i.score) for i in as_of_now.items] == \
+                [(i.doc_id, i.doc_version, i.ranges, i.score) for i in current.items]
