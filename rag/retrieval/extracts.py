@@ -1,7 +1,6 @@
 """LongRAG's ranking packed breadth first: each hop list's best member whole, then every other ranked member's
-header, lead sentence and the sentences of its matched sub-chunk that share the question's or its query's terms
-(an excerpt that does not fit shows as many of them, best first, as fit: session 44, rule 5); then the rest of the
-budget grows the packed members, in rank order, toward their whole text.
+header, lead sentence and the sentences of its matched sub-chunk that share the question's or its query's terms;
+then the rest of the budget grows the packed members, in rank order, toward their whole text.
 
 Completeness counts a document present when any of its text is in the context, and LongRAG packs each member
 whole (~8 MuSiQue paragraphs in 1K tokens); a header and one sentence show ~3 times as many documents. The heads
@@ -80,7 +79,7 @@ def pack_extracts(snap: Snapshot, ranked: Ranked, budget: int, counter: TokenCou
             break
         rest = [p for p in range(start, min(start + BATCH, len(ranked.items))) if p not in heads]
         for pos, x in _excerpts(snap, ranked, rest, terms, counter, lambda: left):  # read as each entry comes
-            left = _take(taken, seen, pos, x, left, counter, shorten=True)
+            left = _take(taken, seen, pos, x, left, counter)
     packed = [taken[p] for p in sorted(taken)]
     for excerpt in packed:
         if isinstance(excerpt, Excerpt):
@@ -92,37 +91,18 @@ def pack_extracts(snap: Snapshot, ranked: Ranked, budget: int, counter: TokenCou
 
 
 def _take(taken: dict[int, Excerpt | ContextItem], seen: set, pos: int, x: Excerpt | ContextItem, left: int,
-          counter: TokenCounter, shorten: bool = False) -> int:
-    """Pack the entry at rank `pos` as it is shown now if it fits and is not packed yet, or, with `shorten`, an
-    excerpt's longest best-first prefix that fits (rule 5); returns what is left."""
+          counter: TokenCounter) -> int:
+    """Pack the entry at rank `pos` as it is shown now if it fits and is not packed yet; returns what is left."""
     entry = x if isinstance(x, ContextItem) else x.entry
     key = (entry.doc_id, entry.doc_version, entry.ranges)
-    if key in seen:
-        return left
-    shown = None if isinstance(x, ContextItem) else x.shown
-    n = x.tokens if shown is None else _count(x, shown, counter)
-    if n > left and shorten and shown is not None and len(shown) > 1:
-        shown, n = _prefix(x, left, counter)
-    if n > left:
+    n = x.tokens if isinstance(x, ContextItem) else _count(x, x.shown, counter)
+    if key in seen or n > left:
         return left
     seen.add(key)
     if isinstance(x, Excerpt):
-        x.shown, x.tokens = shown, n
+        x.tokens = n
     taken[pos] = x
     return left - n
-
-
-def _prefix(excerpt: Excerpt, left: int, counter: TokenCounter) -> tuple[list[tuple[int, int]], int]:
-    """The longest prefix of the excerpt's shown sentences that fits in `left`, and its tokens; the best sentence
-    alone (which may not fit) when no longer one does. A sentence adds more than the ellipsis it may replace, so the
-    first prefix that overflows ends the search."""
-    k, n = 1, _count(excerpt, excerpt.shown[:1], counter)
-    while n <= left and k + 1 < len(excerpt.shown):
-        more = _count(excerpt, excerpt.shown[:k + 1], counter)
-        if more > left:
-            break
-        k, n = k + 1, more
-    return excerpt.shown[:k], n
 
 
 def _excerpts(snap: Snapshot, ranked: Ranked, positions: list[int], terms: list[frozenset[str]],

@@ -147,28 +147,6 @@ def test_members_grow_in_rank_order_with_what_the_excerpts_leave(sample, embedde
     assert result.tokens <= budget
 
 
-def test_an_excerpt_that_does_not_fit_shows_its_longest_best_first_prefix_that_does_down_to_its_best_sentence(
-        sample, embedder):
-    counter = default_counter()
-    for question in (QUESTIONS[0], QUESTIONS[2]):  # the second's top excerpt is one sentence: nothing to shorten
-        snap, ranked = ranking(sample, embedder, question)
-        top = ranked.items[0]  # the question's head: 400-520 tokens, so at these budgets no head fits whole
-        title, text = snap.texts([(top.doc_id, top.doc_version)])[(top.doc_id, top.doc_version)]
-        spans, shown = best_first(text, top.ranges[0], ranked.own.get((top.unit_id, top.doc_id, top.part)),
-                                  frozenset(content_terms(ranked.queries[0])))
-        header = render_header(title, top.doc_id, top.doc_version, top.part)
-        assert shown > 1, question
-        prefix = [counter.count_one(header + shown_text(text, sorted(spans[:k])) + "\n") for k in (1, shown - 1, shown)]
-        assert prefix[0] <= prefix[1] < prefix[2] < top.tokens
-        best = pack_extracts(snap, ranked, prefix[0], counter)
-        assert best.items[0].text == header + text[spans[0][0]:spans[0][1]] + "\n"  # the top document, by its best
-        short = pack_extracts(snap, ranked, prefix[2] - 1, counter).items[0]
-        assert short.doc_id == top.doc_id and all(text[s:e] in short.text for s, e in spans[:shown - 1])
-        assert text[spans[shown - 1][0]:spans[shown - 1][1]] not in short.text  # the excerpt's last sentence left out
-        gone = pack_extracts(snap, ranked, prefix[0] - 1, counter)
-        assert (top.doc_id, top.ranges) not in {(i.doc_id, i.ranges) for i in gone.items}  # header + best: passed over
-
-
 # The same oracle as LongRAG's rule-1 property (tests/retrieval/test_longrag.py), on this packing alone: each example is
 # a real query embedding, LanceDB search and catalog read, with ACLs revoked inside a rolled-back transaction.
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
