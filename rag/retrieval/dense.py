@@ -57,13 +57,9 @@ def state_hits(state: VectorState, query: np.ndarray, caller: Caller, limit: int
     return dense.hits(dense.near), dense
 
 
-def dense_search(snap: Snapshot, query: np.ndarray, caller: Caller, limit: int) -> "Dense":
-    """The query's scores against the snapshot's in-memory vectors and its nearest readable rows (no Hit built)."""
-    return state_search(snap.vectors, query, caller, limit)
-
-
 def state_search(state: VectorState, query: np.ndarray, caller: Caller, limit: int) -> "Dense":
-    """dense_search over any in-memory rows (a past version's too)."""
+    """The query's scores against in-memory rows (the snapshot's or a past version's) and its nearest readable rows
+    (no Hit built)."""
     q16 = state.query16(query)
     scores, near = state.search(q16, caller.groups, limit)
     return Dense(state, scores, state.mask(caller.groups), near, q16)

@@ -102,7 +102,7 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
             more, more_own, _, _ = _hop(snap, vector, req, tools.counter, query, config)
             branches.append(_unplaced(more, placed))  # the seed is placed; find what it names
             queries.append(query)
-            own = _best_of_both(own, more_own)  # a member's matched sub-chunk: its best match under any hop's query
+            own = own.merged(more_own)  # a member's matched sub-chunk: its best match under any hop's query
         if not branches:
             break
         lists += branches
@@ -144,11 +144,6 @@ def _unplaced(entries: RankedRows | list[Entry], placed: set[str]) -> RankedRows
     if isinstance(entries, RankedRows):
         return entries.without_docs(placed)
     return [i for i in entries if i.doc_id not in placed]
-
-
-def _best_of_both(own: MemberHits, more: MemberHits) -> MemberHits:
-    """Each member's best hit under either query; the earlier query's wins a tie."""
-    return own.merged(more)
 
 
 def by_best_score(lists: list[RankedRows | list[Entry]]) -> RankedRows | list[Entry]:

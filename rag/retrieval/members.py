@@ -7,7 +7,7 @@ by position within a unit, as `Snapshot.members` returns them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -115,7 +115,18 @@ class RankedRows(Sequence):
         return [self[i] for i in taken]
 
 
-def rows_by_unit(rows: list[MemberRow]) -> dict[str, list[MemberRow]]:
+def first_unit_of(members: dict[str, list[MemberRow]]) -> dict[str, str]:
+    """Document id → the first key by sort order of the units holding it (its unit for the BM25 channel)."""
+    unit_of: dict[str, str] = {}
+    for key, rows in members.items():
+        for row in rows:
+            if row.doc_id not in unit_of or key < unit_of[row.doc_id]:
+                unit_of[row.doc_id] = key
+    return unit_of
+
+
+def rows_by_unit(rows: Iterable[MemberRow]) -> dict[str, list[MemberRow]]:
+    """Unit key → its rows, in the order given."""
     out: dict[str, list[MemberRow]] = {}
     for row in rows:
         out.setdefault(row.unit_key, []).append(row)

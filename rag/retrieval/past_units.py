@@ -9,7 +9,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from rag.retrieval.members import MemberTable, member_table
+from rag.retrieval.members import MemberTable, first_unit_of, member_table
 from rag.retrieval.unit_ranking import UnitCodes, unit_codes
 from rag.retrieval.vectors import VectorState
 from rag.store.rows import MemberRow
@@ -34,11 +34,8 @@ class StateUnits:
 def past_units(state: VectorState, members: dict[str, list[MemberRow]]) -> StateUnits:
     """From the members current then (unit key → rows in position order): each document's first unit by key, as the
     current state has it now."""
-    unit_of: dict[str, str] = {}
-    for key in sorted(members, reverse=True):  # the first key by sort order is written last
-        unit_of.update((row.doc_id, key) for row in members[key])
     table = member_table(members)
-    return StateUnits(unit_codes(state, unit_of), table, code_rows(state, table),
+    return StateUnits(unit_codes(state, first_unit_of(members)), table, code_rows(state, table),
                      linked_share(len(rows) for rows in members.values()))
 
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 from rag.models.embedders import workspace_embedder_name
 from rag.retrieval.lexical import LexicalIndex, lexical_index
 from rag.retrieval.lexical_past import PastLexical, past_lexical
-from rag.retrieval.members import MemberTable, member_table
+from rag.retrieval.members import MemberTable, first_unit_of, member_table, rows_by_unit
 from rag.retrieval.past_units import StateUnits, code_rows, kept_last, linked_share, past_units, per_state
 from rag.retrieval.unit_ranking import UnitCodes, unit_codes
 from rag.retrieval.vectors import VectorState, load_state, union
@@ -102,14 +102,9 @@ class CurrentState:
 
 
 def current_state(catalog: Catalog, versions: dict[str, CurrentVersion] | None = None) -> CurrentState:
-    members: dict[str, list[MemberRow]] = {}
-    unit_of: dict[str, str] = {}
     versions = catalog.current_versions() if versions is None else versions
-    for row in map(partial(_sharing_strings, versions), catalog.current_members()):
-        members.setdefault(row.unit_key, []).append(row)
-        if row.doc_id not in unit_of or row.unit_key < unit_of[row.doc_id]:
-            unit_of[row.doc_id] = row.unit_key
-    return CurrentState(members, unit_of, versions)
+    members = rows_by_unit(map(partial(_sharing_strings, versions), catalog.current_members()))
+    return CurrentState(members, first_unit_of(members), versions)
 
 
 def _sharing_strings(versions: dict[str, CurrentVersion], row: MemberRow) -> MemberRow:
@@ -317,11 +312,6 @@ class Snapshot:
                 part, self._shared.vectors.get(part.uri, (None, None))[1], self._membership(name, part, as_of))))
         return states[0] if len(states) == 1 else union(states, self.index.dimension)
 
-    def unit_codes_at(self, as_of: datetime) -> tuple[VectorState, UnitCodes]:
-        """vectors_at(as_of) with its units and documents as numbers (past_units_at's)."""
-        state, past = self.past_units_at(as_of)
-        return state, past.codes
-
     def past_units_at(self, as_of: datetime) -> tuple[VectorState, StateUnits]:
         """vectors_at(as_of) and its units then (rag.retrieval.past_units), built once per past state and moment."""
         state, moment = self.vectors_at(as_of), self.moment_at(as_of)
@@ -330,10 +320,8 @@ class Snapshot:
 
     def _members_at(self, as_of: datetime) -> dict[str, list[MemberRow]]:
         """Unit key → the members current at `as_of`, those of a version still current sharing its strings."""
-        members: dict[str, list[MemberRow]] = {}
-        for row in map(partial(_sharing_strings, self.current.versions), self.catalog.current_members(None, as_of)):
-            members.setdefault(row.unit_key, []).append(row)
-        return members
+        return rows_by_unit(map(partial(_sharing_strings, self.current.versions),
+                                self.catalog.current_members(None, as_of)))
 
     def lexical_at(self, as_of: datetime, state: VectorState) -> PastLexical:
         """BM25 over the texts current at `as_of` (rag.retrieval.lexical_past), built once per past state (`state`,
@@ -382,4 +370,3 @@ class Snapshot:
 
     def close(self) -> None:
         self.catalog.close()
-

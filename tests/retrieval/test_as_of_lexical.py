@@ -144,8 +144,7 @@ def lexical_channel(reader: Workspace, groups: frozenset[str], question: str, as
     config = LongRAGConfig()
     if as_of is None:
         return _lexical(snap, Caller(groups), question, config)
-    state, _ = snap.unit_codes_at(as_of)
-    return _lexical(snap, Caller(groups), question, config, snap.lexical_at(as_of, state))
+    return _lexical(snap, Caller(groups), question, config, snap.lexical_at(as_of, snap.vectors_at(as_of)))
 
 
 def test_a_word_only_the_old_version_held_ranks_it_as_of_then_and_not_now_and_the_new_words_the_other_way(history):

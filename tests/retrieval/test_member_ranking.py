@@ -143,8 +143,9 @@ def test_an_as_of_hop_ranks_the_past_rows_units_as_the_dictionaries_would(sample
     """As of now, with the BM25 channel over the texts then (here the current ones: nothing changed since)."""
     snap = uncommitted(*sample)
     as_of = datetime.now(timezone.utc).replace(tzinfo=None)
-    state, codes = snap.unit_codes_at(as_of)
-    assert snap.unit_codes_at(as_of)[1] is codes  # built once per past state
+    state, past = snap.past_units_at(as_of)
+    assert snap.past_units_at(as_of)[1] is past  # built once per past state
+    codes = past.codes
     ranked = 0
     for q in load_questions(SAMPLES / "questions.jsonl"):
         vector = embedder.encode_query(q.question)
