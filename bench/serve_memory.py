@@ -5,7 +5,8 @@ then N times: re-versions one document (a new label and a new sentence), publish
 `rag ingest` (the same Dagster assets), and asks the server a few questions so that it opens the new snapshot.
 After each publish it reads the server's VmRSS from /proc/PID/status and counts /proc/PID/fd. The baseline is
 taken after `--warmup` publishes (the first snapshots fill caches by design). Writes bench/results/serve-memory.json
-(or --out) and prints the figures.
+(or --out) and prints the figures. `--as-of` also asks each question as of the time of asking, so that each round
+builds a past state the server must let go of.
 
     python bench/serve_memory.py --publishes 200
 """
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import httpx
@@ -79,10 +81,13 @@ def revise(corpus: Path, round_: int) -> None:
     path.write_text(f"{head}\nversion: \"2026.{round_}\"\n---\n{body.rstrip()} Revision {round_} was published.\n")
 
 
-def ask(client: httpx.Client, snapshot: int) -> None:
+def ask(client: httpx.Client, snapshot: int, as_of: bool = False) -> None:
+    # As of now: a new past moment each round, so the server builds (and must let go of) a past state per publish.
+    at = {"as_of": datetime.now(timezone.utc).isoformat()} if as_of else {}
     for q in QUESTIONS:
-        r = client.post("/retrieve", json={"question": q, "user": "bench", "budget": 2000})
-        r.raise_for_status()
+        for extra in ({}, at) if as_of else ({},):
+            r = client.post("/retrieve", json={"question": q, "user": "bench", "budget": 2000, **extra})
+            r.raise_for_status()
     deadline = time.monotonic() + 60  # the questions queued the new read state's parts; the swap follows them
     while (served := client.get("/healthz").json()["snapshot"]) < snapshot and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -90,7 +95,7 @@ def ask(client: httpx.Client, snapshot: int) -> None:
         raise RuntimeError(f"the server still serves snapshot {served}, not {snapshot}")
 
 
-def measure(publishes: int, warmup: int, root: Path) -> dict:
+def measure(publishes: int, warmup: int, root: Path, as_of: bool = False) -> dict:
     corpus, ws, users = root / "corpus", root / "ws", root / "users.yaml"
     shutil.copytree(REPO / "samples" / "corpus", corpus)
     users.write_text(yaml.safe_dump({"bench": ["support", "field-engineering", "security-team", "partners"]}))
@@ -98,13 +103,13 @@ def measure(publishes: int, warmup: int, root: Path) -> dict:
     proc, client = start(ws, users)
     samples = []
     try:
-        ask(client, 0)
+        ask(client, 0, as_of)
         samples.append({"publish": 0, "rss_kib": rss_kib(proc.pid), "open_files": open_files(proc.pid), "seconds": 0.0})
         for k in range(1, publishes + 1):
             start_s = time.perf_counter()
             revise(corpus, k)
             run_ingest(IngestSettings(workspace=str(ws), sources=[str(corpus)]))
-            ask(client, json.loads((ws / "snapshots" / "CURRENT").read_text())["seq"])
+            ask(client, json.loads((ws / "snapshots" / "CURRENT").read_text())["seq"], as_of)
             samples.append({"publish": k, "rss_kib": rss_kib(proc.pid), "open_files": open_files(proc.pid),
                             "seconds": round(time.perf_counter() - start_s, 3)})
             if k % 10 == 0:
@@ -116,7 +121,7 @@ def measure(publishes: int, warmup: int, root: Path) -> dict:
         proc.wait(timeout=60)
     base = samples[min(warmup, publishes)]
     last = samples[-1]
-    return {"publishes": publishes, "warmup": warmup, "baseline_rss_mib": round(base["rss_kib"] / 1024, 1),
+    return {"publishes": publishes, "warmup": warmup, "as_of_reads": as_of, "baseline_rss_mib": round(base["rss_kib"] / 1024, 1),
             "final_rss_mib": round(last["rss_kib"] / 1024, 1),
             "peak_rss_mib": round(max(s["rss_kib"] for s in samples[warmup:]) / 1024, 1),
             "rss_growth": round(last["rss_kib"] / base["rss_kib"] - 1, 4),
@@ -128,10 +133,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--publishes", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=5, help="publishes before the baseline is taken")
+    ap.add_argument("--as-of", action="store_true", help="also ask each question as of the time of asking")
     ap.add_argument("--out", type=Path, default=results_path("serve-memory"))
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="serve-memory-") as tmp:
-        result = measure(args.publishes, args.warmup, Path(tmp))
+        result = measure(args.publishes, args.warmup, Path(tmp), args.as_of)
     write_json(args.out, result)
     print(f"{result['publishes']} publishes: RSS {result['baseline_rss_mib']} MiB after {result['warmup']} → "
           f"{result['final_rss_mib']} MiB ({result['rss_growth']:+.1%}), peak {result['peak_rss_mib']} MiB; open files "
