@@ -2,6 +2,7 @@
 import json
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -50,27 +51,30 @@ def check_state(result, old: dict[str, str], new: dict[str, str], texts) -> None
 @pytest.mark.slow
 def test_readers_keep_answering_while_a_real_ingest_republishes_a_third(corpus, workspace, embedder):
     run_ingest(IngestSettings(workspace=str(workspace), sources=[str(corpus)]))
-    old = versions(workspace)
+    old, before = versions(workspace), datetime.now(timezone.utc).replace(tzinfo=None)
     changed = reversion_a_third(corpus)
     reader = Workspace(workspace, embedder=embedder)
     writer = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "ingest", "--source", str(corpus),
                                "--workspace", str(workspace), "--json"], cwd=REPO, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
-    results, snapshots = [], set()
+    results, snapshots, past = [], set(), []
     while writer.poll() is None:
         for method in ("longrag", "shortchunk", "elite"):
             results.append(reader.retrieve(method, EVERYONE, QUESTIONS[len(results) % len(QUESTIONS)], 3000))
             snapshots.add(reader.snapshot().info.seq)
+        past.append(reader.retrieve("longrag", EVERYONE, QUESTIONS[len(past) % len(QUESTIONS)], 3000, as_of=before))
     out, err = writer.communicate()
     assert writer.returncode == 0, err
     assert json.loads(out)["checks_passed"] is True
     new = versions(workspace)
     assert len(changed) >= 5 and sum(v == "2099" for v in new.values()) == len(changed)
-    assert len(results) >= 6 and len(snapshots) >= 2  # queries ran before, during and after the publishes
+    assert len(results) >= 6 and len(past) >= 2 and len(snapshots) >= 2  # queries before, during and after the publishes
     catalog = Workspace(workspace).snapshot().catalog
     texts = {k: t for k, (_, t) in catalog.document_texts(catalog.rows("SELECT doc_id, version FROM documents")).items()}
     for result in results:
         check_state(result, old, new, texts)
+    for result in past:  # as of before the writer started: the old versions only, whatever it had published
+        check_state(result, old, {}, texts)
     final = Workspace(workspace, embedder=embedder)
     for question in QUESTIONS:
         for method in ("longrag", "shortchunk", "elite"):
