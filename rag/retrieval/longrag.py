@@ -13,6 +13,7 @@ from rag.retrieval.dense import Hit, MemberHits, state_search
 from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_title
 from rag.retrieval.lexical_past import PastLexical
 from rag.retrieval.members import MemberTable, RankedRows
+from rag.retrieval.named import named_first, named_titles
 from rag.retrieval.past_units import StateUnits
 from rag.retrieval.read_state import Snapshot
 from rag.retrieval.request import Request, Tools
@@ -36,6 +37,7 @@ class LongRAGConfig:
     hop_seeds: int = 2            # documents of a hop's list that each seed a query of the next hop
     hop_names: int = 3            # names a "residual"/"names" query carries from its seed (the bridge candidates)
     hop_bridges: str = "order"    # which names: sentence order, "no-dates", "titles", "only-titles" (hop_queries)
+    question_titles: str = "first"  # a document the question names by its exact title leads its list (named), "off"
 
     def __post_init__(self):
         for name, allowed in CHOICES.items():  # a misspelt rule would otherwise run another one without a word
@@ -44,7 +46,7 @@ class LongRAGConfig:
 
 
 CHOICES = {"link_rule": ("corpus", "fixed"), "hop_query": ("residual", "names", "novel", "sentence"),
-           "hop_merge": ("interleave", "max"), "hop_bridges": ("order", "no-dates", "titles", "only-titles")}
+           "hop_merge": ("interleave", "max"), "hop_bridges": ("order", "no-dates", "titles", "only-titles"), "question_titles": ("first", "off")}
 
 
 # The two weights add shares of a BM25 score and of a linked member's score to a cosine, so they belong to the
@@ -93,7 +95,9 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
     """Every hop's ranked members, merged by `hop_merge`; budget-independent, so hybrid methods can build on it.
     With `req.as_of`, what was current then (index and catalog)."""
     question, embedder = req.question, tools.embedder
-    ranked, own, units, hits = _hop(snap, embedder.encode_query(question), req, tools.counter, question, config)
+    named = [] if config.question_titles == "off" else \
+        [snap.current.titles[t] for t in named_titles(question, snap.current.titles)]
+    ranked, own, units, hits = _hop(snap, embedder.encode_query(question), req, tools.counter, question, config, named)
     lists, seeds, source, queries = [ranked], [], ranked, [question]
     rule = hop_rule(snap, req.caller.groups, config)
     for _ in range(1, config.hops):
@@ -119,9 +123,11 @@ def hop_rule(snap: Snapshot, groups: frozenset[str], config: LongRAGConfig) -> H
     return HopRule(config.hop_query, config.hop_names, config.hop_seeds, titled, rule == "only-titles")
 
 
-def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter, text: str, config: LongRAGConfig):
+def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter, text: str, config: LongRAGConfig,
+         named: list[list[str]] = ()):
     """One retrieval hop for `text` (embedded as `query`): dense and lexical channels, units by MaxP, member
-    documents in packing order. With `req.as_of`, the same over the state then (rag.retrieval.past_units)."""
+    documents in packing order, the `named` titles' documents first. With `req.as_of`, the same over the state
+    then (rag.retrieval.past_units)."""
     caller = req.caller
     if req.as_of is None:
         state, view, past = snap.vectors, snap.state_units, None
@@ -135,6 +141,10 @@ def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter,
     rows = np.concatenate([dense.near, dense.unit_rows(list(units))])
     own, floor = dense.best_per_member(rows), float(dense.scores[rows].min()) if len(rows) else 0.0
     candidates = _candidates(view, caller, own, floor, lexical, units, config)
+    if named:
+        table = view.table
+        candidates = named_first(candidates, named, table.readable(caller.groups), lambda rows: _own_scores(
+            view.code_rows, own, rows, floor) + config.lexical_weight * _lexical_scores(table, lexical, rows))
     if req.as_of is None and snap.current.unindexed_ids:  # documents between the documents and index steps (rare)
         candidates = _with_unindexed(snap, caller, counter, candidates, dense.hits(rows), lexical, config)
     return candidates, own, units, len(rows)
