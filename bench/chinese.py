@@ -20,6 +20,7 @@ import json
 import re
 import sys
 import time
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +41,7 @@ from rag.models.tokens import default_counter  # noqa: E402
 from rag.query.methods import method as registered  # noqa: E402
 from rag.retrieval.callers import Caller  # noqa: E402
 from rag.retrieval.lexical import lexical_index  # noqa: E402
-from rag.retrieval.longrag import LongRAGConfig  # noqa: E402
+from rag.retrieval.longrag import EMBEDDER_WEIGHTS, LongRAGConfig  # noqa: E402
 from rag.retrieval.request import Request, Tools  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, complete, load_questions  # noqa: E402
 from rag.text import analysis as text  # noqa: E402
@@ -217,6 +218,9 @@ def main() -> None:
                         "writes chinese-<name>[-tune]-as-written.json)")
     p.add_argument("--variants", default=",".join(VARIANTS),
                    help=f"rows to run, comma-separated, of {', '.join(VARIANTS)} (default: all; the anchor always runs)")
+    p.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE",
+                   help="a LongRAG setting over the multilingual embedder's own (e.g. question_titles=off), for a run "
+                        "side by side with the default; give it a --tag")
     p.add_argument("--tag", default="", help="suffix of the results file (chinese-<name>[-tune][-<tag>].json)")
     p.add_argument("--workdir", default=str(REPO / ".rag" / "bench-zh"), help="where the workspaces are kept")
     add_benchmarks_option(p)
@@ -226,6 +230,12 @@ def main() -> None:
     methods = tuple(v.strip() for v in args.variants.split(",") if v.strip())
     if unknown := [m for m in methods if m not in VARIANTS]:
         p.error(f"--variants: unknown {', '.join(unknown)}; choose from {', '.join(VARIANTS)}")
+    kinds = {f.name: {"int": int, "float": float, "str": str}[str(f.type)] for f in fields(LongRAGConfig)}
+    for setting in args.setting:
+        key, _, value = setting.partition("=")
+        if key not in kinds:
+            p.error(f"--setting {setting!r}: LongRAGConfig has no field {key!r}")
+        EMBEDDER_WEIGHTS.setdefault(MultilingualEmbedder.name, {})[key] = kinds[key](value)
     if args.segment_as_written:
         text.simplified = lambda han: han   # rag.text.analysis's segment() and word_bounds() look it up at each call
     for name in args.benchmark or ["cmrc2018", "drcd"]:
