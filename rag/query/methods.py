@@ -129,8 +129,9 @@ def _pack_elite(snap: Snapshot, found, budget: int, tools: Tools) -> RetrievalRe
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("longrag", "long units, MaxP over sub-chunks, member documents packed by score, a second hop to the names "
-           "the best ones add", _longrag, _pack_longrag, True, True, uses_lexical=True),
+    Method("longrag", "long units, MaxP over sub-chunks, member documents packed by score (those the question names "
+           "by title first), a second hop to the names the best ones add", _longrag, _pack_longrag, True, True,
+           uses_lexical=True),
     Method("longrag-extract", "the small-budget method (~1K tokens; measured on English multi-hop and Chinese "
            "benchmarks): LongRAG's ranking packed breadth first, each hop's best member whole, then each other member's "
            "header and the sentences that match its query, then the members grown toward their whole text",
