@@ -3,6 +3,8 @@ Only titles written verbatim count, only documents the caller may read, and a ti
 the one the ranking put highest."""
 import json
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_longrag import publish, uncommitted
 
 from rag.models.tokens import default_counter
@@ -10,6 +12,7 @@ from rag.retrieval.callers import Caller
 from rag.retrieval.longrag import LongRAGConfig, longrag_candidates
 from rag.retrieval.named import named_titles
 from rag.retrieval.request import Request, Tools
+from rag.text.analysis import word_bounds
 
 # Two playwrights whose own pages share almost no word with the question, and pages that share many.
 PLAYS = [
@@ -82,3 +85,27 @@ def test_a_named_document_the_caller_may_not_read_is_neither_shown_nor_counted(t
     assert ranked_ids(sample, embedder, question, max_units=1) == ["mercury-metal", *plain]
     assert ranked_ids(sample, embedder, question, groups=("staff",), max_units=1) == \
         ranked_ids(sample, embedder, question, groups=("staff",), max_units=1, question_titles="off")  # ambiguous
+
+
+
+TITLES = ["Edward Albee", "Albee", "Paris", "Paris Hilton", "Hilton", "The Who", "北京", "北京大学", "Song of the South"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(TITLES + ["the", "of", "and", "?", ",", "Parisian", "albee", "大学", "是"]),
+                max_size=12), st.sampled_from([" ", ""]))
+def test_named_titles_are_known_written_at_word_bounds_in_order_and_never_overlap(pieces, joiner):
+    question = joiner.join(pieces)
+    bounds, end = word_bounds(question), 0
+    for title in named_titles(question, set(TITLES)):
+        assert title in TITLES
+        # written at word bounds after the one before: in order, without overlap
+        start = next(i for i in range(end, len(question)) if question.startswith(title, i)
+                     and {i, i + len(title)} <= bounds)
+        end = start + len(title)
+
+
+@given(st.lists(st.sampled_from(TITLES), unique=True, max_size=5))
+def test_titles_written_apart_are_all_found_in_order_but_stop_words_alone(titles):
+    question = "Is " + " and also ".join(titles) + "?"
+    assert named_titles(question, set(TITLES)) == [t for t in titles if t != "The Who"]
