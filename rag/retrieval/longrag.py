@@ -98,8 +98,8 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
     """Every hop's ranked members, merged by `hop_merge`; budget-independent, so hybrid methods can build on it.
     With `req.as_of`, what was current then (index and catalog)."""
     question, embedder = req.question, tools.embedder
-    named = [] if config.question_titles == "off" else \
-        [snap.current.titles[t] for t in named_titles(question, snap.current.titles)]
+    titles = snap.current.titles
+    named = [] if config.question_titles == "off" else [titles[t] for t in named_titles(question, titles)]
     ranked, own, units, hits = _hop(snap, embedder.encode_query(question), req, tools.counter, question, config, named)
     lists, seeds, source, queries = [ranked], [], ranked, [question]
     rule = hop_rule(snap, req.caller.groups, config)

@@ -33,7 +33,7 @@ from rag.store.snapshot_files import SnapshotInfo
 from rag.store.union_catalog import UnionCatalog
 
 # What a query reads from memory, each built once per snapshot, in the order they depend on one another.
-WARM_PARTS = ("current", "member_table", "vectors", "code_rows", "unit_codes", "lexical")
+WARM_PARTS = ("current", "member_table", "vectors", "code_rows", "unit_codes", "lexical", "lookups")
 
 
 @dataclass
@@ -267,6 +267,14 @@ class Snapshot:
     def state_units(self) -> StateUnits:
         """The serving vectors' units, member table and link density as one (what past_units_at gives of a past time)."""
         return StateUnits(self.unit_codes, self.member_table, self.code_rows, self.current.link_density)
+
+    @property
+    def lookups(self) -> CurrentState:
+        """The current state with what every question reads of it built (titles, link density, unindexed documents):
+        a part of its own, so that a server builds them beside the served state, not in the first question."""
+        for name in ("titles", "link_density", "unindexed_ids"):
+            getattr(self.current, name)
+        return self.current
 
     @cached_property
     def lexical(self) -> LexicalIndex:

@@ -109,3 +109,15 @@ def test_named_titles_are_known_written_at_word_bounds_in_order_and_never_overla
 def test_titles_written_apart_are_all_found_in_order_but_stop_words_alone(titles):
     question = "Is " + " and also ".join(titles) + "?"
     assert named_titles(question, set(TITLES)) == [t for t in titles if t != "The Who"]
+
+
+def test_a_warmed_snapshot_builds_nothing_more_for_a_question_that_names_titles(tmp_path, embedder):
+    """The title table (with the other look-ups a question reads) is built beside the served state, not by a question."""
+    snap = uncommitted(*corpus(tmp_path, embedder))
+    snap.warm()
+    built = (set(snap.__dict__), set(snap.current.__dict__))
+    question = "Which playwright lived a longer life, Edward Albee or J. M. Barrie?"
+    ranked = longrag_candidates(snap, Request(Caller(frozenset({"bench"})), question, 1000),
+                                Tools(embedder, default_counter()), LongRAGConfig())
+    assert [i.doc_id for i in ranked.items][:1] == ["albee"]
+    assert (set(snap.__dict__), set(snap.current.__dict__)) == built
