@@ -4,7 +4,8 @@ The same rounds as bench/serve_memory.py (one document re-versioned, published b
 until the server serves the new snapshot), but the service runs in a child process under tracemalloc, driven
 in-process (Starlette's TestClient), while this process publishes. After `--from` and after the last publish the
 child compares what is still allocated, grouped by the stack that allocated it, and reports the biggest growths in
-bytes per publish. `--code DIR` traces another checkout's server. Writes bench/results/serve-memory-trace[-TAG].json.
+bytes per publish. `--code DIR` traces another checkout's server; `--same-size` as in bench/serve_memory.py. Writes
+bench/results/serve-memory-trace[-TAG].json.
 
     python bench/serve_memory_trace.py --publishes 60 --from 10 --tag s45-after
 """
@@ -61,7 +62,7 @@ def growth(first: tracemalloc.Snapshot, last: tracemalloc.Snapshot, publishes: i
     return out
 
 
-def run(publishes: int, start: int, code: Path, as_of: bool, top: int) -> dict:
+def run(publishes: int, start: int, code: Path, as_of: bool, top: int, same_size: bool) -> dict:
     import yaml
 
     from bench.serve_memory import revise
@@ -83,7 +84,7 @@ def run(publishes: int, start: int, code: Path, as_of: bool, top: int) -> dict:
         try:
             for k in range(publishes + 1):
                 if k:
-                    revise(corpus, k)
+                    revise(corpus, k, same_size)
                     run_ingest(settings)
                 seq = json.loads((ws / "snapshots" / "CURRENT").read_text())["seq"]
                 proc.stdin.write(json.dumps({"k": k, "seq": seq, "last": k == publishes}) + "\n")
@@ -95,7 +96,7 @@ def run(publishes: int, start: int, code: Path, as_of: bool, top: int) -> dict:
             proc.stdin.close()
             proc.wait(timeout=120)
     first, last = rows[start], rows[-1]
-    return {"publishes": publishes, "from": start, "as_of_reads": as_of, "code": str(code),
+    return {"publishes": publishes, "from": start, "as_of_reads": as_of, "same_size": same_size, "code": str(code),
             "traced_bytes_per_publish": round((last["traced_bytes"] - first["traced_bytes"]) / (publishes - start)),
             "rss_kib_per_publish": round((last["rss_kib"] - first["rss_kib"]) / (publishes - start), 1),
             "growth": last["growth"], "samples": [{k: v for k, v in r.items() if k != "growth"} for r in rows]}
@@ -106,6 +107,7 @@ def main() -> None:
     ap.add_argument("--publishes", type=int, default=60)
     ap.add_argument("--from", dest="start", type=int, default=10, help="the publish the growth is counted from")
     ap.add_argument("--as-of", action="store_true", help="also ask each question as of the time of asking")
+    ap.add_argument("--same-size", action="store_true", help="each version replaces the last one's added sentence")
     ap.add_argument("--code", type=Path, default=REPO, help="the checkout whose server is traced")
     ap.add_argument("--top", type=int, default=12, help="growths reported")
     ap.add_argument("--tag", default="")
@@ -116,7 +118,7 @@ def main() -> None:
     sys.path.insert(0, str(REPO))
     from bench.results_file import commit, write_results
 
-    result = run(args.publishes, args.start, args.code.resolve(), args.as_of, args.top)
+    result = run(args.publishes, args.start, args.code.resolve(), args.as_of, args.top, args.same_size)
     result["commit"], result["command"] = commit(args.code), "python bench/serve_memory_trace.py " + " ".join(sys.argv[1:])
     write_results(result, "serve-memory-trace", args.tag)
     print(f"publishes {args.start}..{args.publishes}: {result['traced_bytes_per_publish']} traced bytes a publish "
