@@ -89,9 +89,10 @@ class Sizer:
 def fields(part: str, value) -> dict:
     """A part's fields worth splitting: dataclass fields and the attributes its properties keep."""
     if part == "lexical":
-        out = {"vocab.ids": value.vocab.ids, "vocab.texts (token ids per text)": value.vocab.texts}
+        out = {"vocab.ids": value.vocab.ids}
         for i, p in enumerate(value.parts):
-            out |= {f"parts[{i}].doc_ids": p.doc_ids, f"parts[{i}].counts.indptr": p.counts.indptr,
+            out |= {f"parts[{i}].texts (token ids per text)": p.texts,
+                    f"parts[{i}].doc_ids": p.doc_ids, f"parts[{i}].counts.indptr": p.counts.indptr,
                     f"parts[{i}].counts.indices": p.counts.indices, f"parts[{i}].counts.data": p.counts.data,
                     f"parts[{i}].lengths": p.lengths}
         out["norms"] = value.norms

@@ -6,7 +6,9 @@ then N times: re-versions one document (a new label and a new sentence), publish
 After each publish it reads the server's VmRSS from /proc/PID/status and counts /proc/PID/fd. The baseline is
 taken after `--warmup` publishes (the first snapshots fill caches by design). Writes bench/results/serve-memory.json
 (or --out) and prints the figures. `--as-of` also asks each question as of the time of asking, so that each round
-builds a past state the server must let go of.
+builds a past state the server must let go of. `--same-size` replaces the last round's added sentence instead of
+adding one more, so the current texts keep their size: what still grows is what the server keeps of replaced versions
+(by default the edited document grows ~30 characters a round, and so does anything that holds its current text).
 
     python bench/serve_memory.py --publishes 200
 """
@@ -73,11 +75,14 @@ def start(ws: Path, users: Path) -> tuple[subprocess.Popen, httpx.Client]:
     raise RuntimeError("rag serve did not come up")
 
 
-def revise(corpus: Path, round_: int) -> None:
-    """A new version of one document (label 2026.N), one sentence more than the last round."""
+def revise(corpus: Path, round_: int, same_size: bool = False) -> None:
+    """A new version of one document (label 2026.N), one sentence more than the last round (or, `same_size`, the
+    last round's sentence replaced by this round's)."""
     path = corpus / EDITED
     head, body = path.read_text().split("\n---\n", 1)
     head = "\n".join(line for line in head.splitlines() if not line.startswith("version:"))
+    if same_size:
+        body = body.split(" Revision ")[0]
     path.write_text(f"{head}\nversion: \"2026.{round_}\"\n---\n{body.rstrip()} Revision {round_} was published.\n")
 
 
@@ -95,7 +100,7 @@ def ask(client: httpx.Client, snapshot: int, as_of: bool = False) -> None:
         raise RuntimeError(f"the server still serves snapshot {served}, not {snapshot}")
 
 
-def measure(publishes: int, warmup: int, root: Path, as_of: bool = False) -> dict:
+def measure(publishes: int, warmup: int, root: Path, as_of: bool = False, same_size: bool = False) -> dict:
     corpus, ws, users = root / "corpus", root / "ws", root / "users.yaml"
     shutil.copytree(REPO / "samples" / "corpus", corpus)
     users.write_text(yaml.safe_dump({"bench": ["support", "field-engineering", "security-team", "partners"]}))
@@ -107,7 +112,7 @@ def measure(publishes: int, warmup: int, root: Path, as_of: bool = False) -> dic
         samples.append({"publish": 0, "rss_kib": rss_kib(proc.pid), "open_files": open_files(proc.pid), "seconds": 0.0})
         for k in range(1, publishes + 1):
             start_s = time.perf_counter()
-            revise(corpus, k)
+            revise(corpus, k, same_size)
             run_ingest(IngestSettings(workspace=str(ws), sources=[str(corpus)]))
             ask(client, json.loads((ws / "snapshots" / "CURRENT").read_text())["seq"], as_of)
             samples.append({"publish": k, "rss_kib": rss_kib(proc.pid), "open_files": open_files(proc.pid),
@@ -121,7 +126,7 @@ def measure(publishes: int, warmup: int, root: Path, as_of: bool = False) -> dic
         proc.wait(timeout=60)
     base = samples[min(warmup, publishes)]
     last = samples[-1]
-    return {"publishes": publishes, "warmup": warmup, "as_of_reads": as_of, "baseline_rss_mib": round(base["rss_kib"] / 1024, 1),
+    return {"publishes": publishes, "warmup": warmup, "as_of_reads": as_of, "same_size": same_size, "baseline_rss_mib": round(base["rss_kib"] / 1024, 1),
             "final_rss_mib": round(last["rss_kib"] / 1024, 1),
             "peak_rss_mib": round(max(s["rss_kib"] for s in samples[warmup:]) / 1024, 1),
             "rss_growth": round(last["rss_kib"] / base["rss_kib"] - 1, 4),
@@ -134,10 +139,11 @@ def main() -> None:
     ap.add_argument("--publishes", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=5, help="publishes before the baseline is taken")
     ap.add_argument("--as-of", action="store_true", help="also ask each question as of the time of asking")
+    ap.add_argument("--same-size", action="store_true", help="each version replaces the last one's added sentence")
     ap.add_argument("--out", type=Path, default=results_path("serve-memory"))
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="serve-memory-") as tmp:
-        result = measure(args.publishes, args.warmup, Path(tmp), args.as_of)
+        result = measure(args.publishes, args.warmup, Path(tmp), args.as_of, args.same_size)
     write_json(args.out, result)
     print(f"{result['publishes']} publishes: RSS {result['baseline_rss_mib']} MiB after {result['warmup']} → "
           f"{result['final_rss_mib']} MiB ({result['rss_growth']:+.1%}), peak {result['peak_rss_mib']} MiB; open files "

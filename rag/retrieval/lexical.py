@@ -2,13 +2,14 @@
 
 bm25s scores every (document, term) pair when it indexes, so each publish cost a full rebuild: 47 s for 80K
 documents, during which the first query on the new snapshot waited. Here each partition keeps a sparse matrix
-of term counts, reused while its documents are unchanged, and token ids are cached by content hash; a query
-scores only the postings of its terms, with N, document frequencies and the mean length taken over every
-partition, so the scores are bm25s's (method "lucene", k1 = 1.5, b = 0.75) for the whole workspace.
+of term counts, reused while its documents are unchanged, and its texts' token ids by content hash, which its next
+build reuses; a query scores only the postings of its terms, with N, document frequencies and the mean length taken
+over every partition, so the scores are bm25s's (method "lucene", k1 = 1.5, b = 0.75) for the whole workspace.
 """
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -29,11 +30,10 @@ TEXTS_AT_ONCE = 8192
 
 
 class Vocabulary:
-    """Token → id for this process, and each text's token ids by content hash (a version never changes)."""
+    """Token → id for this process."""
 
     def __init__(self):
         self.ids: dict[str, int] = {}
-        self.texts: dict[str, np.ndarray] = {}
 
     def encode(self, tokens: list[str]) -> np.ndarray:
         return np.fromiter((self.ids.setdefault(t, len(self.ids)) for t in tokens), TOKEN, len(tokens))
@@ -73,12 +73,14 @@ def term_columns(docs: np.ndarray, terms: np.ndarray, shape: tuple[int, int]) ->
 
 @dataclass(frozen=True)
 class Postings:
-    """One partition's current documents: term counts (documents × vocabulary, by column) and lengths."""
+    """One partition's current documents: term counts (documents × vocabulary, by column), lengths, and their texts'
+    token ids by content hash (a version's text never changes)."""
 
     fingerprint: str
     doc_ids: list[str]
     counts: TermColumns
     lengths: np.ndarray
+    texts: dict[str, np.ndarray]
 
     def scores(self, terms: np.ndarray, idf: np.ndarray, norm: np.ndarray) -> np.ndarray:
         """Each document's BM25 score: every term's postings at once, summed per document in term order."""
@@ -102,18 +104,24 @@ class Postings:
         return out
 
 
-def postings(fingerprint: str, docs: list[tuple[str, str]], text_of, vocab: Vocabulary) -> Postings:
-    """Postings of (doc_id, content hash) pairs; `text_of(hashes)` gives the texts not tokenised yet."""
-    missing = [h for _, h in docs if h not in vocab.texts]
+def postings(fingerprint: str, docs: list[tuple[str, str]], text_of, vocab: Vocabulary,
+             known: Mapping[str, np.ndarray] | None = None) -> Postings:
+    """Postings of (doc_id, content hash) pairs, the token ids of texts in `known` reused; `text_of(hashes)` gives
+    the others' texts."""
+    # Only these documents' token ids are kept: a cache of every text ever tokenised grew with each version
+    # published while the process lived (the versions it replaced and their token ids stayed)
+    known = known or {}
+    texts = {h: known[h] for _, h in docs if h in known}
+    missing = list(dict.fromkeys(h for _, h in docs if h not in texts))
     for lo in range(0, len(missing), TEXTS_AT_ONCE):
         for h, text in text_of(missing[lo:lo + TEXTS_AT_ONCE]).items():
-            vocab.texts[h] = vocab.encode(lexical_tokens(text))
-    rows = [vocab.texts[h] for _, h in docs]
+            texts[h] = vocab.encode(lexical_tokens(text))
+    rows = [texts[h] for _, h in docs]
     lengths = np.array([len(r) for r in rows], dtype=np.float64)
     cols = np.concatenate(rows) if rows else np.zeros(0, TOKEN)
     which = np.repeat(np.arange(len(rows), dtype=TOKEN), lengths.astype(np.int64))
     counts = term_columns(which, cols, (len(rows), len(vocab.ids)))
-    return Postings(fingerprint, [d for d, _ in docs], counts, lengths)
+    return Postings(fingerprint, [d for d, _ in docs], counts, lengths, texts)
 
 
 @dataclass
@@ -173,7 +181,7 @@ def lexical_index(catalog: Catalog) -> LexicalIndex:
         fingerprint = hashlib.sha256(repr(docs).encode()).hexdigest()
         cached = _PARTS.get((catalog.path, key))
         if cached is None or cached.fingerprint != fingerprint:
-            cached = postings(fingerprint, docs, catalog.texts_by_hash, _VOCAB)
+            cached = postings(fingerprint, docs, catalog.texts_by_hash, _VOCAB, cached.texts if cached else None)
             _PARTS[(catalog.path, key)] = cached
         parts.append(cached)
     return LexicalIndex(parts, _VOCAB)

@@ -9,6 +9,7 @@ proportion to what changed since it: a query on it costs what a current one does
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import ChainMap
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -53,11 +54,11 @@ def past_view(current: LexicalIndex, newer: list[tuple[str, str]], older: list[t
     their texts by hash from `text_of`; with no change, the current index itself."""
     if not newer and not older:
         return PastLexical(current, {}, frozenset())
-    vocab = current.vocab  # current texts are tokenised already: only the texts of then are read
-    left_out = postings("left out", newer, text_of, vocab)
+    vocab, known = current.vocab, ChainMap(*(p.texts for p in current.parts))
+    left_out = postings("left out", newer, text_of, vocab, known)  # tokenised already: only the texts of then are read
     parts, hidden = list(current.parts), [_rows_of(p.doc_ids, left_out.doc_ids) for p in current.parts]
     if older:
-        parts.append(postings("then", [(d, h) for d, h, _ in older], text_of, vocab))
+        parts.append(postings("then", [(d, h) for d, h, _ in older], text_of, vocab, known))
         hidden.append(np.zeros(0, dtype=np.int64))
     return PastLexical(LexicalIndex(parts, vocab, left_out, hidden), {d: acl for d, _, acl in older},
                        frozenset(d for d, _ in newer))

@@ -52,6 +52,13 @@ class SharedCache:
     past: dict[tuple[str, int], VectorState] = field(default_factory=dict)  # (index URI, past version) → rows
     past_codes: dict[tuple[int, datetime], tuple[weakref.ref, StateUnits]] = field(default_factory=dict)  # per_state's
 
+    def keep_current(self, state: CurrentState) -> None:
+        """Forget the texts and sub-chunk rows of versions `state` does not hold: kept, those of every version a
+        long-lived server had read stayed, a little more memory with each publish. Rebound, not cleared: a read on
+        the snapshot still served keeps the dict it holds (a past version is read again on need)."""
+        self.texts = {k: v for k, v in self.texts.copy().items() if state.content_hash(k[0], k[1]) == k[2]}
+        self.units = {k: v for k, v in self.units.copy().items() if k in state.members}
+
 
 @dataclass(frozen=True)
 class UnitRows:
@@ -187,6 +194,11 @@ class Snapshot:
 
     @cached_property
     def current(self) -> CurrentState:
+        state = self._current_state()
+        self._shared.keep_current(state)
+        return state
+
+    def _current_state(self) -> CurrentState:
         if not isinstance(self.catalog, UnionCatalog):
             return current_state(self.catalog, self.published)
         # A partition's snapshot never changes, so its state is read once per process; only changed ones are.

@@ -238,7 +238,6 @@ def test_a_text_of_then_past_the_retention_fails_the_read_in_one_line_naming_the
     snap = reader.snapshot()
     _, older = snap.catalog.versions_changed_since(first_at)
     assert [d for d, _, _ in older] == ["install-antennas"]
-    snap.lexical.vocab.texts.pop(older[0][1], None)  # as in a process that never tokenised it (read again on need)
     with pytest.raises(LookupError) as err:
         past_lexical(snap.lexical, TextsDropped(snap.catalog, {older[0][1]}), first_at)
     message = str(err.value)

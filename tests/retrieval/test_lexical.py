@@ -61,8 +61,9 @@ def test_an_unchanged_text_is_tokenised_once_however_often_its_partition_is_rebu
         calls.append(list(hashes))
         return {h: "gateway firmware rotation" for h in hashes}
 
-    postings("1", [("a", "h1")], text_of, vocab)
-    postings("2", [("a", "h1"), ("b", "h2")], text_of, vocab)
+    first = postings("1", [("a", "h1")], text_of, vocab)
+    second = postings("2", [("a", "h1"), ("b", "h2")], text_of, vocab, first.texts)
+    postings("3", [("b", "h2")], text_of, vocab, second.texts)
     assert calls == [["h1"], ["h2"]]
 
 
@@ -90,4 +91,4 @@ def test_a_posting_holds_its_document_and_count_in_eight_bytes_and_a_text_its_to
     built = postings("p", [(f"d{i}", f"h{i}") for i in range(50)], lambda hs: {h: corpus[h] for h in hs}, vocab)
     assert built.counts.indices.nbytes + built.counts.data.nbytes == 8 * len(built.counts.indices)
     assert built.counts.data.sum() == sum(len(lexical_tokens(t)) for t in corpus.values())
-    assert all(ids.nbytes == 4 * len(ids) for ids in vocab.texts.values())
+    assert all(ids.nbytes == 4 * len(ids) for ids in built.texts.values())
