@@ -129,7 +129,9 @@ class SentenceFacts:
     terms: frozenset[str]
 
 
-@lru_cache(maxsize=2048)
+# An entry holds 15–19 bytes per character of its text, and its key keeps the text alive, old versions' too: at 2048
+# a long-lived server grew by one entry a publish up to 0.2–0.7 GB for 5–20 KB documents (docs/figures.md, session 45).
+@lru_cache(maxsize=256)
 def _sentence_facts(text: str) -> SentenceFacts:
     """A member text's facts, kept for the next question seeded by it (sentence splitting was a third of a hop)."""
     return SentenceFacts([(frozenset(content_terms(s)), [(n, frozenset(content_terms(n))) for n in names(s)])
