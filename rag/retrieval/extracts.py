@@ -148,8 +148,8 @@ def best_first(text: str, member: tuple[int, int], hit: Hit | None,
     return [found[i][0] for i in shown] + [found[i][0] for i in order if i not in shown], len(shown)
 
 
-# A question packs a few dozen members; each entry holds its text alive (a replaced version's too) and ~15 bytes of
-# spans and terms per character, so the bound is what caps a long-lived server's memory (docs/figures.md, session 45).
+# A question packs a few dozen members; each entry keeps its text alive (a replaced version's too) with spans and term
+# sets per sentence, as hop_queries' facts do, so the bound is what caps a long-lived server's memory (session 45).
 @lru_cache(maxsize=512)
 def _sentence_terms(member: str) -> tuple[tuple[tuple[int, int], frozenset[str]], ...]:
     """A member's sentences (offsets into it) with their content terms, kept for the next question that packs it."""
