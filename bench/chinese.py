@@ -20,7 +20,6 @@ import json
 import re
 import sys
 import time
-from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +30,7 @@ sys.path.insert(0, str(REPO))
 import blingfire  # noqa: E402
 import jieba  # noqa: E402
 
+from bench.multihop import settings_of  # noqa: E402
 from bench.results_file import write_results  # noqa: E402
 from rag.elite import elite_explore, explorer_for, pack_exploration  # noqa: E402
 from rag.elite.sentences import STORES, StoreCache  # noqa: E402
@@ -230,12 +230,7 @@ def main() -> None:
     methods = tuple(v.strip() for v in args.variants.split(",") if v.strip())
     if unknown := [m for m in methods if m not in VARIANTS]:
         p.error(f"--variants: unknown {', '.join(unknown)}; choose from {', '.join(VARIANTS)}")
-    kinds = {f.name: {"int": int, "float": float, "str": str}[str(f.type)] for f in fields(LongRAGConfig)}
-    for setting in args.setting:
-        key, _, value = setting.partition("=")
-        if key not in kinds:
-            p.error(f"--setting {setting!r}: LongRAGConfig has no field {key!r}")
-        EMBEDDER_WEIGHTS.setdefault(MultilingualEmbedder.name, {})[key] = kinds[key](value)
+    EMBEDDER_WEIGHTS.setdefault(MultilingualEmbedder.name, {}).update(settings_of(args.setting, "--setting"))
     if args.segment_as_written:
         text.simplified = lambda han: han   # rag.text.analysis's segment() and word_bounds() look it up at each call
     for name in args.benchmark or ["cmrc2018", "drcd"]:

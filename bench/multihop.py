@@ -87,15 +87,21 @@ def parse_variant(spec: str) -> Variant:
     method, _, settings = head.partition(":")
     if method not in METHODS:  # longrag and hybrid rank once for every budget; the others run per budget
         raise SystemExit(f"variant {spec!r}: unknown method {method!r}")
+    changes = settings_of(settings.split(","), f"variant {spec!r}")
+    return Variant(spec, method, replace(LongRAGConfig(), **changes), int(cap[4:]) if cap else DEFAULT_CAP)
+
+
+def settings_of(pairs: list[str], where: str) -> dict:
+    """`key=value` pairs as LongRAGConfig fields of their types, or a one-line error naming `where`."""
     # Field types are strings under `from __future__ import annotations`.
     kinds = {f.name: {"int": int, "float": float, "str": str}[str(f.type)] for f in fields(LongRAGConfig)}
     changes = {}
-    for pair in filter(None, settings.split(",")):
+    for pair in filter(None, pairs):
         key, _, value = pair.partition("=")
         if key not in kinds:
-            raise SystemExit(f"variant {spec!r}: LongRAGConfig has no field {key!r}")
+            raise SystemExit(f"{where}: LongRAGConfig has no field {key!r}")
         changes[key] = kinds[key](value)
-    return Variant(spec, method, replace(LongRAGConfig(), **changes), int(cap[4:]) if cap else DEFAULT_CAP)
+    return changes
 
 
 def sensitivity_variants(base: Variant) -> list[Variant]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from itertools import repeat
 
 import numpy as np
@@ -46,7 +47,8 @@ class LongRAGConfig:
 
 
 CHOICES = {"link_rule": ("corpus", "fixed"), "hop_query": ("residual", "names", "novel", "sentence"),
-           "hop_merge": ("interleave", "max"), "hop_bridges": ("order", "no-dates", "titles", "only-titles"), "question_titles": ("first", "off")}
+           "hop_merge": ("interleave", "max"), "hop_bridges": ("order", "no-dates", "titles", "only-titles"),
+           "question_titles": ("first", "off")}
 
 
 # The two weights add shares of a BM25 score and of a linked member's score to a cosine, so they belong to the
@@ -145,9 +147,8 @@ def _hop(snap: Snapshot, query: np.ndarray, req: Request, counter: TokenCounter,
     own, floor = dense.best_per_member(rows), float(dense.scores[rows].min()) if len(rows) else 0.0
     candidates = _candidates(view, caller, own, floor, lexical, units, config)
     if named:
-        table = view.table
-        candidates = named_first(candidates, named, table.readable(caller.groups), lambda rows: _own_scores(
-            view.code_rows, own, rows, floor) + config.lexical_weight * _lexical_scores(table, lexical, rows))
+        candidates = named_first(candidates, named, view.table.readable(caller.groups),
+                                 partial(_member_scores, view, own, floor, lexical, config.lexical_weight))
     if req.as_of is None and snap.current.unindexed_ids:  # documents between the documents and index steps (rare)
         candidates = _with_unindexed(snap, caller, counter, candidates, dense.hits(rows), lexical, config)
     return candidates, own, units, len(rows)
@@ -244,11 +245,17 @@ def _candidates(view: StateUnits, caller: Caller, own: MemberHits, floor: float,
     rows = rows[table.readable(caller.groups)[rows]]  # a hit on one member never authorises the rest of its unit
     if not len(rows):
         return RankedRows(table, rows, np.zeros(0))
-    score = _own_scores(view.code_rows, own, rows, floor) + weight * _lexical_scores(table, lexical, rows)
+    score = _member_scores(view, own, floor, lexical, weight, rows)
     unit = table.unit_rank[rows]
     total = score + boost_of(config, view.link_density) * _best_others(unit, score)
     order = np.lexsort((table.position[rows], unit, -total))
     return RankedRows(table, rows[order], total[order])
+
+
+def _member_scores(view: StateUnits, own: MemberHits, floor: float, lexical: dict[str, float], weight: float,
+                   rows: np.ndarray) -> np.ndarray:
+    """Each row's own score before the link boost: its best sub-chunk's (or `floor`) plus the BM25 channel's share."""
+    return _own_scores(view.code_rows, own, rows, floor) + weight * _lexical_scores(view.table, lexical, rows)
 
 
 def _own_scores(code_rows: np.ndarray, own: MemberHits, rows: np.ndarray, floor: float) -> np.ndarray:
