@@ -16,6 +16,7 @@ from rag.evaluation.report import render_brief, render_markdown
 from rag.evaluation.summary import trend
 from rag.query.methods import METHODS
 from rag.sources.benchmarks import benchmarks_root
+from rag.sources.watch import Changes
 from resources import EmbedderResource, ReadSideResource, SourceSettings
 from resources.llm import LLMResource
 
@@ -171,11 +172,11 @@ def evaluation_definitions(benchmarks: Path | None = None, cron: str = "0 4 * * 
         names = benchmark_names(benchmarks)
         known = set(context.instance.get_dynamic_partitions(BENCHMARK_PARTITIONS.name))
         stamps = {n: str((benchmarks / n / "docs.jsonl").stat().st_mtime_ns) for n in names}
-        seen = dict(item.split("=", 1) for item in (context.cursor or "").split(";") if "=" in item)
-        changed = [n for n in names if seen.get(n) != stamps[n]]
+        seen = Changes.load(context.cursor, benchmarks)
+        now = seen.after(stamps)
         return dg.SensorResult(
-            cursor=";".join(f"{n}={stamps[n]}" for n in names),
-            run_requests=[dg.RunRequest(run_key=f"{n}:{stamps[n]}", partition_key=n) for n in changed],
+            cursor=now.dump(),
+            run_requests=[dg.RunRequest(run_key=now.run_key(n), partition_key=n) for n in seen.changed(stamps)],
             dynamic_partitions_requests=[BENCHMARK_PARTITIONS.build_add_request([n for n in names if n not in known])]
             if set(names) - known else [])
 

@@ -37,7 +37,7 @@ def _whole_ingest(settings, workspace: str) -> dg.Definitions:
         description="ON by default: at 02:00 UTC sweeps every source and repairs drift; the asset checks run after it.")
     names = sensor_names(list(settings.sources))
     return dg.Definitions(assets=assets, asset_checks=checks, jobs=[job], schedules=[nightly],
-                          sensors=[source_sensor(s, job, settings.sensor_interval_s, names[s]) for s in settings.sources])
+                          sensors=[source_sensor(s, workspace, job, settings.sensor_interval_s, names[s]) for s in settings.sources])
 
 
 def _partitioned_ingest(settings, workspace: str) -> dg.Definitions:

@@ -1,16 +1,16 @@
 """Sensors that request ingest runs: one per source, or one for all collections of a partitioned workspace."""
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import dagster as dg
 
 from rag.sources.partitions import discover, retire_store, retired_keys, store, vanished
-from rag.sources.watch import fingerprint, snapshot
+from rag.sources.watch import Changes, fingerprint, scope_id, snapshot
 
 VANISHED = "vanished"   # the cursor's fingerprint of a collection gone from its source
+WORKSPACE_ID = "rag/workspace_id"   # which workspace a sensor's run serves (not a concurrency key)
 
 
 def sensor_names(sources: list[str]) -> dict[str, str]:
@@ -31,9 +31,10 @@ def sensor_names(sources: list[str]) -> dict[str, str]:
     return names
 
 
-def source_sensor(source: str, job: dg.UnresolvedAssetJobDefinition, interval_s: int = 30,
+def source_sensor(source: str, workspace: str, job: dg.UnresolvedAssetJobDefinition, interval_s: int = 30,
                   name: str | None = None) -> dg.SensorDefinition:
-    """Cursor = the source's fingerprint; run_key = source + fingerprint, so a burst of edits is never run twice."""
+    """One run per change of the source's files (rag.sources.watch.Changes): a burst of edits is run once, and a
+    folder that returns to an earlier state is run again."""
     name = name or sensor_names([source])[source]
     slug = name.removeprefix("source_changes_")
 
@@ -43,12 +44,13 @@ def source_sensor(source: str, job: dg.UnresolvedAssetJobDefinition, interval_s:
                            "documents and requests an ingest run when something changed.")
     def _sensor(context: dg.SensorEvaluationContext):
         snap = snapshot(source)
-        fp = fingerprint(snap)
-        if fp == context.cursor:
+        seen = Changes.load(context.cursor, workspace)
+        now = seen.after({slug: fingerprint(snap)})
+        if not seen.changed(now.prints):
             return dg.SkipReason(f"{source}: no change since the last run request")
-        context.update_cursor(fp)
-        return dg.RunRequest(run_key=f"{slug}:{fp}",
-                             tags={"rag/source": source, "rag/fingerprint": fp, "rag/files": str(len(snap))})
+        return dg.SensorResult(cursor=now.dump(), run_requests=[dg.RunRequest(
+            run_key=now.run_key(slug), tags={"rag/source": source, "rag/fingerprint": now.prints[slug],
+                                             "rag/files": str(len(snap)), WORKSPACE_ID: scope_id(workspace)})])
 
     return _sensor
 
@@ -58,8 +60,8 @@ def collection_sensor(sources: list[str], workspace: str, job: dg.UnresolvedAsse
                       interval_s: int = 30) -> dg.SensorDefinition:
     """Adds a partition for each new collection (or shard) and runs exactly the partitions whose files changed.
 
-    Cursor = each partition's fingerprint; run_key = partition + fingerprint, so an edit is run once. A published
-    collection that vanished from its source is run once to delete its documents, then its store is retired.
+    One run per change of a partition's files (rag.sources.watch.Changes). A published collection that vanished
+    from its source is run once to delete its documents, then its store is retired.
     """
 
     @dg.sensor(name="collection_changes", job=job, minimum_interval_seconds=interval_s,
@@ -68,10 +70,10 @@ def collection_sensor(sources: list[str], workspace: str, job: dg.UnresolvedAsse
                            "and requests an ingest run for each new or changed one.")
     def _sensor(context: dg.SensorEvaluationContext):
         specs = discover(sources, workspace, shard_files)
-        seen = json.loads(context.cursor) if context.cursor else {}
+        seen = Changes.load(context.cursor, workspace)
         prints = {s.key: fingerprint(snapshot(s.folder, s.selection)) for s in specs}
         for key in vanished(sources, workspace, shard_files):
-            if seen.get(key) == VANISHED and _deleted(context.instance, key):
+            if seen.prints.get(key) == VANISHED and _deleted(context.instance, key, workspace):
                 retire_store(store(workspace, key))
             else:
                 prints[key] = VANISHED
@@ -79,18 +81,19 @@ def collection_sensor(sources: list[str], workspace: str, job: dg.UnresolvedAsse
             retire_store(store(workspace, key), retired=False)
         known = set(context.instance.get_dynamic_partitions(partitions.name))
         new = sorted(set(prints) - known)
-        # A vanished key's run_key carries the fingerprint it had, so a collection that returns and vanishes again
-        # is deleted again.
-        runs = [dg.RunRequest(partition_key=key, run_key=f"{key}:{fp}" + (f":{seen.get(key)}" if gone else ""),
-                              tags={"rag/fingerprint": fp} | ({"rag/vanished": "1"} if gone else {}))
-                for key, fp in sorted(prints.items()) if seen.get(key) != fp for gone in [fp == VANISHED]]
-        return dg.SensorResult(run_requests=runs, cursor=json.dumps(prints, sort_keys=True),
+        now = seen.after(prints)
+        runs = [dg.RunRequest(partition_key=key, run_key=now.run_key(key),
+                              tags={"rag/fingerprint": prints[key], WORKSPACE_ID: scope_id(workspace)}
+                              | ({"rag/vanished": "1"} if prints[key] == VANISHED else {}))
+                for key in seen.changed(prints)]
+        return dg.SensorResult(run_requests=runs, cursor=now.dump(),
                                dynamic_partitions_requests=[partitions.build_add_request(new)] if new else [])
 
     return _sensor
 
 
-def _deleted(instance: dg.DagsterInstance, key: str) -> bool:
-    """Whether a run deleting the vanished partition's documents has succeeded."""
-    return bool(instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": key, "rag/vanished": "1"},
+def _deleted(instance: dg.DagsterInstance, key: str, workspace: str) -> bool:
+    """Whether a run deleting the vanished partition's documents from this workspace has succeeded."""
+    tags = {"dagster/partition": key, "rag/vanished": "1", WORKSPACE_ID: scope_id(workspace)}
+    return bool(instance.get_run_records(dg.RunsFilter(tags=tags,
                                                        statuses=[dg.DagsterRunStatus.SUCCESS]), limit=1))

@@ -10,6 +10,7 @@ from pydantic import PrivateAttr
 from rag.sources.partitions import check_layout, claim_store, store
 from rag.store.catalog import Catalog
 from rag.store.writer_lock import WriterLock
+from resources.failures import one_line_failure
 
 
 class CatalogResource(ConfigurableResource):
@@ -52,7 +53,8 @@ class CatalogResource(ConfigurableResource):
     def open(self, partition: str | None = None) -> Iterator[Catalog]:
         """The catalog, kept open for the run's later steps and checks; outside a run, closed after use. A step that
         fails closes it as it is (no compaction), and the next step opens it again."""
-        check_layout(Path(self.path).parent, bool(partition))
+        with one_line_failure():
+            check_layout(Path(self.path).parent, bool(partition))
         if partition:
             claim_store(store(Path(self.path).parent, partition, self.lance_uri))
         catalog = self._catalogs.pop(partition, None) or Catalog(self.catalog_path(partition), entry="dagster",

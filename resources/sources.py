@@ -6,6 +6,7 @@ from dagster import ConfigurableResource
 
 from rag.sources.partitions import resolve
 from rag.store.settings import IngestSettings
+from resources.failures import one_line_failure
 
 _DEFAULT = IngestSettings()  # the defaults are written once, there
 
@@ -50,4 +51,5 @@ class SourceSettings(ConfigurableResource):
                                sensor_interval_s=self.sensor_interval_s)
         if not partition:
             return whole
-        return whole.for_partition(resolve(list(self.sources), partition, self.workspace, self.shard_files))
+        with one_line_failure():
+            return whole.for_partition(resolve(list(self.sources), partition, self.workspace, self.shard_files))

@@ -1,7 +1,11 @@
-"""Cheap change detection for a source: a fingerprint of file names, sizes and modification times."""
+"""Cheap change detection for a source: a fingerprint of file names, sizes and modification times, and the cursor
+that names each change a sensor requests a run for."""
 from __future__ import annotations
 
 import hashlib
+import json
+import uuid
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rag.sources.loaders import TEXT_SUFFIXES
@@ -33,3 +37,51 @@ def fingerprint(snap: dict[str, tuple[int, int]]) -> str:
     for name, (mtime, size) in sorted(snap.items()):
         h.update(f"{name}\0{mtime}\0{size}\n".encode())
     return h.hexdigest()[:24]
+
+
+def scope_id(scope: str | Path) -> str:
+    """A short, stable id of the workspace (or folder) a cursor serves."""
+    return hashlib.sha256(str(Path(scope).resolve()).encode()).hexdigest()[:10]
+
+
+@dataclass(frozen=True)
+class Changes:
+    """A sensor's cursor: the fingerprint last requested for each key, for one scope, and a count of changes.
+
+    Dagster runs a run key once, so a key must name a change, not a state: a folder that returns to an earlier
+    state (files removed, then put back) is a new change with a new key. The epoch is drawn afresh whenever the
+    cursor starts over (a reset sensor, a cursor of another scope's), so no key ever repeats an earlier one.
+    """
+
+    scope: str
+    epoch: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+    seq: int = 0
+    prints: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, cursor: str | None, scope: str | Path) -> Changes:
+        """The cursor as stored; one of another scope, or of an older format, knows nothing of this scope's keys."""
+        scope = scope_id(scope)
+        try:
+            data = json.loads(cursor) if cursor else None
+            if data["scope"] == scope:
+                return cls(scope, str(data["epoch"]), int(data["seq"]), dict(data["prints"]))
+        except (ValueError, TypeError, KeyError):
+            pass
+        return cls(scope)
+
+    def changed(self, prints: dict[str, str]) -> list[str]:
+        """The keys whose fingerprint differs from the one last requested, sorted."""
+        return sorted(k for k, fp in prints.items() if self.prints.get(k) != fp)
+
+    def after(self, prints: dict[str, str]) -> Changes:
+        """The cursor once `prints` are requested: the next change number if anything changed."""
+        return replace(self, seq=self.seq + bool(self.changed(prints)), prints=dict(prints))
+
+    def run_key(self, key: str) -> str:
+        """The key of this change's run for `key` (call on the cursor returned by `after`)."""
+        return f"{key}:{self.prints[key]}@{self.scope}.{self.epoch}.{self.seq}"
+
+    def dump(self) -> str:
+        return json.dumps({"scope": self.scope, "epoch": self.epoch, "seq": self.seq, "prints": self.prints},
+                          sort_keys=True)

@@ -1,4 +1,6 @@
 """Change propagation through a real Dagster instance: sensor → run request → ingest run → retrieval."""
+import shutil
+
 import dagster as dg
 import pytest
 
@@ -144,3 +146,22 @@ def test_as_of_read_returns_what_was_current_then_and_history_shows_both_version
     assert [(v.version, v.status) for v in versions] == [("2025", "superseded"), ("2026", "superseded"),
                                                          ("2027", "current")]
     assert {(u.doc_version, u.status) for u in units} == {("2026", "retired"), ("2027", "current")}
+
+
+def test_a_document_removed_put_back_and_removed_again_is_a_change_each_time(setup, embedder):
+    defs, instance, corpus, workspace = setup
+    run(defs, instance)
+    [first], cursor = tick(defs, instance)
+    doc = corpus / "operations" / "error-codes.md"
+    backup = doc.parent.parent / "error-codes.backup"
+    shutil.copy2(doc, backup)
+    keys, deleted = [first.run_key], []
+    for present in (False, True, False):
+        shutil.copy2(backup, doc) if present else doc.unlink()   # the same bytes and times: an earlier state
+        [request], cursor = tick(defs, instance, cursor)
+        meta, _ = run(defs, instance, request)
+        keys.append(request.run_key)
+        deleted.append(meta["source_documents"]["deleted"])
+        served = {i.doc_id for i in ask(workspace, embedder, "Which error code means the cache is full?").items}
+        assert ("error-codes-reference" in served) == present
+    assert len(set(keys)) == 4 and deleted == [1, 0, 1]
