@@ -74,10 +74,12 @@ def publish_documents(catalog: Catalog, settings: IngestSettings) -> tuple[DocCh
 
 
 def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSettings,
-                  elsewhere: Callable[[], LinkTargets] | None = None) -> tuple[UnitPlan, UnitChanges]:
+                  elsewhere: Callable[[list[tuple[str, str]]], LinkTargets] | None = None
+                  ) -> tuple[UnitPlan, UnitChanges]:
     """Group the current documents and stage the units that are new or changed.
 
-    `elsewhere` gives the documents other partitions publish: links to them are cross-collection, not missing.
+    `elsewhere` gives, of the links that point nowhere in this store, the targets that another partition's documents
+    are (published or not yet): those links are cross-collection, not missing.
     """
     publish_id = catalog.running_publish()
     inputs = catalog.plan_inputs(settings.unit_cap, settings.derive_links)
@@ -89,7 +91,7 @@ def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSetti
     else:
         plan = plan_from_facts(catalog, counter, settings.unit_cap, settings.derive_links)
     if plan.missing_links and elsewhere is not None:
-        plan.cross_links, plan.missing_links = elsewhere().split(plan.missing_links)
+        plan.cross_links, plan.missing_links = elsewhere(plan.missing_links).split(plan.missing_links)
     catalog.record_problems(publish_id, "warning", [
         Rejected(doc_id, f"link to missing document '{link}'", doc_id) for doc_id, link in plan.missing_links])
     if kept:
