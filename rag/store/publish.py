@@ -14,6 +14,7 @@ from rag.store import doc_partitions
 from rag.store.catalog import Catalog
 from rag.store.facts import plan_from_facts
 from rag.store.index import MemberKey, SubchunkIndex, SubchunkRow
+from rag.store.lance_folder import unreadable
 from rag.store.row_units import membership_keys
 from rag.store.rows import DocChanges, UnitChanges
 from rag.store.settings import IngestSettings
@@ -103,6 +104,16 @@ def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSetti
 def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[str]], np.ndarray],
                   counter: TokenCounter, settings: IngestSettings, embedder: str = DEFAULT_EMBEDDER,
                   siblings: Callable[[], list[SubchunkIndex]] = list) -> IndexReport:
+    """`index_step`, stopped in one line if Lance cannot read the index's files (rag.store.lance_folder.unreadable)."""
+    try:
+        return index_step(catalog, index, embed, counter, settings, embedder, siblings)
+    except (OSError, ValueError) as err:
+        raise unreadable(index.uri, err) from None
+
+
+def index_step(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[str]], np.ndarray],
+               counter: TokenCounter, settings: IngestSettings, embedder: str = DEFAULT_EMBEDDER,
+               siblings: Callable[[], list[SubchunkIndex]] = list) -> IndexReport:
     """Bring the index to the catalog's live units, embedding only texts never embedded before, then commit.
 
     `embed` must be `embedder`'s; an index in another embedder's space is emptied first, so every unit is

@@ -175,3 +175,26 @@ def test_the_catalog_lost_is_rebuilt_and_damaged_is_refused_in_one_line_while_re
         assert code == 2 and len(err.splitlines()) == 1 and "catalog.duckdb: cannot open the catalog" in err, err
     code, out, err = retrieve(ws, capsys)
     assert code == 0 and served(out)["doc1"] == "3", err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("part", ["_versions", "data"])
+def test_a_damaged_index_is_refused_in_one_line_saying_how_to_rebuild_it(published, tmp_path, capsys, part):
+    """The index table's newest manifest or data file overwritten: readers and the ingest stop in one line; the
+    folder moved away, the next ingest rebuilds the index from the catalog."""
+    src, clean = published
+    ws = tmp_path / "ws"
+    shutil.copytree(clean, ws)
+    files = sorted((ws / "lancedb" / "subchunks.lance" / part).iterdir(), key=lambda p: p.stat().st_mtime_ns)
+    damage([f for f in files if f.suffix in (".manifest", ".lance")][-1], "garbage")
+    code, out, err = retrieve(ws, capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and "unexpected" not in err, err
+    code = main(["ingest", "--source", str(src), "--workspace", str(ws)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "lancedb: the index cannot be read" in err and "move that folder away" in err, err
+    shutil.move(ws / "lancedb", tmp_path / "damaged-lancedb")
+    assert main(["ingest", "--source", str(src), "--workspace", str(ws)]) == 0
+    code, out, err = retrieve(ws, capsys)
+    assert code == 0 and served(out) == {"doc1": "3", "doc2": "1", "doc3": "1"}, err
+    assert_consistent(ws)
