@@ -14,6 +14,7 @@ A reader builds each table as the newest row per key over its segments (`load_re
 Segments are never rewritten, so a manifest is an immutable state. When a table has more than
 `MAX_SEGMENTS` segments, the ones after its base are merged into one (or all of them, once they outweigh the
 base): amortised, a publish writes in proportion to its change. Files no kept manifest names are deleted.
+A file lost or damaged is published again by the writer when it next opens the catalog (rag.store.snapshot_repair).
 """
 from __future__ import annotations
 

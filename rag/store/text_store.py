@@ -6,7 +6,8 @@ publish copies them. A file is written before the catalog transaction that lists
 never lacks its text; a file no commit listed is named after the next publish, which deletes it
 (rag.store.snapshot_files). A text that only versions superseded or deleted longer ago than the as-of retention
 carry is dropped: a file with `DROPPED_SHARE` of its rows dropped is rewritten without them, and the files after the
-first are merged once there are more than `MAX_FILES`. A version made current again gets its text back from its source.
+first are merged once there are more than `MAX_FILES`. A version made current again gets its text back from its source,
+and so does a current version whose file was lost or damaged (it stays listed, out of the views, until then).
 """
 from __future__ import annotations
 
@@ -40,10 +41,9 @@ VIEW = "documents_with_text"  # the writer's documents joined to their texts (re
 class TextStore:
     """The writer's side: adds texts, keeps the `texts` and `documents_with_text` views over the listed files."""
 
-    lost: list[str] = []
-
     def __init__(self, con: duckdb.DuckDBPyConnection, workspace: str | Path):
         self.con = con
+        self.lost: list[str] = []
         self.workspace = Path(workspace)
         self.folder = self.workspace / SNAPSHOT_DIR / SEGMENT_DIR
 
