@@ -198,3 +198,20 @@ def test_a_damaged_index_is_refused_in_one_line_saying_how_to_rebuild_it(publish
     code, out, err = retrieve(ws, capsys)
     assert code == 0 and served(out) == {"doc1": "3", "doc2": "1", "doc3": "1"}, err
     assert_consistent(ws)
+
+
+@pytest.mark.slow
+def test_a_partition_stores_lost_manifest_is_refused_then_repaired_by_the_next_partitioned_ingest(tmp_path, capsys):
+    src = tmp_path / "src"
+    for n, collection in enumerate(("hr", "eng")):
+        (src / collection).mkdir(parents=True)
+        doc(src / collection, n, 1)
+    ingest = ["ingest", "--partitioned", "--source", str(src), "--workspace", str(tmp_path / "ws")]
+    assert main(ingest) == 0
+    (store,) = [p for p in (tmp_path / "ws" / "partitions").iterdir() if p.name.startswith("src_hr")]
+    (store / "snapshots" / json.loads((store / "snapshots" / "CURRENT").read_text())["file"]).unlink()
+    code, out, err = retrieve(tmp_path / "ws", capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and "src_hr" in err, err
+    assert main(ingest) == 0
+    code, out, err = retrieve(tmp_path / "ws", capsys)
+    assert code == 0 and served(out) == {"doc0": "1", "doc1": "1"}, err
