@@ -15,7 +15,7 @@ import pyarrow as pa
 from rag.sources.documents import Rejected
 from rag.store.arrow_sql import registered
 from rag.store.catalog_documents import DocumentTables
-from rag.store.catalog_file import close_connection, connect_writer
+from rag.store.catalog_file import DAMAGED_HINT, close_connection, connect_writer
 from rag.store.catalog_unit_reads import UnitReads
 from rag.store.held_read_state import HeldState, open_held
 from rag.store.rows import MemberRow, UnitChanges, UnitEvent, VersionEvent
@@ -73,7 +73,8 @@ class Catalog(DocumentTables, UnitReads):
                 self.con = duckdb.connect(self.file, read_only=True)
         except (duckdb.Error, OSError, ValueError, KeyError) as err:
             self._release()
-            raise CatalogError(f"{self.file}: cannot open the catalog ({str(err).splitlines()[0]})") from None
+            raise CatalogError(f"{self.file}: cannot open the catalog ({str(err).splitlines()[0]})"
+                               f"{'' if self.read_only else DAMAGED_HINT}") from None
         try:
             if not self.read_only:
                 self.con.execute(SCHEMA)
@@ -83,7 +84,8 @@ class Catalog(DocumentTables, UnitReads):
                 repair_published(self.con, self.path)
         except (duckdb.Error, OSError, ValueError, KeyError) as err:
             self.close()  # an error is on its way out: no compaction
-            raise CatalogError(f"{self.file}: cannot open the catalog ({str(err).splitlines()[0]})") from None
+            raise CatalogError(f"{self.file}: cannot open the catalog ({str(err).splitlines()[0]})"
+                               f"{'' if self.read_only else DAMAGED_HINT}") from None
 
     @classmethod
     def snapshot(cls, workspace: str | Path, info: SnapshotInfo) -> "Catalog":

@@ -173,6 +173,7 @@ def test_the_catalog_lost_is_rebuilt_and_damaged_is_refused_in_one_line_while_re
         assert_consistent(ws)
     else:
         assert code == 2 and len(err.splitlines()) == 1 and "catalog.duckdb: cannot open the catalog" in err, err
+        assert "move it away and run the ingest again to rebuild it from the sources" in err
     code, out, err = retrieve(ws, capsys)
     assert code == 0 and served(out)["doc1"] == "3", err
 
