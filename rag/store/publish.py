@@ -104,14 +104,14 @@ def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSetti
 def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[str]], np.ndarray],
                   counter: TokenCounter, settings: IngestSettings, embedder: str = DEFAULT_EMBEDDER,
                   siblings: Callable[[], list[SubchunkIndex]] = list) -> IndexReport:
-    """`index_step`, stopped in one line if Lance cannot read the index's files (rag.store.lance_folder.unreadable)."""
+    """`_index_step`, stopped in one line if Lance cannot read the index's files (rag.store.lance_folder.unreadable)."""
     try:
-        return index_step(catalog, index, embed, counter, settings, embedder, siblings)
+        return _index_step(catalog, index, embed, counter, settings, embedder, siblings)
     except (OSError, ValueError) as err:
         raise unreadable(index.uri, err) from None
 
 
-def index_step(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[str]], np.ndarray],
+def _index_step(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[str]], np.ndarray],
                counter: TokenCounter, settings: IngestSettings, embedder: str = DEFAULT_EMBEDDER,
                siblings: Callable[[], list[SubchunkIndex]] = list) -> IndexReport:
     """Bring the index to the catalog's live units, embedding only texts never embedded before, then commit.
