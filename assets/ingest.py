@@ -9,11 +9,14 @@ from tqdm import tqdm
 from assets.workspace_totals import published_elsewhere
 from rag.models.embedders import workspace_embedder_name
 from rag.query.workspace import shared_ids
+from rag.sources.partitions import unpublished
 from rag.store import consistency
 from rag.store.publish import NothingToPublish, publish_documents, publish_index, publish_units
+from rag.store.settings import IngestSettings
 from rag.store.storage import measure
 from rag.store.union_catalog import shared_ids_markdown
 from rag.text.tables import histogram, human_size, markdown_table
+from rag.units.linking import LinkTargets, targets_in
 from resources import CatalogResource, EmbedderResource, SourceSettings, VectorStoreResource
 
 # Each collection of the sources (or hash shard of a large one) is a partition with a store of its own.
@@ -68,14 +71,14 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
                    source_settings: SourceSettings) -> dg.MaterializeResult:
         part = _partition(context)
         settings = source_settings.settings(part)
-        elsewhere = (lambda: published_elsewhere(source_settings.workspace, part)) if part else None
+        elsewhere = (lambda links: _link_targets(source_settings, settings, part, links)) if part else None
         with catalog.open(part) as cat:
             plan, changes = publish_units(cat, embedder.counter(), settings, elsewhere)
         units = plan.sizes()
         sizes = [t for t, _ in units]
         for doc_id, link in plan.missing_links:
             context.log.warning(f"{doc_id}: link to missing document '{link}'"
-                                + (" (in no partition published so far)" if part else ""))
+                                + (" (in no collection of the sources)" if part else ""))
         return dg.MaterializeResult(metadata={
             "units": len(units),
             "published": len(changes.published),
@@ -177,6 +180,20 @@ def _shared_ids_metadata(source_settings: SourceSettings, part: str | None) -> d
     shared = {d: places for d, places in shared_ids(source_settings.workspace).items()
               if part in {p for p, _, _ in places}}
     return {"shared_ids": len(shared), "shared_ids_errors": dg.MetadataValue.md(shared_ids_markdown(shared))}
+
+
+def _link_targets(source_settings: SourceSettings, settings: IngestSettings, part: str,
+                  links: list[tuple[str, str]]) -> LinkTargets:
+    """The targets of these links that other partitions' documents are: the published ones', then, for what is still
+    unfound, those in the files of partitions never published (a first run comes before them). A run reads no other
+    partition's files once every partition has published."""
+    published = published_elsewhere(source_settings.workspace, part)
+    rest = published.split(links)[1]
+    if not rest:
+        return published
+    others = [s for s in unpublished(list(source_settings.sources), source_settings.workspace,
+                                     source_settings.shard_files) if s.key != part]
+    return published | targets_in(others, rest, settings.default_acl, settings.collection)
 
 
 def _partition(context) -> str | None:

@@ -1,8 +1,7 @@
 """A partitioned workspace on one page: totals over every partition's published snapshot, a row per partition.
 
 A partitioned asset's own page shows one partition at a time; this unpartitioned asset is where a team reads the
-whole workspace, and where links are counted against every partition at once (a partition's run can only see the
-partitions published before it).
+whole workspace, and where links are counted against every partition's published documents at once.
 """
 import dagster as dg
 

@@ -174,6 +174,12 @@ def vanished(sources: list[str], workspace: str | Path, shard_files: int | None 
             if s.key not in known and s.key not in retired and _readable_source(sources, s.key) is not None]
 
 
+def unpublished(sources: list[str], workspace: str | Path, shard_files: int | None = None) -> list[PartitionSpec]:
+    """The partitions the sources hold whose store never published (a first run comes before them)."""
+    published = {s.key for s in published_stores(workspace)}
+    return [s for s in _plan(sources, workspace, shard_files)[0] if s.key not in published]
+
+
 def check_key(key: str) -> str:
     """The key, Unicode-normalised (NFC), or a one-line PartitionError if it holds anything a path acts on."""
     if not isinstance(key, str) or not key:

@@ -13,14 +13,16 @@ import duckdb
 import pyarrow as pa
 
 from rag.sources.documents import Rejected
+from rag.store.arrow_sql import registered
 from rag.store.catalog_documents import DocumentTables
-from rag.store.catalog_file import close_connection, connect_writer
+from rag.store.catalog_file import DAMAGED_HINT, close_connection, connect_writer
 from rag.store.catalog_unit_reads import UnitReads
 from rag.store.held_read_state import HeldState, open_held
 from rag.store.rows import MemberRow, UnitChanges, UnitEvent, VersionEvent
 from rag.store.schema import SCHEMA, SETTINGS_SCHEMA, drop_primary_keys, narrow_fact_ids, unit_key_sql
 from rag.store.settings import as_of_retention
-from rag.store.snapshot_files import SnapshotInfo, publish_snapshot, registered
+from rag.store.snapshot_files import SnapshotInfo, publish_snapshot
+from rag.store.snapshot_repair import repair_published
 from rag.store.text_store import VIEW, TextStore
 from rag.store.writer_lock import WriterLock
 from rag.units.long_units import Unit, UnitPlan, split_unit_key, unit_key
@@ -71,16 +73,19 @@ class Catalog(DocumentTables, UnitReads):
                 self.con = duckdb.connect(self.file, read_only=True)
         except (duckdb.Error, OSError, ValueError, KeyError) as err:
             self._release()
-            raise CatalogError(f"{self.file}: cannot open the catalog ({str(err).splitlines()[0]})") from None
+            raise CatalogError(f"{self.file}: cannot open the catalog ({str(err).splitlines()[0]})"
+                               f"{'' if self.read_only else DAMAGED_HINT}") from None
         try:
             if not self.read_only:
                 self.con.execute(SCHEMA)
                 self.texts = TextStore(self.con, Path(path).parent).opened()
                 drop_primary_keys(self.con)  # after the texts moved out; the views bind by name at each query
                 narrow_fact_ids(self.con)
+                repair_published(self.con, self.path)
         except (duckdb.Error, OSError, ValueError, KeyError) as err:
             self.close()  # an error is on its way out: no compaction
-            raise CatalogError(f"{self.file}: cannot open the catalog ({str(err).splitlines()[0]})") from None
+            raise CatalogError(f"{self.file}: cannot open the catalog ({str(err).splitlines()[0]})"
+                               f"{'' if self.read_only else DAMAGED_HINT}") from None
 
     @classmethod
     def snapshot(cls, workspace: str | Path, info: SnapshotInfo) -> "Catalog":

@@ -7,9 +7,10 @@ from pathlib import Path
 import pyarrow as pa
 
 from rag.sources.documents import Document
+from rag.store.arrow_sql import registered
 from rag.store.rows import CurrentText, CurrentVersion
 from rag.store.schema import source_path_sql, split_source_paths
-from rag.store.snapshot_files import published_columns, published_history, registered
+from rag.store.snapshot_files import published_columns, published_history
 from rag.store.text_store import TextStore
 
 

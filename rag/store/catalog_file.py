@@ -24,6 +24,8 @@ from rag.store.snapshot_files import fsync, quote
 FREE_SHARE = 0.25
 GROWTH_SHARE = 0.2
 MIN_BLOCKS = 64  # a smaller file (1 MiB) is not worth copying for its partly empty blocks
+# The store of record is never guessed at: a lost catalog is rebuilt from the sources, so that is the way out.
+DAMAGED_HINT = "; if the file is damaged, move it away and run the ingest again to rebuild it from the sources"
 _OPEN: dict[str, int] = {}  # catalog file → writer connections of this process that have it open
 _GUARD = threading.Lock()
 

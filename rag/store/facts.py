@@ -17,8 +17,8 @@ import pyarrow as pa
 
 from rag.models.tokens import TokenCounter
 from rag.sources.documents import Document
+from rag.store.arrow_sql import registered
 from rag.store.catalog import Catalog
-from rag.store.snapshot_files import registered
 from rag.units.chunking import Span
 from rag.units.components import Component, PlanDoc
 from rag.units.linking import TitleScan, first_tokens_of, mentionable, mentioned_titles

@@ -20,6 +20,7 @@ import duckdb
 from rag.store.snapshot_files import (
     MARKERS,
     READ_TABLES,
+    SEGMENT_DIR,
     documents_view,
     held_name,
     live_rows,
@@ -28,6 +29,7 @@ from rag.store.snapshot_files import (
     sql_files,
     texts_query,
 )
+from rag.store.snapshot_repair import whole_parquet
 
 DEAD_SHARE = 0.25
 _GUARD = threading.Lock()  # one patch at a time; a snapshot's cursor is pinned before the next patch starts
@@ -125,6 +127,10 @@ def open_held(manifest: Path) -> tuple[duckdb.DuckDBPyConnection, HeldState]:
     key, seq = str(Path(manifest).parent.resolve()), int(Path(manifest).stem)
     tables = read_manifest(manifest)
     tables.setdefault("texts", [])
+    for text_file in tables["texts"]:   # read lazily, at a query: a damaged one is refused here, in one line
+        if not whole_parquet(Path(text_file)):
+            raise ValueError(f"text file {SEGMENT_DIR}/{Path(text_file).name} is lost or damaged; the next ingest "
+                             "reads its texts again from the sources")
     with _GUARD:
         held = _HELD.get(key)
         if held is not None and seq < held.seq:

@@ -107,7 +107,10 @@ class LanceFolder:
         return True
 
     def open_table(self, name: str) -> LanceTable:
-        return LanceTable(lance.dataset(self._path(name)))
+        try:
+            return LanceTable(lance.dataset(self._path(name)))
+        except (OSError, ValueError) as err:
+            raise unreadable(self.uri, err) from None
 
     def create_table(self, name: str, data: pa.Table | None = None, *, schema: pa.Schema | None = None,
                      mode: str = "create") -> LanceTable:
@@ -138,3 +141,16 @@ def delete_unrecorded(dataset: lance.LanceDataset, where: str) -> lance.LanceDat
     note = f"{len(where)}-character predicate, not recorded"
     return lance.LanceDataset.commit(dataset, lance.LanceOperation.Delete(updated, emptied, note),
                                      read_version=dataset.version)
+
+
+class IndexUnreadable(RuntimeError):
+    """Lance cannot read the index's files: one line saying how to rebuild it."""
+
+
+def unreadable(uri: str, err: Exception) -> Exception:
+    """`err` as IndexUnreadable when it is Lance's own error about the files (nothing is guessed about an index that
+    cannot be read: moved away, it is rebuilt from the catalog), else as it is."""
+    if "LanceError" not in str(err):
+        return err
+    return IndexUnreadable(f"{uri}: the index cannot be read ({str(err).splitlines()[0][:200]}); move that folder "
+                           "away and run the ingest again to rebuild it from the catalog")

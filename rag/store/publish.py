@@ -14,6 +14,7 @@ from rag.store import doc_partitions
 from rag.store.catalog import Catalog
 from rag.store.facts import plan_from_facts
 from rag.store.index import MemberKey, SubchunkIndex, SubchunkRow
+from rag.store.lance_folder import unreadable
 from rag.store.row_units import membership_keys
 from rag.store.rows import DocChanges, UnitChanges
 from rag.store.settings import IngestSettings
@@ -74,10 +75,12 @@ def publish_documents(catalog: Catalog, settings: IngestSettings) -> tuple[DocCh
 
 
 def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSettings,
-                  elsewhere: Callable[[], LinkTargets] | None = None) -> tuple[UnitPlan, UnitChanges]:
+                  elsewhere: Callable[[list[tuple[str, str]]], LinkTargets] | None = None
+                  ) -> tuple[UnitPlan, UnitChanges]:
     """Group the current documents and stage the units that are new or changed.
 
-    `elsewhere` gives the documents other partitions publish: links to them are cross-collection, not missing.
+    `elsewhere` gives, of the links that point nowhere in this store, the targets that another partition's documents
+    are (published or not yet): those links are cross-collection, not missing.
     """
     publish_id = catalog.running_publish()
     inputs = catalog.plan_inputs(settings.unit_cap, settings.derive_links)
@@ -89,7 +92,7 @@ def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSetti
     else:
         plan = plan_from_facts(catalog, counter, settings.unit_cap, settings.derive_links)
     if plan.missing_links and elsewhere is not None:
-        plan.cross_links, plan.missing_links = elsewhere().split(plan.missing_links)
+        plan.cross_links, plan.missing_links = elsewhere(plan.missing_links).split(plan.missing_links)
     catalog.record_problems(publish_id, "warning", [
         Rejected(doc_id, f"link to missing document '{link}'", doc_id) for doc_id, link in plan.missing_links])
     if kept:
@@ -101,6 +104,16 @@ def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSetti
 def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[str]], np.ndarray],
                   counter: TokenCounter, settings: IngestSettings, embedder: str = DEFAULT_EMBEDDER,
                   siblings: Callable[[], list[SubchunkIndex]] = list) -> IndexReport:
+    """`_index_step`, stopped in one line if Lance cannot read the index's files (rag.store.lance_folder.unreadable)."""
+    try:
+        return _index_step(catalog, index, embed, counter, settings, embedder, siblings)
+    except (OSError, ValueError) as err:
+        raise unreadable(index.uri, err) from None
+
+
+def _index_step(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[str]], np.ndarray],
+               counter: TokenCounter, settings: IngestSettings, embedder: str = DEFAULT_EMBEDDER,
+               siblings: Callable[[], list[SubchunkIndex]] = list) -> IndexReport:
     """Bring the index to the catalog's live units, embedding only texts never embedded before, then commit.
 
     `embed` must be `embedder`'s; an index in another embedder's space is emptied first, so every unit is

@@ -14,6 +14,7 @@ A reader builds each table as the newest row per key over its segments (`load_re
 Segments are never rewritten, so a manifest is an immutable state. When a table has more than
 `MAX_SEGMENTS` segments, the ones after its base are merged into one (or all of them, once they outweigh the
 base): amortised, a publish writes in proportion to its change. Files no kept manifest names are deleted.
+A file lost or damaged is published again by the writer when it next opens the catalog (rag.store.snapshot_repair).
 """
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ import json
 import os
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -84,7 +84,8 @@ def read_pointer(workspace: str | Path) -> SnapshotInfo:
     try:
         return SnapshotInfo(**json.loads(path.read_text()))
     except FileNotFoundError:
-        raise NoSnapshot(f"{workspace}: nothing published yet; run `rag ingest --workspace {workspace}` first") from None
+        raise NoSnapshot(f"{workspace}: nothing published yet (no {SNAPSHOT_DIR}/{POINTER}); run "
+                         f"`rag ingest --workspace {workspace}`, which also rewrites a lost pointer") from None
     except (OSError, ValueError, TypeError, RecursionError) as err:
         raise NoSnapshot(f"{workspace}: unreadable snapshot pointer {SNAPSHOT_DIR}/{POINTER} "
                          f"({err.__class__.__name__}); nothing is served until the next publish") from None
@@ -106,9 +107,19 @@ def read_manifest(path: Path) -> dict[str, list[str]]:
     return {t: [str(folder / f) for f in files] for t, files in tables.items()}
 
 
+def manifest_tables(path: Path) -> dict[str, list[str]]:
+    """A manifest's table → segment names; empty when it is lost or damaged (rag.store.snapshot_repair)."""
+    try:
+        return dict(json.loads(Path(path).read_text())["tables"])
+    except (OSError, ValueError, TypeError, KeyError, RecursionError):
+        return {}
+
+
 def publish_snapshot(con: duckdb.DuckDBPyConnection, catalog_path: str | Path, publish_id: int,
-                     lance_version: int | None, keep: int | None = None) -> SnapshotInfo:
-    """Write the committed catalog's changes since the last publish and make the result current."""
+                     lance_version: int | None, keep: int | None = None,
+                     base: tuple[int, dict[str, list[str]]] | None = None) -> SnapshotInfo:
+    """Write the committed catalog's changes since the last publish (or since `base`, the seq and segments a repair
+    rebuilt: rag.store.snapshot_repair) and make the result current."""
     folder = Path(catalog_path).parent / SNAPSHOT_DIR
     (folder / SEGMENT_DIR).mkdir(parents=True, exist_ok=True)
     try:
@@ -124,8 +135,10 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection, catalog_path: str | Path, p
         previous = read_pointer(folder.parent)
     # A pointer to a whole-catalog copy (the format before segments) starts the segments afresh.
     manifest = previous.path(folder.parent) if previous and previous.file.endswith(".json") else None
-    tables = json.loads(manifest.read_text())["tables"] if manifest and manifest.exists() else {}
+    tables = manifest_tables(manifest) if manifest else {}
     seq = (previous.seq if previous else 0) + 1
+    if base is not None:
+        seq, tables = base[0] + 1, dict(base[1])
     if lance_version is None and previous:
         lance_version = previous.lance_version
     present = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
@@ -355,7 +368,7 @@ def _prune(folder: Path, seq: int, keep: int) -> None:
         if path.stem.isdigit() and int(path.stem) <= seq - max(keep, 1):
             path.unlink(missing_ok=True)
         elif path.stem.isdigit():
-            kept.update(f for files in json.loads(path.read_text())["tables"].values() for f in files)
+            kept.update(f for files in manifest_tables(path).values() for f in files)
     for path in (folder / SEGMENT_DIR).glob("*.parquet"):
         if path.name not in kept and int(path.name[:8]) <= seq:
             path.unlink(missing_ok=True)
@@ -369,16 +382,6 @@ def fsync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-@contextmanager
-def registered(con, name: str, table):
-    """An Arrow table that the connection's SQL can read as `name` until the block ends."""
-    con.register(name, table)
-    try:
-        yield
-    finally:
-        con.unregister(name)
 
 
 def quote(value: str) -> str:

@@ -91,7 +91,8 @@ def sync_sources(catalog: Catalog, publish_id: int, view: SourceView, allow_empt
                  ) -> DocChanges:
     """Reconcile the touched ids (every id with `rescan`) and store the new file states and records with them."""
     scan = view.scan
-    touched = None if rescan else _touched(catalog, view)
+    textless = catalog.texts.textless()   # their text file was lost: read again from their unchanged files
+    touched = None if rescan else _touched(catalog, view) | {d for d, _ in textless}
     fresh = [r for recs in scan.changed.values() for r in recs
              if r.is_document and (touched is None or r.doc_id in touched)]
     loaded: list = [scan.parsed.get((r.file, r.position), r) for r in fresh]
@@ -103,10 +104,11 @@ def sync_sources(catalog: Catalog, publish_id: int, view: SourceView, allow_empt
     plan = reconcile_versions(existing, loaded, view.loaded().rejected, scan.scanned, allow_empty, view.holding)
     plan.insert = _documents(plan.insert, view)
     plan.update_meta = _documents(plan.update_meta, view)
-    lost = catalog.missing_texts({k: existing[k][0] for k in set(plan.make_current) - {
+    lost = catalog.missing_texts({k: existing[k][0] for k in (set(plan.make_current) | textless) - {
         (d.doc_id, d.version) for d in plan.insert}})
     back = _documents([i for i in loaded if (i.doc_id, i.version) in lost], view) if lost else []
     changes = apply_versions(catalog, publish_id, plan, lambda: _store(catalog, view), back, dropped)
+    catalog.texts.forget_lost()
     changes.reading = view.reading()
     return changes
 

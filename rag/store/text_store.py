@@ -6,10 +6,12 @@ publish copies them. A file is written before the catalog transaction that lists
 never lacks its text; a file no commit listed is named after the next publish, which deletes it
 (rag.store.snapshot_files). A text that only versions superseded or deleted longer ago than the as-of retention
 carry is dropped: a file with `DROPPED_SHARE` of its rows dropped is rewritten without them, and the files after the
-first are merged once there are more than `MAX_FILES`. A version made current again gets its text back from its source.
+first are merged once there are more than `MAX_FILES`. A version made current again gets its text back from its source,
+and so does a current version whose file was lost or damaged (it stays listed, out of the views, until then).
 """
 from __future__ import annotations
 
+import logging
 import uuid
 from datetime import datetime
 from pathlib import Path
@@ -17,20 +19,22 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from rag.store.arrow_sql import registered
 from rag.store.schema import source_path_sql
 from rag.store.snapshot_files import (
     SEGMENT_DIR,
     SNAPSHOT_DIR,
     NoSnapshot,
     read_pointer,
-    registered,
     sql_files,
     texts_query,
     write_parquet,
 )
+from rag.store.snapshot_repair import whole_parquet
 
 MAX_FILES = 16
 DROPPED_SHARE = 0.25  # texts compress to ~0.4x of the raw text: rewriting a file costs less than keeping its dead rows
+_LOG = logging.getLogger("rag.store")
 VIEW = "documents_with_text"  # the writer's documents joined to their texts (readers' `documents` view has them)
 
 
@@ -39,19 +43,41 @@ class TextStore:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, workspace: str | Path):
         self.con = con
+        self.lost: list[str] = []
         self.workspace = Path(workspace)
         self.folder = self.workspace / SNAPSHOT_DIR / SEGMENT_DIR
 
     def opened(self) -> "TextStore":
-        """Ready for the writer: an older catalog's texts moved out first (see `migrate`)."""
+        """Ready for the writer: an older catalog's texts moved out first (see `migrate`); listed files lost or
+        damaged are `lost`, left out of its views until the next ingest reads their texts again (`forget_lost`)."""
         if self.con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'documents' "
                             "AND column_name = 'text'").fetchall()[0][0]:
             self.migrate()
+        self.lost = [n for (n,) in self.con.execute("SELECT name FROM text_files ORDER BY name").fetchall()
+                     if not whole_parquet(self.folder / n)]
+        if self.lost:
+            _LOG.warning("%s: text files lost or damaged, read again from the sources by the next ingest: %s",
+                         self.workspace, ", ".join(self.lost))
         self.refresh()
         return self
 
     def names(self) -> list[str]:
-        return [n for (n,) in self.con.execute("SELECT name FROM text_files ORDER BY name").fetchall()]
+        """The listed files, but the lost ones."""
+        return [n for (n,) in self.con.execute("SELECT name FROM text_files ORDER BY name").fetchall()
+                if n not in self.lost]
+
+    def textless(self) -> set[tuple[str, str]]:
+        """(doc_id, version) of the current versions whose text was in a lost file (none when no file was lost)."""
+        if not self.lost:
+            return set()
+        return set(self.con.execute("SELECT doc_id, version FROM documents d WHERE status = 'current' AND NOT EXISTS "
+                                    "(SELECT 1 FROM texts t WHERE t.content_hash = d.content_hash)").fetchall())
+
+    def forget_lost(self) -> None:
+        """Stop listing the lost files, once the sources gave back what they could of their texts."""
+        if self.lost:
+            self.con.execute("DELETE FROM text_files WHERE name IN (SELECT unnest(?::VARCHAR[]))", [self.lost])
+            self.lost = []
 
     def refresh(self) -> None:
         """Point the `texts` view at the files the catalog lists now (inside the caller's transaction, if any)."""

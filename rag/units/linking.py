@@ -7,6 +7,8 @@ from typing import Iterable, Mapping, Protocol, Sequence
 
 import ahocorasick
 
+from rag.sources.partitions import PartitionSpec
+from rag.sources.scan import scan_sources
 from rag.text.analysis import has_han, mention_spans
 
 MIN_TITLE_CHARS = 4
@@ -47,6 +49,28 @@ class LinkTargets:
         """(cross-collection links, links that point nowhere) of `links`, each a (doc id, link) pair."""
         found = [pair[1] in self.ids or pair[1] in self.titles for pair in links]
         return [p for p, f in zip(links, found) if f], [p for p, f in zip(links, found) if not f]
+
+
+    def __or__(self, other: "LinkTargets") -> "LinkTargets":
+        return LinkTargets(self.ids | other.ids, self.titles | other.titles)
+
+
+def targets_in(specs: Iterable[PartitionSpec], links: list[tuple[str, str]], default_acl: tuple[str, ...],
+               collection: str | None) -> LinkTargets:
+    """The targets of these links that a document in the partitions' files is (by id or title); the partitions'
+    files are read one partition at a time, only while some target is still unfound."""
+    wanted = {link for _, link in links}
+    ids: set[str] = set()
+    titles: set[str] = set()
+    for spec in specs:
+        if not wanted:
+            break
+        scan = scan_sources([str(spec.folder)], default_acl, collection, {}, lambda files: {}, select=spec.selection)
+        for doc in scan.parsed.values():
+            ids.update({doc.doc_id} & wanted)
+            titles.update({doc.title} & wanted)
+        wanted -= ids | titles
+    return LinkTargets(frozenset(ids), frozenset(titles))
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,13 @@ from rag.sources.partitions import (
     resolve,
     retired_keys,
     slug,
+    unpublished,
     vanished,
 )
+from rag.store.catalog import Catalog
 from rag.store.settings import IngestSettings
+from rag.store.snapshot_files import read_pointer
+from rag.units.linking import count_links
 
 STAFF = Caller(frozenset({"staff"}))
 METHODS = ("longrag", "shortchunk", "elite")
@@ -227,3 +231,38 @@ def test_the_sensor_and_the_nightly_schedule_delete_a_vanished_collection(tmp_pa
             assert job.execute_in_process(instance=instance, partition_key=r.partition_key).success
         assert not {"pager", "backup", "deploys"} & ids(ws, "pager rotation, backups drill, deploys on Tuesdays")
         assert "leave" in ids(ws, "How many days of annual leave?")
+
+
+def link_warnings(ws: Path) -> dict[str, list[str]]:
+    """Partition → the doc ids its published quarantine warns about a link to a missing document."""
+    found = {}
+    for s in published_stores(ws):
+        reader = Catalog.snapshot(s.folder, read_pointer(s.folder))
+        try:
+            found[s.key] = [d for (d,) in reader.rows("SELECT doc_id FROM quarantine WHERE reason LIKE "
+                                                      "'link to missing document%' ORDER BY doc_id")]
+        finally:
+            reader.close()
+    return found
+
+
+def test_a_first_partitioned_ingest_finds_link_targets_in_collections_not_published_yet(tmp_path, capsys):
+    """eng runs first (keys run in order) and links to hr's and ops's documents, by id and by title, before either
+    has published; one link points nowhere and stays missing."""
+    src = tree(tmp_path)
+    (src / "eng" / "onboarding.md").write_text("---\nid: onboarding\ntitle: onboarding\nacl: [staff]\nlinks: [leave, "
+                                               "pager rotation, no-such-document]\n---\nNew engineers read the leave "
+                                               "rules and the pager page.\n")
+    (src / "ops" / "pager.md").write_text("---\nid: pager\ntitle: pager rotation\nacl: [staff]\nlinks: [deploys]\n"
+                                          "---\nThe pager rotation changes every Monday at nine.\n")
+    assert [s.key for s in unpublished([str(src)], tmp_path / "ws")] == ["src/eng", "src/hr", "src/ops"]
+    assert main(["ingest", "--partitioned", "--source", str(src), "--workspace", str(tmp_path / "ws")]) == 0
+    assert link_warnings(tmp_path / "ws") == {"src/eng": ["onboarding"], "src/hr": [], "src/ops": []}
+    assert unpublished([str(src)], tmp_path / "ws") == []   # from now on, no run reads another collection's files
+    reader = Workspace(tmp_path / "ws")
+    try:
+        counts = count_links(reader.snapshot().catalog.current_links())
+    finally:
+        reader.close()
+    assert {k: (c.cross_collection, c.missing) for k, c in counts.items()} == {
+        "src/eng": (2, 1), "src/hr": (0, 0), "src/ops": (1, 0)}

@@ -6,7 +6,7 @@ import shutil
 
 import duckdb
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rag.store import snapshot_files as snapshots
@@ -157,6 +157,31 @@ _ops = st.lists(st.tuples(st.sampled_from(["add", "supersede", "delete", "acl", 
                           st.integers(0, 7)), min_size=1, max_size=40)
 
 
+def run_ops(cat: Catalog, ws, ops) -> dict:
+    """Apply the ops, publishing where they say and at the end, checking each publish; what readers must hold."""
+    versions: dict[str, int] = {}
+    held: dict = {}
+    for op, k in [*ops, ("publish", 0)]:
+        doc = f"d{k}"
+        if op == "add":
+            versions[doc] = versions.get(doc, 0) + 1
+            cat.con.execute("UPDATE documents SET status = 'superseded' WHERE doc_id = ?", [doc])
+            _doc(cat, doc, str(versions[doc]), f"text {k} v{versions[doc]}")
+        elif op == "supersede":
+            cat.con.execute("UPDATE documents SET status = 'superseded', valid_to = now() WHERE doc_id = ?", [doc])
+        elif op == "delete":
+            cat.con.execute("DELETE FROM documents WHERE doc_id = ?", [doc])
+            versions.pop(doc, None)
+        elif op == "acl":
+            cat.con.execute("UPDATE documents SET acl = ['g', ?] WHERE doc_id = ?", [f"x{k}", doc])
+        elif op == "problem":
+            cat.con.execute("INSERT INTO quarantine VALUES (?, 'rejected', ?, ?, 'bad', now())", [k, doc, doc])
+        else:
+            held = publish(cat, held)
+            _same_as_writer(cat, ws, held)
+    return held
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=_ops)
 def test_the_published_tables_always_equal_the_writers(tmp_path_factory, monkeypatch, ops):
@@ -165,27 +190,36 @@ def test_the_published_tables_always_equal_the_writers(tmp_path_factory, monkeyp
     monkeypatch.setattr(snapshots, "MAX_SEGMENTS", 3)
     ws = tmp_path_factory.mktemp("ws")
     cat = Catalog(ws / "catalog.duckdb")
-    versions: dict[str, int] = {}
-    held: dict = {}
     try:
-        for op, k in [*ops, ("publish", 0)]:
-            doc = f"d{k}"
-            if op == "add":
-                versions[doc] = versions.get(doc, 0) + 1
-                cat.con.execute("UPDATE documents SET status = 'superseded' WHERE doc_id = ?", [doc])
-                _doc(cat, doc, str(versions[doc]), f"text {k} v{versions[doc]}")
-            elif op == "supersede":
-                cat.con.execute("UPDATE documents SET status = 'superseded', valid_to = now() WHERE doc_id = ?", [doc])
-            elif op == "delete":
-                cat.con.execute("DELETE FROM documents WHERE doc_id = ?", [doc])
-                versions.pop(doc, None)
-            elif op == "acl":
-                cat.con.execute("UPDATE documents SET acl = ['g', ?] WHERE doc_id = ?", [f"x{k}", doc])
-            elif op == "problem":
-                cat.con.execute("INSERT INTO quarantine VALUES (?, 'rejected', ?, ?, 'bad', now())", [k, doc, doc])
-            else:
-                held = publish(cat, held)
-                _same_as_writer(cat, ws, held)
+        run_ops(cat, ws, ops)
+    finally:
+        cat.close()
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_ops, lost=st.sampled_from(["pointer", "manifest", "both"]), how=st.sampled_from(["deleted", "garbage"]))
+# d1's version 1 becomes history in the lost manifest's own segment; then the same where that publish merges.
+@example(ops=[("add", 1), ("publish", 0), ("add", 1)], lost="manifest", how="deleted")
+@example(ops=[("add", 1), ("publish", 0)] * 3 + [("add", 2), ("add", 1)], lost="both", how="garbage")
+def test_a_lost_pointer_or_manifest_is_published_again_with_every_row_and_its_history(
+        tmp_path_factory, monkeypatch, ops, lost, how):
+    """The writer's next open publishes again on the newest intact manifest and the segments written after it (merged
+    ones too): readers then hold what they held before, history included."""
+    monkeypatch.setattr(snapshots, "MAX_SEGMENTS", 3)
+    ws = tmp_path_factory.mktemp("ws")
+    cat = Catalog(ws / "catalog.duckdb")
+    try:
+        held = run_ops(cat, ws, ops)
+    finally:
+        cat.close()
+    pointer = ws / SNAPSHOT_DIR / "CURRENT"
+    damaged = {"pointer": [pointer], "manifest": [read_pointer(ws).path(ws)],
+               "both": [pointer, read_pointer(ws).path(ws)]}[lost]
+    for path in damaged:
+        path.unlink() if how == "deleted" else path.write_bytes(b"\xff garbage")
+    cat = Catalog(ws / "catalog.duckdb")
+    try:
+        _same_as_writer(cat, ws, held)
     finally:
         cat.close()
 
