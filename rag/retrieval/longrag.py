@@ -12,7 +12,7 @@ from rag.retrieval.callers import Caller
 from rag.retrieval.context import Candidate, ContextItem, RetrievalResult, pack
 from rag.retrieval.dense import Hit, MemberHits, state_search
 from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_title
-from rag.retrieval.lexical_past import PastLexical
+from rag.retrieval.lexical import LexicalIndex
 from rag.retrieval.members import MemberTable, RankedRows
 from rag.retrieval.named import named_first, named_titles
 from rag.retrieval.past_units import StateUnits
@@ -219,15 +219,12 @@ def _pick(lists: list[RankedRows | list[Entry]], chosen: np.ndarray) -> RankedRo
 
 
 def _lexical(snap: Snapshot, caller: Caller, question: str, config: LongRAGConfig,
-             past: PastLexical | None = None) -> dict[str, float]:
-    """BM25 scores of the documents the caller may read (the index covers all; ranking must not see the rest), over
-    the current texts or, with `past`, those current at its time."""
+             past: LexicalIndex | None = None) -> dict[str, float]:
+    """BM25 scores of the documents the caller may read, with statistics over those alone (LexicalIndex.search),
+    over the current texts or, with `past`, those current at its time."""
     if config.lexical_weight <= 0:
         return {}
-    scores = (snap.lexical if past is None else past.index).search(question, config.lexical_depth)
-    readable = snap.readable_ids(list(scores), caller.groups) if past is None else \
-        past.readable(list(scores), caller.groups, snap.current.versions)
-    return {d: s for d, s in scores.items() if d in readable}
+    return (snap.lexical if past is None else past).search(question, config.lexical_depth, caller.groups)
 
 
 def _candidates(view: StateUnits, caller: Caller, own: MemberHits, floor: float, lexical: dict[str, float],

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from rag.models.embedders import workspace_embedder_name
 from rag.retrieval.lexical import LexicalIndex, lexical_index
-from rag.retrieval.lexical_past import PastLexical, past_lexical
+from rag.retrieval.lexical_past import past_lexical
 from rag.retrieval.members import MemberTable, first_unit_of, member_table, rows_by_unit
 from rag.retrieval.past_units import StateUnits, code_rows, kept_last, linked_share, past_units, per_state
 from rag.retrieval.unit_ranking import UnitCodes, unit_codes
@@ -168,7 +168,7 @@ class Snapshot:
     def __init__(self, parts: dict[str, SnapshotInfo], catalog: Catalog, index: SubchunkIndex | IndexUnion,
                  shared: SharedCache):
         self.parts, self.catalog, self.index, self._shared = parts, catalog, index, shared
-        self._past_lexical: dict[tuple[int, datetime], tuple[weakref.ref, PastLexical]] = {}  # as past_codes
+        self._past_lexical: dict[tuple[int, datetime], tuple[weakref.ref, LexicalIndex]] = {}  # as past_codes
         self._moments: dict[datetime, datetime] = {}  # the last few times as-of reads asked → moment_at's
         self._indexes_at: dict[datetime, SubchunkIndex | IndexUnion] = {}  # by moment
 
@@ -290,8 +290,9 @@ class Snapshot:
 
     @cached_property
     def lexical(self) -> LexicalIndex:
-        """BM25 over the current documents (reused across snapshots while they are unchanged)."""
-        return lexical_index(self.catalog)
+        """BM25 over the current documents, each counted for the groups its ACL admits (the postings are reused
+        across snapshots while the documents are unchanged)."""
+        return lexical_index(self.catalog, self.current.acls)
 
     def unit_rows(self, unit_keys: list[str], as_of: datetime | None = None) -> dict[str, UnitRows]:
         """Sub-chunk rows of these unit versions, read from the index once per process and then kept."""
@@ -343,7 +344,7 @@ class Snapshot:
         return rows_by_unit(map(partial(_sharing_strings, self.current.versions),
                                 self.catalog.current_members(None, as_of)))
 
-    def lexical_at(self, as_of: datetime, state: VectorState) -> PastLexical:
+    def lexical_at(self, as_of: datetime, state: VectorState) -> LexicalIndex:
         """BM25 over the texts current at `as_of` (rag.retrieval.lexical_past), built once per past state (`state`,
         vectors_at(as_of)) and moment from this snapshot's index and what changed since."""
         moment = self.moment_at(as_of)
