@@ -100,8 +100,7 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
     """Every hop's ranked members, merged by `hop_merge`; budget-independent, so hybrid methods can build on it.
     With `req.as_of`, what was current then (index and catalog)."""
     question, embedder = req.question, tools.embedder
-    titles = snap.current.titles
-    named = [] if config.question_titles == "off" else [titles[t] for t in named_titles(question, titles)]
+    named = [] if config.question_titles == "off" else named_documents(snap, question, req.caller.groups)
     ranked, own, units, hits = _hop(snap, embedder.encode_query(question), req, tools.counter, question, config, named)
     lists, seeds, source, queries = [ranked], [], ranked, [question]
     rule = hop_rule(snap, req.caller.groups, config)
@@ -119,6 +118,12 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
     merged = interleave(lists) if config.hop_merge == "interleave" else by_best_score(lists)
     return Ranked(merged, own, {"units_ranked": len(units), "subchunk_hits": hits,
                                 "queries": len(lists), "seeds": list(seeds)}, tuple(queries), *_placing(lists, merged))
+
+
+def named_documents(snap: Snapshot, question: str, groups: frozenset[str]) -> list[list[str]]:
+    """Per title the question names, its documents these groups may read (named_titles among their titles only)."""
+    titles = snap.current.titles
+    return [sorted(snap.readable_ids(titles[t], groups)) for t in named_titles(question, readable_title(snap, groups))]
 
 
 def hop_rule(snap: Snapshot, groups: frozenset[str], config: LongRAGConfig) -> HopRule:
