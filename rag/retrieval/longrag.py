@@ -249,7 +249,7 @@ def _candidates(view: StateUnits, caller: Caller, own: MemberHits, floor: float,
         return RankedRows(table, rows, np.zeros(0))
     score = _member_scores(view, own, floor, lexical, weight, rows)
     unit = table.unit_rank[rows]
-    total = score + boost_of(config, view.link_density) * _best_others(unit, score)
+    total = score + boost_of(config, table.link_density(caller.groups)) * _best_others(unit, score)
     order = np.lexsort((table.position[rows], unit, -total))
     return RankedRows(table, rows[order], total[order])
 
@@ -292,9 +292,10 @@ def _best_others(unit: np.ndarray, score: np.ndarray) -> np.ndarray:
     return np.where(counts[group] < 2, 0.0, np.where(score == best, other, best))
 
 
-def link_boost(snap: Snapshot, config: LongRAGConfig) -> float:
-    """The share of its unit's best other member's score a member inherits in the snapshot (boost_of)."""
-    return boost_of(config, snap.current.link_density)
+def link_boost(snap: Snapshot, config: LongRAGConfig, groups: frozenset[str] | None = None) -> float:
+    """The share of its unit's best other member's score a member inherits in the snapshot (boost_of), for a caller
+    of these groups; without groups, the corpus's (every member counted)."""
+    return boost_of(config, snap.current.link_density if groups is None else snap.member_table.link_density(groups))
 
 
 def boost_of(config: LongRAGConfig, link_density: float) -> float:

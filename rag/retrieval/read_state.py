@@ -20,8 +20,8 @@ import pyarrow as pa
 from rag.models.embedders import workspace_embedder_name
 from rag.retrieval.lexical import LexicalIndex, lexical_index
 from rag.retrieval.lexical_past import past_lexical
-from rag.retrieval.members import MemberTable, first_unit_of, member_table, rows_by_unit
-from rag.retrieval.past_units import StateUnits, code_rows, kept_last, linked_share, past_units, per_state
+from rag.retrieval.members import MemberTable, first_unit_of, linked_share, member_table, rows_by_unit
+from rag.retrieval.past_units import StateUnits, code_rows, kept_last, past_units, per_state
 from rag.retrieval.unit_ranking import UnitCodes, unit_codes
 from rag.retrieval.vectors import VectorState, load_state, union
 from rag.store.catalog import Catalog
@@ -91,7 +91,8 @@ class CurrentState:
 
     @cached_property
     def link_density(self) -> float:
-        """The current units' mean 1/k over linked members (past_units.linked_share)."""
+        """The current units' mean 1/k over linked members (members.linked_share), all members counted: the corpus's
+        figure; a query's boost counts the members its caller may read (MemberTable.link_density)."""
         return linked_share(len(rows) for rows in self.members.values())
 
     @cached_property
@@ -278,13 +279,13 @@ class Snapshot:
     @property
     def state_units(self) -> StateUnits:
         """The serving vectors' units, member table and link density as one (what past_units_at gives of a past time)."""
-        return StateUnits(self.unit_codes, self.member_table, self.code_rows, self.current.link_density)
+        return StateUnits(self.unit_codes, self.member_table, self.code_rows)
 
     @property
     def lookups(self) -> CurrentState:
-        """The current state with what every question reads of it built (titles, link density, unindexed documents):
-        a part of its own, so that a server builds them beside the served state, not in the first question."""
-        for name in ("titles", "link_density", "unindexed_ids"):
+        """The current state with what every question reads of it built (titles, unindexed documents): a part of its
+        own, so that a server builds them beside the served state, not in the first question."""
+        for name in ("titles", "unindexed_ids"):
             getattr(self.current, name)
         return self.current
 
