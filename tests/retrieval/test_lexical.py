@@ -65,6 +65,18 @@ def test_a_caller_gets_the_scores_of_an_index_of_the_documents_it_may_read_alone
     assert index_of([p for p in parts if p], acls).search(question, limit, frozenset({"pub"})) == alone
 
 
+@given(st.lists(st.tuples(texts, st.sampled_from([("pub",), ("ops",), ("pub", "ops")])), min_size=1, max_size=30),
+       st.integers(1, 3), texts)
+@settings(max_examples=60, deadline=None)
+def test_a_caller_who_may_read_everything_gets_the_whole_index_scores(corpus, n_parts, question):
+    """The evaluation's callers read every document: their scores are those of the whole index, as they were."""
+    ids = [f"d{i:02d}" for i in range(len(corpus))]
+    parts = [{d: t for j, (d, (t, _)) in enumerate(zip(ids, corpus)) if j % n_parts == p} for p in range(n_parts)]
+    index = index_of([p for p in parts if p], {d: acl for d, (_, acl) in zip(ids, corpus)})
+    assert index.search(question, 100, frozenset({"pub", "ops"})) == index_of([p for p in parts if p]).search(
+        question, 100)
+
+
 def test_a_question_sharing_no_word_with_the_documents_finds_nothing():
     index = index_of([{"a": "gateway firmware", "b": "modbus cache"}])
     assert index.search("tunnel rotation", 10) == {}

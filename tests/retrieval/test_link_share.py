@@ -46,6 +46,7 @@ def test_the_default_boost_is_link_share_times_the_corpus_mean_of_one_over_k(lin
     """Two linked units (of 2 and 4 members) hold 6 of the 7 documents: the corpus's mean 1/k is 2 / 6."""
     snap = uncommitted(*linked)
     assert snap.current.link_density == pytest.approx(2 / 6)
+    assert snap.member_table.link_density(frozenset({"bench"})) == snap.current.link_density  # a reader of all
     assert sorted(len(rows) for rows in snap.current.members.values()) == [1, 2, 4]
     question = "Which towns does the summer festival visit, and who kept the lighthouse?"
     default = scores(linked, embedder, question, LongRAGConfig(hops=1))
