@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.results_file import write_results  # noqa: E402
-from rag.retrieval.lexical import LexicalIndex, Vocabulary, postings  # noqa: E402
+from rag.retrieval.lexical import LexicalIndex, Vocabulary, index_of_parts, postings  # noqa: E402
 from rag.retrieval.lexical_past import past_view  # noqa: E402
 from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option, load_questions, split_halves  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
@@ -47,7 +47,7 @@ def index_of(texts: dict[str, str], vocab: Vocabulary, known: LexicalIndex | Non
     by_hash = {content_hash(t): t for t in texts.values()}
     pairs = sorted((d, content_hash(t)) for d, t in texts.items())
     tokenised = known.parts[0].texts if known else None
-    return LexicalIndex([postings("", pairs, lambda hs: {h: by_hash[h] for h in hs}, vocab, tokenised)], vocab)
+    return index_of_parts([postings("", pairs, lambda hs: {h: by_hash[h] for h in hs}, vocab, tokenised)], vocab, None)
 
 
 def past(now: dict[str, str], k: int) -> dict[str, str]:
@@ -74,7 +74,7 @@ def cpu(fn, repeats: int):
 
 def arrays_mb(index: LexicalIndex) -> float:
     """Megabytes of the postings arrays this index holds beyond the current index's parts."""
-    parts = [p for p in index.parts] + ([index.left_out] if index.left_out else [])
+    parts = list(index.parts)
     return sum(p.counts.indptr.nbytes + p.counts.indices.nbytes + p.counts.data.nbytes + p.lengths.nbytes
                for p in parts) / 2**20
 
@@ -106,12 +106,12 @@ def main() -> None:
         # each repeat tokenises the texts of then again, as the first build does; the current texts' token ids are kept
         view_s, view = cpu(lambda: past_view(current, newer, older, lambda hs: {h: by_hash[h] for h in hs}), args.repeats)
         rebuild_s, rebuilt = cpu(lambda: index_of(then, vocab, current), args.repeats)
-        view_query = [cpu(lambda q=q: view.index.search(q, DEPTH), args.repeats)[0] for q in questions]
-        differing = sum(view.index.search(q, DEPTH) != rebuilt.search(q, DEPTH) for q in questions)
+        view_query = [cpu(lambda q=q: view.search(q, DEPTH), args.repeats)[0] for q in questions]
+        differing = sum(view.search(q, DEPTH) != rebuilt.search(q, DEPTH) for q in questions)
         rows.append({"changed": k, "new_since": k // 10, "deleted_since": k // 10, "view_build_ms": view_s * 1000,
                      "rebuild_ms": rebuild_s * 1000, "view_query_p50_ms": float(np.median(view_query)) * 1000,
                      "current_query_p50_ms": float(np.median(current_query)) * 1000,
-                     "view_extra_mb": arrays_mb(view.index) - arrays_mb(current) if view.index is not current else 0.0,
+                     "view_extra_mb": arrays_mb(view) - arrays_mb(current) if view is not current else 0.0,
                      "rebuilt_mb": arrays_mb(rebuilt), "questions_differing_from_rebuilt": differing})
     figures = {"command": "python bench/as_of_lexical.py " + " ".join(sys.argv[1:]), "benchmark": args.benchmark,
                "documents": len(now), "questions": len(questions), "repeats": args.repeats,

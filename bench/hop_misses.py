@@ -59,7 +59,7 @@ def hop_lists(snap, embedder, counter, config, question: str, budget: int) -> li
 def list_entries(snap, config, ranked, query: str, placed: set[str]) -> dict[str, dict]:
     """Per document of one hop's list (the seeds it follows left out, as interleave sees it): its first rank, its
     parts, and `rank_without_boost`, where its own part alone would put it among the list's totals."""
-    own, boost = score_parts(ranked, link_boost(snap, config))
+    own, boost = score_parts(ranked, link_boost(snap, config, CALLER.groups))
     lexical = _lexical(snap, CALLER, query, config)
     out: dict[str, dict] = {}
     kept = [i for i, item in enumerate(ranked) if item.doc_id not in placed]

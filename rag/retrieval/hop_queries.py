@@ -49,7 +49,7 @@ def hop_queries(snap: Snapshot, embedder, question: str, source: list[Entry], se
 def readable_title(snap: Snapshot, groups: frozenset[str]) -> Callable[[str], bool]:
     """Whether a name is exactly the title of a current document these groups may read (others stay unseen)."""
     titles = snap.current.titles
-    return lambda name: bool(snap.readable_ids(titles.get(name, []), groups))
+    return lambda name: name in titles and bool(snap.readable_ids(titles[name], groups))
 
 
 def no_title(name: str) -> bool:

@@ -3,19 +3,21 @@
 bm25s scores every (document, term) pair when it indexes, so each publish cost a full rebuild: 47 s for 80K
 documents, during which the first query on the new snapshot waited. Here each partition keeps a sparse matrix
 of term counts, reused while its documents are unchanged, and its texts' token ids by content hash, which its next
-build reuses; a query scores only the postings of its terms, with N, document frequencies and the mean length taken
-over every partition, so the scores are bm25s's (method "lucene", k1 = 1.5, b = 0.75) for the whole workspace.
+build reuses; a query scores only the postings of its terms. N, document frequencies, the mean length, the
+candidates and the best score that scales them are taken over the documents the caller may read, across every
+partition: the scores are bm25s's (method "lucene", k1 = 1.5, b = 0.75) for an index of those documents alone, so a
+document the caller may not read moves nothing the caller gets (docs/serving-rules.md).
 """
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from rag.retrieval.vectors import top_positions
+from rag.retrieval.vectors import readable_sets, remember, top_positions
 from rag.store.catalog import Catalog
 from rag.text.analysis import check_question, lexical_tokens
 
@@ -82,26 +84,15 @@ class Postings:
     lengths: np.ndarray
     texts: dict[str, np.ndarray]
 
-    def scores(self, terms: np.ndarray, idf: np.ndarray, norm: np.ndarray) -> np.ndarray:
-        """Each document's BM25 score: every term's postings at once, summed per document in term order."""
-        inside = terms < self.counts.shape[1]
-        terms, idf = terms[inside], idf[inside]
-        spans = list(zip(self.counts.indptr[terms].tolist(), self.counts.indptr[terms + 1].tolist()))
+    def matches(self, terms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every term's postings at once: their documents, counts and the term's position in `terms`."""
+        at = np.flatnonzero(terms < self.counts.shape[1])
+        spans = list(zip(self.counts.indptr[terms[at]].tolist(), self.counts.indptr[terms[at] + 1].tolist()))
         # a term's postings are one slice: joining the slices copies them once, where a gather through an index
         # array of every posting read them twice (the postings grow with the corpus, the terms do not)
         rows = np.concatenate([self.counts.indices[lo:hi] for lo, hi in spans] or [np.zeros(0, TOKEN)])
         tf = np.concatenate([self.counts.data[lo:hi] for lo, hi in spans] or [np.zeros(0, COUNT)])
-        weights = np.repeat(idf, [hi - lo for lo, hi in spans])
-        weights *= tf
-        weights /= tf + norm[rows]
-        return np.bincount(rows, weights=weights, minlength=len(self.doc_ids))
-
-    def df(self, terms: np.ndarray) -> np.ndarray:
-        inside = terms < self.counts.shape[1]
-        out = np.zeros(len(terms))
-        terms, indptr = terms[inside], self.counts.indptr  # not a diff of the whole vocabulary's pointers
-        out[inside] = indptr[terms + 1] - indptr[terms]
-        return out
+        return rows, tf, np.repeat(at, [hi - lo for lo, hi in spans])
 
 
 def postings(fingerprint: str, docs: list[tuple[str, str]], text_of, vocab: Vocabulary,
@@ -124,30 +115,49 @@ def postings(fingerprint: str, docs: list[tuple[str, str]], text_of, vocab: Voca
     return Postings(fingerprint, [d for d, _ in docs], counts, lengths, texts)
 
 
+@dataclass(frozen=True)
+class Counted:
+    """Which documents of each part a caller's statistics count, how many, and their summed length."""
+
+    masks: list[np.ndarray]
+    documents: int
+    length: float
+
+
 @dataclass
 class LexicalIndex:
-    """BM25 over the parts' documents. A past state's view (rag.retrieval.lexical_past) also names documents the
-    parts hold that it does not count: their postings (`left_out`, out of N, df and lengths) and rows (`hidden`)."""
+    """BM25 over the parts' documents; each document counts for the groups its ACL admits (acl_sets[acl_ids]), and
+    for nobody with id -1 (a past state's view leaves out the versions that were not current then)."""
 
     parts: list[Postings]
     vocab: Vocabulary
-    left_out: Postings | None = None
-    hidden: list[np.ndarray] | None = None  # per part, the rows of the documents left out
+    acl_ids: list[np.ndarray]  # per part, per document
+    acl_sets: list[frozenset[str]]
+    _counted: dict = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def search(self, question: str, limit: int) -> dict[str, float]:
-        """doc_id → BM25 score scaled to [0, 1] by the best score for this question."""
+    def search(self, question: str, limit: int, groups: frozenset[str] | None = None) -> dict[str, float]:
+        """doc_id → BM25 score scaled to [0, 1] by the best score for this question, over the documents these groups
+        may read (every counted document without groups: the index's own tests and benches)."""
         terms = self.vocab.known(lexical_tokens(check_question(question)))
-        if not self.documents or not len(terms):
+        counted = self.counted(groups)
+        if not counted.documents or not len(terms):
             return {}
-        df = sum(p.df(terms) for p in self.parts)
-        if self.left_out is not None:
-            df = df - self.left_out.df(terms)
-        idf = np.log(1 + (self.documents - df + 0.5) / (df + 0.5))
+        found = []
+        df = np.zeros(len(terms), dtype=np.int64)
+        for part, mask in zip(self.parts, counted.masks):
+            rows, tf, which = part.matches(terms)
+            kept = mask[rows]
+            rows, tf, which = rows[kept], tf[kept], which[kept]
+            df += np.bincount(which, minlength=len(terms))
+            found.append((rows, tf, which))
+        idf = np.log(1 + (counted.documents - df + 0.5) / (df + 0.5))
+        avgdl = counted.length / counted.documents
         top: list[tuple[float, str]] = []
-        for i, (part, norm) in enumerate(zip(self.parts, self.norms)):
-            scores = part.scores(terms, idf, norm)
-            if self.hidden is not None:
-                scores[self.hidden[i]] = 0.0  # at the floor of the cut: never returned
+        for part, (rows, tf, which) in zip(self.parts, found):
+            weights = idf[which] * tf
+            weights /= tf + K1 * (1 - B + B * part.lengths[rows] / avgdl)
+            scores = np.bincount(rows, weights=weights, minlength=len(part.doc_ids))
             hit = top_positions(scores, limit, 0.0)  # ties at the cut are settled by doc id below, whatever the parts
             top += zip((-scores[hit]).tolist(), map(part.doc_ids.__getitem__, hit.tolist()))
         top = sorted(top)[:limit]
@@ -156,26 +166,36 @@ class LexicalIndex:
         best = -top[0][0]
         return {doc_id: -s / best for s, doc_id in top}
 
-    @cached_property
-    def documents(self) -> int:
-        return sum(len(p.doc_ids) for p in self.parts) - (len(self.left_out.doc_ids) if self.left_out else 0)
+    def documents(self, groups: frozenset[str] | None = None) -> int:
+        return self.counted(groups).documents
 
-    @cached_property
-    def norms(self) -> list[np.ndarray]:
-        """Per partition, each document's length normalisation (k1 (1 - b + b len / avgdl), avgdl over all)."""
-        length = sum(float(p.lengths.sum()) for p in self.parts)
-        if self.left_out is not None:
-            length -= float(self.left_out.lengths.sum())
-        avgdl = length / max(self.documents, 1)
-        return [K1 * (1 - B + B * p.lengths / avgdl) for p in self.parts]
+    def counted(self, groups: frozenset[str] | None) -> Counted:
+        """The documents these groups may read (all counted ones for None), kept per group set."""
+        found = self._counted.get(groups)
+        if found is None:
+            masks = [ids >= 0 if groups is None else np.append(readable_sets(self.acl_sets, groups), False)[ids]
+                     for ids in self.acl_ids]
+            # lengths are whole token counts, so their sum is exact in any order
+            found = remember(self._counted, self._lock, groups, Counted(
+                masks, sum(int(m.sum()) for m in masks),
+                sum(float(p.lengths[m].sum()) for p, m in zip(self.parts, masks))))
+        return found
+
+
+def acl_codes(doc_ids: list[str], acl_of: Mapping[str, tuple[str, ...]],
+              sets: dict[frozenset[str], int]) -> np.ndarray:
+    """Per document its ACL's number in `sets` (added when new), -1 for one without an ACL here (not current)."""
+    return np.fromiter((-1 if (acl := acl_of.get(d)) is None else sets.setdefault(frozenset(acl), len(sets))
+                        for d in doc_ids), dtype=np.int32, count=len(doc_ids))
 
 
 _VOCAB = Vocabulary()
 _PARTS: dict[tuple[str, str], Postings] = {}
 
 
-def lexical_index(catalog: Catalog) -> LexicalIndex:
-    """The BM25 index of the catalog's current documents; a partition is re-read only when its documents changed."""
+def lexical_index(catalog: Catalog, acl_of: Mapping[str, tuple[str, ...]] | None = None) -> LexicalIndex:
+    """The BM25 index of the catalog's current documents, each readable under `acl_of` (doc_id → ACL; None: counted
+    for no group, only for a search without groups); a partition is re-read only when its documents changed."""
     parts = []
     for key, docs in catalog.current_hashes().items():
         fingerprint = hashlib.sha256(repr(docs).encode()).hexdigest()
@@ -184,4 +204,13 @@ def lexical_index(catalog: Catalog) -> LexicalIndex:
             cached = postings(fingerprint, docs, catalog.texts_by_hash, _VOCAB, cached.texts if cached else None)
             _PARTS[(catalog.path, key)] = cached
         parts.append(cached)
-    return LexicalIndex(parts, _VOCAB)
+    return index_of_parts(parts, _VOCAB, acl_of)
+
+
+def index_of_parts(parts: list[Postings], vocab: Vocabulary,
+                   acl_of: Mapping[str, tuple[str, ...]] | None) -> LexicalIndex:
+    """An index of these parts, each document readable under its ACL in `acl_of` (None: an empty ACL for all)."""
+    sets: dict[frozenset[str], int] = {}
+    codes = [acl_codes(p.doc_ids, acl_of, sets) if acl_of is not None else np.zeros(len(p.doc_ids), np.int32)
+             for p in parts]
+    return LexicalIndex(parts, vocab, codes, list(sets) if acl_of is not None else [frozenset()])

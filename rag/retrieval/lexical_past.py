@@ -1,67 +1,49 @@
 """BM25 as it stood at a past time, built from the current index and what changed since.
 
 The documents whose version then is still current are scored by the current partitions as they are; the current
-versions that were not current then are left out (of N, document frequencies and the mean length, and of the
-results), and the versions current then that are not now are scored from their own texts in one more part. So the
-statistics and scores are exactly those of an index of the texts current then, and a past state costs, once, in
-proportion to what changed since it: a query on it costs what a current one does.
+versions that were not current then count for nobody (out of N, document frequencies, the mean length and the
+results), and the versions current then that are not now are scored from their own texts in one more part, readable
+under their ACL then. So the statistics and scores are exactly those of an index of the texts current then, and a
+past state costs, once, in proportion to what changed since it: a query on it costs what a current one does.
 """
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections import ChainMap
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
 
-from rag.retrieval.lexical import LexicalIndex, postings
+from rag.retrieval.lexical import LexicalIndex, acl_codes, postings
 from rag.store.catalog import Catalog
-from rag.store.rows import CurrentVersion
 from rag.store.settings import as_of_retention
 
 
-@dataclass(frozen=True)
-class PastLexical:
-    """The BM25 index of the texts current at a past time, and who could read the documents it scores then."""
-
-    index: LexicalIndex
-    acls: dict[str, tuple[str, ...]]  # doc_id → the ACL of its version then, for the versions not current now
-    changed: frozenset[str]           # documents whose current version was not current then
-
-    def readable(self, doc_ids: list[str], groups: frozenset[str], current: dict[str, CurrentVersion]) -> set[str]:
-        """Which of these documents had a version then whose ACL admits one of the groups."""
-        out = set()
-        for d in doc_ids:
-            acl = self.acls.get(d)
-            if acl is None and d in current and d not in self.changed:
-                acl = current[d].acl
-            if acl is not None and not groups.isdisjoint(acl):
-                out.add(d)
-        return out
-
-
-def past_lexical(current: LexicalIndex, catalog: Catalog, as_of: datetime) -> PastLexical:
+def past_lexical(current: LexicalIndex, catalog: Catalog, as_of: datetime) -> LexicalIndex:
     """The current index seen as of `as_of`, from the catalog's versions changed since then."""
     newer, older = catalog.versions_changed_since(as_of)
     return past_view(current, newer, older, _all_texts(catalog, as_of))
 
 
 def past_view(current: LexicalIndex, newer: list[tuple[str, str]], older: list[tuple[str, str, tuple]],
-              text_of: Callable[[list[str]], dict[str, str]]) -> PastLexical:
+              text_of: Callable[[list[str]], dict[str, str]]) -> LexicalIndex:
     """The current index with `newer` (doc_id, content hash) left out and `older` (doc_id, content hash, ACL) added,
     their texts by hash from `text_of`; with no change, the current index itself."""
     if not newer and not older:
-        return PastLexical(current, {}, frozenset())
-    vocab, known = current.vocab, ChainMap(*(p.texts for p in current.parts))
-    left_out = postings("left out", newer, text_of, vocab, known)  # tokenised already: only the texts of then are read
-    parts, hidden = list(current.parts), [_rows_of(p.doc_ids, left_out.doc_ids) for p in current.parts]
+        return current
+    gone = [d for d, _ in newer]
+    acl_ids = []
+    for part, ids in zip(current.parts, current.acl_ids):
+        ids = ids.copy()
+        ids[_rows_of(part.doc_ids, gone)] = -1
+        acl_ids.append(ids)
+    parts, sets = list(current.parts), {s: i for i, s in enumerate(current.acl_sets)}
     if older:
-        parts.append(postings("then", [(d, h) for d, h, _ in older], text_of, vocab, known))
-        hidden.append(np.zeros(0, dtype=np.int64))
-    return PastLexical(LexicalIndex(parts, vocab, left_out, hidden), {d: acl for d, _, acl in older},
-                       frozenset(d for d, _ in newer))
+        known = ChainMap(*(p.texts for p in current.parts))  # tokenised already: only the texts of then are read
+        parts.append(postings("then", [(d, h) for d, h, _ in older], text_of, current.vocab, known))
+        acl_ids.append(acl_codes(parts[-1].doc_ids, {d: acl for d, _, acl in older}, sets))
+    return LexicalIndex(parts, current.vocab, acl_ids, list(sets))
 
 
 def _rows_of(ids: list[str], wanted: list[str]) -> np.ndarray:

@@ -12,7 +12,7 @@ from rag.retrieval.callers import Caller
 from rag.retrieval.context import Candidate, ContextItem, RetrievalResult, pack
 from rag.retrieval.dense import Hit, MemberHits, state_search
 from rag.retrieval.hop_queries import HopRule, hop_queries, no_title, readable_title
-from rag.retrieval.lexical_past import PastLexical
+from rag.retrieval.lexical import LexicalIndex
 from rag.retrieval.members import MemberTable, RankedRows
 from rag.retrieval.named import named_first, named_titles
 from rag.retrieval.past_units import StateUnits
@@ -100,8 +100,7 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
     """Every hop's ranked members, merged by `hop_merge`; budget-independent, so hybrid methods can build on it.
     With `req.as_of`, what was current then (index and catalog)."""
     question, embedder = req.question, tools.embedder
-    titles = snap.current.titles
-    named = [] if config.question_titles == "off" else [titles[t] for t in named_titles(question, titles)]
+    named = [] if config.question_titles == "off" else named_documents(snap, question, req.caller.groups)
     ranked, own, units, hits = _hop(snap, embedder.encode_query(question), req, tools.counter, question, config, named)
     lists, seeds, source, queries = [ranked], [], ranked, [question]
     rule = hop_rule(snap, req.caller.groups, config)
@@ -119,6 +118,12 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
     merged = interleave(lists) if config.hop_merge == "interleave" else by_best_score(lists)
     return Ranked(merged, own, {"units_ranked": len(units), "subchunk_hits": hits,
                                 "queries": len(lists), "seeds": list(seeds)}, tuple(queries), *_placing(lists, merged))
+
+
+def named_documents(snap: Snapshot, question: str, groups: frozenset[str]) -> list[list[str]]:
+    """Per title the question names, its documents these groups may read (named_titles among their titles only)."""
+    titles = snap.current.titles
+    return [sorted(snap.readable_ids(titles[t], groups)) for t in named_titles(question, readable_title(snap, groups))]
 
 
 def hop_rule(snap: Snapshot, groups: frozenset[str], config: LongRAGConfig) -> HopRule:
@@ -219,15 +224,12 @@ def _pick(lists: list[RankedRows | list[Entry]], chosen: np.ndarray) -> RankedRo
 
 
 def _lexical(snap: Snapshot, caller: Caller, question: str, config: LongRAGConfig,
-             past: PastLexical | None = None) -> dict[str, float]:
-    """BM25 scores of the documents the caller may read (the index covers all; ranking must not see the rest), over
-    the current texts or, with `past`, those current at its time."""
+             past: LexicalIndex | None = None) -> dict[str, float]:
+    """BM25 scores of the documents the caller may read, with statistics over those alone (LexicalIndex.search),
+    over the current texts or, with `past`, those current at its time."""
     if config.lexical_weight <= 0:
         return {}
-    scores = (snap.lexical if past is None else past.index).search(question, config.lexical_depth)
-    readable = snap.readable_ids(list(scores), caller.groups) if past is None else \
-        past.readable(list(scores), caller.groups, snap.current.versions)
-    return {d: s for d, s in scores.items() if d in readable}
+    return (snap.lexical if past is None else past).search(question, config.lexical_depth, caller.groups)
 
 
 def _candidates(view: StateUnits, caller: Caller, own: MemberHits, floor: float, lexical: dict[str, float],
@@ -247,7 +249,7 @@ def _candidates(view: StateUnits, caller: Caller, own: MemberHits, floor: float,
         return RankedRows(table, rows, np.zeros(0))
     score = _member_scores(view, own, floor, lexical, weight, rows)
     unit = table.unit_rank[rows]
-    total = score + boost_of(config, view.link_density) * _best_others(unit, score)
+    total = score + boost_of(config, table.link_density(caller.groups)) * _best_others(unit, score)
     order = np.lexsort((table.position[rows], unit, -total))
     return RankedRows(table, rows[order], total[order])
 
@@ -290,9 +292,10 @@ def _best_others(unit: np.ndarray, score: np.ndarray) -> np.ndarray:
     return np.where(counts[group] < 2, 0.0, np.where(score == best, other, best))
 
 
-def link_boost(snap: Snapshot, config: LongRAGConfig) -> float:
-    """The share of its unit's best other member's score a member inherits in the snapshot (boost_of)."""
-    return boost_of(config, snap.current.link_density)
+def link_boost(snap: Snapshot, config: LongRAGConfig, groups: frozenset[str] | None = None) -> float:
+    """The share of its unit's best other member's score a member inherits in the snapshot (boost_of), for a caller
+    of these groups; without groups, the corpus's (every member counted)."""
+    return boost_of(config, snap.current.link_density if groups is None else snap.member_table.link_density(groups))
 
 
 def boost_of(config: LongRAGConfig, link_density: float) -> float:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rag.retrieval.context import Candidate
-from rag.retrieval.vectors import acl_mask, concatenated_ranges, first_seen_codes
+from rag.retrieval.vectors import acl_mask, concatenated_ranges, first_seen_codes, remember
 from rag.store.rows import MemberRow
 
 
@@ -33,6 +33,7 @@ class MemberTable:
     doc_codes: np.ndarray                      # one number per doc_id
     doc_code_of: dict[str, int]
     _masks: dict = field(default_factory=dict, repr=False)
+    _densities: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def of_units(self, unit_keys: list[str]) -> np.ndarray:
@@ -44,6 +45,15 @@ class MemberTable:
     def readable(self, groups: frozenset[str]) -> np.ndarray:
         """Rows whose member ACL admits one of the groups (rule 1's read-time check), once per group set."""
         return acl_mask(self._masks, self._lock, self.acl_sets, self.acl_ids, groups)
+
+    def link_density(self, groups: frozenset[str]) -> float:
+        """The units' mean 1/k over linked members (linked_share), counting the members these groups may read: the
+        link boost a caller gets follows the units as the caller sees them, not members it may not read."""
+        found = self._densities.get(groups)
+        if found is None:
+            sizes = np.bincount(self.unit_rank[self.readable(groups)], minlength=len(self.bounds))
+            found = remember(self._densities, self._lock, groups, linked_share(sizes.tolist()))
+        return found
 
 
 def member_table(members: dict[str, list[MemberRow]]) -> MemberTable:
@@ -131,3 +141,10 @@ def rows_by_unit(rows: Iterable[MemberRow]) -> dict[str, list[MemberRow]]:
     for row in rows:
         out.setdefault(row.unit_key, []).append(row)
     return out
+
+
+def linked_share(sizes: Iterable[int]) -> float:
+    """1/k averaged over the members of units of k >= 2 members: the share of a unit's best score each member gets
+    when it is divided evenly, for a typical linked document of the corpus (0 when nothing is linked)."""
+    linked = [k for k in sizes if k > 1]
+    return len(linked) / sum(linked) if linked else 0.0

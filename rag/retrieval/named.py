@@ -5,7 +5,7 @@ often names the page it is about, yet one embedding of the whole question can ra
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Container
+from collections.abc import Callable
 
 import numpy as np
 
@@ -15,9 +15,10 @@ from rag.text.analysis import is_stop, word_bounds, words
 MAX_TITLE_CHARS = 120  # longer slices of a question are not looked up: titles are shorter
 
 
-def named_titles(question: str, titles: Container[str]) -> list[str]:
+def named_titles(question: str, is_title: Callable[[str], bool]) -> list[str]:
     """Titles written verbatim between word bounds of the question, in its order; of two that overlap the longer
-    (the earlier on a tie). A title of stop words alone ("The", "Who") names nothing."""
+    (the earlier on a tie). A title of stop words alone ("The", "Who") names nothing. `is_title` knows the caller's
+    readable titles only: the choice between two overlapping titles must not reveal one the caller may not read."""
     bounds = sorted(word_bounds(question))
     found = []
     for i, start in enumerate(bounds):
@@ -25,7 +26,7 @@ def named_titles(question: str, titles: Container[str]) -> list[str]:
             if end - start > MAX_TITLE_CHARS:
                 break
             title = question[start:end]
-            if title in titles and not all(is_stop(w) for w in words(title)):
+            if is_title(title) and not all(is_stop(w) for w in words(title)):
                 found.append((start, end, title))
     taken: list[tuple[int, int, str]] = []
     for start, end, title in sorted(found, key=lambda f: (f[0] - f[1], f[0])):

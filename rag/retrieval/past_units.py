@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
@@ -28,15 +28,13 @@ class StateUnits:
     codes: UnitCodes
     table: MemberTable
     code_rows: np.ndarray
-    link_density: float
 
 
 def past_units(state: VectorState, members: dict[str, list[MemberRow]]) -> StateUnits:
     """From the members current then (unit key → rows in position order): each document's first unit by key, as the
     current state has it now."""
     table = member_table(members)
-    return StateUnits(unit_codes(state, first_unit_of(members)), table, code_rows(state, table),
-                     linked_share(len(rows) for rows in members.values()))
+    return StateUnits(unit_codes(state, first_unit_of(members)), table, code_rows(state, table))
 
 
 def code_rows(state: VectorState, table: MemberTable) -> np.ndarray:
@@ -44,13 +42,6 @@ def code_rows(state: VectorState, table: MemberTable) -> np.ndarray:
     table does not hold (its document deleted or replaced since the index step)."""
     index = table.index
     return np.fromiter((index.get(key, -1) for key in state.code_of), dtype=np.int64, count=len(state.code_of))
-
-
-def linked_share(sizes: Iterable[int]) -> float:
-    """1/k averaged over the members of units of k >= 2 members: the share of a unit's best score each member gets
-    when it is divided evenly, for a typical linked document of the corpus (0 when nothing is linked)."""
-    linked = [k for k in sizes if k > 1]
-    return len(linked) / sum(linked) if linked else 0.0
 
 
 def per_state(kept: dict[tuple[int, datetime], tuple], state: VectorState, moment: datetime,

@@ -19,9 +19,9 @@ import pyarrow as pa
 
 from rag.models.embedders import workspace_embedder_name
 from rag.retrieval.lexical import LexicalIndex, lexical_index
-from rag.retrieval.lexical_past import PastLexical, past_lexical
-from rag.retrieval.members import MemberTable, first_unit_of, member_table, rows_by_unit
-from rag.retrieval.past_units import StateUnits, code_rows, kept_last, linked_share, past_units, per_state
+from rag.retrieval.lexical_past import past_lexical
+from rag.retrieval.members import MemberTable, first_unit_of, linked_share, member_table, rows_by_unit
+from rag.retrieval.past_units import StateUnits, code_rows, kept_last, past_units, per_state
 from rag.retrieval.unit_ranking import UnitCodes, unit_codes
 from rag.retrieval.vectors import VectorState, load_state, union
 from rag.store.catalog import Catalog
@@ -91,7 +91,8 @@ class CurrentState:
 
     @cached_property
     def link_density(self) -> float:
-        """The current units' mean 1/k over linked members (past_units.linked_share)."""
+        """The current units' mean 1/k over linked members (members.linked_share), all members counted: the corpus's
+        figure; a query's boost counts the members its caller may read (MemberTable.link_density)."""
         return linked_share(len(rows) for rows in self.members.values())
 
     @cached_property
@@ -168,7 +169,7 @@ class Snapshot:
     def __init__(self, parts: dict[str, SnapshotInfo], catalog: Catalog, index: SubchunkIndex | IndexUnion,
                  shared: SharedCache):
         self.parts, self.catalog, self.index, self._shared = parts, catalog, index, shared
-        self._past_lexical: dict[tuple[int, datetime], tuple[weakref.ref, PastLexical]] = {}  # as past_codes
+        self._past_lexical: dict[tuple[int, datetime], tuple[weakref.ref, LexicalIndex]] = {}  # as past_codes
         self._moments: dict[datetime, datetime] = {}  # the last few times as-of reads asked → moment_at's
         self._indexes_at: dict[datetime, SubchunkIndex | IndexUnion] = {}  # by moment
 
@@ -278,20 +279,21 @@ class Snapshot:
     @property
     def state_units(self) -> StateUnits:
         """The serving vectors' units, member table and link density as one (what past_units_at gives of a past time)."""
-        return StateUnits(self.unit_codes, self.member_table, self.code_rows, self.current.link_density)
+        return StateUnits(self.unit_codes, self.member_table, self.code_rows)
 
     @property
     def lookups(self) -> CurrentState:
-        """The current state with what every question reads of it built (titles, link density, unindexed documents):
-        a part of its own, so that a server builds them beside the served state, not in the first question."""
-        for name in ("titles", "link_density", "unindexed_ids"):
+        """The current state with what every question reads of it built (titles, unindexed documents): a part of its
+        own, so that a server builds them beside the served state, not in the first question."""
+        for name in ("titles", "unindexed_ids"):
             getattr(self.current, name)
         return self.current
 
     @cached_property
     def lexical(self) -> LexicalIndex:
-        """BM25 over the current documents (reused across snapshots while they are unchanged)."""
-        return lexical_index(self.catalog)
+        """BM25 over the current documents, each counted for the groups its ACL admits (the postings are reused
+        across snapshots while the documents are unchanged)."""
+        return lexical_index(self.catalog, self.current.acls)
 
     def unit_rows(self, unit_keys: list[str], as_of: datetime | None = None) -> dict[str, UnitRows]:
         """Sub-chunk rows of these unit versions, read from the index once per process and then kept."""
@@ -343,7 +345,7 @@ class Snapshot:
         return rows_by_unit(map(partial(_sharing_strings, self.current.versions),
                                 self.catalog.current_members(None, as_of)))
 
-    def lexical_at(self, as_of: datetime, state: VectorState) -> PastLexical:
+    def lexical_at(self, as_of: datetime, state: VectorState) -> LexicalIndex:
         """BM25 over the texts current at `as_of` (rag.retrieval.lexical_past), built once per past state (`state`,
         vectors_at(as_of)) and moment from this snapshot's index and what changed since."""
         moment = self.moment_at(as_of)

@@ -4,21 +4,21 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.retrieval.lexical import LexicalIndex, Vocabulary, postings
+from rag.retrieval.lexical import LexicalIndex, Vocabulary, index_of_parts, postings
 from rag.text.analysis import lexical_tokens
 
 WORDS = ["gateway", "firmware", "modbus", "cache", "offline", "heartbeat", "tunnel", "rotation", "secure", "boot"]
 texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=25).map(" ".join)
 
 
-def index_of(parts: list[dict[str, str]]) -> LexicalIndex:
+def index_of(parts: list[dict[str, str]], acls: dict[str, tuple[str, ...]] | None = None) -> LexicalIndex:
     vocab = Vocabulary()
     built = []
     for i, docs in enumerate(parts):
         pairs = sorted((d, f"h-{i}-{d}") for d in docs)
         text_of = {f"h-{i}-{d}": t for d, t in docs.items()}
         built.append(postings(str(i), pairs, lambda hs, m=text_of: {h: m[h] for h in hs}, vocab))
-    return LexicalIndex(built, vocab)
+    return index_of_parts(built, vocab, acls)
 
 
 @given(st.lists(texts, min_size=2, max_size=30), st.integers(1, 4), texts)
@@ -47,6 +47,34 @@ def test_the_best_few_documents_are_the_whole_rankings_first_ties_by_doc_id(corp
     index = index_of([p for p in parts if p])
     whole = sorted(index.search(question, len(ids)).items(), key=lambda kv: (-kv[1], kv[0]))
     assert list(index.search(question, limit).items()) == whole[:limit]
+
+
+@given(st.dictionaries(st.sampled_from([f"d{i:02d}" for i in range(40)]),
+                       st.tuples(texts, st.sampled_from([("pub",), ("secret",), ("pub", "ops"), ("ops",)])),
+                       min_size=1, max_size=40),
+       st.integers(1, 3), texts, st.integers(1, 40))
+@settings(max_examples=150, deadline=None)
+def test_a_caller_gets_the_scores_of_an_index_of_the_documents_it_may_read_alone(corpus, n_parts, question, limit):
+    """N, document frequencies, the mean length, the candidates and the best score that scales them are the
+    readable documents' only: what "pub" may not read neither moves a score nor takes a place among the best."""
+    acls = {d: acl for d, (_, acl) in corpus.items()}
+    ids = sorted(corpus)
+    parts = [{d: corpus[d][0] for j, d in enumerate(ids) if j % n_parts == p} for p in range(n_parts)]
+    readable = {d: corpus[d][0] for d in ids if "pub" in acls[d]}
+    alone = index_of([readable]).search(question, limit) if readable else {}
+    assert index_of([p for p in parts if p], acls).search(question, limit, frozenset({"pub"})) == alone
+
+
+@given(st.lists(st.tuples(texts, st.sampled_from([("pub",), ("ops",), ("pub", "ops")])), min_size=1, max_size=30),
+       st.integers(1, 3), texts)
+@settings(max_examples=60, deadline=None)
+def test_a_caller_who_may_read_everything_gets_the_whole_index_scores(corpus, n_parts, question):
+    """The evaluation's callers read every document: their scores are those of the whole index, as they were."""
+    ids = [f"d{i:02d}" for i in range(len(corpus))]
+    parts = [{d: t for j, (d, (t, _)) in enumerate(zip(ids, corpus)) if j % n_parts == p} for p in range(n_parts)]
+    index = index_of([p for p in parts if p], {d: acl for d, (_, acl) in zip(ids, corpus)})
+    assert index.search(question, 100, frozenset({"pub", "ops"})) == index_of([p for p in parts if p]).search(
+        question, 100)
 
 
 def test_a_question_sharing_no_word_with_the_documents_finds_nothing():

@@ -3,12 +3,16 @@ the corpus's linked documents."""
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from test_longrag import publish, uncommitted
 
 from rag.models.tokens import default_counter
 from rag.retrieval.callers import Caller
 from rag.retrieval.longrag import LongRAGConfig, longrag_candidates
+from rag.retrieval.members import member_table
 from rag.retrieval.request import Request, Tools
+from rag.store.rows import MemberRow
 
 # Title mentions link the documents: a pair (the lighthouse and its keeper) and a unit of four (the festival
 # and the three towns it names); the rest stand alone.
@@ -42,6 +46,7 @@ def test_the_default_boost_is_link_share_times_the_corpus_mean_of_one_over_k(lin
     """Two linked units (of 2 and 4 members) hold 6 of the 7 documents: the corpus's mean 1/k is 2 / 6."""
     snap = uncommitted(*linked)
     assert snap.current.link_density == pytest.approx(2 / 6)
+    assert snap.member_table.link_density(frozenset({"bench"})) == snap.current.link_density  # a reader of all
     assert sorted(len(rows) for rows in snap.current.members.values()) == [1, 2, 4]
     question = "Which towns does the summer festival visit, and who kept the lighthouse?"
     default = scores(linked, embedder, question, LongRAGConfig(hops=1))
@@ -58,3 +63,24 @@ def test_a_corpus_without_links_boosts_nothing(tmp_path, embedder):
                                                    for d, t, x in DOCS) + "\n")
     snap = uncommitted(*publish(tmp_path / "ws", [tmp_path / "docs.jsonl"], embedder, default_acl=("bench",)))
     assert snap.current.link_density == 0.0 and all(len(rows) == 1 for rows in snap.current.members.values())
+
+
+def units_of(sizes: list[tuple[int, tuple[str, ...]]]) -> dict[str, list[MemberRow]]:
+    """Units of these sizes, each of one ACL (grouping merges documents of one ACL only)."""
+    return {f"u{i:02d}": [MemberRow(f"u{i:02d}", p, f"d{i}-{p}", "1", 0, 0, 1, 1, "t", acl, "h") for p in range(k)]
+            for i, (k, acl) in enumerate(sizes)}
+
+
+unit_sizes = st.lists(st.tuples(st.integers(1, 5), st.sampled_from([("pub",), ("pub", "ops")])), min_size=1,
+                      max_size=8)
+
+
+@given(unit_sizes, st.lists(st.tuples(st.integers(1, 5), st.sampled_from([("ops",), ("secret",)])), max_size=8))
+def test_a_callers_link_boost_counts_the_units_it_may_read_alone(readable, unreadable):
+    """The corpus boost's mean 1/k for "pub" is that of a corpus of its readable units: units it may not read,
+    linked or not, change nothing."""
+    alone = member_table(units_of(readable)).link_density(frozenset({"pub"}))
+    mixed = member_table(units_of(readable + unreadable))
+    assert mixed.link_density(frozenset({"pub"})) == alone
+    linked = [k for k, _ in readable if k > 1]
+    assert alone == (len(linked) / sum(linked) if linked else 0.0)

@@ -46,7 +46,7 @@ def reference_candidates(snap, caller, own, floor, lexical, units, config):
             hit = own.get((m.unit_key, m.doc_id, m.part))
             score = (hit.score if hit else floor) + config.lexical_weight * lexical.get(m.doc_id, 0.0)
             members.setdefault(m.unit_key, []).append((score, m))
-    scored, boost = [], link_boost(snap, config)
+    scored, boost = [], link_boost(snap, config, caller.groups)
     for unit_key, entries in members.items():
         ranked = sorted((e[0] for e in entries), reverse=True)
         for own_score, m in entries:
