@@ -16,6 +16,7 @@ from dagster._serdes import serialize_value
 from hardening_helpers import good, write
 from hypothesis import given
 from hypothesis import strategies as st
+from servers import postgres  # noqa: F401 (fixture)
 from test_server import free_port
 
 from assets.ingest import ingest_assets, ingest_checks
@@ -121,6 +122,16 @@ def test_an_unreachable_service_is_reported_without_its_secret(published, comman
     assert "127.0.0.1:1" in r.stderr and ":***@" in r.stderr
     if name == "RAG_WRITER_LOCK_URL":
         assert r.stderr.startswith(f"rag ingest: error: {name}: cannot connect to "), r.stderr
+
+
+@pytest.mark.slow
+def test_a_real_postgres_refusing_the_lease_is_reported_without_its_secret(published, request):
+    url = request.getfixturevalue("postgres").replace("postgresql://rag@", f"postgresql://rag:{SECRET}PW@").rsplit("/", 1)[0] + "/no_such_db"
+    r = _command("ingest", published, _env(RAG_WRITER_LOCK_URL=url))
+    assert SECRET not in r.stdout + r.stderr, r.stderr
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("rag ingest: error: RAG_WRITER_LOCK_URL: cannot connect to postgresql://rag:***@")
+    assert 'database "no_such_db" does not exist' in r.stderr
 
 
 @pytest.mark.slow
