@@ -44,6 +44,7 @@ def test_a_server_asked_distinct_long_words_keeps_none_of_them():
     assert _growth(ask) < 64 << 10
 
 
+@pytest.mark.slow
 def test_the_stem_cache_at_its_worst_stays_within_its_stated_bound():
     # The longest words it keeps, in characters of four bytes each (mathematical bold letters are letters).
     bold = "".join(chr(0x1D400 + i) for i in range(52))
