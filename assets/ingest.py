@@ -15,6 +15,7 @@ from rag.store.publish import NothingToPublish, publish_documents, publish_index
 from rag.store.settings import IngestSettings
 from rag.store.storage import measure
 from rag.store.union_catalog import shared_ids_markdown
+from rag.store.url_settings import masked
 from rag.text.tables import histogram, human_size, markdown_table
 from rag.units.linking import LinkTargets, targets_in
 from resources import CatalogResource, EmbedderResource, SourceSettings, VectorStoreResource
@@ -137,7 +138,7 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
             "mb_on_disk": dg.MetadataValue.float(round(stored.total() / 1e6, 2)),
             "storage_ratio_to_raw_text": stored.ratio(),
             "storage_shares_of_raw_text": dg.MetadataValue.json(stored.shares()),
-            "table_uri": dg.MetadataValue.path(vector_store.uri_of(part)),
+            "table_uri": dg.MetadataValue.path(masked(vector_store.uri_of(part))),
         })
 
     @dg.asset_check(asset=subchunk_index, partitions_def=partitions,

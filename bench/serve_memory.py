@@ -9,6 +9,7 @@ taken after `--warmup` publishes (the first snapshots fill caches by design). Wr
 builds a past state the server must let go of. `--same-size` replaces the last round's added sentence instead of
 adding one more, so the current texts keep their size: what still grows is what the server keeps of replaced versions
 (by default the edited document grows ~30 characters a round, and so does anything that holds its current text).
+`--long-words N` publishes nothing and asks N questions of one distinct 1,990-letter word each instead.
 
     python bench/serve_memory.py --publishes 200
 """
@@ -17,8 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import socket
+import string
 import subprocess
 import sys
 import tempfile
@@ -134,14 +137,50 @@ def measure(publishes: int, warmup: int, root: Path, as_of: bool = False, same_s
             "open_files_max": max(s["open_files"] for s in samples[warmup:]), "samples": samples}
 
 
+def measure_words(requests: int, root: Path) -> dict:
+    """RSS while the server is asked `requests` questions of one distinct 1,990-letter word each (no publishes)."""
+    corpus, ws, users = root / "corpus", root / "ws", root / "users.yaml"
+    shutil.copytree(REPO / "samples" / "corpus", corpus)
+    users.write_text(yaml.safe_dump({"bench": ["support"]}))
+    run_ingest(IngestSettings(workspace=str(ws), sources=[str(corpus)]))
+    proc, client = start(ws, users)
+    rng, samples = random.Random(7), []
+    try:
+        ask(client, 0)
+        for k in range(requests + 1):
+            if k % 250 == 0:
+                samples.append({"requests": k, "rss_kib": rss_kib(proc.pid)})
+                print(f"{k} requests: rss {samples[-1]['rss_kib'] / 1024:.1f} MiB", flush=True)
+            word = "".join(rng.choice(string.ascii_lowercase) for _ in range(1990))
+            client.post("/retrieve", json={"question": word, "user": "bench", "budget": 2000}).raise_for_status()
+    finally:
+        client.close()
+        proc.terminate()
+        proc.wait(timeout=60)
+    first, last = samples[1] if len(samples) > 1 else samples[0], samples[-1]
+    return {"long_word_requests": requests, "rss_mib_after_250": round(first["rss_kib"] / 1024, 1),
+            "final_rss_mib": round(last["rss_kib"] / 1024, 1),
+            "kib_a_request_after_250": round((last["rss_kib"] - first["rss_kib"]) / max(requests - 250, 1), 2),
+            "samples": samples}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--publishes", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=5, help="publishes before the baseline is taken")
     ap.add_argument("--as-of", action="store_true", help="also ask each question as of the time of asking")
     ap.add_argument("--same-size", action="store_true", help="each version replaces the last one's added sentence")
+    ap.add_argument("--long-words", type=int, metavar="N",
+                    help="instead of publishing, ask N questions of one distinct 1,990-letter word each")
     ap.add_argument("--out", type=Path, default=results_path("serve-memory"))
     args = ap.parse_args()
+    if args.long_words:
+        with tempfile.TemporaryDirectory(prefix="serve-memory-") as tmp:
+            result = measure_words(args.long_words, Path(tmp))
+        write_json(args.out, result)
+        print(f"{args.long_words} long-word requests: RSS {result['rss_mib_after_250']} MiB after 250 → "
+              f"{result['final_rss_mib']} MiB, {result['kib_a_request_after_250']} KiB a request")
+        return
     with tempfile.TemporaryDirectory(prefix="serve-memory-") as tmp:
         result = measure(args.publishes, args.warmup, Path(tmp), args.as_of, args.same_size)
     write_json(args.out, result)

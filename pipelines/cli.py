@@ -29,11 +29,15 @@ def main(argv: list[str] | None = None) -> int:
     from rag.query.workspace import WorkspaceError
     from rag.retrieval.callers import UsersFileError
     from rag.store.catalog import CatalogError
+    from rag.store.url_settings import UrlSettingError
+    from rag.store.writer_lease import LeaseUnavailable
     from rag.store.writer_lock import WriterBusy
 
     try:
+        _check_url_settings(args)
         return args.func(args)
-    except (CliError, WorkspaceError, CatalogError, WriterBusy, UsersFileError) as err:
+    except (CliError, WorkspaceError, CatalogError, WriterBusy, UsersFileError, UrlSettingError,
+            LeaseUnavailable) as err:
         return _fail(args.command, str(err))
     except KeyboardInterrupt:
         print(f"rag {args.command}: interrupted", file=sys.stderr)
@@ -44,9 +48,20 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(args.command, f"unexpected {err.__class__.__name__}: {err} (set RAG_DEBUG=1 for the traceback)")
 
 
+def _check_url_settings(args: argparse.Namespace) -> None:
+    """Every URL setting in the environment and --lance-uri, parsed before any command uses one."""
+    from rag.store.url_settings import LANCE_URI, check_all, index_location
+
+    check_all()
+    if getattr(args, "lance_uri", None):
+        index_location(LANCE_URI if args.lance_uri == os.environ.get(LANCE_URI) else "--lance-uri", args.lance_uri)
+
+
 def _fail(command: str, message: str) -> int:
+    from rag.store.url_settings import redact
+
     lines = message.strip().splitlines() or ["failed"]
-    print(f"rag {command}: error: {lines[0]}", file=sys.stderr)
+    print(f"rag {command}: error: {redact(lines[0])}", file=sys.stderr)  # no secret, whatever a library said
     return 2
 
 

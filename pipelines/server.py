@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -26,6 +27,7 @@ from pipelines.http_body import BodyLimits
 from rag.query.methods import MAX_QUESTION_CHARS, METHODS
 from rag.query.workspace import Workspace, WorkspaceError
 from rag.retrieval.callers import Caller, CallerError, UnknownUser, resolve_caller
+from rag.store.url_settings import redact
 
 log = logging.getLogger("rag.serve")
 # An absolute path left in a message after the workspace's own folder was named: shown by its last part only.
@@ -88,7 +90,7 @@ def create_app(workspace: Workspace, identity: Identity, model=None, reader: str
 
     def error(status: int, message: str) -> JSONResponse:
         """The one error shape: {"error": one line}, with no server path in it (the detail goes to the log)."""
-        line = (message.strip().splitlines() or ["error"])[0]
+        line = redact((message.strip().splitlines() or ["error"])[0])
         public = _public(line, workspace)
         if public != line:
             log.warning("%s (answered %d: %s)", line, status, public)
@@ -108,7 +110,7 @@ def create_app(workspace: Workspace, identity: Identity, model=None, reader: str
 
     @app.exception_handler(Exception)
     def _unexpected(_, exc: Exception):
-        log.exception("request failed")
+        log.error("request failed: %s", redact("".join(traceback.format_exception(exc)).rstrip()))
         return error(500, f"internal error ({exc.__class__.__name__}); see the server log")
 
     # A worker computes one retrieval at a time, in arrival order. Requests computed side by side share the

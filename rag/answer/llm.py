@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from rag.store.url_settings import LLM_URL, http_url, masked, redact, setting
+
 
 @dataclass(frozen=True)
 class Completion:
@@ -37,6 +39,7 @@ class OpenAIChat:
         self.name = model
         self.kind = kind  # "endpoint" or "local": reports name the reader "<kind>:<model>"
         self.base_url = base_url
+        self.shown = masked(base_url)  # what messages name: a password or key in the URL is never shown
         self.temperature = temperature
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
 
@@ -49,12 +52,12 @@ class OpenAIChat:
             resp = self._client.chat.completions.create(model=self.name, messages=messages, max_tokens=max_tokens,
                                                         temperature=self.temperature, **extra)
         except openai.APITimeoutError:
-            raise LLMError(f"LLM endpoint {self.base_url} timed out") from None
+            raise LLMError(f"LLM endpoint {self.shown} timed out") from None
         except openai.APIConnectionError as err:
-            raise LLMError(f"cannot reach LLM endpoint {self.base_url}: {err.__cause__ or err}") from None
+            raise LLMError(redact(f"cannot reach LLM endpoint {self.shown}: {err.__cause__ or err}")) from None
         except openai.APIStatusError as err:
-            raise LLMError(f"LLM endpoint {self.base_url} answered HTTP {err.status_code}: "
-                           f"{str(err.message).splitlines()[0]}") from None
+            raise LLMError(redact(f"LLM endpoint {self.shown} answered HTTP {err.status_code}: "
+                                  f"{(str(err.message).splitlines() or [''])[0]}")) from None
         usage = resp.usage
         return Completion(text=resp.choices[0].message.content or "",
                           input_tokens=usage.prompt_tokens if usage else 0,
@@ -87,7 +90,7 @@ def chat_model(reader: str, *, base_url: str | None = None, api_key: str | None 
     if reader == "extractive":
         return None
     if reader == "endpoint":
-        url = base_url or os.environ.get("OPENAI_BASE_URL")
+        url = http_url(LLM_URL, base_url) if base_url else setting(LLM_URL)
         if not url:
             raise LLMError("reader 'endpoint' needs an LLM endpoint: set OPENAI_BASE_URL (and OPENAI_API_KEY, "
                            "RAG_LLM_MODEL), or use reader 'local' or 'extractive'")

@@ -240,7 +240,10 @@ class Workspace:
             when = datetime.fromisoformat(value)
         except ValueError:
             raise ValueError(f"--as-of {value}: expected an ISO timestamp or publish:N") from None
-        return when.astimezone(timezone.utc).replace(tzinfo=None) if when.tzinfo else when
+        try:
+            return when.astimezone(timezone.utc).replace(tzinfo=None) if when.tzinfo else when
+        except OverflowError:  # e.g. 0001-01-01T00:00+14:00 is a moment before year 1 in UTC
+            raise ValueError(f"--as-of {value}: out of range once moved to UTC (years 1 to 9999)") from None
 
     def close(self) -> None:
         if self._snapshot is not None:

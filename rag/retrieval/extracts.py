@@ -15,7 +15,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from rag.models.tokens import TokenCounter
 from rag.retrieval.context import MIN_ITEM_TOKENS, ContextItem, RetrievalResult
@@ -23,6 +22,7 @@ from rag.retrieval.dense import Hit
 from rag.retrieval.longrag import Entry, Ranked
 from rag.retrieval.read_state import Snapshot
 from rag.text.analysis import content_terms, sentence_spans
+from rag.text.bounded_cache import bytes_bounded
 from rag.units.long_units import render_header, split_unit_key
 
 BATCH = 24    # entries whose texts are read at once: a budget's excerpts stop after a few dozen of hundreds
@@ -149,8 +149,11 @@ def best_first(text: str, member: tuple[int, int], hit: Hit | None,
 
 
 # A question packs a few dozen members; each entry keeps its text alive (a replaced version's too) with spans and term
-# sets per sentence, as hop_queries' facts do, so the bound is what caps a long-lived server's memory (session 45).
-@lru_cache(maxsize=512)
+# sets per sentence, as hop_queries' facts do, so its bound in bytes is what caps a long-lived server's memory.
+TERMS_CACHE_BYTES = 32 << 20
+
+
+@bytes_bounded(TERMS_CACHE_BYTES)
 def _sentence_terms(member: str) -> tuple[tuple[tuple[int, int], frozenset[str]], ...]:
     """A member's sentences (offsets into it) with their content terms, kept for the next question that packs it."""
     return tuple(((s, e), frozenset(content_terms(member[s:e]))) for s, e in sentence_spans(member))

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -11,6 +10,7 @@ from rag.retrieval.context import Candidate, ContextItem
 from rag.retrieval.dense import Hit
 from rag.retrieval.read_state import Snapshot
 from rag.text.analysis import MAX_QUESTION_CHARS, content_terms, is_stop, names, sentences, term, words
+from rag.text.bounded_cache import bytes_bounded
 
 Entry = Candidate | ContextItem
 # Capitalised like names, but a date in a paragraph is almost never the entity its next hop is about.
@@ -129,9 +129,12 @@ class SentenceFacts:
     terms: frozenset[str]
 
 
-# An entry holds 15–19 bytes per character of its text, and its key keeps the text alive, old versions' too: at 2048
-# a long-lived server grew by one entry a publish up to 0.2–0.7 GB for 5–20 KB documents (docs/figures.md, session 45).
-@lru_cache(maxsize=256)
+# An entry holds 15–19 bytes per character of its text, and its key keeps the text alive, old versions' too: only a
+# bound in bytes caps a long-lived server whatever its documents' lengths (docs/serving-rules.md).
+FACTS_CACHE_BYTES = 32 << 20
+
+
+@bytes_bounded(FACTS_CACHE_BYTES)
 def _sentence_facts(text: str) -> SentenceFacts:
     """A member text's facts, kept for the next question seeded by it (sentence splitting was a third of a hop)."""
     return SentenceFacts([(frozenset(content_terms(s)), [(n, frozenset(content_terms(n))) for n in names(s)])

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
+from rag.store.url_settings import ENDPOINT_URL, masked, setting
+
 
 @dataclass(frozen=True)
 class Versioned:
@@ -27,7 +29,8 @@ class ObjectStore:
     def __init__(self, uri: str):
         parsed = urlparse(uri)
         if parsed.scheme != "s3" or not parsed.netloc:
-            raise ValueError(f"{uri}: not an object-storage URI (expected s3://bucket/prefix)")
+            raise ValueError(f"{masked(uri)}: not an object-storage URI (expected s3://bucket/prefix)")
+        setting(ENDPOINT_URL)  # boto3 reads it; a malformed one is refused here, by name
         import boto3  # the production extra; a local workspace never needs it
         self.uri, self.bucket, self.prefix = uri, parsed.netloc, parsed.path.strip("/")
         self.client = boto3.client("s3")

@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from rag.sources.partitions import PartitionSpec, Selection
+from rag.store.url_settings import ENDPOINT_URL, LANCE_URI, index_location, setting
 from rag.units.long_units import DEFAULT_CAP
 from rag.units.subchunk_recipe import SubchunkRecipe
 
@@ -47,6 +48,10 @@ class IngestSettings:
         self.sources = [str(s) for s in self.sources]
         self.default_acl = tuple(self.default_acl)
         self.workspace = str(self.workspace)
+        if self.lance_uri:  # parsed before any run records it or any library is handed it
+            self.lance_uri = index_location(LANCE_URI, self.lance_uri)
+            if self.lance_uri.startswith("s3://"):
+                setting(ENDPOINT_URL)
 
     @property
     def recipe(self) -> SubchunkRecipe:

@@ -11,14 +11,14 @@ Objects mirror the workspace's layout: `snapshots/…`, or `partitions/<slug>/sn
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from rag.sources.partitions import PARTITIONS_DIR, STORE_INFO
 from rag.store.object_store import ObjectStore, Versioned
+from rag.store.url_settings import SNAPSHOT_URI, masked, setting
 
-SNAPSHOT_URI_ENV = "RAG_SNAPSHOT_URI"
+SNAPSHOT_URI_ENV = SNAPSHOT_URI
 ETAG_FILE = ".CURRENT.etag"  # the bucket pointer's version that the local pointer copies
 
 
@@ -27,7 +27,7 @@ class PointerMoved(RuntimeError):
 
 
 def bucket() -> ObjectStore | None:
-    uri = os.environ.get(SNAPSHOT_URI_ENV)
+    uri = setting(SNAPSHOT_URI_ENV)
     return ObjectStore(uri) if uri else None
 
 
@@ -66,7 +66,7 @@ def push(store_folder: Path, seq: int, manifest: str, pointer: str, seen: Versio
     etag = objects.create(prefix + "snapshots/CURRENT", body) if seen is None else \
         objects.swap(prefix + "snapshots/CURRENT", body, seen.etag)
     if etag is None:
-        raise PointerMoved(f"{objects.uri}/{prefix}snapshots/CURRENT: another writer published while this one "
+        raise PointerMoved(f"{masked(objects.uri)}/{prefix}snapshots/CURRENT: another writer published while this one "
                            "ran; its publish was not made current (one writer per partition: check the lease)")
     (folder / ETAG_FILE).write_text(etag)
 

@@ -10,22 +10,29 @@ import hashlib
 import os
 import time
 
-LEASE_URL_ENV = "RAG_WRITER_LOCK_URL"
+from rag.store.url_settings import LEASE_URL, masked, redact, setting
+
+LEASE_URL_ENV = LEASE_URL
 
 
 class LeaseLost(RuntimeError):
     """The writer's lease ended while it held it (connection cut, or terminated): it must not publish."""
 
 
+class LeaseUnavailable(RuntimeError):
+    """The lease's database could not be reached; the message names the setting, its password masked."""
+
+
 def lease_url() -> str | None:
-    return os.environ.get(LEASE_URL_ENV) or None
+    """$RAG_WRITER_LOCK_URL, parsed (UrlSettingError when malformed), or None when unset."""
+    return setting(LEASE_URL_ENV)
 
 
 class PostgresLease:
     """The advisory lock on a 64-bit key derived from the store's name, on a dedicated session."""
 
     def __init__(self, url: str, name: str, entry: str):
-        self.url, self.name, self.entry = url, name, entry
+        self.url, self.name, self.entry = url, masked(name), entry  # the name is shown; the key is the name's own
         self.key = int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big", signed=True)
         self.con = None
 
@@ -34,8 +41,13 @@ class PostgresLease:
         import psycopg2  # the production extra (dagster-postgres brings it)
 
         # Keepalives: a holder whose machine vanished is noticed by the server in seconds, not hours.
-        self.con = psycopg2.connect(self.url, application_name=f"rag writer pid {os.getpid()} ({self.entry})"[:63],
-                                    keepalives=1, keepalives_idle=5, keepalives_interval=2, keepalives_count=3)
+        try:
+            self.con = psycopg2.connect(self.url, keepalives=1, keepalives_idle=5, keepalives_interval=2,
+                                        keepalives_count=3,
+                                        application_name=f"rag writer pid {os.getpid()} ({self.entry})"[:63])
+        except psycopg2.Error as err:
+            reason = redact((str(err).strip().splitlines() or ["no reason given"])[0])
+            raise LeaseUnavailable(f"{LEASE_URL_ENV}: cannot connect to {masked(self.url)} ({reason[:200]})") from None
         self.con.autocommit = True
         while True:
             with self.con.cursor() as cur:
@@ -71,7 +83,7 @@ class PostgresLease:
                             "pid = pg_backend_pid() AND classid = %s AND objid = %s AND objsubid = 1", self._parts())
                 held = cur.fetchone()[0] > 0
         except (psycopg2.Error, AttributeError) as err:
-            raise LeaseLost(f"{self.name}: the writer lease's connection is gone ({str(err).strip()[:120]}); "
+            raise LeaseLost(f"{self.name}: the writer lease's connection is gone ({redact(str(err).strip())[:120]}); "
                             "this run must not publish") from None
         if not held:
             raise LeaseLost(f"{self.name}: the writer lease is no longer held; this run must not publish")

@@ -201,13 +201,20 @@ def word_bounds(text: str) -> set[int]:
     return bounds
 
 
-@lru_cache(maxsize=1 << 18)
+STEM_CACHE_WORDS = 1 << 16  # words of real text and questions: a corpus's working vocabulary
+STEM_CACHED_CHARS = 32      # longer words are folded each time: with the count, this bounds the cache in bytes
+
+
 def stem(word: str) -> str:
     """Fold plural, -ed and -ing forms of a lower-cased word onto one key ("carried", "carries" → "carry").
 
     No stemmer library is installed; inflection matching is part of the product, so this rule is ours:
     it only ever removes a suffix, and both the text and the terms go through it, so they meet.
     """
+    return _stem_cached(word) if len(word) <= STEM_CACHED_CHARS else _stem(word)
+
+
+def _stem(word: str) -> str:
     if len(word) <= 3 or not word.isalpha():
         return word
     for suffix, repl in (("ies", "y"), ("ied", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"),
@@ -221,6 +228,9 @@ def stem(word: str) -> str:
     if word.endswith("s") and not word.endswith(("ss", "us", "is")):
         return _tidy(word[:-1])
     return _tidy(word)
+
+
+_stem_cached = lru_cache(maxsize=STEM_CACHE_WORDS)(_stem)
 
 
 def _tidy(base: str) -> str:
