@@ -7,6 +7,7 @@ query that started on a snapshot finishes on it.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import weakref
 from contextlib import contextmanager
@@ -31,6 +32,7 @@ from rag.store.snapshot_files import NoSnapshot, SnapshotInfo, pointer_stamp, pu
 from rag.store.union_catalog import UnionCatalog
 
 log = logging.getLogger("rag.query.workspace")
+_FRACTIONAL_OFFSET = re.compile(r"[+-]\d\d:?\d\d:?\d\d\.\d+$")
 
 
 class WorkspaceError(LookupError):
@@ -240,6 +242,8 @@ class Workspace:
             when = datetime.fromisoformat(value)
         except ValueError:
             raise ValueError(f"--as-of {value}: expected an ISO timestamp or publish:N") from None
+        if _FRACTIONAL_OFFSET.search(value):   # Python reads "+00:00:00.000001" as UTC: a moment silently moved
+            raise ValueError(f"--as-of {value}: a UTC offset has no fractions of a second")
         try:
             return when.astimezone(timezone.utc).replace(tzinfo=None) if when.tzinfo else when
         except OverflowError:  # e.g. 0001-01-01T00:00+14:00 is a moment before year 1 in UTC
