@@ -112,14 +112,21 @@ def claim_store(s: Store) -> None:
             _LOG.warning("%s: %s; written again from the partition's key", s.folder / STORE_INFO, problem)
 
 
-def read_info(folder: Path) -> tuple[dict | None, str | None]:
-    """A store's `partition.json` (its key, index location and retired mark), or what is wrong with it."""
+def load_json(path: Path) -> tuple[object, str | None]:
+    """A metadata file's JSON, or None and what is wrong with it: `is lost` or `is unreadable (<error class>)`."""
     try:
-        meta = json.loads((folder / STORE_INFO).read_bytes())
+        return json.loads(path.read_bytes()), None
     except FileNotFoundError:
         return None, "is lost"
     except (OSError, ValueError, RecursionError) as err:   # invalid UTF-8 and JSON are ValueErrors
         return None, f"is unreadable ({err.__class__.__name__})"
+
+
+def read_info(folder: Path) -> tuple[dict | None, str | None]:
+    """A store's `partition.json` (its key, index location and retired mark), or what is wrong with it."""
+    meta, problem = load_json(folder / STORE_INFO)
+    if problem:
+        return None, problem
     if not (isinstance(meta, dict) and isinstance(meta.get("key"), str) and isinstance(meta.get("lance_uri"), str)
             and isinstance(meta.get("retired_at", ""), str) and slug(meta["key"]) == folder.name):
         return None, "does not hold this store's key and index location"
@@ -345,13 +352,8 @@ def _read_layout(workspace: str | Path) -> tuple[dict[str, int], str | None]:
     """Each collection's shard count, and what is wrong with `layout.json` when it is lost or damaged while stores
     exist: then the counts are rebuilt from the stores' keys (`name~kofn`), never recounted from the sources."""
     path = Path(workspace) / PARTITIONS_DIR / LAYOUT
-    try:
-        layout = json.loads(path.read_bytes())
-    except FileNotFoundError:
-        problem = "is lost"
-    except (OSError, ValueError, RecursionError) as err:   # invalid UTF-8 and JSON are ValueErrors
-        problem = f"is unreadable ({err.__class__.__name__})"
-    else:
+    layout, problem = load_json(path)
+    if problem is None:
         if isinstance(layout, dict) and all(isinstance(k, str) and _shard_count(n) for k, n in layout.items()):
             return layout, None
         problem = "does not hold a shard count (a power of two) per collection"

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
-from rag.sources.partitions import PARTITIONS_DIR, read_info
+from rag.sources.partitions import PARTITIONS_DIR, load_json, read_info
 from rag.store.catalog import Catalog
 from rag.store.snapshot_objects import bucket
 
@@ -153,12 +153,9 @@ def sync(catalog: Catalog) -> int:
 
 def _recorded(path: Path) -> tuple[dict[str, tuple] | None, str | None]:
     """The ids (version, source file) a partition last wrote to the record, or what is wrong with its file."""
-    try:
-        ids = json.loads(path.read_bytes())
-    except FileNotFoundError:
-        return None, "is lost"
-    except (OSError, ValueError, RecursionError) as err:   # invalid UTF-8 and JSON are ValueErrors
-        return None, f"is unreadable ({err.__class__.__name__})"
+    ids, problem = load_json(path)
+    if problem:
+        return None, problem
     if not isinstance(ids, dict) or not all(isinstance(p, list) and len(p) == 2 for p in ids.values()):
         return None, "does not hold a version and source file per id"
     return {d: tuple(p) for d, p in ids.items()}, None

@@ -175,3 +175,24 @@ def test_through_cli_processes_a_garbage_partition_json_is_named_on_one_line_the
     assert json.loads(path.read_bytes())["key"] == json.loads(before)["key"]
     after = subprocess.run(ask, cwd=REPO, capture_output=True, text=True)
     assert after.returncode == 0 and {i["doc_id"] for i in json.loads(after.stdout)["items"]} == EVERY, after.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", DAMAGES)
+def test_with_its_doc_ids_json_damaged_a_partition_removes_the_id_records_of_documents_it_no_longer_holds(
+        tmp_path, capsys, how):
+    """The id record says which partitions publish an id; one left behind by a deleted document would report the id
+    shared once another partition publishes it."""
+    src, ws = tmp_path / "src", tmp_path / "ws"
+    for doc_id in ("hr1", "hr2"):
+        doc(src / "hr", doc_id)
+    assert main(ingest(src, ws)) == 0
+    damage(marker(ws, "doc_ids.json"), how)
+    (src / "hr" / "hr1.md").unlink()
+    left = ws / "doc_ids" / "ids" / hashlib.sha256(b"hr1").hexdigest()[:32] / f"{slug('src/hr')}.json"
+    assert left.exists()
+    assert main(ingest(src, ws)) == 0
+    assert not left.exists()
+    assert json.loads(marker(ws, "doc_ids.json").read_bytes()).keys() == {"hr2"}
+    code, served, err = retrieve(ws, capsys)
+    assert code == 0 and served == {"hr2"}, (served, err)
