@@ -14,10 +14,13 @@ import pytest
 from conftest import REPO
 
 from pipelines.cli import main
+from rag.query.workspace import Workspace
+from rag.retrieval.callers import Caller
 from rag.sources.partitions import LAYOUT, PARTITIONS_DIR, STORE_INFO, retired_keys, slug
 
 DAMAGES = ("deleted", "truncated", "garbage", "emptied", "wrong shape")
 QUESTION = "when is the turbine gearbox serviced"
+CREW = Caller(frozenset({"crew"}))
 HR_ONLY = {"hr1"}   # what readers cannot serve while hr's partition.json is damaged
 EVERY = {"hr1", "eng1", "big1", "big2", "big3"}   # `dup` is in hr and eng: hidden from readers
 
@@ -196,3 +199,21 @@ def test_with_its_doc_ids_json_damaged_a_partition_removes_the_id_records_of_doc
     assert json.loads(marker(ws, "doc_ids.json").read_bytes()).keys() == {"hr2"}
     code, served, err = retrieve(ws, capsys)
     assert code == 0 and served == {"hr2"}, (served, err)
+
+
+@pytest.mark.slow
+def test_a_long_lived_reader_whose_partition_json_is_damaged_meanwhile_serves_the_other_partitions(
+        published, tmp_path):
+    """What `rag serve` holds: a workspace opened before the damage goes on answering, without that partition."""
+    src, clean = published
+    ws = tmp_path / "ws"
+    shutil.copytree(clean, ws)
+    reader = Workspace(ws)
+    try:
+        assert {i.doc_id for i in reader.retrieve("longrag", CREW, QUESTION, 8000).items} == EVERY
+        damage(marker(ws, "shard partition.json"), "garbage")
+        assert {i.doc_id for i in reader.retrieve("longrag", CREW, QUESTION, 8000).items} == EVERY - {"big1", "big3"}
+        assert main(ingest(src, ws)) == 0
+        assert {i.doc_id for i in reader.retrieve("longrag", CREW, QUESTION, 8000).items} == EVERY
+    finally:
+        reader.close()
