@@ -25,7 +25,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 MAX_KEY_CHARS = 400
 _LOG = logging.getLogger("rag.store")
-_WARNED: set[tuple[Path, str]] = set()
+_WARNED: set[str] = set()
 
 
 def default_shard_files() -> int:
@@ -137,11 +137,16 @@ def published_stores(workspace: str | Path) -> list[Store]:
     """Every partition store of the workspace that has published at least once, by key; one whose `partition.json`
     is lost or damaged is left out (logged once) until its partition's next run writes it again."""
     for folder, problem in damaged_stores(workspace):
-        if (folder, problem) not in _WARNED:
-            _WARNED.add((folder, problem))
-            _LOG.warning("%s: %s; its partition is not served until its next ingest writes it again",
-                         folder / STORE_INFO, problem)
+        warn_once(f"{folder / STORE_INFO}: {problem}; its partition is not served until its next ingest writes it "
+                  "again")
     return [s for s, _ in _stores(workspace)]
+
+
+def warn_once(line: str) -> None:
+    """Log a damaged metadata file once per process: readers and writers look at the stores on every query and step."""
+    if line not in _WARNED:
+        _WARNED.add(line)
+        _LOG.warning("%s", line)
 
 
 def damaged_stores(workspace: str | Path) -> list[tuple[Path, str]]:

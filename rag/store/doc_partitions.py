@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
-from rag.sources.partitions import PARTITIONS_DIR, load_json, read_info
+from rag.sources.partitions import PARTITIONS_DIR, load_json, read_info, warn_once
 from rag.store.catalog import Catalog
 from rag.store.snapshot_objects import bucket
 
@@ -183,9 +183,9 @@ def shared(workspace: str | Path) -> dict[str, list[Place]]:
             if body is not None:   # removed by its partition since it was listed
                 place = _place(body)
                 if place is None:
-                    _LOG.warning("%s/%s: is damaged and left out of the shared ids; delete it and partitions/%s/%s, "
-                                 "and the partition's next ingest writes it again", RECORD_DIR, name,
-                                 marker.removesuffix(".json"), RECORDED)
+                    warn_once(f"{RECORD_DIR}/{name}: is damaged and left out of the shared ids; delete "
+                              f"{PARTITIONS_DIR}/{marker.removesuffix('.json')}/{RECORDED} and that partition's next "
+                              "ingest writes its id records again")
                     continue
                 places.append(place)
         if len(places) > 1:

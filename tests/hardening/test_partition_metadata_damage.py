@@ -217,3 +217,26 @@ def test_a_long_lived_reader_whose_partition_json_is_damaged_meanwhile_serves_th
         assert {i.doc_id for i in reader.retrieve("longrag", CREW, QUESTION, 8000).items} == EVERY
     finally:
         reader.close()
+
+
+@pytest.mark.slow
+def test_a_damaged_id_record_is_named_once_with_what_to_do_and_doing_it_writes_the_record_again(published, tmp_path):
+    """Another partition's id record is never written by this one: the ingest names it and goes on, and removing the
+    partition's doc_ids.json, as the line says, makes that partition's next run write its records again."""
+    src, clean = published
+    ws = tmp_path / "ws"
+    shutil.copytree(clean, ws)
+    path = marker(ws, "id marker")
+    damage(path, "garbage")
+    cli = [sys.executable, "-m", "pipelines.cli", *ingest(src, ws)]
+
+    run = subprocess.run(cli, cwd=REPO, capture_output=True, text=True)
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+    named = [line for line in run.stderr.splitlines() if path.name in line]
+    assert len(named) == 1 and f"{slug('src/hr')}/doc_ids.json" in named[0], run.stderr
+    assert json.loads(run.stdout)["shared_ids"] == []   # the id's place in hr is unknown until it is written again
+    marker(ws, "doc_ids.json").unlink()
+    again = subprocess.run(cli, cwd=REPO, capture_output=True, text=True)
+    assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
+    assert [s["doc_id"] for s in json.loads(again.stdout)["shared_ids"]] == ["dup"]
+    assert json.loads(path.read_bytes())["partition"] == "src/hr"
