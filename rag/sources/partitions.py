@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import unicodedata
@@ -23,6 +24,8 @@ _SHARD = re.compile(r"^(?P<name>.+)~(?P<k>\d+)of(?P<n>\d+)$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 MAX_KEY_CHARS = 400
+_LOG = logging.getLogger("rag.store")
+_WARNED: set[str] = set()
 
 
 def default_shard_files() -> int:
@@ -99,15 +102,56 @@ def partition_lance_uri(lance_base: str, key: str) -> str:
 
 
 def claim_store(s: Store) -> None:
-    """Write the partition's name into its folder, so readers can list stores without the sources."""
+    """Write the partition's name into its folder, so readers can list stores without the sources; a lost or damaged
+    one is written again (its retired mark, if it had one, is set again by the run that finds the collection gone)."""
     s.folder.mkdir(parents=True, exist_ok=True)
-    if not (s.folder / STORE_INFO).exists():
+    problem = read_info(s.folder)[1]
+    if problem:
         _write_info(s, {"key": s.key, "lance_uri": s.lance_uri})
+        if problem != "is lost" or (s.folder / "snapshots").exists():
+            _LOG.warning("%s: %s; written again from the partition's key", s.folder / STORE_INFO, problem)
+
+
+def load_json(path: Path) -> tuple[object, str | None]:
+    """A metadata file's JSON, or None and what is wrong with it: `is lost` or `is unreadable (<error class>)`."""
+    try:
+        return json.loads(path.read_bytes()), None
+    except FileNotFoundError:
+        return None, "is lost"
+    except (OSError, ValueError, RecursionError) as err:   # invalid UTF-8 and JSON are ValueErrors
+        return None, f"is unreadable ({err.__class__.__name__})"
+
+
+def read_info(folder: Path) -> tuple[dict | None, str | None]:
+    """A store's `partition.json` (its key, index location and retired mark), or what is wrong with it."""
+    meta, problem = load_json(folder / STORE_INFO)
+    if problem:
+        return None, problem
+    if not (isinstance(meta, dict) and isinstance(meta.get("key"), str) and isinstance(meta.get("lance_uri"), str)
+            and isinstance(meta.get("retired_at", ""), str) and slug(meta["key"]) == folder.name):
+        return None, "does not hold this store's key and index location"
+    return meta, None
 
 
 def published_stores(workspace: str | Path) -> list[Store]:
-    """Every partition store of the workspace that has published at least once, by key."""
+    """Every partition store of the workspace that has published at least once, by key; one whose `partition.json`
+    is lost or damaged is left out (logged once) until its partition's next run writes it again."""
+    for folder, problem in damaged_stores(workspace):
+        warn_once(f"{folder / STORE_INFO}: {problem}; its partition is not served until its next ingest writes it "
+                  "again")
     return [s for s, _ in _stores(workspace)]
+
+
+def warn_once(line: str) -> None:
+    """Log a damaged metadata file once per process: readers and writers look at the stores on every query and step."""
+    if line not in _WARNED:
+        _WARNED.add(line)
+        _LOG.warning("%s", line)
+
+
+def damaged_stores(workspace: str | Path) -> list[tuple[Path, str]]:
+    """Published stores whose `partition.json` is lost or damaged, with what is wrong with it."""
+    return [(f, problem) for f in _published_folders(workspace) for problem in [read_info(f)[1]] if problem]
 
 
 def retired_keys(workspace: str | Path) -> set[str]:
@@ -117,7 +161,7 @@ def retired_keys(workspace: str | Path) -> set[str]:
 
 def retire_store(s: Store, retired: bool = True) -> None:
     """Mark (or unmark, when its collection came back) a store whose collection vanished and was deleted."""
-    meta = json.loads((s.folder / STORE_INFO).read_text())
+    meta = read_info(s.folder)[0] or {"key": s.key, "lance_uri": s.lance_uri}
     if bool(meta.get("retired_at")) != retired:
         meta.pop("retired_at", None)
         _write_info(s, meta | ({"retired_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
@@ -125,13 +169,12 @@ def retire_store(s: Store, retired: bool = True) -> None:
 
 
 def _stores(workspace: str | Path) -> list[tuple[Store, dict]]:
-    root = Path(workspace) / PARTITIONS_DIR
-    found = []
-    for info in sorted(root.glob(f"*/{STORE_INFO}")):
-        if (info.parent / "snapshots" / "CURRENT").exists():
-            meta = json.loads(info.read_text())
-            found.append((Store(meta["key"], info.parent, meta["lance_uri"]), meta))
-    return sorted(found, key=lambda sm: sm[0].key)
+    found = [(folder, read_info(folder)[0]) for folder in _published_folders(workspace)]
+    return sorted(((Store(m["key"], f, m["lance_uri"]), m) for f, m in found if m), key=lambda sm: sm[0].key)
+
+
+def _published_folders(workspace: str | Path) -> list[Path]:
+    return sorted(p.parent.parent for p in (Path(workspace) / PARTITIONS_DIR).glob("*/snapshots/CURRENT"))
 
 
 def _write_info(s: Store, meta: dict) -> None:
@@ -168,10 +211,28 @@ def vanished(sources: list[str], workspace: str | Path, shard_files: int | None 
     key that never named a collection (`src/hr/`, `src/./hr`) counts as vanished, so it stops hiding the ids
     it shares with the real collection.
     """
-    known = {s.key for s in _plan(sources, workspace, shard_files)[0]}
-    retired = retired_keys(workspace)
-    return [s.key for s in published_stores(workspace)
-            if s.key not in known and s.key not in retired and _readable_source(sources, s.key) is not None]
+    specs, layout, _ = _plan(sources, workspace, shard_files)
+    known, retired = {s.key for s in specs}, retired_keys(workspace)
+    found, unknown = _damaged_keys(workspace, layout)
+    if unknown:
+        folder, problem = unknown[0]
+        raise PartitionError(f"{folder / STORE_INFO}: {problem}, and no collection of {PARTITIONS_DIR}/{LAYOUT} "
+                             f"has this store's name; move {folder} away, then run the ingest again")
+    keys = [s.key for s in published_stores(workspace)] + found
+    return [k for k in keys if k not in known and k not in retired and _readable_source(sources, k) is not None]
+
+
+def _damaged_keys(workspace: str | Path, layout: dict[str, int]) -> tuple[list[str], list[tuple[Path, str]]]:
+    """The keys of published stores whose `partition.json` is lost or damaged, found among the layout's collections
+    (the run of each writes it again), and those stores whose name none of them has."""
+    by_slug = {slug(k): k for name, n in layout.items() for k in _keys(name, n)}
+    damaged = damaged_stores(workspace)
+    return [by_slug[f.name] for f, _ in damaged if f.name in by_slug], [(f, p) for f, p in damaged
+                                                                       if f.name not in by_slug]
+
+
+def _keys(name: str, n: int) -> list[str]:
+    return [name] if n == 1 else [f"{name}~{k}of{n}" for k in range(n)]
 
 
 def unpublished(sources: list[str], workspace: str | Path, shard_files: int | None = None) -> list[PartitionSpec]:
@@ -209,7 +270,8 @@ def resolve(sources: list[str], key: str, workspace: str | Path | None = None,
     """
     specs, layout, changed = _plan(sources, workspace, shard_files)
     by_key = {unicodedata.normalize("NFC", s.key): s for s in specs}
-    published = {s.key for s in published_stores(workspace)} if workspace is not None else set()
+    published = ({s.key for s in published_stores(workspace)} | set(_damaged_keys(workspace, layout)[0])
+                 if workspace is not None else set())
     if key in published and key not in by_key and _readable_source(sources, key) is not None:
         # Exactly a store this workspace published (perhaps under a key older code let through) whose collection
         # is gone: it reads nothing, so no part of the key reaches a path, and deletes what it published.
@@ -248,9 +310,9 @@ def _readable_source(sources: list[str], key: str) -> Path | None:
 
 def _plan(sources: list[str], workspace: str | Path | None, shard_files: int | None
           ) -> tuple[list[PartitionSpec], dict, bool]:
-    shard_files = shard_files or default_shard_files()
     """The partitions the sources hold now, with the layout (shard counts) they imply and whether it is new."""
-    layout = _read_layout(workspace) if workspace is not None else {}
+    shard_files = shard_files or default_shard_files()
+    layout, problem = _read_layout(workspace) if workspace is not None else ({}, None)
     before = dict(layout)
     specs: list[PartitionSpec] = []
     for source in _named_sources(sources):
@@ -270,7 +332,8 @@ def _plan(sources: list[str], workspace: str | Path | None, shard_files: int | N
                              and not e.is_dir()))
                 layout[name] = shards_for(files, shard_files)
             specs += [_spec(name, root, k, layout[name]) for k in range(layout[name])]
-    changed = workspace is not None and (layout != before or not (Path(workspace) / PARTITIONS_DIR / LAYOUT).exists())
+    changed = workspace is not None and (layout != before or problem is not None
+                                         or not (Path(workspace) / PARTITIONS_DIR / LAYOUT).exists())
     return specs, layout, changed
 
 
@@ -290,13 +353,42 @@ def _named_sources(sources: list[str]) -> list[str]:
     return resolved
 
 
-def _read_layout(workspace: str | Path) -> dict[str, int]:
+def _read_layout(workspace: str | Path) -> tuple[dict[str, int], str | None]:
+    """Each collection's shard count, and what is wrong with `layout.json` when it is lost or damaged while stores
+    exist: then the counts are rebuilt from the stores' keys (`name~kofn`), never recounted from the sources."""
     path = Path(workspace) / PARTITIONS_DIR / LAYOUT
-    return json.loads(path.read_text()) if path.exists() else {}
+    layout, problem = load_json(path)
+    if problem is None:
+        if isinstance(layout, dict) and all(isinstance(k, str) and _shard_count(n) for k, n in layout.items()):
+            return layout, None
+        problem = "does not hold a shard count (a power of two) per collection"
+    rebuilt = _layout_from_stores(path, problem)
+    return rebuilt, problem if rebuilt or problem != "is lost" else None
+
+
+def _shard_count(n: object) -> bool:
+    return type(n) is int and n > 0 and n & (n - 1) == 0
+
+
+def _layout_from_stores(path: Path, problem: str) -> dict[str, int]:
+    layout: dict[str, int] = {}
+    for folder in sorted(p for p in path.parent.iterdir() if p.is_dir()) if path.parent.is_dir() else []:
+        meta = read_info(folder)[0]
+        if meta is None:
+            continue
+        m = _SHARD.match(meta["key"])
+        name, n = (m["name"], int(m["n"])) if m else (meta["key"], 1)
+        if layout.setdefault(name, n) != n:
+            raise PartitionError(f"{path}: {problem}, and the stores disagree on how many shards {show_key(name)} has "
+                                 f"({layout[name]} and {n}); write it again as {{\"<collection>\": <shards>, ...}}")
+    return layout
 
 
 def _write_layout(workspace: str | Path, layout: dict[str, int]) -> None:
     folder = Path(workspace) / PARTITIONS_DIR
+    problem = _read_layout(workspace)[1]
+    if problem:
+        _LOG.warning("%s: %s; rebuilt from the partition stores' keys", folder / LAYOUT, problem)
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{LAYOUT}.tmp"
     tmp.write_text(json.dumps(layout, indent=1, sort_keys=True))

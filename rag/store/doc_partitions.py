@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
-from rag.sources.partitions import PARTITIONS_DIR, STORE_INFO
+from rag.sources.partitions import PARTITIONS_DIR, load_json, read_info, warn_once
 from rag.store.catalog import Catalog
 from rag.store.snapshot_objects import bucket
 
@@ -25,6 +26,7 @@ RECORD_DIR = "doc_ids"
 RECORDED = "doc_ids.json"   # in a partition's store folder: the ids (version, source file) it last wrote to the record
 Place = tuple[str, str, str]   # partition, version, source path
 REQUESTS_IN_FLIGHT = 16
+_LOG = logging.getLogger("rag.store")
 
 
 class _Record(Protocol):
@@ -32,6 +34,7 @@ class _Record(Protocol):
     def put(self, name: str, body: bytes) -> None: ...
     def delete(self, name: str) -> None: ...
     def names(self, under: str) -> list[str]: ...
+    def holders(self, marker: str) -> list[str]: ...
 
 
 class _Folder:
@@ -60,6 +63,9 @@ class _Folder:
         folder = self.root / under
         return sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
 
+    def holders(self, marker: str) -> list[str]:
+        return sorted(p.parent.name for p in (self.root / "ids").glob(f"*/{marker}"))
+
 
 class _Bucket:
     """The record under `doc_ids/` of the snapshot bucket."""
@@ -80,6 +86,9 @@ class _Bucket:
     def names(self, under: str) -> list[str]:
         return sorted(k.rsplit("/", 1)[1] for k in self.objects.keys(f"{RECORD_DIR}/{under}/"))
 
+    def holders(self, marker: str) -> list[str]:
+        return sorted(k.split("/")[-2] for k in self.objects.keys(f"{RECORD_DIR}/ids/") if k.endswith(f"/{marker}"))
+
 
 def _record(workspace: Path) -> _Record:
     objects = bucket()
@@ -96,41 +105,64 @@ def sync(catalog: Catalog) -> int:
     Only ids whose version or source file differ from what this partition last wrote are touched; returns how many.
     """
     store_folder = Path(catalog.path).parent
-    if store_folder.parent.name != PARTITIONS_DIR or not (store_folder / STORE_INFO).exists():
+    meta = read_info(store_folder)[0] if store_folder.parent.name == PARTITIONS_DIR else None
+    if meta is None:
         return 0
-    key = json.loads((store_folder / STORE_INFO).read_text())["key"]
+    key, name = meta["key"], f"{store_folder.name}.json"
     current = {d: (v, p) for d, v, p in catalog.rows(
         f"SELECT doc_id, version, {catalog.source_path_sql} FROM documents WHERE status = 'current'")}
     mine = store_folder / RECORDED
-    before = {d: tuple(p) for d, p in json.loads(mine.read_text()).items()} if mine.exists() else {}
-    changed = sorted(d for d in before.keys() | current.keys() if before.get(d) != current.get(d))
-    if not changed:
-        return 0
+    before, problem = _recorded(mine)
     record = _record(store_folder.parent.parent)
+    stale: list[str] = []
+    if before is None:
+        # What this partition last wrote is read back from the record itself: its markers of ids no longer current
+        # are removed, every current id written again.
+        held = {_hash(d) for d in current}
+        stale, before = [h for h in record.holders(name) if h not in held], {}
+        if problem != "is lost":
+            _LOG.warning("%s: %s; its partition's whole id record is written again", mine, problem)
+    changed = sorted(d for d in before.keys() | current.keys() if before.get(d) != current.get(d))
+    if not changed and not stale:
+        return 0
 
     def write(doc_id: str) -> None:
-        marker = f"ids/{_hash(doc_id)}/{store_folder.name}.json"
+        marker = f"ids/{_hash(doc_id)}/{name}"
         if doc_id in current:
             version, path = current[doc_id]
             record.put(marker, json.dumps({"doc_id": doc_id, "partition": key, "version": version,
                                            "source_path": path}).encode())
         else:
             record.delete(marker)
-        _settle(record, doc_id)
+        _settle(record, _hash(doc_id), doc_id)
+
+    def drop(h: str) -> None:
+        record.delete(f"ids/{h}/{name}")
+        _settle(record, h, None)
 
     # Ids are independent and each costs a few object-store round trips, so a first ingest of a large partition
     # waits on the network unless they overlap (boto3's client is thread-safe).
     with ThreadPoolExecutor(max_workers=REQUESTS_IN_FLIGHT) as pool:
         list(pool.map(write, changed))
+        list(pool.map(drop, stale))
     tmp = mine.with_name(f".{RECORDED}.tmp")
     tmp.write_text(json.dumps(current))
     os.replace(tmp, mine)   # a publish killed before this line is applied again by the next one
-    return len(changed)
+    return len(changed) + len(stale)
 
 
-def _settle(record: _Record, doc_id: str) -> None:
+def _recorded(path: Path) -> tuple[dict[str, tuple] | None, str | None]:
+    """The ids (version, source file) a partition last wrote to the record, or what is wrong with its file."""
+    ids, problem = load_json(path)
+    if problem:
+        return None, problem
+    if not isinstance(ids, dict) or not all(isinstance(p, list) and len(p) == 2 for p in ids.values()):
+        return None, "does not hold a version and source file per id"
+    return {d: tuple(p) for d, p in ids.items()}, None
+
+
+def _settle(record: _Record, h: str, doc_id: str | None) -> None:
     """Mark the id shared if two partitions hold it, else unmark it (and mark it again if one was added meanwhile)."""
-    h = _hash(doc_id)
     hint, body = f"shared/{h}.json", json.dumps({"doc_id": doc_id}).encode()
     if len(record.names(f"ids/{h}")) > 1:
         record.put(hint, body)
@@ -146,10 +178,25 @@ def shared(workspace: str | Path) -> dict[str, list[Place]]:
     for hint in record.names("shared"):
         places = []
         for marker in record.names(f"ids/{hint.removesuffix('.json')}"):
-            body = record.get(f"ids/{hint.removesuffix('.json')}/{marker}")
+            name = f"ids/{hint.removesuffix('.json')}/{marker}"
+            body = record.get(name)
             if body is not None:   # removed by its partition since it was listed
-                entry = json.loads(body)
-                places.append((entry["doc_id"], (entry["partition"], entry["version"], entry["source_path"])))
+                place = _place(body)
+                if place is None:
+                    warn_once(f"{RECORD_DIR}/{name}: is damaged and left out of the shared ids; delete "
+                              f"{PARTITIONS_DIR}/{marker.removesuffix('.json')}/{RECORDED} and that partition's next "
+                              "ingest writes its id records again")
+                    continue
+                places.append(place)
         if len(places) > 1:
             found[places[0][0]] = sorted(p for _, p in places)
     return dict(sorted(found.items()))
+
+
+def _place(body: bytes) -> tuple[str, Place] | None:
+    try:
+        entry = json.loads(body)
+        place = (entry["doc_id"], (entry["partition"], entry["version"], entry["source_path"]))
+    except (ValueError, RecursionError, TypeError, KeyError):
+        return None
+    return place if all(isinstance(v, str) for v in (place[0], *place[1][:2])) else None
