@@ -6,7 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from rag.sources.partitions import discover, retire_store, retired_keys, store, vanished
+from rag.sources.partitions import PartitionError, discover, retire_store, retired_keys, store, vanished
 from rag.sources.watch import Changes, fingerprint, scope_id, snapshot
 
 VANISHED = "vanished"   # the cursor's fingerprint of a collection gone from its source
@@ -69,10 +69,14 @@ def collection_sensor(sources: list[str], workspace: str, job: dg.UnresolvedAsse
                description=f"ON by default: every {interval_s} s, discovers the sources' collections as partitions "
                            "and requests an ingest run for each new or changed one.")
     def _sensor(context: dg.SensorEvaluationContext):
-        specs = discover(sources, workspace, shard_files)
+        try:   # the tick shows a plan the sources or the layout refuse as its one line, not as a trace
+            specs = discover(sources, workspace, shard_files)
+            gone = vanished(sources, workspace, shard_files)
+        except PartitionError as err:
+            return dg.SkipReason(str(err))
         seen = Changes.load(context.cursor, workspace)
         prints = {s.key: fingerprint(snapshot(s.folder, s.selection)) for s in specs}
-        for key in vanished(sources, workspace, shard_files):
+        for key in gone:
             if seen.prints.get(key) == VANISHED and _deleted(context.instance, key, workspace):
                 retire_store(store(workspace, key))
             else:

@@ -1,5 +1,7 @@
 """A sensor serves one workspace: its cursor and run keys are that workspace's, and a workspace of the other layout
 fails the run with its one-line reason, shown first (Dagster's Failure, no wrapped trace)."""
+import shutil
+
 import dagster as dg
 import pytest
 
@@ -59,3 +61,15 @@ def test_a_run_into_a_workspace_of_the_other_layout_fails_with_its_one_line_reas
     assert data.user_failure_data.description == f"{workspace}: {reason}"
     assert data.error.cause is None and data.error.message.strip() == f"dagster._core.definitions.events.Failure: " \
                                                                        f"{workspace}: {reason}"
+
+
+def test_a_plan_the_sources_refuse_skips_the_tick_with_its_one_line(tmp_path, corpus):
+    twin = tmp_path / "elsewhere" / corpus.name
+    shutil.copytree(corpus, twin)
+    defs = build_definitions(workspace_resources(IngestSettings(workspace=tmp_path / "ws", partitioned=True,
+                                                                sources=[str(corpus), str(twin)])))
+    sensor = defs.get_sensor_def("collection_changes")
+    with dg.instance_for_test() as instance:
+        result = sensor(dg.build_sensor_context(instance=instance))
+    assert isinstance(result, dg.SkipReason)
+    assert result.skip_message == "partitioned sources need distinct folder names: corpus, corpus"
