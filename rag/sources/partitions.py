@@ -136,10 +136,11 @@ def read_info(folder: Path) -> tuple[dict | None, str | None]:
 def published_stores(workspace: str | Path) -> list[Store]:
     """Every partition store of the workspace that has published at least once, by key; one whose `partition.json`
     is lost or damaged is left out (logged once) until its partition's next run writes it again."""
-    for folder, problem in damaged_stores(workspace):
+    stores, damaged = _scan(workspace)
+    for folder, problem in damaged:
         warn_once(f"{folder / STORE_INFO}: {problem}; its partition is not served until its next ingest writes it "
                   "again")
-    return [s for s, _ in _stores(workspace)]
+    return [s for s, _ in stores]
 
 
 def warn_once(line: str) -> None:
@@ -149,14 +150,9 @@ def warn_once(line: str) -> None:
         _LOG.warning("%s", line)
 
 
-def damaged_stores(workspace: str | Path) -> list[tuple[Path, str]]:
-    """Published stores whose `partition.json` is lost or damaged, with what is wrong with it."""
-    return [(f, problem) for f in _published_folders(workspace) for problem in [read_info(f)[1]] if problem]
-
-
 def retired_keys(workspace: str | Path) -> set[str]:
     """Stores whose collection vanished and whose deletion was published (kept for as-of reads)."""
-    return {s.key for s, meta in _stores(workspace) if meta.get("retired_at")}
+    return {s.key for s, meta in _scan(workspace)[0] if meta.get("retired_at")}
 
 
 def retire_store(s: Store, retired: bool = True) -> None:
@@ -168,9 +164,17 @@ def retire_store(s: Store, retired: bool = True) -> None:
                                if retired else {}))
 
 
-def _stores(workspace: str | Path) -> list[tuple[Store, dict]]:
-    found = [(folder, read_info(folder)[0]) for folder in _published_folders(workspace)]
-    return sorted(((Store(m["key"], f, m["lance_uri"]), m) for f, m in found if m), key=lambda sm: sm[0].key)
+def _scan(workspace: str | Path) -> tuple[list[tuple[Store, dict]], list[tuple[Path, str]]]:
+    """Published stores by key with their `partition.json`, and those whose file is lost or damaged: each file is
+    read once (readers list the stores on every poll)."""
+    stores, damaged = [], []
+    for folder in _published_folders(workspace):
+        meta, problem = read_info(folder)
+        if problem:
+            damaged.append((folder, problem))
+        else:
+            stores.append((Store(meta["key"], folder, meta["lance_uri"]), meta))
+    return sorted(stores, key=lambda sm: sm[0].key), damaged
 
 
 def _published_folders(workspace: str | Path) -> list[Path]:
@@ -226,7 +230,7 @@ def _damaged_keys(workspace: str | Path, layout: dict[str, int]) -> tuple[list[s
     """The keys of published stores whose `partition.json` is lost or damaged, found among the layout's collections
     (the run of each writes it again), and those stores whose name none of them has."""
     by_slug = {slug(k): k for name, n in layout.items() for k in _keys(name, n)}
-    damaged = damaged_stores(workspace)
+    damaged = _scan(workspace)[1]
     return [by_slug[f.name] for f, _ in damaged if f.name in by_slug], [(f, p) for f, p in damaged
                                                                        if f.name not in by_slug]
 
