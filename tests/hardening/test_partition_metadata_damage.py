@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from file_damage import DAMAGES as BASIC_DAMAGES
+from file_damage import WRONG_SHAPE, damage
 
 from pipelines.cli import main
 from rag.query.workspace import Workspace
 from rag.retrieval.callers import Caller
 from rag.sources.partitions import LAYOUT, PARTITIONS_DIR, STORE_INFO, retired_keys, slug
 
-DAMAGES = ("deleted", "truncated", "garbage", "emptied", "wrong shape")
+DAMAGES = (*BASIC_DAMAGES, WRONG_SHAPE)
 QUESTION = "when is the turbine gearbox serviced"
 CREW = Caller(frozenset({"crew"}))
 HR_ONLY = {"hr1"}   # what readers cannot serve while hr's partition.json is damaged
@@ -74,19 +76,6 @@ def marker(ws: Path, kind: str) -> Path:
 KINDS = ("layout.json", "partition.json", "retired partition.json", "shard partition.json", "doc_ids.json",
          "id marker", "shared mark")
 REBUILT = KINDS[:5]   # written again by the next ingest just as they were
-
-
-def damage(path: Path, how: str) -> None:
-    if how == "deleted":
-        path.unlink()
-    elif how == "truncated":
-        path.write_bytes(path.read_bytes()[:path.stat().st_size // 2])
-    elif how == "garbage":
-        path.write_bytes(b"\x00\xff\xfe not what an ingest wrote \xc3\x28" * 20)
-    elif how == "emptied":
-        path.write_bytes(b"")
-    else:
-        path.write_text(json.dumps({"shape": [1, 2, 3]}))
 
 
 def retrieve(ws: Path, capsys) -> tuple[int, set[str], str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from file_damage import DAMAGES, damage
 
 from pipelines.cli import main
 from rag.store import consistency
@@ -16,7 +17,6 @@ from rag.store.catalog import Catalog
 from rag.store.index import SubchunkIndex
 from rag.store.snapshot_files import read_pointer
 
-DAMAGES = ("deleted", "truncated", "garbage", "emptied")
 # The reader refuses these until the next ingest; an older manifest is not read, and the catalog is the writer's.
 READERS_REFUSE = ("pointer", "manifest", "segment", "text file")
 KINDS = (*READERS_REFUSE, "older manifest")
@@ -51,17 +51,6 @@ def file_of(ws: Path, kind: str) -> Path:
             "older manifest": folder / f"{pointer['seq'] - 1:08d}.json",
             "segment": folder / "segments" / tables["documents"][-1],
             "text file": folder / "segments" / tables["texts"][-1]}[kind]
-
-
-def damage(path: Path, how: str) -> None:
-    if how == "deleted":
-        path.unlink()
-    elif how == "truncated":
-        path.write_bytes(path.read_bytes()[:path.stat().st_size // 2])
-    elif how == "garbage":
-        path.write_bytes(b"\x00not what a publish wrote\xff" * 40)
-    else:
-        path.write_bytes(b"")
 
 
 def cli(*argv: str) -> subprocess.CompletedProcess:
