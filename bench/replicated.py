@@ -79,7 +79,7 @@ class CopiedVectors:
         for i, text in enumerate(texts):
             title, _, chunk = text.partition("\n")
             slice_title, k = self.of_title[title]
-            key = content_hash(embedded_text(slice_title, chunk))
+            key = content_hash(embedded_text(slice_title, chunk, 0, len(chunk)))
             vector = self.vectors[key]  # a KeyError: not a slice text, so nothing to re-use (never embedded here)
             if k:
                 noise = np.random.default_rng([k, int(key[:12], 16)]).standard_normal(len(vector))

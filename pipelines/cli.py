@@ -81,8 +81,8 @@ def _parser() -> argparse.ArgumentParser:
                                         "bring the LanceDB sub-chunk index up to date (the Dagster ingest job, "
                                         "run in-process).")
     ingest.add_argument("--source", action="append", required=True, metavar="PATH",
-                        help="a folder of Markdown/text files with YAML front matter, or a JSONL file "
-                             "(doc_id, title, text); repeat for several")
+                        help="a folder (or one file) of Markdown/text with YAML front matter, PDF, DOCX, PPTX, "
+                             "XLSX, CSV, HTML or EML files, or a JSONL file (doc_id, title, text); repeat for several")
     _workspace_args(ingest)
     ingest.add_argument("--default-acl", action="append", default=[], metavar="GROUP",
                         help="group allowed to read documents that carry no ACL of their own (repeatable); "
@@ -104,6 +104,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="run only this partition (repeatable): a collection or shard key exactly as the "
                              "sources list it, e.g. corpus/security; other partitions may run at the same time in "
                              "other processes")
+    ingest.add_argument("--ocr", action="store_true", default=None,
+                        help="read PDF pages that have no text layer with tesseract (Debian: tesseract-ocr; slow, "
+                             "about a second a page); without it such pages are left out and such files "
+                             "quarantined (default: $RAG_OCR)")
     ingest.add_argument("--json", action="store_true", help="print one JSON object with the run's counts")
     ingest.add_argument("--wait", type=float, metavar="SECONDS", default=None,
                         help="how long to wait for another writer of this workspace to finish before giving up "
@@ -245,8 +249,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
         return 0
     print(reply.long_answer)
     print(f"\nShort answer: {reply.short_answer}")
-    versions = {i.doc_id: i.doc_version for i in result.items}
-    cited = ", ".join(f"{c} v{versions.get(c, '?')}" for c in reply.citations) or "none"
+    items = {}
+    for item in result.items:
+        items.setdefault(item.doc_id, item)
+    cited = ", ".join(f"{c} v{items[c].doc_version}{' ' + items[c].location if items[c].location else ''}"
+                      if c in items else f"{c} (not in the context)" for c in reply.citations) or "none"
     print(f"Citations: {cited} (valid: {reply.citations_valid}, locatable: {reply.citation_locatable:.0%})")
     print(f"Reader: {reply.reader}; method: {result.method}; context {result.tokens}/{args.budget} tokens; "
           f"{reply.llm_calls} LLM calls, {reply.seconds:.1f} s")
@@ -319,7 +326,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     settings = IngestSettings(
         workspace=args.workspace, sources=args.source, default_acl=tuple(args.default_acl or ()),
         collection=args.collection, derive_links=args.derive_links == "titles", lance_uri=args.lance_uri,
-        wait_s=args.wait, embedder=args.embedder, allow_empty=args.allow_empty)
+        wait_s=args.wait, embedder=args.embedder, allow_empty=args.allow_empty,
+        ocr=args.ocr if args.ocr is not None else os.environ.get("RAG_OCR", "").lower() in ("1", "true", "yes"))
     if args.partition or args.partitioned:
         counts = run_partitions(settings, args.partition or None)
     else:

@@ -1,7 +1,8 @@
 """Readers: LongRAG's two-step LLM reader (long answer with citations, then a short answer) and an extractive one.
 
 Citation rule (`check_citations`): a citation is the text inside square brackets, split at "," or ";", with any
-" · version …" suffix dropped, so `[a]`, `[a, b]` and a copied header `[a · version 2026]` all cite `a`.
+" · version …" suffix dropped, so `[a]`, `[a, b]` and a copied header `[a · version 2026]` all cite `a`; a place
+after the id (`[a p.7]`, `[a slide 3]`, `[a sheet Budget]`) cites `a` when `a p.7` is not itself a document.
 A citation is *locatable* when the sentence carrying it (the previous sentence when the brackets stand alone)
 can be found in the cited document's context text (for `[a; b]`, in a's and b's together): every quoted span
 ("…" or “…”) appears there verbatim (case and whitespace ignored), or, when nothing is quoted, at least half of
@@ -50,6 +51,8 @@ _BRACKETS = re.compile(r"\[([^\[\]\n]+)\]")
 _QUOTES = re.compile(r'"([^"\n]+)"|“([^”\n]+)”')
 _WORDS = re.compile(r"[a-z0-9]+")
 _HEADER_LINE = re.compile(r"^(## .*|\[[^\]\n]*\])$")
+_PLACE = re.compile(r"\s+(?:p\.\s*\d+|pp?\.\s*\d+\s*[–-]\s*\d+|slides?\s+\d+(?:\s*[–-]\s*\d+)?|sheet\s+.+)$",
+                    re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,7 @@ def check_citations(answer_text: str, items: list[ContextItem]) -> tuple[list[st
         if not content_words(claim):  # brackets standing alone after the sentence they support
             claim = previous
         for bracket in _BRACKETS.findall(sentence):
-            ids = cited_ids(bracket)
+            ids = [i if i in docs else _PLACE.sub("", i) for i in cited_ids(bracket)]
             together = "\n".join(docs[i] for i in ids if i in docs)  # one bracket's documents support it jointly
             for doc_id in ids:
                 if doc_id not in citations:

@@ -223,7 +223,8 @@ class Workspace:
             # minilm and minilm-int8 share a dimension, so no shape check would catch the mix
             raise ValueError(f"questions embedded with {tools.embedder.name} cannot be compared with the index's "
                              f"{snap.embedder_name} vectors; embed them with the workspace's embedder")
-        results = spec.at_budgets(snap, Request(caller, question, max(budgets), as_of, model), tools, tuple(budgets))
+        results = [(located(result, snap.texts), seconds) for result, seconds in
+                   spec.at_budgets(snap, Request(caller, question, max(budgets), as_of, model), tools, tuple(budgets))]
         if newest is None:
             return results
         return [(still_published(result, newest, caller), seconds) for result, seconds in results]

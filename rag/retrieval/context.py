@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
+from typing import Callable, NamedTuple
+
+from rag.text.markdown import structure
 
 
 @dataclass(frozen=True)
@@ -19,6 +21,12 @@ class ContextItem:
     unit_id: str | None = None                 # LongRAG: the long unit it came from; ELITE: None
     matched: str | None = None                 # the sub-chunk or sentence that matched the question
     part: int = 0                              # k ≥ 1 when the document was split into parts at ingest
+    location: str | None = None                # the page, slide or sheet `ranges` lie on: "p.7", "slide 3"
+
+    @property
+    def citation(self) -> str:
+        """How an answer cites it: `doc_id p.7`, or the id alone for a document without pages."""
+        return f"{self.doc_id} {self.location}" if self.location else self.doc_id
 
 
 class Candidate(NamedTuple):
@@ -55,6 +63,21 @@ class RetrievalResult:
         # An item's fields are immutable values: asdict's deep copy cost ~50 µs an item, a server's every response.
         return {"method": self.method, "budget": self.budget, "tokens": self.tokens,
                 "items": [dict(vars(i)) for i in self.items], "trace": self.trace}
+
+
+def located(result: RetrievalResult, texts: Callable[[list[tuple[str, str]]], dict]) -> RetrievalResult:
+    """The result with each item's page, slide or sheet, for documents whose text marks them."""
+    keys = sorted({(i.doc_id, i.doc_version) for i in result.items if i.ranges})
+    if not keys:
+        return result
+    found = texts(keys)
+    items = []
+    for item in result.items:
+        text = found.get((item.doc_id, item.doc_version), ("", ""))[1]
+        if item.ranges and "<!-- location:" in text:
+            item = replace(item, location=structure(text).location(item.ranges[0][0], item.ranges[-1][1]))
+        items.append(item)
+    return replace(result, items=items)
 
 
 def pack(candidates: list[ContextItem] | list[Candidate], budget: int) -> list[ContextItem] | list[Candidate]:

@@ -1,4 +1,5 @@
-"""Loaders: a folder of Markdown/text files with YAML front matter, and benchmark-style JSONL.
+"""Loaders: a folder of Markdown/text files with YAML front matter, PDF, Office, HTML and e-mail files
+(rag.sources.formats), and benchmark-style JSONL.
 
 Every input the loader passes over gets a row saying why; a failure of one file or one line is contained
 and named, so it never stops the run.
@@ -10,11 +11,14 @@ import json
 import os
 import re
 import stat
+import unicodedata
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable
 
 from rag.sources.documents import Document, InputError, LoadResult, Rejected
+from rag.sources.formats import ExtractError, ExtractOptions
+from rag.sources.formats.registry import MAX_BYTES, READERS, read, reason
 from rag.sources.front_matter import split_front_matter, unique_pairs
 from rag.sources.partitions import Selection
 from rag.sources.records import Origin, default_id, document, recover_id
@@ -30,6 +34,7 @@ def load_sources(
     default_acl: tuple[str, ...] = (),
     collection: str | None = None,
     select: Selection | None = None,
+    options: ExtractOptions = ExtractOptions(),
 ) -> LoadResult:
     """Load every source (folder, Markdown/text file or JSONL file) into one result.
 
@@ -40,7 +45,7 @@ def load_sources(
     for source in sources:
         path = Path(source).resolve()
         try:
-            one = _load_source(path, default_acl, collection, select)
+            one = _load_source(path, default_acl, collection, select, options)
         except Exception as err:  # noqa: BLE001 - one source's failure must not stop the others
             one = LoadResult(rejected=[Rejected(str(path), f"cannot read source: {_one_line(err)}")])
         one.documents = [replace(d, source=str(path)) for d in one.documents]
@@ -49,23 +54,23 @@ def load_sources(
 
 
 def _load_source(path: Path, default_acl: tuple[str, ...], collection: str | None,
-                 select: Selection | None = None) -> LoadResult:
+                 select: Selection | None = None, options: ExtractOptions = ExtractOptions()) -> LoadResult:
     if not path.exists():
         return LoadResult(rejected=[Rejected(str(path), "source does not exist")])
     if path.is_dir():
-        result = load_folder(path, default_acl, collection, select)
+        result = load_folder(path, default_acl, collection, select, options)
     elif not path.is_file():
         return LoadResult(rejected=[Rejected(str(path), f"not a regular file ({_kind(path.stat().st_mode)})")])
     elif path.suffix == ".jsonl":
         result = load_jsonl(path, default_acl, collection)
     else:
-        result = _load_files([path], path.parent, default_acl, collection)
+        result = _load_files([path], path.parent, default_acl, collection, options)
     result.scanned.append(str(path))
     return result
 
 
 def load_folder(folder: Path, default_acl: tuple[str, ...] = (), collection: str | None = None,
-                select: Selection | None = None) -> LoadResult:
+                select: Selection | None = None, options: ExtractOptions = ExtractOptions()) -> LoadResult:
     """Every regular file below the folder; links are never followed and each gets a row."""
     result = LoadResult()
     files: list[Path] = []
@@ -77,7 +82,7 @@ def load_folder(folder: Path, default_acl: tuple[str, ...] = (), collection: str
             (result.skipped if skipped else result.rejected).append(Rejected(str(path), reason))
     for p in (p for p in files if p.suffix == ".jsonl"):
         result.extend(load_jsonl(p, default_acl, collection))
-    result.extend(_load_files([p for p in files if p.suffix != ".jsonl"], folder, default_acl, collection))
+    result.extend(_load_files([p for p in files if p.suffix != ".jsonl"], folder, default_acl, collection, options))
     return result
 
 
@@ -141,9 +146,13 @@ def _link_reason(path: Path, root: Path) -> Passed:
     return True, f"symbolic link inside the source folder (not followed; {target.relative_to(root)} is read itself)"
 
 
-def _load_files(files: list[Path], root: Path, default_acl: tuple[str, ...], collection: str | None) -> LoadResult:
+def _load_files(files: list[Path], root: Path, default_acl: tuple[str, ...], collection: str | None,
+                options: ExtractOptions = ExtractOptions()) -> LoadResult:
     result = LoadResult()
     for path in files:
+        if path.suffix.lower() in READERS:
+            result.extend(load_formatted(path, root, default_acl, collection, options))
+            continue
         if path.suffix.lower() not in TEXT_SUFFIXES:
             result.rejected.append(Rejected(str(path), f"unsupported file type '{path.suffix or path.name}'"))
             continue
@@ -158,6 +167,51 @@ def _load_files(files: list[Path], root: Path, default_acl: tuple[str, ...], col
             doc_id = recover_id(raw) or default_id(path, root)
             result.rejected.append(Rejected(str(path), _reason(err), doc_id))
     return result
+
+
+def load_formatted(path: Path, root: Path, default_acl: tuple[str, ...], collection: str | None,
+                   options: ExtractOptions) -> LoadResult:
+    """One PDF, Office, HTML or e-mail file as a document; a refusal keeps the id, so its last good version stays."""
+    doc_id = default_id(path, root)
+    try:
+        found = read(path.suffix, read_bytes(path), options)
+        title = "".join(ch for ch in (found.title or "") if unicodedata.category(ch)[0] not in "CZ" or ch == " ")
+        fields = {"title": " ".join(title.split())[:1000]} if title.strip() else {}
+        doc = document(fields, found.text, Origin(str(path), "id", doc_id, True, default_acl, collection))
+    except ExtractError as err:
+        return LoadResult(rejected=[Rejected(str(path), reason(err), doc_id, empty=err.kind == "empty")])
+    except Exception as err:  # noqa: BLE001 - a per-file failure is contained and named
+        return LoadResult(rejected=[Rejected(str(path), _reason(err), doc_id)])
+    notes = [Rejected(str(path), note, doc_id) for note in found.dropped]
+    return LoadResult(documents=[doc], warnings=notes)
+
+
+def read_bytes(path: Path) -> bytes:
+    """A file's bytes, refused if it is not a regular file, is too large, or changes while it is read."""
+    try:
+        with _open_no_follow(path) as handle:
+            before = os.fstat(handle.fileno())
+            if not stat.S_ISREG(before.st_mode):
+                raise InputError("not a regular file")
+            if before.st_size > MAX_BYTES:
+                raise ExtractError("too large", f"too large: {before.st_size / 2**20:.0f} MB (limit "
+                                                f"{MAX_BYTES // 2**20} MB)")
+            data = handle.read(MAX_BYTES + 1)
+            after = os.fstat(handle.fileno())
+        now = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        raise ExtractError("changed while read", "changed while read: the file disappeared") from None
+    except OSError as err:
+        raise InputError(f"cannot read file: {err.strerror}") from None
+    if len(data) != after.st_size or _stamp(before) != _stamp(after) or (now.st_ino, now.st_dev) != (
+            after.st_ino, after.st_dev) or _stamp(now) != _stamp(after):
+        raise ExtractError("changed while read", "changed while read: the file was written or replaced during the "
+                                                 "reading (read again at the next run)")
+    return data
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int]:
+    return st.st_size, st.st_mtime_ns
 
 
 def read_text(path: Path) -> str:

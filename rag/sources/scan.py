@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from rag.sources.documents import Document, LoadResult, Rejected, content_hash
+from rag.sources.formats import ExtractOptions
 from rag.sources.loaders import (
     _load_files,
     _open_no_follow,
@@ -109,20 +110,23 @@ class Scan:
     passed_over: LoadResult = field(default_factory=LoadResult)  # rejections and skips met while listing
     scanned: list[str] = field(default_factory=list)
     lines_parsed: int = 0
+    warnings: list[Rejected] = field(default_factory=list)   # what the files read anew left out (scripts, images)
 
 
 def scan_sources(sources: list[str], default_acl: tuple[str, ...], collection: str | None,
                  known: dict[str, FileState], stored: Callable[[list[str]], dict[str, list[Record]]],
-                 rescan: bool = False, select: Selection | None = None) -> Scan:
+                 rescan: bool = False, select: Selection | None = None,
+                 options: ExtractOptions = ExtractOptions()) -> Scan:
     """List every source, and read only the files whose stat (then content) differs from `known`.
 
-    `stored(files)` gives the records those files yielded before; `rescan` reads every file anew.
+    `stored(files)` gives the records those files yielded before; `rescan` reads every file anew. Turning OCR on
+    or off is a change of settings: every file is read again with it.
     """
     scan = Scan()
     if select is not None and select.vanished:   # every source the store read counts as read and found empty
         scan.scanned = sorted({st.source for st in known.values()} | {str(Path(s).resolve()) for s in sources})
         return scan
-    settings = content_hash(",".join(default_acl), collection or "")
+    settings = content_hash(",".join(default_acl), collection or "", *(("ocr",) if options.ocr else ()))
     todo: list[tuple[FileState, FileState | None]] = []
     for source in sources:
         path = Path(source).resolve()
@@ -141,7 +145,7 @@ def scan_sources(sources: list[str], default_acl: tuple[str, ...], collection: s
                 todo.append((now, old))
     scan.before = stored([now.path for now, old in todo if old is not None])
     for now, old in todo:
-        _read(now, old, scan.before.get(now.path, []), default_acl, collection, scan)
+        _read(now, old, scan.before.get(now.path, []), default_acl, collection, scan, options)
     return scan
 
 
@@ -172,7 +176,7 @@ def _state(file: Path, source: str, root: str, settings: str) -> FileState:
 
 
 def _read(now: FileState, old: FileState | None, before: list[Record], default_acl: tuple[str, ...],
-          collection: str | None, scan: Scan) -> None:
+          collection: str | None, scan: Scan, options: ExtractOptions = ExtractOptions()) -> None:
     """Hash the file; parse it (a JSONL file: its new lines) only if the hash differs from the last reading."""
     path = Path(now.path)
     if path.suffix == ".jsonl":
@@ -190,8 +194,9 @@ def _read(now: FileState, old: FileState | None, before: list[Record], default_a
         return
     if lines is None:
         one = (load_jsonl(path, default_acl, collection) if path.suffix == ".jsonl"
-               else _load_files([path], Path(now.root), default_acl, collection))
+               else _load_files([path], Path(now.root), default_acl, collection, options))
         _keep(scan, state, 0, digest, (one.documents or one.rejected)[0])
+        scan.warnings += one.warnings
         return
     reuse = {r.line_hash: r for r in before} if old is not None and old.same_reading(now) else {}
     scan.changed[now.path] = []

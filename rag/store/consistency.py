@@ -77,6 +77,6 @@ def index_rows_match_catalog(catalog: Catalog, index: SubchunkIndex) -> Finding:
             bad.append(f"{row['doc_id']} v{row['doc_version']}: row ACL {row['acl']} but the catalog says {list(acl)}")
         elif not (start <= s < e <= end <= len(text)):
             bad.append(f"{row['doc_id']} v{row['doc_version']}: offsets {s}-{e} outside {start}-{min(end, len(text))}")
-        elif row["text_hash"] != content_hash(embedded_text(title, text[s:e])):
+        elif row["text_hash"] != content_hash(embedded_text(title, text, s, e)):
             bad.append(f"{row['doc_id']} v{row['doc_version']}: row {s}-{e} was embedded from another text")
     return Finding(not bad, f"{len(bad)} of {len(facts)} index rows disagree with the catalog", bad[:20])

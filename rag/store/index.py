@@ -32,7 +32,7 @@ from rag.store.text_vectors import (
     sql_list,
     vectors_schema,
 )
-from rag.units.subchunk_recipe import LEGACY_RECIPE, SubchunkRecipe
+from rag.units.subchunk_recipe import LEGACY_RECIPE_NAME, SubchunkRecipe
 
 TABLE = "subchunks"
 CACHE_TABLE = "vector_cache"  # before the vectors table: vectors of texts that left, moved there at the next publish
@@ -145,7 +145,7 @@ class SubchunkIndex:
     def recipe(self) -> str:
         """The sub-chunk recipe of the table's rows, by name (a table from before it was recorded: the legacy one)."""
         meta = self.table.schema.metadata or {}
-        return meta.get(b"subchunk_recipe", LEGACY_RECIPE.name.encode()).decode()
+        return meta.get(b"subchunk_recipe", LEGACY_RECIPE_NAME.encode()).decode()
 
     def rechunk(self, recipe: str) -> int:
         """Empty the table for another sub-chunk recipe; the texts' vectors stay (same vector space)."""

@@ -10,6 +10,7 @@ import numpy as np
 from rag.models.embedders import DEFAULT_EMBEDDER, EMBEDDER_SETTING, embedder_spec
 from rag.models.tokens import TokenCounter
 from rag.sources.documents import LoadResult, Rejected, content_hash
+from rag.sources.formats import ExtractOptions
 from rag.store import doc_partitions
 from rag.store.catalog import Catalog
 from rag.store.facts import plan_from_facts
@@ -57,7 +58,7 @@ def publish_documents(catalog: Catalog, settings: IngestSettings) -> tuple[DocCh
     sources = [str(Path(s).resolve()) for s in settings.sources]
     publish_id = catalog.begin_publish(sources)
     view = read_sources(catalog, sources, settings.default_acl, settings.collection, settings.rescan,
-                        settings.select)
+                        settings.select, ExtractOptions(ocr=settings.ocr))
     loaded = view.loaded()
     catalog.record_problems(publish_id, "skipped", loaded.skipped)
     if not view.holding and not (settings.allow_empty and loaded.scanned):
@@ -253,7 +254,7 @@ def subchunk_rows(members: list[tuple], catalog: Catalog, counter: TokenCounter,
         title, text = texts_by_key[(m.doc_id, m.doc_version)]
         for span in settings.recipe.spans(text[m.start:m.end], counter):
             start, end = m.start + span.start, m.start + span.end
-            embedded = embedded_text(title, text[start:end])
+            embedded = embedded_text(title, text, start, end)
             rows.append(SubchunkRow(m.doc_id, m.doc_version, m.part, m.start, m.end, acl, collection,
                                     start, end, span.tokens, content_hash(embedded)))
             texts.append(embedded)

@@ -43,6 +43,7 @@ class IngestSettings:
     partitioned: bool = False     # each collection is a Dagster partition with a store of its own
     shard_files: int | None = None  # None: $RAG_SHARD_FILES or 20,000
     sensor_interval_s: int = 30   # how often the source sensors look for changed files
+    ocr: bool = False             # read image-only PDF pages with tesseract (slow; off: they are quarantined)
 
     def __post_init__(self):
         self.sources = [str(s) for s in self.sources]
@@ -70,7 +71,7 @@ class IngestSettings:
     def from_env(cls, environ: Mapping[str, str], workspace: str, sources: list[str]) -> IngestSettings:
         """RAG_WORKSPACE, RAG_SOURCES (os.pathsep-separated), RAG_DEFAULT_ACL (comma-separated), RAG_COLLECTION,
         RAG_DERIVE_LINKS=titles, RAG_LANCE_URI, RAG_EMBEDDER, RAG_ALLOW_EMPTY=1, RAG_PARTITIONS=collections,
-        RAG_SENSOR_INTERVAL_S;
+        RAG_SENSOR_INTERVAL_S, RAG_OCR=1;
         `workspace` and `sources` are the defaults when unset."""
         return cls(
             workspace=environ.get("RAG_WORKSPACE") or workspace,
@@ -82,7 +83,8 @@ class IngestSettings:
             embedder=environ.get("RAG_EMBEDDER") or None,
             allow_empty=environ.get("RAG_ALLOW_EMPTY", "").lower() in _TRUE,
             partitioned=environ.get("RAG_PARTITIONS", "") == "collections",
-            sensor_interval_s=_seconds(environ, "RAG_SENSOR_INTERVAL_S", cls.sensor_interval_s))
+            sensor_interval_s=_seconds(environ, "RAG_SENSOR_INTERVAL_S", cls.sensor_interval_s),
+            ocr=environ.get("RAG_OCR", "").lower() in _TRUE)
 
 
 def _seconds(environ: Mapping[str, str], name: str, default: int) -> int:

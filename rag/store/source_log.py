@@ -15,6 +15,7 @@ from typing import Callable
 import pyarrow as pa
 
 from rag.sources.documents import Document, LoadResult
+from rag.sources.formats import ExtractOptions
 from rag.sources.loaders import _load_files, jsonl_lines, jsonl_record
 from rag.sources.partitions import Selection
 from rag.sources.scan import FileState, Record, Scan, scan_sources
@@ -46,6 +47,7 @@ class SourceView:
     removed: list[str] = field(default_factory=list)
     kept_rejections: list[Record] = field(default_factory=list)   # of files not read anew
     holding: set[str] = field(default_factory=set)   # sources that hold any document
+    options: ExtractOptions = ExtractOptions()        # how PDF and Office files were read (OCR or not)
 
     @property
     def stale(self) -> list[str]:
@@ -59,7 +61,8 @@ class SourceView:
         standing = sorted(fresh + self.kept_rejections, key=lambda r: (order.get(r.file, len(order)), r.position))
         return LoadResult(documents=list(self.scan.parsed.values()),
                           rejected=self.scan.passed_over.rejected + [r.rejected() for r in standing],
-                          skipped=self.scan.passed_over.skipped, scanned=self.scan.scanned)
+                          skipped=self.scan.passed_over.skipped, scanned=self.scan.scanned,
+                          warnings=self.scan.warnings)
 
     def reading(self) -> dict[str, int]:
         changed = set(self.scan.changed)
@@ -68,13 +71,14 @@ class SourceView:
 
 
 def read_sources(catalog: Catalog, sources: list[str], default_acl: tuple[str, ...], collection: str | None,
-                 rescan: bool = False, select: Selection | None = None) -> SourceView:
+                 rescan: bool = False, select: Selection | None = None,
+                 options: ExtractOptions = ExtractOptions()) -> SourceView:
     """List the sources (only a partition's files with `select`), read what changed since the catalog's last
     reading, and gather what still stands."""
     known = _states(catalog)
     scan = scan_sources(sources, default_acl, collection, known, lambda files: _records(catalog, files), rescan,
-                        select)
-    view = SourceView(scan, default_acl, collection)
+                        select, options)
+    view = SourceView(scan, default_acl, collection, options=options)
     scanned = set(scan.scanned)
     view.removed = sorted(p for p, st in known.items() if st.source in scanned and p not in scan.states)
     keep = _kept()
@@ -102,6 +106,7 @@ def sync_sources(catalog: Catalog, publish_id: int, view: SourceView, allow_empt
             "AND doc_id IN (SELECT unnest(?::VARCHAR[]))", [scan.scanned, view.stale, sorted(touched)])]
     existing, dropped = known_versions(catalog, None if touched is None else sorted(touched))
     plan = reconcile_versions(existing, loaded, view.loaded().rejected, scan.scanned, allow_empty, view.holding)
+    plan.warnings = scan.warnings + plan.warnings
     plan.insert = _documents(plan.insert, view)
     plan.update_meta = _documents(plan.update_meta, view)
     lost = catalog.missing_texts({k: existing[k][0] for k in (set(plan.make_current) | textless) - {
@@ -163,7 +168,8 @@ def _documents(items: list, view: SourceView) -> list[Document]:
             outcomes = {n: jsonl_record(path, n, line, view.default_acl, view.collection)
                         for n, line in jsonl_lines(path) if n in positions}
         else:
-            outcomes = {0: d for d in _load_files([path], Path(state.root), view.default_acl, view.collection).documents}
+            outcomes = {0: d for d in _load_files([path], Path(state.root), view.default_acl, view.collection,
+                                                  view.options).documents}
         for r in records:
             doc = outcomes.get(r.position)
             if not isinstance(doc, Document) or (doc.doc_id, doc.version, doc.content_hash) != (

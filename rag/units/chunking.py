@@ -1,10 +1,18 @@
-"""Sentence-aligned spans: sub-chunks for the index and parts of documents larger than a unit."""
+"""Sentence-aligned spans: sub-chunks for the index and parts of documents larger than a unit.
+
+A Markdown text's structure bounds its spans (rag.text.markdown): a heading, a table row and a location marker are
+each a span of their own, so no span starts or ends inside one; prose and list items are cut into sentences.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from rag.models.tokens import TokenCounter
 from rag.text.analysis import sentence_spans as text_sentences
+from rag.text.markdown import blocks
+
+# Spans that open what follows them: a chunk never closes on one while text follows.
+OPENERS = frozenset({"heading", "marker"})
 
 
 @dataclass(frozen=True)
@@ -14,39 +22,69 @@ class Span:
     start: int
     end: int
     tokens: int
+    kind: str = "prose"
 
 
 def sentence_spans(text: str, counter: TokenCounter, max_tokens: int) -> list[Span]:
-    """Sentences with their token counts; a sentence longer than max_tokens is cut at token boundaries."""
+    """Sentences and structural lines with their token counts; one longer than max_tokens is cut at token
+    boundaries (a table row only when the row alone is longer)."""
     if not text.strip():
         return []
-    offsets = text_sentences(text)
-    counts = counter.count([text[s:e] for s, e in offsets])
+    offsets = _pieces(text)
+    counts = counter.count([text[s:e] for s, e, _ in offsets])
     spans: list[Span] = []
-    for (s, e), n in zip(offsets, counts):
+    for (s, e, kind), n in zip(offsets, counts):
         if n <= max_tokens:
-            spans.append(Span(s, e, int(n)))
+            spans.append(Span(s, e, int(n), kind))
         else:
             spans.extend(_cut_long(text, s, e, counter, max_tokens))
     return spans
+
+
+def _pieces(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, kind) of each sentence of prose and list items, and of each other block whole."""
+    if "\n" not in text.strip():
+        return [(s, e, "prose") for s, e in text_sentences(text)]
+    out = []
+    for b in blocks(text):
+        if b.kind in ("prose", "item"):
+            out += [(b.start + s, b.start + e, b.kind) for s, e in text_sentences(text[b.start:b.end])]
+        else:
+            out.append((b.start, b.end, b.kind))
+    return out or [(s, e, "prose") for s, e in text_sentences(text)]
 
 
 def pack(spans: list[Span], max_tokens: int, target_tokens: int | None = None) -> list[Span]:
     """Greedily join consecutive spans while the sum stays within max_tokens (closing at target_tokens)."""
     target = target_tokens or max_tokens
     packed: list[Span] = []
-    start = end = tokens = 0
-    open_ = False
+    chunk: list[Span] = []
+    tokens = 0
     for sp in spans:
-        if open_ and (tokens + sp.tokens > max_tokens or tokens >= target):
-            packed.append(Span(start, end, tokens))
-            open_ = False
-        if not open_:
-            start, tokens, open_ = sp.start, 0, True
-        end, tokens = sp.end, tokens + sp.tokens
-    if open_:
-        packed.append(Span(start, end, tokens))
+        if chunk and (tokens + sp.tokens > max_tokens or tokens >= target):
+            carried = _trailing_openers(chunk)
+            packed.append(_joined(chunk[:len(chunk) - len(carried)]))
+            chunk, tokens = carried, sum(c.tokens for c in carried)
+            if chunk and tokens + sp.tokens > max_tokens:
+                packed.append(_joined(chunk))
+                chunk, tokens = [], 0
+        chunk.append(sp)
+        tokens += sp.tokens
+    if chunk:
+        packed.append(_joined(chunk))
     return packed
+
+
+def _trailing_openers(chunk: list[Span]) -> list[Span]:
+    """The headings and markers a chunk ends with, when it holds something before them: they open the next."""
+    n = len(chunk)
+    while n > 0 and chunk[n - 1].kind in OPENERS:
+        n -= 1
+    return chunk[n:] if n > 0 else []
+
+
+def _joined(chunk: list[Span]) -> Span:
+    return Span(chunk[0].start, chunk[-1].end, sum(c.tokens for c in chunk))
 
 
 def subchunks(text: str, counter: TokenCounter, target_tokens: int = 112, max_tokens: int = 128) -> list[Span]:

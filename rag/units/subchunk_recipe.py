@@ -1,7 +1,10 @@
 """What a vector stands for: how a member's text is cut into sub-chunks and what text of each is embedded.
 
-The embedded text is the document's title, a line break, then the sub-chunk (the title names the entity a
-paragraph's pronouns refer to); the stored offsets and the text packed for the reader are the document's own.
+The embedded text is the sub-chunk's context, a line break, then the sub-chunk: the context is the document's title
+(it names the entity a paragraph's pronouns refer to) and the headings in force (`title › section › subsection`);
+a sub-chunk that starts inside a table also gets the table's header rows, so each row is read with its columns'
+names. Location markers are not embedded. The stored offsets and the text packed for the reader are the document's
+own.
 The recipe's name is recorded in the index beside the embedder's, so a workspace whose recipe changes is
 re-chunked instead of holding vectors of two recipes (rag.store.publish.switch_recipe).
 """
@@ -10,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rag.models.tokens import TokenCounter
+from rag.text.markdown import structure, without_markers
 from rag.units.chunking import Span, pack, sentence_spans
 
 
@@ -29,7 +33,7 @@ class SubchunkRecipe:
 
     @property
     def name(self) -> str:
-        return f"title+sentences:{self.target_tokens}/{self.max_tokens}+{self.overlap_tokens}"
+        return f"structure+title+sentences:{self.target_tokens}/{self.max_tokens}+{self.overlap_tokens}"
 
     def spans(self, text: str, counter: TokenCounter) -> list[Span]:
         """The sub-chunks of a text, as character ranges into it."""
@@ -39,13 +43,21 @@ class SubchunkRecipe:
         return windows(sentences, self.max_tokens, self.target_tokens, self.overlap_tokens)
 
 
-# Indexes written before the recipe was recorded were cut and embedded this way.
-LEGACY_RECIPE = SubchunkRecipe(112, 128, 0)
+# The name an index written before the recipe was recorded stands for (cut by sentences alone, titles embedded).
+LEGACY_RECIPE_NAME = "title+sentences:112/128+0"
 
 
-def embedded_text(title: str, chunk: str) -> str:
-    """The text whose vector stands for a sub-chunk (and whose hash keys the vector cache)."""
-    return f"{title}\n{chunk}"
+def embedded_text(title: str, text: str, start: int, end: int) -> str:
+    """The text whose vector stands for the sub-chunk text[start:end] (and whose hash keys the vector cache)."""
+    chunk = text[start:end]
+    if "\n" not in text:
+        return f"{title}\n{chunk}"
+    found = structure(text)
+    path = [h for h in found.heading_path(start) if h != title]
+    context = " › ".join([title, *path])
+    header = found.table_header(start)
+    body = without_markers(chunk)
+    return f"{context}\n{header}\n{body}" if header else f"{context}\n{body}"
 
 
 def windows(spans: list[Span], max_tokens: int, target_tokens: int, overlap_tokens: int) -> list[Span]:

@@ -13,7 +13,7 @@ from rag.store.index import SubchunkIndex, schema
 from rag.store.publish import publish_documents, publish_index, publish_units
 from rag.store.settings import IngestSettings
 from rag.units.chunking import Span, pack
-from rag.units.subchunk_recipe import LEGACY_RECIPE, SubchunkRecipe, embedded_text, windows
+from rag.units.subchunk_recipe import LEGACY_RECIPE_NAME, SubchunkRecipe, embedded_text, windows
 
 
 def sentences_of(counts: list[int]) -> list[Span]:
@@ -82,7 +82,7 @@ def test_a_vector_stands_for_the_title_and_its_sub_chunk_while_offsets_point_int
         assert chunk.strip() and not chunk.startswith(title + "\n")   # the stored range is the document's own text
         vector = np.asarray(r["vector"], dtype=np.float32)
         vector /= np.linalg.norm(vector)  # stored as int8, scaled so its largest component is 127
-        titled, bare = embedder.encode([embedded_text(title, chunk), chunk])
+        titled, bare = embedder.encode([embedded_text(title, text, r["char_start"], r["char_end"]), chunk])
         assert float(vector @ titled) > 0.999 > float(vector @ bare)
     assert consistency.index_rows_match_catalog(catalog, index).passed
 
@@ -115,4 +115,4 @@ def test_an_index_from_before_the_recipe_was_recorded_reads_as_the_legacy_recipe
     assert index.recipe == SubchunkRecipe().name
     old = schema().with_metadata({"embedder": "minilm"})
     index.table = index.db.create_table("subchunks", schema=old, mode="overwrite")
-    assert SubchunkIndex(tmp_path / "lance").recipe == LEGACY_RECIPE.name
+    assert SubchunkIndex(tmp_path / "lance").recipe == LEGACY_RECIPE_NAME
