@@ -2,6 +2,7 @@
 
 import time
 import warnings
+from collections import Counter
 
 import dagster as dg
 from tqdm import tqdm
@@ -9,6 +10,7 @@ from tqdm import tqdm
 from assets.workspace_totals import published_elsewhere
 from rag.models.embedders import workspace_embedder_name
 from rag.query.workspace import shared_ids
+from rag.sources.formats.registry import kind_of
 from rag.sources.partitions import unpublished
 from rag.store import consistency
 from rag.store.publish import NothingToPublish, publish_documents, publish_index, publish_units
@@ -46,6 +48,7 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
                 changes, loaded = publish_documents(cat, settings)
             except NothingToPublish as err:
                 raise dg.Failure(str(err), metadata={"quarantine": dg.MetadataValue.md(_quarantine_md(err.rejected))})
+            served = cat.current_versions_of([r.doc_id for r in changes.rejected if r.doc_id])
             for r in changes.rejected + changes.warnings:
                 context.log.warning(f"{r.source_path}: {r.reason}")
             return dg.MaterializeResult(metadata={
@@ -60,7 +63,13 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
                 "skipped": len(loaded.skipped),
                 **changes.reading,
                 "counts_explained": _counts_line(changes, loaded.documents),
-                "quarantine": dg.MetadataValue.md(_quarantine_md(changes.rejected + changes.warnings + loaded.skipped)),
+                "quarantine": dg.MetadataValue.md(_quarantine_md(changes.rejected + changes.warnings + loaded.skipped,
+                                                                  served)),
+                "last_good_served": sum(r.doc_id in served for r in changes.rejected),
+                "quarantined_by_kind": dg.MetadataValue.md(_kinds_md(changes.rejected)),
+                "quarantine_lines": dg.MetadataValue.json([_quarantine_line(r, served)
+                                                           for r in changes.rejected[:QUARANTINE_LINES]]),
+                "formats_read": dg.MetadataValue.md(_formats_md(loaded.formats)),
                 "catalog": dg.MetadataValue.path(cat.path),
                 **_shared_ids_metadata(source_settings, part),
                 **({"collection_vanished": True} if settings.select is not None and settings.select.vanished else {}),
@@ -216,12 +225,39 @@ def _counts_line(changes, documents) -> str:
             f"{changes.current} documents are current in the catalog, counting those in unchanged files.")
 
 
-def _quarantine_md(rejected) -> str:
+def _quarantine_md(rejected, served: dict[str, str] | None = None) -> str:
+    """The inputs passed over, each with its reason and whether the last good version of its document is served."""
     if not rejected:
         return "Nothing quarantined."
-    rows = [[r.source_path, r.doc_id or "", r.reason] for r in rejected[:50]]
+    served = served or {}
+    rows = [[r.reason, r.source_path, r.doc_id or "",
+             f"v{served[r.doc_id]} (last good)" if r.doc_id in served else ""] for r in rejected[:50]]
     more = f"\n\n…and {len(rejected) - 50} more (see the catalog's `quarantine` table)." if len(rejected) > 50 else ""
-    return markdown_table(["input", "doc id", "reason"], rows) + more
+    return markdown_table(["reason", "input", "doc id", "served instead"], rows) + more
 
+
+def _quarantine_line(r, served: dict[str, str]) -> str:
+    last_good = f" (its last good version, v{served[r.doc_id]}, is still served)" if r.doc_id in served else ""
+    return f"{r.source_path}: {r.reason}{last_good}"
+
+
+def _kinds_md(rejected) -> str:
+    """Refused inputs counted by kind (encrypted, no text layer, zip bomb, …); 'other' for the text loaders' reasons."""
+    kinds = Counter(kind_of(r.reason) for r in rejected)
+    if not kinds:
+        return "Nothing refused."
+    return markdown_table(["kind", "inputs"], [[k, n] for k, n in kinds.most_common()])
+
+
+def _formats_md(formats) -> str:
+    """Files, pages (slides, sheets) and reading seconds per format read in this run."""
+    if not formats:
+        return "No PDF, Office, HTML or e-mail file was read in this run."
+    rows = [[suffix.lstrip("."), r.files, r.pages or "", f"{r.seconds:.2f}",
+             f"{r.files / r.seconds:.1f}" if r.seconds else ""] for suffix, r in sorted(formats.items())]
+    return markdown_table(["format", "files read", "pages, slides or sheets", "seconds", "files/s"], rows)
+
+
+QUARANTINE_LINES = 20  # the run's output names this many refused inputs; the metadata table and catalog hold all
 
 ingest_assets, ingest_checks = build_ingest()

@@ -365,6 +365,10 @@ def _print_summary(counts: dict, workspace: str) -> None:
               "version, with their stored vectors (once).")
     print(f"Quarantined inputs: {counts['quarantined']}; deleted documents: {counts['deleted']}; "
           f"asset checks {'passed' if counts['checks_passed'] else 'FAILED'}.")
+    for line in counts.get("quarantine_lines", []):
+        print(f"  quarantined {line}")
+    if counts["quarantined"] > len(counts.get("quarantine_lines", [])):
+        print(f"  …and {counts['quarantined'] - len(counts['quarantine_lines'])} more (the catalog's quarantine table)")
     if "partitions" in counts:
         print(f"Partitions: {', '.join(counts['partitions'])} — each with its own catalog and index under "
               f"{ws / 'partitions'}")

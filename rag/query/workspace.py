@@ -20,7 +20,7 @@ from rag.answer.llm import ChatModel
 from rag.models.tokens import TokenCounter, default_counter
 from rag.query.methods import MAX_QUESTION_CHARS, METHODS, method
 from rag.retrieval.callers import Caller
-from rag.retrieval.context import RetrievalResult
+from rag.retrieval.context import RetrievalResult, located
 from rag.retrieval.read_state import WARM_PARTS, SharedCache, Snapshot
 from rag.retrieval.request import Request, Tools
 from rag.sources.partitions import PARTITIONS_DIR, Store, is_partitioned, published_stores

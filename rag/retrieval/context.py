@@ -21,7 +21,7 @@ class ContextItem:
     unit_id: str | None = None                 # LongRAG: the long unit it came from; ELITE: None
     matched: str | None = None                 # the sub-chunk or sentence that matched the question
     part: int = 0                              # k ≥ 1 when the document was split into parts at ingest
-    location: str | None = None                # the page, slide or sheet `ranges` lie on: "p.7", "slide 3"
+    location: str | None = None                # the page, slide or sheet of `matched` (else of `ranges`): "p.7"
 
     @property
     def citation(self) -> str:
@@ -75,9 +75,17 @@ def located(result: RetrievalResult, texts: Callable[[list[tuple[str, str]]], di
     for item in result.items:
         text = found.get((item.doc_id, item.doc_version), ("", ""))[1]
         if item.ranges and "<!-- location:" in text:
-            item = replace(item, location=structure(text).location(item.ranges[0][0], item.ranges[-1][1]))
+            item = replace(item, location=_place(item, text))
         items.append(item)
     return replace(result, items=items)
+
+
+def _place(item: ContextItem, text: str) -> str | None:
+    """Where the sub-chunk that matched lies, when it is known and found; else where the shown ranges lie."""
+    at = text.find(item.matched, item.ranges[0][0]) if item.matched else -1
+    if at >= 0:
+        return structure(text).location(at, at + len(item.matched))
+    return structure(text).location(item.ranges[0][0], item.ranges[-1][1])
 
 
 def pack(candidates: list[ContextItem] | list[Candidate], budget: int) -> list[ContextItem] | list[Candidate]:

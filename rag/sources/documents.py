@@ -63,6 +63,7 @@ class LoadResult:
     warnings: list[Rejected] = field(default_factory=list)
     skipped: list[Rejected] = field(default_factory=list)   # inputs passed over on purpose (README, dot-files)
     scanned: list[str] = field(default_factory=list)         # sources that were read, so may delete
+    formats: dict[str, "FormatReading"] = field(default_factory=dict)  # suffix → what its reader did in this run
 
     def extend(self, other: "LoadResult") -> None:
         self.documents += other.documents
@@ -70,6 +71,22 @@ class LoadResult:
         self.warnings += other.warnings
         self.skipped += other.skipped
         self.scanned += other.scanned
+        add_readings(self.formats, other.formats)
+
+
+@dataclass
+class FormatReading:
+    """What one format's reader did in a run: files read (refused ones too), their pages, slides or sheets, seconds."""
+
+    files: int = 0
+    pages: int = 0
+    seconds: float = 0.0
+
+
+def add_readings(into: dict[str, FormatReading], more: dict[str, FormatReading]) -> None:
+    for suffix, r in more.items():
+        mine = into.setdefault(suffix, FormatReading())
+        mine.files, mine.pages, mine.seconds = mine.files + r.files, mine.pages + r.pages, mine.seconds + r.seconds
 
 
 def content_hash(*parts: str) -> str:

@@ -11,12 +11,14 @@ import json
 import os
 import re
 import stat
+import time
 import unicodedata
+from datetime import datetime, timezone
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable
 
-from rag.sources.documents import Document, InputError, LoadResult, Rejected
+from rag.sources.documents import Document, FormatReading, InputError, LoadResult, Rejected
 from rag.sources.formats import ExtractError, ExtractOptions
 from rag.sources.formats.registry import MAX_BYTES, READERS, read, reason
 from rag.sources.front_matter import split_front_matter, unique_pairs
@@ -173,21 +175,38 @@ def load_formatted(path: Path, root: Path, default_acl: tuple[str, ...], collect
                    options: ExtractOptions) -> LoadResult:
     """One PDF, Office, HTML or e-mail file as a document; a refusal keeps the id, so its last good version stays."""
     doc_id = default_id(path, root)
+    reading = FormatReading(files=1)
+    started = time.perf_counter()
     try:
-        found = read(path.suffix, read_bytes(path), options)
+        data, modified_ns = read_bytes(path)
+        found = read(path.suffix, data, options)
+        reading.pages = found.pages
         title = "".join(ch for ch in (found.title or "") if unicodedata.category(ch)[0] not in "CZ" or ch == " ")
         fields = {"title": " ".join(title.split())[:1000]} if title.strip() else {}
+        fields["version"] = modified_version(modified_ns)
         doc = document(fields, found.text, Origin(str(path), "id", doc_id, True, default_acl, collection))
     except ExtractError as err:
-        return LoadResult(rejected=[Rejected(str(path), reason(err), doc_id, empty=err.kind == "empty")])
+        return _read_as(path, reading, started, rejected=[Rejected(str(path), reason(err), doc_id,
+                                                                    empty=err.kind == "empty")])
     except Exception as err:  # noqa: BLE001 - a per-file failure is contained and named
-        return LoadResult(rejected=[Rejected(str(path), _reason(err), doc_id)])
+        return _read_as(path, reading, started, rejected=[Rejected(str(path), _reason(err), doc_id)])
     notes = [Rejected(str(path), note, doc_id) for note in found.dropped]
-    return LoadResult(documents=[doc], warnings=notes)
+    return _read_as(path, reading, started, documents=[doc], warnings=notes)
 
 
-def read_bytes(path: Path) -> bytes:
-    """A file's bytes, refused if it is not a regular file, is too large, or changes while it is read."""
+def _read_as(path: Path, reading: FormatReading, started: float, **outcome) -> LoadResult:
+    reading.seconds = time.perf_counter() - started
+    return LoadResult(**outcome, formats={path.suffix.lower(): reading})
+
+
+def modified_version(mtime_ns: int) -> str:
+    """A file without front matter is versioned by when it was last modified (UTC), e.g. 2026.12.06.145903."""
+    return datetime.fromtimestamp(mtime_ns / 1e9, timezone.utc).strftime("%Y.%m.%d.%H%M%S")
+
+
+def read_bytes(path: Path) -> tuple[bytes, int]:
+    """A file's bytes and modification time, refused if it is not a regular file, is too large, or changes while
+    it is read."""
     try:
         with _open_no_follow(path) as handle:
             before = os.fstat(handle.fileno())
@@ -207,7 +226,7 @@ def read_bytes(path: Path) -> bytes:
             after.st_ino, after.st_dev) or _stamp(now) != _stamp(after):
         raise ExtractError("changed while read", "changed while read: the file was written or replaced during the "
                                                  "reading (read again at the next run)")
-    return data
+    return data, after.st_mtime_ns
 
 
 def _stamp(st: os.stat_result) -> tuple[int, int]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from rag.sources.documents import Document, LoadResult, Rejected, content_hash
+from rag.sources.documents import Document, FormatReading, LoadResult, Rejected, add_readings, content_hash
 from rag.sources.formats import ExtractOptions
 from rag.sources.loaders import (
     _load_files,
@@ -111,6 +111,7 @@ class Scan:
     scanned: list[str] = field(default_factory=list)
     lines_parsed: int = 0
     warnings: list[Rejected] = field(default_factory=list)   # what the files read anew left out (scripts, images)
+    formats: dict[str, FormatReading] = field(default_factory=dict)  # suffix → what its reader did
 
 
 def scan_sources(sources: list[str], default_acl: tuple[str, ...], collection: str | None,
@@ -197,6 +198,7 @@ def _read(now: FileState, old: FileState | None, before: list[Record], default_a
                else _load_files([path], Path(now.root), default_acl, collection, options))
         _keep(scan, state, 0, digest, (one.documents or one.rejected)[0])
         scan.warnings += one.warnings
+        add_readings(scan.formats, one.formats)
         return
     reuse = {r.line_hash: r for r in before} if old is not None and old.same_reading(now) else {}
     scan.changed[now.path] = []

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import NamedTuple
 
 from rag.sources.documents import Document, Rejected, UnorderableVersion, source_file, version_key, version_order
+from rag.sources.formats.registry import READERS
 
 
 class Published(NamedTuple):
@@ -83,6 +85,9 @@ def reconcile_versions(existing: Existing, loaded: list[Document], rejected: lis
             pass
     by_id: dict[str, dict[str, Document]] = defaultdict(dict)
     for doc in _deduplicate(loaded, plan.rejected):
+        cur = current.get(doc.doc_id)
+        if cur and doc.version != cur and dated(doc) and existing[(doc.doc_id, cur)].content_hash == doc.content_hash:
+            doc = replace(doc, version=cur)   # touched, not changed (a copy, a restore): still the current version
         by_id[doc.doc_id][doc.version] = doc
     protect = _Protection.of(plan.rejected, allow_empty)
     scanned = set(scanned_sources)
@@ -132,6 +137,11 @@ def reconcile_versions(existing: Existing, loaded: list[Document], rejected: lis
 
 def _held_by(holder: Rejected) -> tuple[str, str]:
     return holder.holds, f"deletions held back: {holder.source_path} could not be read and may hold them"
+
+
+def dated(item) -> bool:
+    """Versioned by the file's modification time: a PDF, Office, HTML or e-mail file has no front matter."""
+    return Path(source_file(item.source_path)).suffix.lower() in READERS
 
 
 def _refusal(doc: Document, row: Published | None, cur: str | None, orders: dict[tuple, str]) -> str | None:

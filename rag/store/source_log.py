@@ -19,7 +19,7 @@ from rag.sources.formats import ExtractOptions
 from rag.sources.loaders import _load_files, jsonl_lines, jsonl_record
 from rag.sources.partitions import Selection
 from rag.sources.scan import FileState, Record, Scan, scan_sources
-from rag.sources.versions import VersionPlan, reconcile_versions
+from rag.sources.versions import VersionPlan, dated, reconcile_versions
 from rag.store.catalog import Catalog, utc_now
 from rag.store.catalog_documents import SOURCE_RECORDS
 from rag.store.rows import DocChanges
@@ -62,7 +62,7 @@ class SourceView:
         return LoadResult(documents=list(self.scan.parsed.values()),
                           rejected=self.scan.passed_over.rejected + [r.rejected() for r in standing],
                           skipped=self.scan.passed_over.skipped, scanned=self.scan.scanned,
-                          warnings=self.scan.warnings)
+                          warnings=self.scan.warnings, formats=self.scan.formats)
 
     def reading(self) -> dict[str, int]:
         changed = set(self.scan.changed)
@@ -172,10 +172,10 @@ def _documents(items: list, view: SourceView) -> list[Document]:
                                                   view.options).documents}
         for r in records:
             doc = outcomes.get(r.position)
-            if not isinstance(doc, Document) or (doc.doc_id, doc.version, doc.content_hash) != (
-                    r.doc_id, r.version, r.content_hash):
+            if not isinstance(doc, Document) or (doc.doc_id, doc.content_hash) != (r.doc_id, r.content_hash) or (
+                    doc.version != r.version and not dated(r)):
                 raise SourceChanged(f"{r.source_path}: changed while the run was reading it; run the ingest again")
-            read[(file, r.position)] = replace(doc, source=r.source, source_path=r.source_path)
+            read[(file, r.position)] = replace(doc, source=r.source, source_path=r.source_path, version=r.version)
     return [read[(i.file, i.position)] if isinstance(i, Record) else i for i in items]
 
 

@@ -11,8 +11,9 @@ from rag.models.tokens import TokenCounter
 from rag.text.analysis import sentence_spans as text_sentences
 from rag.text.markdown import blocks
 
-# Spans that open what follows them: a chunk never closes on one while text follows.
-OPENERS = frozenset({"heading", "marker"})
+# Spans that open what follows them: a chunk never closes on one while text follows, and one closes the chunk
+# before it once that holds this share of the target (a section or page then starts a sub-chunk of its own).
+OPENERS = {"heading": 0.5, "marker": 0.25}
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,8 @@ def pack(spans: list[Span], max_tokens: int, target_tokens: int | None = None) -
     chunk: list[Span] = []
     tokens = 0
     for sp in spans:
-        if chunk and (tokens + sp.tokens > max_tokens or tokens >= target):
+        if chunk and (tokens + sp.tokens > max_tokens or tokens >= target
+                      or (sp.kind in OPENERS and tokens >= OPENERS[sp.kind] * target)):
             carried = _trailing_openers(chunk)
             packed.append(_joined(chunk[:len(chunk) - len(carried)]))
             chunk, tokens = carried, sum(c.tokens for c in carried)
