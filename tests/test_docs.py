@@ -95,3 +95,9 @@ def test_a_results_file_without_its_machine_is_refused(monkeypatch):
     monkeypatch.setattr(figures, "load", lambda name: {k: v for k, v in real(name).items() if k != "machine"})
     with pytest.raises(SystemExit, match="no machine recorded"):
         figures.headline_table()
+
+
+def test_every_bench_is_listed_with_its_command_in_bench_readme():
+    listed = (REPO / "bench" / "README.md").read_text(encoding="utf-8")
+    missing = [p.name for p in sorted((REPO / "bench").glob("*.py")) if f"bench/{p.name}" not in listed]
+    assert not missing, f"bench/README.md does not list {missing}"
