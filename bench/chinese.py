@@ -147,7 +147,7 @@ def run(folder: Path, budgets: list[int], limit: int, workdir: Path, half: str =
     start = time.perf_counter()
     prepared = prepare_workspace(folder, workdir / name, ingest_embedder, counter)
     prepare_seconds = time.perf_counter() - start
-    embedder = MultilingualEmbedder(threads=1)   # one thread per query (STACK.md)
+    embedder = MultilingualEmbedder(threads=1)   # one thread per query, as the read path runs it
     prepared.reader.use_embedder(embedder)
     catalog = prepared.reader.snapshot().catalog
     segmentation = segmentation_cost(catalog)

@@ -69,7 +69,7 @@ def imported(code: Path, workspace: Path) -> list[str]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workspace", type=Path, default=REPO / ".rag" / "demo")
-    p.add_argument("--before", type=Path, help="another checkout to compare with (e.g. /work/before-22)")
+    p.add_argument("--before", type=Path, help="another checkout to compare with (a git worktree of another commit)")
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--tag", default="", help="suffix of the results file (e.g. s34)")
     p.add_argument("--bytecode", action="store_true",

@@ -1,6 +1,6 @@
-"""Would links across partitions group documents if units could span partitions? (issue 27)
+"""Would links across partitions group documents if units could span partitions?
 
-A unit only merges documents with the same ACL (rule 1's safe grouping) and, today, the same collection. For each
+A unit only merges documents with the same ACL (rule 1's safe grouping) and the same collection. For each
 explicit link that crosses collections in a corpus's current documents, this counts whether its two ends share an
 ACL (so a cross-partition unit could hold both) and how many tokens such a pair would take. Prints and writes
 bench/results/cross_links.json.

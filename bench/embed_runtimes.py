@@ -1,7 +1,7 @@
 """The MiniLM graph under each runtime, side by side in one run: ingest tokens per CPU second, query CPU ms, cosine
 to torch's vectors, cold load and memory, and what share of a core's peak multiply-adds each reaches.
 
-Runtimes: sentence-transformers on torch (the reference), ONNX Runtime as the embedder ran it until session 40, and
+Runtimes: sentence-transformers on torch (the reference), ONNX Runtime (what `minilm-int8` runs on), and
 OpenVINO compiling the same verified ONNX file in float32 and in bfloat16 (with float32 sums), plus the default
 runtime with other run sizes (`--run-tokens`). Ingest: a benchmark's paragraphs (title and text, as ingest embeds
 them) through `encode`, `--threads` runs side by side, the runtimes alternating round by round so load from other

@@ -70,7 +70,6 @@ def main() -> None:
     per_cpu = {k: round(tokens / float(np.median(v))) for k, v in cpu.items()}
     figures = {"command": "python bench/embed_throughput.py " + " ".join(sys.argv[1:]), "texts": len(texts),
                "tokens": tokens, "threads": args.threads, "rounds": args.rounds, "load_average": os.getloadavg(),
-               "machine": "2 cores shared with 3 other helpers' jobs",
                "seconds": {k: [round(x, 2) for x in v] for k, v in seconds.items()},
                "code": str(CODE), "tokens_per_s": rate, "tokens_per_cpu_s": per_cpu,
                "cpu_after_over_before": round(per_cpu["after"] / per_cpu["before"], 2),

@@ -1,4 +1,4 @@
-"""Benchmark workspaces whose units come from one of three groupings, for the grouping comparison of issue 14.
+"""Benchmark workspaces whose units come from one of three groupings, for the grouping comparison.
 
 - `title-links`: the product today (`derive_links=True`): a document is linked to the documents whose exact
   title its text mentions, and to the documents sharing its title.
@@ -8,7 +8,7 @@
 Each variant is a copy of the product's workspace re-planned with its own links; the ACL partitions and the
 oversize split stay the product's (rag.units.long_units.plan_units), and no vector is re-embedded (the index's cache
 is keyed by the sub-chunk text, which does not depend on the unit). The unit cap is the product's unless `cap`
-names another (issue 26: smaller units where title links chain two dozen paragraphs).
+names another (smaller units where title links chain many paragraphs).
 """
 from __future__ import annotations
 

@@ -55,7 +55,7 @@ class Parts:
 
         self.seconds = {"embed": 0.0, "search": 0.0, "pack": 0.0}
         try:
-            import rag.retrieval.shortchunk as shortchunk  # the baseline's own module (session 44)
+            import rag.retrieval.shortchunk as shortchunk  # the baseline's own module, where it has one
         except ImportError:
             shortchunk = None
         for module in filter(None, (longrag, shortchunk)):
@@ -64,13 +64,13 @@ class Parts:
                     setattr(module, name, self.timed(getattr(module, name), "search"))
         longrag.pack_ranked = self.timed(longrag.pack_ranked, "pack")
         try:
-            import rag.retrieval.extracts as extracts  # longrag-extract's packing (session 42)
+            import rag.retrieval.extracts as extracts  # longrag-extract's packing
             extracts.pack_extracts = self.timed(extracts.pack_extracts, "pack")
         except ImportError:
             pass
         try:
             from rag.retrieval.dense import Dense
-            for name in ("of_units", "unit_rows"):  # the candidate units' sub-chunks (their rows, after issue 22)
+            for name in ("of_units", "unit_rows"):  # the candidate units' sub-chunks (their rows)
                 if hasattr(Dense, name):
                     setattr(Dense, name, self.timed(getattr(Dense, name), "search"))
         except ImportError:

@@ -1,5 +1,5 @@
 """A workspace of about `--subchunks` sub-chunks made of copies of an embedded benchmark slice, for warm query
-latency at 110K and 1M sub-chunks (issue 22) without embedding a large corpus.
+latency at 110K and 1M sub-chunks without embedding a large corpus.
 
 How the copies differ (so neither BM25 nor the vectors see K identical documents):
 - copy 0 is the slice itself (its ids, titles and vectors); copy k > 0 has ids `r<k>:<id>` and titles `<title> · k`;

@@ -1,4 +1,4 @@
-"""Cost of each ingest operation against corpus size, with collections as partitions (issue 11).
+"""Cost of each ingest operation against corpus size, with collections as partitions.
 
 The three English benchmark corpora (15,934 documents) are replicated under new ids into collections of
 `--collection-size` documents (every collection holds the same texts, the first ones of the pool) (`scale/c00`, `scale/c01`, …; JSONL files of 500 lines), and grown in stages to

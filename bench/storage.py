@@ -1,4 +1,4 @@
-"""Storage on disk ÷ raw text, and what a one-document edit costs at scale (issue 23).
+"""Storage on disk ÷ raw text, and what a one-document edit costs at scale.
 
 For each of the three English benchmark corpora (HotpotQA, MuSiQue, 2WikiMultihopQA), a fresh workspace is
 published through the same steps as the ingest assets (documents → units → index, with title-derived links);
@@ -645,7 +645,7 @@ def main() -> None:
                         help="the index rewrites a fragment once this share of its rows is deleted (default: the code's)")
     parser.add_argument("--out", default=str(results_path("storage")))
     parser.add_argument("--keep", metavar="DIR", help="build the workspaces in this new folder and keep them "
-                        "(for same_rankings.py or a look at their files)")
+                        "(for a look at their files)")
     parser.add_argument("--print", nargs="+", metavar="JSON",
                         help="print the tables of these result files, run nothing")
     add_benchmarks_option(parser)

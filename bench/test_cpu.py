@@ -4,7 +4,7 @@ alternately in the same order (before, after, before, after, …): the suite's c
 Each run is one pytest process over all the given tests together, as one xdist worker would run them (so the
 embedder's memo warms as it does in the suite), with one thread per process as under `make test`:
 
-    python bench/test_cpu.py --repos /work/before-21 . --rounds 1 --tag s33 -- tests/interfaces/test_cli.py
+    python bench/test_cpu.py --repos ../other-checkout . --rounds 1 --tag cli -- tests/interfaces/test_cli.py
 
 `--wrappers none eatmydata` runs each checkout's tests bare and then under a wrapper command, alternately.
 """

@@ -2,7 +2,7 @@
 tail, and the tests that wait most: wall minus CPU (of the worker and the processes it started and reaped) minus
 the time the worker's main thread sat on a run queue waiting for a core.
 
-    python bench/test_timeline.py --repos /work/before-21 . --tag s36-fast -- -m "not slow"
+    python bench/test_timeline.py --repos ../other-checkout . --tag fast -- -m "not slow"
 
 Each checkout runs `make test`'s pytest command (`-n 2 --dist loadgroup --no-loadscope-reorder`) with this file
 loaded as a plugin; the arguments after `--` are pytest's. On a shared machine every test also waits for the cores: that

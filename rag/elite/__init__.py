@@ -56,4 +56,4 @@ def pack_exploration(found: Exploration, budget: int) -> RetrievalResult:
 def _default_embedder():
     from rag.models.embedders import load_embedder
 
-    return load_embedder(threads=1)   # one thread at query time (STACK.md: oversubscription costs 10–30×)
+    return load_embedder(threads=1)   # one thread at query time: oversubscribed threads cost 10–30×

@@ -105,7 +105,7 @@ def _hybrid(snap: Snapshot, req: Request, tools: Tools):
     from rag.retrieval.longrag import configured
 
     # One hop: on the English tune halves ELITE's step inside LongRAG's units gained nothing from the second hop
-    # (mean C@1K 0.587 with it, 0.598 without; bench/results/multihop-title-links-tune.json).
+    # (mean C@1K 0.587 with it, 0.598 without: `bench/multihop.py --half tune`, docs/quality.md).
     return hybrid_explore(snap, req, tools, replace(configured(tools), hops=1))
 
 

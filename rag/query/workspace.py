@@ -97,7 +97,7 @@ class Workspace:
         if self._embedder is None:
             from rag.models.embedders import workspace_embedder
 
-            # The space the index was built in; one thread per query is fastest under load (STACK.md).
+            # The space the index was built in; one thread per query is fastest under load.
             self._embedder = _Serialised(workspace_embedder(self.snapshot().catalog, threads=1))
         return self._embedder
 

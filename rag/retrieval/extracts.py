@@ -4,10 +4,10 @@ then the rest of the budget grows the packed members, in rank order, toward thei
 
 Completeness counts a document present when any of its text is in the context, and LongRAG packs each member
 whole (~8 MuSiQue paragraphs in 1K tokens); a header and one sentence show ~3 times as many documents. The heads
-are the documents each hop was run to find, so they keep every sentence (session 43, rule 4).
+are the documents each hop was run to find, so they keep every sentence.
 The small-budget method: kept for ~1K-token contexts, where it met every condition of its keep rule on the tune
 half; at 2K and 4K the excerpts still fill the budget and show the answer less often than `longrag` (docs/quality.md).
-Chinese (CMRC 2018, DRCD; session 44) is alike: at 1K it shows the answer paragraph more often than `longrag`, at 2K
+Chinese (CMRC 2018, DRCD) is alike: at 1K it shows the answer paragraph more often than `longrag`, at 2K
 and 4K less often on DRCD. Terms are jieba's words (rag.text.analysis), as BM25's, so Chinese questions match too.
 """
 from __future__ import annotations

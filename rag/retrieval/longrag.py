@@ -58,7 +58,7 @@ CHOICES = {"link_rule": ("corpus", "fixed"), "hop_query": ("residual", "names", 
 # and its units' linked members crowded out single-hop answers: on the tune halves of CMRC 2018 and DRCD
 # (bench/chinese.py --half tune) these weights reach the BM25 anchor at every budget, with one hop, as measured.
 # Question titles stay off there: a Chinese article title is a short common word that many questions write and many
-# paragraphs share, and moving its best paragraph first cost DRCD's tune half 0.012 at 1K (session 45).
+# paragraphs share, and moving its best paragraph first cost DRCD's tune half 0.012 at 1K.
 EMBEDDER_WEIGHTS: dict[str, dict[str, float | str]] = {"use-multilingual": {"link_rule": "fixed", "link_boost": 0.1,
                                                                             "lexical_weight": 0.7, "hops": 1,
                                                                             "question_titles": "off"}}

@@ -1,7 +1,7 @@
 """The documents a question names by their exact title, placed first in the question's own list.
 
 A comparison question names both of its documents ("Edward Albee or J. M. Barrie?") and a colleague's question
-often names the page it is about, yet one embedding of the whole question can rank neither first (session 45).
+often names the page it is about, yet one embedding of the whole question can rank neither first.
 """
 from __future__ import annotations
 

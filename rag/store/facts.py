@@ -26,7 +26,7 @@ from rag.units.long_units import UnitPlan, assemble, oversize_parts, render_memb
 
 # Up to this many new titles, DuckDB's `contains` join (one comparison per stored text and title, in C) costs less
 # than carrying every stored text into Python for one Aho–Corasick pass; past it, the join grows with texts × titles
-# (bench/new_titles.py: at 40K stored texts the two meet between 100 and 1,000 titles).
+# (measured at 40K stored texts: the two meet between 100 and 1,000 titles).
 CONTAINS_JOIN_TITLES = 100
 
 

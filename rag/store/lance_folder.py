@@ -21,7 +21,7 @@ from rag.store.object_store import is_object_uri
 RECORDED_PREDICATE = 256
 # Lance leaves the string columns of a short fragment (a publish's ~1,000 rows) uncompressed: 2Wiki's sub-chunk
 # rows took ~80 B there against ~44 in the first fragment. With zstd, its five re-publishes leave 0.61 MB of
-# sub-chunk data instead of 0.83 (bench/storage.py, session 42). A table's schema carries it: Lance encodes an append
+# sub-chunk data instead of 0.83 (bench/storage.py). A table's schema carries it: Lance encodes an append
 # and a compaction by the table's field metadata, so a table made before keeps its encoding.
 ZSTD = {"lance-encoding:compression": "zstd", "lance-encoding:compression-level": "9"}
 

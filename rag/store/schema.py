@@ -89,7 +89,7 @@ def split_source_paths(columns: dict[str, list]) -> dict[str, list]:
 # A new catalog file's block size: DuckDB's default (256 KiB) gives each of the ~15 small tables a quarter
 # megabyte at least; 16 KiB (DuckDB's smallest) made a HotpotQA catalog 1.46x -> 1.20x of its text against 64 KiB
 # (bench/storage.py). Existing files keep theirs. At 16 KiB DuckDB bit-packs no integer column, so an integer costs
-# its width; 32 and 64 KiB blocks bit-pack them but made the whole catalog larger (session 40, docs/storage.md).
+# its width; 32 and 64 KiB blocks bit-pack them but made the whole catalog larger (bench/storage.py).
 BLOCK_SIZE = 16384
 # Created by the first write of a setting, so opening an older catalog (or a read-only one) needs no migration.
 SETTINGS_SCHEMA = """

@@ -1,4 +1,4 @@
-"""Issue 10, class 7: every per-question cost is bounded; an over-long question gets a one-line error from
+"""Every per-question cost is bounded; an over-long question gets a one-line error from
 the core, whichever method or embedder it reaches first, before any work on the corpus."""
 import pytest
 

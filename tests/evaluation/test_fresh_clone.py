@@ -1,6 +1,6 @@
 """The promise of the README: a clone of this repository alone passes its tests, with nothing beside it.
 
-The current commit is cloned into an empty temporary folder (no sibling folders, so no ../shared) and the evaluation
+The current commit is cloned into an empty temporary folder (no sibling folders to read by accident) and the evaluation
 tests run there on the installed environment (this interpreter, PYTHONPATH = the clone), all but the workspace
 question set (it reads samples/ only and costs minutes) and the local-LLM sample (the outer run has it).
 Uncommitted changes are not in a clone: this checks what was committed.

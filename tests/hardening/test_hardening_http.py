@@ -1,4 +1,4 @@
-"""Issue 20, classes 4 and 7: every error of `rag serve` is one line of `{"error": "…"}`, bodies are capped and
+"""Every error of `rag serve` is one line of `{"error": "…"}`, bodies are capped and
 parsed with limits before the framework sees them, and no response names a server path or carries a traceback.
 Also the permission property over HTTP on a partitioned workspace."""
 import itertools

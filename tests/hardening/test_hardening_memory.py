@@ -1,4 +1,4 @@
-"""Issue 20, class 5: memory stays flat. One embedder per process and settings, whoever asks for it; many
+"""Memory stays flat. One embedder per process and settings, whoever asks for it; many
 in-process CLI calls (a notebook, an orchestrator task) do not keep a model each; `rag serve` across publishes
 keeps its RSS and open files (bench/serve_memory.py, here with fewer publishes)."""
 import json

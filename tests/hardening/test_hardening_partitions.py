@@ -1,4 +1,4 @@
-"""Issue 20, classes 1–3: partition keys name a collection exactly or are refused before any store exists; a
+"""Partition keys name a collection exactly or are refused before any store exists; a
 vanished collection is a deletion; an id published by two partitions is hidden and reported, never silent."""
 import json
 import shutil

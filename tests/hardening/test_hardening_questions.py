@@ -1,4 +1,4 @@
-"""Issue 20, class 6: a questions file refuses every wrongly typed field with one line naming the file, the line
+"""A questions file refuses every wrongly typed field with one line naming the file, the line
 and the question id; nothing is coerced (a string of gold ids was read letter by letter)."""
 import json
 

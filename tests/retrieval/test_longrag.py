@@ -215,7 +215,7 @@ def hostile_sample(tmp_path_factory, embedder):
        method=st.sampled_from(["longrag", "shortchunk", "elite"]))
 def test_hostile_front_matter_and_links_never_widen_what_a_caller_reads(hostile_sample, embedder, groups, words,
                                                                         budget, revoked, method):
-    """Property (rule 1 with issue 10's corpora): nothing quarantined or outside the folder is ever served."""
+    """Property (rule 1 with the hostile corpora): nothing quarantined or outside the folder is ever served."""
     from hardening.hardening_helpers import MARKER
 
     def run(sample, groups_, question, budget_):

@@ -1,0 +1,337 @@
+"""The figure tables of README.md and docs/figures.md, rendered from bench/results/ (nothing is re-measured).
+
+    python bench/figures.py           # rewrite each table between its marker comments
+    python bench/figures.py --check   # exit 1 naming each table that differs from its results files
+
+Each figure names its results file; the file gives the value, the command that made it and the machine it ran on.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results"
+BENCHMARKS = {"hotpotqa": ("HotpotQA", 124), "musique": ("MuSiQue", 106), "2wikimultihopqa": ("2WikiMultihopQA", 53)}
+BUDGETS = ("1000", "2000", "4000")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One row: what is measured, how to read the value from its results files, and what it is held against."""
+    what: str
+    files: tuple[str, ...]
+    value: Callable[..., str]
+    against: str = ""
+    headline: bool = False
+
+
+def load(name: str) -> dict:
+    """One results file, parsed."""
+    path = RESULTS / name
+    if not path.exists():
+        raise SystemExit(f"bench/results/{name} is missing: run its bench (bench/README.md)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def three(values) -> str:
+    """Three figures at 1K / 2K / 4K."""
+    return " / ".join(f"{v:.3f}" for v in values)
+
+
+def report(data: dict, benchmark: str, variant: str, metric: str = "completeness") -> list[float]:
+    """A multihop variant's report-half means at 1K, 2K and 4K."""
+    half = data["benchmarks"][benchmark]["variants"][variant]["report"]
+    return [half[b][metric]["mean"] for b in BUDGETS]
+
+
+def elite(data: dict, metric: str = "source_completeness") -> list[float]:
+    """ELITE's (offline policy) report-half figures at 1K, 2K and 4K."""
+    return [data["policies"]["offline"]["budgets"][b][metric] for b in BUDGETS]
+
+
+def anchor(benchmark: str) -> str:
+    """The held-out reference completeness of one benchmark."""
+    return "reference " + " / ".join(f"{v:g}" for v in load("anchors.json")["completeness"][benchmark])
+
+
+def quality(benchmark: str, headline: bool = False) -> Figure:
+    """The best registered methods' completeness on one benchmark's report half."""
+    name, n = BENCHMARKS[benchmark]
+
+    def value(best: dict) -> str:
+        extract, default = report(best, benchmark, "longrag-extract"), report(best, benchmark, "longrag")
+        return f"`longrag-extract` **{three(extract)}**, `longrag` {three(default)}"
+    return Figure(f"completeness @1K / 2K / 4K, {name} ({n} questions)", ("multihop-title-links-report.json",),
+                  value, anchor(benchmark), headline)
+
+
+def recall(best: dict) -> str:
+    """Evidence recall at 1K of both LongRAG methods, every benchmark."""
+    rows = []
+    for method in ("longrag", "longrag-extract"):
+        rows.append(f"`{method}` " + " / ".join(f"{report(best, b, method, 'evidence_recall')[0]:.3f}"
+                                                for b in BENCHMARKS))
+    return "; ".join(rows)
+
+
+def baselines(benchmark: str) -> Figure:
+    """The other registered methods on one benchmark, for comparison."""
+    name, n = BENCHMARKS[benchmark]
+
+    def value(base: dict, hybrid: dict, elite_data: dict) -> str:
+        return (f"short chunks {three(report(base, benchmark, 'shortchunk'))}; whole units (`longrag-units`) "
+                f"{three(report(base, benchmark, 'longrag-units'))}; `hybrid` "
+                f"{three(report(hybrid, benchmark, 'hybrid:hops=1'))}; ELITE {three(elite(elite_data))}")
+    return Figure(f"other methods' completeness @1K / 2K / 4K, {name} ({n} questions)",
+                  ("multihop-title-links-report-baselines.json", "multihop-title-links-report-hybrid.json",
+                   f"elite-{benchmark}-report.json"), value)
+
+
+def chinese(name: str, label: str) -> Figure:
+    """Chinese completeness against the BM25-over-jieba anchor."""
+    def value(data: dict) -> str:
+        c = data["completeness"]
+        return (f"`longrag` {three(c['longrag'][b] for b in BUDGETS)}, `longrag-extract` "
+                f"{three(c['longrag_extract'][b] for b in BUDGETS)}")
+
+    def against(data: dict) -> str:
+        return "BM25 over jieba " + three(data["completeness"]["bm25_jieba_anchor"][b] for b in BUDGETS)
+    data = load(f"chinese-{name}-extract.json")
+    return Figure(f"completeness @1K / 2K / 4K, {label} (400 questions, multilingual embedder)",
+                  (f"chinese-{name}-extract.json",), value, against(data))
+
+
+def latency(size: str, label: str, headline: bool = False) -> Figure:
+    """A warm two-hop LongRAG query's CPU time, and its parts."""
+    def value(data: dict) -> str:
+        total, parts = data["latency_ms"]["longrag"], data["parts_p50_ms"]["longrag"]
+        split = " / ".join(f"{parts[k]:g}" for k in ("embed", "search", "rank", "pack"))
+        return f"**{total['p50']:g} / {total['p95']:g}** (embed / search / rank / pack p50: {split})"
+    goal = {"110k": "goal ≤ 25 / ≤ 50", "1m": "goal p50 ≤ 60"}.get(size, "")
+    return Figure(f"two-hop LongRAG, CPU ms p50 / p95, {label}", (f"hop-latency-{size}.json",), value, goal,
+                  headline)
+
+
+def serve_load(data: dict) -> str:
+    """`rag serve` throughput and tail latency under a re-publish."""
+    return (f"**{data['requests_per_s']:g} requests/s, p99 {data['latency_ms']['p99']:g} ms** "
+            f"({data['latency_ms_during_ingest']['p99']:g} ms during the re-publish), {data['errors']} errors, "
+            f"{data['leaks']} leaks; {data['server_cpu_ms_per_request']:g} server CPU ms a request")
+
+
+def storage(hotpot: dict, musique: dict, wiki: dict) -> str:
+    """Bytes on disk ÷ raw text after the first ingest and after five 10% re-publishes."""
+    parts = []
+    for (name, _), data in zip(BENCHMARKS.values(), (hotpot, musique, wiki)):
+        corpus = next(iter(data["corpora"].values()))
+        parts.append(f"{name} {corpus['after_first_ingest']['ratio']:g} / {corpus['after_republishes']['ratio']:g}")
+    return "; ".join(parts)
+
+
+def embedding(data: dict) -> str:
+    """Ingest embedding throughput against sentence-transformers on torch."""
+    rate = data["tokens_per_cpu_s"]
+    return (f"**{rate['openvino-bf16']:,}** (sentence-transformers on torch {rate['torch']:,}: "
+            f"{data['over_torch']['openvino-bf16']:g}×)")
+
+
+def scale_ops(data: dict) -> str:
+    """Operations on a partitioned 100K-document workspace."""
+    ops = data["after_change"]
+    return (f"**{ops['no_change_run_s']:g} / {ops['edit_published_s']:g} / {ops['delete_invisible_s']:g} s** "
+            f"({ops['documents']:,} documents, {ops['partitions']} partitions)")
+
+
+def permissions(data: dict) -> str:
+    """Leaks over random callers, budgets and revoked ACLs."""
+    trials = sum(v["trials"] for v in data.values() if isinstance(v, dict) and "trials" in v)
+    leaks = sum(v["leaks"] for v in data.values() if isinstance(v, dict) and "leaks" in v)
+    return f"**{leaks} leaks** in {trials:,} trials (LongRAG, short chunks, ELITE)"
+
+
+def cold_retrieve(data: dict) -> str:
+    """A whole `rag retrieve` process."""
+    after = data["results"]["after"]
+    return f"{after['cpu_seconds_median']:g} CPU s, {after['peak_mb_median']} MB peak"
+
+
+def read_state(data: dict) -> str:
+    """The read state's resident memory at 1M sub-chunks."""
+    return f"{data['memory_mb']['read_state_rss_mb'] / 1000:.2f} GB ({data['subchunks']:,} sub-chunks)"
+
+
+def vector_search(data: dict) -> str:
+    """The in-memory sub-chunk search alone."""
+    rows = []
+    for size, label in (("110000", "110K"), ("1000000", "1M")):
+        ms = data["sizes"][size]["latency_ms"]
+        rows.append(f"{label}: {ms['one group (20% of rows)']['p50']:g} / {ms['all five groups']['p50']:g}")
+    return "; ".join(rows)
+
+
+def serve_cpu(data: dict) -> str:
+    """CPU per request of a one-worker server."""
+    ms = data["cpu_ms_per_request"]
+    return (f"{data['server_cpu_ms_per_request']:g} CPU ms a request (LongRAG {ms['longrag']:g}, short chunks "
+            f"{ms['shortchunk']:g} in process; HTTP {data['http_server_ms']:g})")
+
+
+def serve_memory(data: dict) -> str:
+    """RSS and open files of `rag serve` across publishes."""
+    return (f"RSS {data['baseline_rss_mib']:g} → {data['final_rss_mib']:g} MiB over {data['publishes']} publishes, "
+            f"open files {data['open_files_baseline']} → {data['open_files_final']}")
+
+
+def storage_100k(data: dict) -> str:
+    """Storage of 100K documents and the bytes a one-document edit writes."""
+    scale = data["scale"]
+    edit = scale.get("one_edit", {})
+    written = edit.get("bytes_written")
+    tail = f"; a one-document edit writes {written / 1e6:.2f} MB" if written else ""
+    return f"{scale['first_ingest']['after']['ratio']:g} × the raw text{tail}"
+
+
+def incremental(data: dict) -> str:
+    """A one-document edit's run against a full re-plan, largest size."""
+    size = data["sizes"][-1]
+    edit = size["one_edit"]
+    return (f"{edit['incremental']['total_s']:g} s against {edit['full']['total_s']:g} s "
+            f"({size['documents']:,} documents)")
+
+
+def nightly(data: dict) -> str:
+    """The retrieval-only nightly evaluation of every dev question."""
+    questions = sum(b["questions"] for b in data["benchmarks"].values())
+    return (f"{data['evaluation_wall_s_total']:g} s for {questions} questions × {len(data['methods'])} methods × "
+            f"{len(data['budgets'])} budgets")
+
+
+def elite_collect(data: dict) -> str:
+    """One ELITE collect round over a large sentence store."""
+    return (f"{data['collect_ms_p50']:g} / {data['collect_ms_p95']:g} ms p50 / p95 over {data['tokens']:,} tokens "
+            f"({data['sentences']:,} sentences)")
+
+
+def sections() -> dict[str, list[Figure]]:
+    """Every figure, by section."""
+    return {
+        "Quality on unseen questions (report halves)": [
+            quality("musique", True), quality("hotpotqa", True), quality("2wikimultihopqa", True),
+            Figure("evidence recall @1K, HotpotQA / MuSiQue / 2WikiMultihopQA", ("multihop-title-links-report.json",),
+                   recall, "goal " + " / ".join(f"{v:g}" for v in load("anchors.json")["evidence_recall_1k_goal"].values())),
+            baselines("musique"), baselines("hotpotqa"), baselines("2wikimultihopqa"),
+            chinese("cmrc2018", "CMRC 2018"), chinese("drcd", "DRCD"),
+        ],
+        "Query cost": [
+            latency("110k", "110K sub-chunks, a caller reading 20%", True),
+            latency("333k", "333K sub-chunks, a caller reading 20%"),
+            latency("1m", "1M sub-chunks, a caller reading 20%", True),
+            latency("1m-all-groups", "1M sub-chunks, a caller reading all"),
+            Figure("vector search alone, CPU ms p50, a caller reading 20% / all", ("vector-search.json",), vector_search),
+            Figure("a cold `rag retrieve` (whole process, demo workspace)", ("cold-retrieve.json",), cold_retrieve,
+                   "goal ≤ 2 s, ≤ 400 MB"),
+            Figure("a serving worker's read state, resident", ("read-state-memory-1m.json",), read_state),
+            Figure("ELITE collect round", ("elite-collect.json",), elite_collect),
+        ],
+        "Serving": [
+            Figure("`rag serve`, 2 workers, 8 kept-alive clients, a 10% re-publish mid-run", ("serve-load.json",),
+                   serve_load, "goal ≥ 60 requests/s, p99 ≤ 300 ms", True),
+            Figure("`rag serve`, one worker, CPU per request", ("serve-cpu.json",), serve_cpu),
+            Figure("`rag serve` memory across publishes", ("serve-memory.json",), serve_memory, "flat"),
+        ],
+        "Storage and ingest": [
+            Figure("storage ÷ raw text, first ingest / after five 10% re-publishes", ("storage-hotpotqa.json",
+                   "storage-musique.json", "storage-2wikimultihopqa.json"), storage, "goal ≤ 3 / ≤ 3.5", True),
+            Figure("storage at 100K documents", ("storage-100k.json",), storage_100k, "goal ≤ 3"),
+            Figure("ingest embedding, word pieces per CPU second", ("embed-runtimes.json",), embedding,
+                   "goal ≥ 2× torch", True),
+            Figure("a one-document edit's run, incremental against a full re-plan", ("incremental.json",), incremental,
+                   "grows with the change"),
+        ],
+        "Scale and rules": [
+            Figure("partitioned workspace: run with nothing changed / one-document edit published / deletion invisible",
+                   ("scale-ops.json",), scale_ops, "goal ≤ 5 / ≤ 10 / ≤ 5 s", True),
+            Figure("permission leaks over random callers, budgets and revoked ACLs", ("permissions.json",), permissions,
+                   "0", True),
+            Figure("nightly evaluation, retrieval only", ("eval-dev-retrieval.json",), nightly, "goal ≤ 15 min"),
+        ],
+    }
+
+
+def command_link(name: str) -> str:
+    """The command that wrote a results file, linked to its bench's entry in bench/README.md."""
+    command = load(name).get("command", "")
+    script = command.split()[1] if command.startswith("python bench/") else ""
+    anchor = Path(script).stem.replace("_", "-")
+    return f"[`{command}`](BENCH_README#{anchor})" if script else f"`{name}`"
+
+
+def machine(names: tuple[str, ...]) -> str:
+    """The machine the files were measured on (cores, CPU model)."""
+    found = {(m["cores"], m["cpu"]) for m in (load(n).get("machine") for n in names) if m}
+    if not found:
+        raise SystemExit(f"{', '.join(names)}: no machine recorded")
+    return "; ".join(f"{cores} cores, {cpu}" for cores, cpu in sorted(found))
+
+
+def row(figure: Figure) -> str:
+    """One table row."""
+    value = figure.value(*(load(n) for n in figure.files))
+    commands = "<br>".join(command_link(n) for n in figure.files)
+    return f"| {figure.what} | {value} | {figure.against} | {machine(figure.files)} | {commands} |"
+
+
+HEADER = "| what | figure | against | machine | command |\n|---|---|---|---|---|"
+
+
+def headline_table() -> str:
+    """The README's table: the headline figures only."""
+    rows = [row(f) for figures in sections().values() for f in figures if f.headline]
+    return "\n".join([HEADER, *rows]).replace("BENCH_README", "bench/README.md")
+
+
+def full_tables() -> str:
+    """docs/figures.md's tables: every figure, by section."""
+    parts = []
+    for title, figures in sections().items():
+        parts += [f"### {title}", "", HEADER, *(row(f) for f in figures), ""]
+    return "\n".join(parts).rstrip().replace("BENCH_README", "../bench/README.md")
+
+
+TARGETS = {REPO / "README.md": ("headline", headline_table), REPO / "docs" / "figures.md": ("all", full_tables)}
+
+
+def rendered(text: str, marker: str, table: str, path: Path) -> str:
+    """`text` with the part between the marker comments replaced by `table`."""
+    start, end = f"<!-- figures:{marker}:start -->", f"<!-- figures:{marker}:end -->"
+    if start not in text or end not in text:
+        raise SystemExit(f"{path.relative_to(REPO)}: the markers {start} … {end} are missing")
+    head, rest = text.split(start, 1)
+    return f"{head}{start}\n{table}\n{end}{rest.split(end, 1)[1]}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only compare; exit 1 when a table differs")
+    args = parser.parse_args(argv)
+    stale = []
+    for path, (marker, table) in TARGETS.items():
+        text = path.read_text(encoding="utf-8")
+        new = rendered(text, marker, table(), path)
+        if new != text:
+            stale.append(str(path.relative_to(REPO)))
+            if not args.check:
+                path.write_text(new, encoding="utf-8")
+    if args.check and stale:
+        print(f"figures differ from bench/results in: {', '.join(stale)} (run python bench/figures.py)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
