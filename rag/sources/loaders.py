@@ -13,8 +13,8 @@ import re
 import stat
 import time
 import unicodedata
-from datetime import datetime, timezone
 from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
