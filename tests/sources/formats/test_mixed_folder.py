@@ -125,3 +125,32 @@ def test_rag_ingest_quarantines_with_reasons_keeps_the_last_good_version_and_cit
     manual = json.loads(rag("retrieve", "How often does a gateway publish its heartbeat?", "--workspace", ws,
                             "--groups", "staff", "--json").stdout)["items"]
     assert any("90 seconds" in i["text"] for i in manual if i["doc_id"] == "manual")
+
+
+@pytest.mark.slow
+def test_the_ui_shows_formats_read_refusals_by_kind_and_the_last_good_version_served(folder, tmp_path):
+    import dagster as dg
+
+    from assets.ingest import ingest_assets, ingest_checks
+    from pipelines.workspace_resources import workspace_resources
+    from rag.store.settings import IngestSettings
+
+    def materialize():
+        with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
+            result = dg.materialize([*ingest_assets, *ingest_checks], instance=instance, resources=workspace_resources(
+                IngestSettings(workspace=str(tmp_path / "ws"), sources=[str(folder)], default_acl=("staff",))))
+        [event] = [e for e in result.get_asset_materialization_events()
+                   if e.asset_key.path[-1] == "source_documents"]
+        return {k: v.value for k, v in event.materialization.metadata.items()}
+
+    meta = materialize()
+    assert "| pdf | 4 |" in meta["formats_read"] and "| docx | 1 |" in meta["formats_read"]
+    kinds = meta["quarantined_by_kind"]
+    assert all(f"| {kind} | 1 |" in kinds for kind in ("encrypted", "no text layer", "corrupt"))
+    assert "scripts dropped (never run)" in meta["quarantine"]
+    assert meta["last_good_served"] == 0
+
+    (folder / "finance" / "report.pdf").write_bytes(pdf_samples.report()[:2500])
+    meta = materialize()
+    assert meta["last_good_served"] == 1
+    assert "(last good)" in meta["quarantine"] and "| pdf | 1 |" in meta["formats_read"]
