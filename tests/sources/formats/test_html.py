@@ -102,3 +102,12 @@ def test_speed_on_a_long_article():
     rate = n / (time.perf_counter() - start)
     print(f"HTML: {rate:.1f} files/s ({len(page) // 1024} KB)")
     assert rate > 2
+
+
+def test_deep_nesting_neither_crashes_nor_loses_what_follows():
+    page = b"<p>before</p>" + b"<div>" * 1500 + b"deep text" + b"</div>" * 1500 + b"<p>after</p>"
+    assert extract(page, ExtractOptions()).text == "before\n\ndeep text\n\nafter"
+    lists = extract(b"<ul><li>item " * 200 + b"last", ExtractOptions())
+    assert lists.text.startswith("- item\n  - item") and lists.text.endswith("last")
+    beyond = extract(b"<p>kept</p>" + b"<div>" * 5000 + b"lost", ExtractOptions())
+    assert beyond.text == "kept" and beyond.dropped == ("elements nested deeper than the parser's limit not read",)
