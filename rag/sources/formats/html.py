@@ -133,8 +133,8 @@ class _Walker:
 def _list_lines(element, depth: int, nesting: int = 0) -> list[str]:
     """One Markdown line per <li>, nested lists indented under their item; <ol start> is kept."""
     lines: list[str] = []
-    start = element.get("start", "1")
-    number = int(start) if start.strip().lstrip("-").isdigit() else 1
+    start = element.get("start", "1").strip()
+    number = int(start) if start.isascii() and start.lstrip("-").isdigit() else 1
     for item in element:
         if not isinstance(item.tag, str):
             continue
@@ -206,7 +206,7 @@ def _span(cell, name: str, cap: int) -> int:
     if value is None:
         return 1
     value = value.strip()
-    return min(max(int(value), 1), cap) if value.isdigit() else 1
+    return min(max(int(value), 1), cap) if value.isascii() and value.isdigit() else 1
 
 
 def _owner(tr):

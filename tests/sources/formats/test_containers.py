@@ -120,7 +120,8 @@ def test_every_office_reader_runs_the_guards(reader):
     bomb = _with_member(_docx(), "zeros.bin", bytes(20 * 1024 * 1024))
     laughs = _with_member(_docx(), "x.xml", b'<!DOCTYPE a [<!ENTITY a "aaaa">]><a>&a;</a>')
     encrypted = OLE_MAGIC + bytes(504) + "EncryptionInfo".encode("utf-16-le")
-    for data, kind in ((bomb, "zip bomb"), (laughs, "unsafe xml"), (encrypted, "encrypted"), (b"PK\x03\x04", "corrupt")):
+    cases = ((bomb, "zip bomb"), (laughs, "unsafe xml"), (encrypted, "encrypted"), (b"PK\x03\x04", "corrupt"))
+    for data, kind in cases:
         with pytest.raises(ExtractError) as error:
             read(data, ExtractOptions())
         assert error.value.kind == kind, (kind, str(error.value))
