@@ -20,9 +20,11 @@ _REMOVED = ("script", "style", "noscript", "template", "iframe", "frame", "frame
             "svg", "math", "canvas", "head", "button", "select", "input", "textarea")
 _MAX_LIST_DEPTH = 50
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
+_WHOLE = {"ul", "ol", "menu", "table", "pre", *_HEADINGS}  # written in one piece
+# td, th and tr are walked only in a layout table
 _BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "blockquote", "address",
            "figure", "figcaption", "form", "fieldset", "dl", "dt", "dd", "body", "html", "details", "summary",
-           "center", "hr", "li", "caption", "legend"}
+           "center", "hr", "li", "caption", "legend", "td", "th", "tr"}
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
@@ -93,7 +95,7 @@ class _Walker:
             if leaving:
                 if tag in _BLOCKS:
                     self.flush()
-                elif tag in ("br", "td", "th", "img"):
+                elif tag in ("br", "img"):
                     self._inline.append(" ")
                 self._inline.append(element.tail or "")
             elif self._whole_block(element, tag):
@@ -107,7 +109,7 @@ class _Walker:
 
     def _whole_block(self, element, tag: str) -> bool:
         """Write a heading, list, table or preformatted block in one piece; False for any other element."""
-        if tag not in _HEADINGS and tag not in ("ul", "ol", "menu", "table", "pre"):
+        if tag not in _WHOLE or tag == "table" and _layout(element):
             return False
         self.flush()
         if tag in _HEADINGS:
@@ -128,6 +130,14 @@ class _Walker:
         if caption is not None:
             self.blocks.add(inline(_text(caption)))
         self.blocks.add(table(_table_rows(element)))
+
+
+def _layout(table_element) -> bool:
+    """A table used for page layout (it holds headings, or tables but no header cells): its cells are read as blocks."""
+    if any(True for _ in table_element.iterdescendants(*_HEADINGS)):
+        return True
+    return any(True for _ in table_element.iterdescendants("table")) and not any(
+        _owner(th) is table_element for th in table_element.iterdescendants("th"))
 
 
 def _list_lines(element, depth: int, nesting: int = 0) -> list[str]:

@@ -111,3 +111,10 @@ def test_deep_nesting_neither_crashes_nor_loses_what_follows():
     assert lists.text.startswith("- item\n  - item") and lists.text.endswith("last")
     beyond = extract(b"<p>kept</p>" + b"<div>" * 5000 + b"lost", ExtractOptions())
     assert beyond.text == "kept" and beyond.dropped == ("elements nested deeper than the parser's limit not read",)
+
+
+def test_layout_table_is_read_as_blocks_and_keeps_its_headings():
+    page = b"""<table><tr><td><h2>Menu</h2><p>Left column</p></td><td><h1>Story</h1><p>Body text.</p>
+    <table><tr><th>K</th><th>V</th></tr><tr><td>a</td><td>1</td></tr></table></td></tr></table>"""
+    assert extract(page, ExtractOptions()).text.split("\n\n") == [
+        "## Menu", "Left column", "# Story", "Body text.", "| K | V |\n|---|---|\n| a | 1 |"]
