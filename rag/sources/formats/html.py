@@ -71,6 +71,8 @@ def decode(data: bytes) -> str:
             encoding = codecs.lookup(declared.group(1).decode("ascii")).name
         except LookupError:
             pass
+    if encoding.startswith("utf-16"):  # a UTF-16 page starts with a BOM; without one the declaration is wrong
+        encoding = "utf-8"
     return data.decode(encoding, errors="replace")
 
 

@@ -50,6 +50,7 @@ def test_encodings_meta_bom_and_bad_bytes():
     assert extract(latin, ExtractOptions()).text == "Café"
     assert extract("<p>Café</p>".encode("utf-16"), ExtractOptions()).text == "Café"
     assert extract(b"<p>caf\xe9 ok</p>", ExtractOptions()).text == "caf\ufffd ok"
+    assert extract('<meta charset="utf-16"><p>Café</p>'.encode(), ExtractOptions()).text == "Café"
 
 
 def test_rowspan_repeats_down_the_column_and_nested_table_stays_in_its_cell():
