@@ -97,6 +97,18 @@ def split_front_matter(raw: str) -> tuple[dict[str, Any] | None, str]:
     return meta, body
 
 
+def load_yaml(text: str) -> Any:
+    """YAML read strictly (scalars as written, duplicate keys refused); a one-line InputError if it does not parse."""
+    try:
+        return yaml.load(text, Loader=_StrictYAML)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise InputError(f"malformed YAML{where}: {getattr(err, 'problem', None) or type(err).__name__}") from None
+    except RecursionError:
+        raise InputError("malformed YAML: nested too deeply") from None
+
+
 def unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:

@@ -18,6 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
+from rag.sources.access import ACCESS_FILE, ceiling_of
+from rag.sources.access import NOTE as ACCESS_NOTE
 from rag.sources.documents import Document, FormatReading, InputError, LoadResult, Rejected
 from rag.sources.formats import ExtractError, ExtractOptions
 from rag.sources.formats.registry import MAX_BYTES, READERS, read, reason
@@ -83,7 +85,7 @@ def load_folder(folder: Path, default_acl: tuple[str, ...] = (), collection: str
             skipped, reason = problem
             (result.skipped if skipped else result.rejected).append(Rejected(str(path), reason))
     for p in (p for p in files if p.suffix == ".jsonl"):
-        result.extend(load_jsonl(p, default_acl, collection))
+        result.extend(load_jsonl(p, default_acl, collection, folder))
     result.extend(_load_files([p for p in files if p.suffix != ".jsonl"], folder, default_acl, collection, options))
     return result
 
@@ -124,6 +126,8 @@ def _passed_over(path: Path, root: Path) -> Passed:
         return False, f"cannot read file: {err.strerror}"
     if stat.S_ISLNK(mode):
         return _link_reason(path, root)
+    if path.name == ACCESS_FILE and stat.S_ISREG(mode):
+        return True, ACCESS_NOTE
     if path.name.startswith("."):
         return True, "hidden (dot) file or folder"
     if path.name == "README.md":
@@ -184,7 +188,8 @@ def load_formatted(path: Path, root: Path, default_acl: tuple[str, ...], collect
         title = "".join(ch for ch in (found.title or "") if unicodedata.category(ch)[0] not in "CZ" or ch == " ")
         fields = {"title": " ".join(title.split())[:1000]} if title.strip() else {}
         fields["version"] = modified_version(modified_ns)
-        doc = document(fields, found.text, Origin(str(path), "id", doc_id, True, default_acl, collection))
+        doc = document(fields, found.text, Origin(str(path), "id", doc_id, True, default_acl, collection,
+                                                  **ceiling_of(path, root)))
     except ExtractError as err:
         return _read_as(path, reading, started, rejected=[Rejected(str(path), reason(err), doc_id,
                                                                     empty=err.kind == "empty")])
@@ -267,11 +272,14 @@ def parse_markdown(
     if not body:
         raise InputError("empty body (front matter only)")
     return document(meta or {}, body, Origin(str(path), "id", default_id(path, root), meta is None, default_acl,
-                                             collection, text_sets_acl=meta is None))
+                                             collection, text_sets_acl=meta is None, **ceiling_of(path, root)))
 
 
-def load_jsonl(path: Path, default_acl: tuple[str, ...] = (), collection: str | None = None) -> LoadResult:
-    """Benchmark format: one JSON object per line with doc_id, text and optionally title, version, acl."""
+def load_jsonl(path: Path, default_acl: tuple[str, ...] = (), collection: str | None = None,
+               root: Path | None = None) -> LoadResult:
+    """Benchmark format: one JSON object per line with doc_id, text and optionally title, version, acl.
+
+    Folder ACL files from `root` (default: the file's own folder) down apply to its records."""
     result = LoadResult()
     try:
         lines = list(jsonl_lines(path))
@@ -279,7 +287,7 @@ def load_jsonl(path: Path, default_acl: tuple[str, ...] = (), collection: str | 
         result.rejected.append(Rejected(str(path), f"cannot read file: {err.strerror}"))
         return result
     for lineno, line in lines:
-        outcome = jsonl_record(path, lineno, line, default_acl, collection)
+        outcome = jsonl_record(path, lineno, line, default_acl, collection, root)
         (result.documents if isinstance(outcome, Document) else result.rejected).append(outcome)
     if not lines:
         result.rejected.append(empty_jsonl(path))
@@ -298,7 +306,7 @@ def jsonl_lines(path: Path) -> Iterable[tuple[int, bytes | None]]:
 
 
 def jsonl_record(path: Path, lineno: int, line: bytes | None, default_acl: tuple[str, ...],
-                 collection: str | None) -> Document | Rejected:
+                 collection: str | None, root: Path | None = None) -> Document | Rejected:
     """The document one JSONL line holds, or why it cannot be published; one bad line never stops the file."""
     where = f"{path}:{lineno}"
     if line is None:
@@ -306,7 +314,8 @@ def jsonl_record(path: Path, lineno: int, line: bytes | None, default_acl: tuple
     try:
         record = _json_record(line)
         return document(record, _record_text(record), Origin(where, "doc_id", default_acl=default_acl,
-                                                             collection=collection))
+                                                             collection=collection,
+                                                             **ceiling_of(path, root or path.parent)))
     except Exception as err:  # noqa: BLE001 - one bad line never stops the file
         doc_id = _maybe_id(line)
         return Rejected(where, _reason(err), doc_id, holds=None if doc_id or _parses(line) else str(path))

@@ -35,6 +35,8 @@ class Origin:
     default_acl: tuple[str, ...] = ()
     collection: str | None = None
     text_sets_acl: bool = False
+    ceiling: tuple[str, ...] | None = None   # the groups its folder ACL files allow (rag.sources.access)
+    ceiling_file: str = ""
 
 
 def document(fields: dict[str, Any], text: str, origin: Origin) -> Document:
@@ -54,7 +56,7 @@ def document(fields: dict[str, Any], text: str, origin: Origin) -> Document:
         title=_string(fields, "title") or _first_heading(text) or Path(doc_id).name,
         text=text,
         version=version,
-        acl=_acl(fields, origin.may_default, origin.default_acl, text if origin.text_sets_acl else ""),
+        acl=_acl(fields, origin, text if origin.text_sets_acl else ""),
         links=_str_list(fields.get("links"), "links"),
         collection=_string(fields, "collection") or origin.collection or "default",
         source_path=origin.source_path,
@@ -127,27 +129,36 @@ def _str_list(value: Any, key: str, strings_only: bool = False) -> tuple[str, ..
     return tuple(_encodable(str(v).strip(), key) for v in value if str(v).strip())
 
 
-def _acl(fields: dict[str, Any], may_default: bool, default_acl: tuple[str, ...], text: str) -> tuple[str, ...]:
-    """The ACL as written; the default only where no ACL could have been written (see the README's rules)."""
+def acl_groups(value: Any) -> tuple[str, ...]:
+    """An `acl` value as written: quoted names, at least one, no control or invisible characters; sorted."""
+    if value is None:
+        raise InputError("'acl' is present but empty: a document without groups is readable by nobody")
+    groups = _str_list(value, "acl", strings_only=True)
+    if not groups:
+        raise InputError("no ACL: 'acl' lists no group, so the document would be readable by nobody")
+    if any(unicodedata.category(ch) in ("Cc", "Cf") for g in groups for ch in g):
+        raise InputError("'acl' group names contain control or invisible characters")
+    return tuple(sorted(set(groups)))
+
+
+def _acl(fields: dict[str, Any], origin: Origin, text: str) -> tuple[str, ...]:
+    """The ACL as written, within what its folder allows; the folder's or the default ACL only where none is written
+    (see the README's rules)."""
     if "acl" in fields:
-        value = fields["acl"]
-        if value is None:
-            raise InputError("'acl' is present but empty: a document without groups is readable by nobody")
-        groups = _str_list(value, "acl", strings_only=True)
-        if not groups:
-            raise InputError("no ACL: 'acl' lists no group, so the document would be readable by nobody")
-        if any(unicodedata.category(ch) in ("Cc", "Cf") for g in groups for ch in g):
-            raise InputError("'acl' group names contain control or invisible characters")
-        return tuple(sorted(set(groups)))
-    if not may_default:
+        groups = acl_groups(fields["acl"])
+        if origin.ceiling is not None and (wider := [g for g in groups if g not in origin.ceiling]):
+            raise InputError(f"'acl' group '{wider[0]}' is not allowed by the folder ACL file {origin.ceiling_file}")
+        return groups
+    if not origin.may_default and origin.ceiling is None:
         raise InputError("no ACL: the front matter has no 'acl' key (the default ACL applies only to files "
                          "without front matter)")
     if ACL_LINE.search(text):
         raise InputError("a line of the text sets an ACL but the file has no front matter; put it in a front "
                          "matter block that opens the file")
-    if not default_acl:
+    groups = origin.default_acl if origin.ceiling is None else origin.ceiling
+    if not groups:
         raise InputError("no ACL: a document without groups is readable by nobody")
-    return tuple(sorted(set(default_acl)))
+    return tuple(sorted(set(groups)))
 
 
 def _first_heading(body: str) -> str | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
+from rag.sources.access import fingerprint
 from rag.sources.documents import Document, FormatReading, LoadResult, Rejected, add_readings, content_hash
 from rag.sources.formats import ExtractOptions
 from rag.sources.loaders import (
@@ -129,13 +130,14 @@ def scan_sources(sources: list[str], default_acl: tuple[str, ...], collection: s
         return scan
     settings = content_hash(",".join(default_acl), collection or "", *(("ocr",) if options.ocr else ()))
     todo: list[tuple[FileState, FileState | None]] = []
+    folder_files: dict[Path, str] = {}
     for source in sources:
         path = Path(source).resolve()
         for file, root, problem in _listing(path, scan, select):
             if problem:
                 scan.passed_over.extend(problem)
                 continue
-            now = _state(file, str(path), root, settings)
+            now = _state(file, str(path), root, _with_folder_acl(settings, file, Path(root), folder_files))
             if now.path in scan.states:  # reached through two sources: read where first listed
                 continue
             scan.states[now.path] = now
@@ -176,6 +178,12 @@ def _state(file: Path, source: str, root: str, settings: str) -> FileState:
     return FileState(str(file), source, root, size, mtime, ctime, ino, "", settings, time.time_ns())
 
 
+def _with_folder_acl(settings: str, file: Path, root: Path, seen: dict[Path, str]) -> str:
+    """A folder ACL file's edit changes the settings every file below it is read with, so each is read again."""
+    folder = fingerprint(file, root, seen)
+    return content_hash(settings, folder) if folder else settings
+
+
 def _read(now: FileState, old: FileState | None, before: list[Record], default_acl: tuple[str, ...],
           collection: str | None, scan: Scan, options: ExtractOptions = ExtractOptions()) -> None:
     """Hash the file; parse it (a JSONL file: its new lines) only if the hash differs from the last reading."""
@@ -194,7 +202,7 @@ def _read(now: FileState, old: FileState | None, before: list[Record], default_a
         scan.restated.append(now.path)
         return
     if lines is None:
-        one = (load_jsonl(path, default_acl, collection) if path.suffix == ".jsonl"
+        one = (load_jsonl(path, default_acl, collection, Path(now.root)) if path.suffix == ".jsonl"
                else _load_files([path], Path(now.root), default_acl, collection, options))
         _keep(scan, state, 0, digest, (one.documents or one.rejected)[0])
         scan.warnings += one.warnings
@@ -208,7 +216,7 @@ def _read(now: FileState, old: FileState | None, before: list[Record], default_a
             scan.changed[now.path].append(reuse[h].at(lineno, f"{path}:{lineno}"))
         else:
             scan.lines_parsed += 1
-            _keep(scan, state, lineno, h, jsonl_record(path, lineno, line, default_acl, collection))
+            _keep(scan, state, lineno, h, jsonl_record(path, lineno, line, default_acl, collection, Path(now.root)))
     if not lines:
         _keep(scan, state, 0, digest, empty_jsonl(path))
 

@@ -145,7 +145,7 @@ def _touched(catalog: Catalog, view: SourceView) -> set[str]:
 
 
 def _identity(r: Record) -> tuple:
-    return r.position, r.line_hash, r.source_path, r.source
+    return r.position, r.line_hash, r.source_path, r.source, r.meta_hash
 
 
 def _kept(prefix: str = "") -> str:
@@ -165,7 +165,7 @@ def _documents(items: list, view: SourceView) -> list[Document]:
         state, path = view.scan.states[file], Path(file)
         if path.suffix == ".jsonl":
             positions = {r.position for r in records}
-            outcomes = {n: jsonl_record(path, n, line, view.default_acl, view.collection)
+            outcomes = {n: jsonl_record(path, n, line, view.default_acl, view.collection, Path(state.root))
                         for n, line in jsonl_lines(path) if n in positions}
         else:
             outcomes = {0: d for d in _load_files([path], Path(state.root), view.default_acl, view.collection,
