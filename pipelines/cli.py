@@ -285,18 +285,25 @@ def cmd_history(args: argparse.Namespace) -> int:
         raise CliError(f"no document '{args.doc_id}' in {args.workspace}")
     def fields(row) -> dict:
         out = asdict(row)
-        for key in ("valid_from", "valid_to"):
-            out[key] = out[key].isoformat(sep=" ", timespec="seconds") if out[key] else ""
+        for key in ("valid_from", "valid_to", "changed_at"):
+            if key in out:
+                out[key] = out[key].isoformat(sep=" ", timespec="seconds") if out[key] else ""
         return out
 
+    acls = [fields(a) for a in catalog.acl_history(args.doc_id)]
     versions, units = [fields(v) for v in versions], [fields(u) for u in units]
     if args.json:
-        print(json.dumps({"doc_id": args.doc_id, "versions": versions, "units": units}))
+        print(json.dumps({"doc_id": args.doc_id, "versions": versions, "units": units, "acl_changes": acls}))
         return 0
     from rag.text.tables import markdown_table
 
-    print(markdown_table(["version", "status", "valid from", "valid to", "publish", "source"],
-                         [list(v.values()) for v in versions]))
+    print(markdown_table(["version", "status", "valid from", "valid to", "publish", "source", "acl"],
+                         [[*list(v.values())[:-1], ", ".join(v["acl"] or [])] for v in versions]))
+    if acls:
+        print()
+        print(markdown_table(["version", "acl before", "acl", "publish", "changed at"],
+                             [[a["version"], ", ".join(a["acl_before"]), ", ".join(a["acl"]), a["publish_id"],
+                               a["changed_at"]] for a in acls]))
     print()
     print(markdown_table(["doc version", "unit", "status", "valid from", "valid to", "publish"],
                          [list(u.values()) for u in units]))

@@ -357,7 +357,7 @@ class Catalog(DocumentTables, UnitReads):
 
     def history(self, doc_id: str) -> tuple[list[VersionEvent], list[UnitEvent]]:
         """A document's versions (with status and validity) and the unit versions that carried each."""
-        versions = self.rows(f"SELECT version, status, valid_from, valid_to, publish_id, {self.source_path_sql} "
+        versions = self.rows(f"SELECT version, status, valid_from, valid_to, publish_id, {self.source_path_sql}, acl "
                              "FROM documents WHERE doc_id = ? ORDER BY valid_from NULLS FIRST, version", [doc_id])
         units = self.rows(
             f"SELECT m.doc_version, {unit_key_sql('u')}, u.status, u.valid_from, u.valid_to, "

@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from rag.sources.documents import Document
 from rag.store.arrow_sql import registered
-from rag.store.rows import CurrentText, CurrentVersion
+from rag.store.rows import AclEvent, CurrentText, CurrentVersion
 from rag.store.schema import source_path_sql, split_source_paths
 from rag.store.snapshot_files import published_columns, published_history
 from rag.store.text_store import TextStore
@@ -167,6 +167,24 @@ class DocumentTables:
             with registered(self.con, "_updates", pa.table(columns)):
                 self.con.execute(f"UPDATE documents SET {sets} FROM _updates u "
                                  "WHERE documents.doc_id = u.doc_id AND documents.version = u.version")
+
+    def log_acl_changes(self, publish_id: int, docs: list[Document], at: datetime) -> None:
+        """Record the ACL each in-place update replaces, where it differs (before the update is written)."""
+        if docs:
+            table = pa.table({"doc_id": [d.doc_id for d in docs], "version": [d.version for d in docs],
+                              "acl": [list(d.acl) for d in docs]})
+            with registered(self.con, "_acls", table):
+                self.con.execute("INSERT INTO acl_changes SELECT d.doc_id, d.version, d.acl, u.acl, ?, ? FROM documents "
+                                 "d JOIN _acls u ON d.doc_id = u.doc_id AND d.version = u.version WHERE "
+                                 "list_sort(d.acl) IS DISTINCT FROM list_sort(u.acl)", [publish_id, at])
+
+    def acl_history(self, doc_id: str) -> list[AclEvent]:
+        """The ACL changes of a document's versions made in place, oldest first (none in a catalog from before)."""
+        if not self.rows("SELECT 1 FROM (SELECT table_name AS name FROM duckdb_tables() UNION ALL SELECT view_name "
+                         "FROM duckdb_views()) WHERE name = 'acl_changes'"):
+            return []
+        return [AclEvent(*r) for r in self.rows("SELECT version, acl_before, acl, publish_id, changed_at FROM "
+                                                "acl_changes WHERE doc_id = ? ORDER BY publish_id, version", [doc_id])]
 
     def count_documents(self, publish_id: int, new: int, superseded: int, deleted: int) -> None:
         """Record in the publish log how many versions this publish added, superseded and deleted."""

@@ -55,6 +55,18 @@ class VersionEvent:
     valid_to: datetime | None
     publish_id: int | None
     source_path: str | None
+    acl: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class AclEvent:
+    """An ACL a publish replaced in place, without a new version."""
+
+    version: str
+    acl_before: list[str]
+    acl: list[str]
+    publish_id: int
+    changed_at: datetime
 
 
 @dataclass(frozen=True)

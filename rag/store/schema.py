@@ -64,6 +64,9 @@ CREATE TABLE IF NOT EXISTS source_records (
 ALTER TABLE source_records DROP COLUMN IF EXISTS acl;
 ALTER TABLE source_records DROP COLUMN IF EXISTS links;
 ALTER TABLE source_records DROP COLUMN IF EXISTS collection;
+-- Each ACL a publish replaced in place (a folder ACL file's or a document's own edit), for a document's history.
+CREATE TABLE IF NOT EXISTS acl_changes (
+    doc_id VARCHAR, version VARCHAR, acl_before VARCHAR[], acl VARCHAR[], publish_id BIGINT, changed_at TIMESTAMP);
 """
 # The writer's documents' source path, whole (a row from before `path_tail` holds it in `source_path`). A JSONL
 # line's path is its file (the version's source) and `:N`, a file's path starts with its folder: held whole, the

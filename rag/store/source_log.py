@@ -252,6 +252,7 @@ def apply_versions(catalog: Catalog, publish_id: int, plan: VersionPlan, also: C
             "acl": [list(d.acl) for d in new], "links": [list(d.links) for d in new],
             "status": ["superseded"] * len(new), "publish_id": [publish_id] * len(new)})
         meta = plan.update_meta
+        catalog.log_acl_changes(publish_id, meta, now)
         catalog.update_documents({
             **{c: [getattr(d, c) for d in meta] for c in ("doc_id", "version", "collection", "source", "source_path",
                                                            "meta_hash")},

@@ -18,8 +18,9 @@ from rag.store.catalog import Catalog, CatalogError
 from rag.store.snapshot_files import load_read_state, quote
 from rag.units.linking import LinkTargets
 
-_TABLES = ("documents", "units", "unit_members", "publish_log", "quarantine", "store_identity", "workspace_settings")
-_PER_PARTITION = {"publish_log", "quarantine"}   # their ids restart in every partition: keep which one said it
+_TABLES = ("documents", "units", "unit_members", "publish_log", "quarantine", "store_identity", "workspace_settings",
+           "acl_changes")
+_PER_PARTITION = {"publish_log", "quarantine", "acl_changes"}   # their ids restart in every partition: keep which one said it
 
 
 @dataclass(frozen=True)
