@@ -10,7 +10,8 @@ from rag.store import held_read_state, snapshot_files
 from rag.store.catalog import Catalog
 from rag.store.snapshot_files import read_pointer
 
-TABLES = ("documents", "units", "unit_members", "publish_log", "quarantine", "store_identity", "workspace_settings")
+TABLES = ("documents", "units", "unit_members", "publish_log", "quarantine", "store_identity", "workspace_settings",
+          "acl_changes")
 
 
 def _docs(cat: Catalog, version: str, texts: dict[str, str]) -> None:

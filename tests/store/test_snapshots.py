@@ -148,7 +148,7 @@ def test_nothing_changed_writes_no_segment_and_old_ones_are_pruned(tmp_path):
     assert sorted(p.name for p in folder.glob("*.json")) == [f"{s:08d}.json" for s in range(28, 32)]
     named = {f for m in folder.glob("*.json") for fs in json.loads(m.read_text())["tables"].values() for f in fs}
     assert {p.name for p in (folder / SEGMENT_DIR).glob("*.parquet")} == named
-    assert len(named) == 7  # one segment per table (no settings yet): nothing changed after the first publish
+    assert len(named) == 8  # one segment per table (no settings yet): nothing changed after the first publish
     _same_as_writer(cat, tmp_path)
     cat.close()
 
