@@ -8,12 +8,15 @@ import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from rag.sources.access import ACCESS_FILE
+from rag.sources.formats.registry import READERS
 from rag.sources.loaders import TEXT_SUFFIXES
 from rag.sources.partitions import Selection
 
 
 def snapshot(source: str | Path, select: Selection | None = None) -> dict[str, tuple[int, int]]:
-    """relative path → (mtime_ns, size) of every file a load of this source (or of one partition) would read."""
+    """relative path → (mtime_ns, size) of every file a load of this source (or of one partition) would read, and of
+    every folder ACL file."""
     root = Path(source)
     if root.is_file():
         st = root.stat()
@@ -25,11 +28,20 @@ def snapshot(source: str | Path, select: Selection | None = None) -> dict[str, t
         rel = p.relative_to(root)
         if select and not select.admits(rel.as_posix()):
             continue
-        if p.is_file() and not any(part.startswith(".") for part in rel.parts) and \
-                (p.suffix.lower() in TEXT_SUFFIXES or p.suffix == ".jsonl"):
+        if p.is_file() and _watched(rel):
             st = p.stat()
             out[rel.as_posix()] = (st.st_mtime_ns, st.st_size)
     return out
+
+
+def _watched(rel: Path) -> bool:
+    """A document a load would read, or a folder ACL file (its edit changes who may read the documents below it)."""
+    if any(part.startswith(".") for part in rel.parts[:-1]):
+        return False
+    if rel.name == ACCESS_FILE:
+        return True
+    suffix = rel.suffix.lower()
+    return not rel.name.startswith(".") and (suffix in TEXT_SUFFIXES or suffix in READERS or suffix == ".jsonl")
 
 
 def fingerprint(snap: dict[str, tuple[int, int]]) -> str:

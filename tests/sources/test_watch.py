@@ -62,3 +62,19 @@ def test_the_fingerprint_moves_when_a_file_is_removed_and_comes_back_when_it_is_
     (tmp_path / "b.md").write_text("two")
     os.utime(tmp_path / "b.md", ns=(saved.st_atime_ns, saved.st_mtime_ns))
     assert fingerprint(snapshot(tmp_path)) == before   # the state repeats: only the cursor tells the changes apart
+
+
+def test_the_fingerprint_moves_when_a_folder_acl_file_or_a_pdf_changes_but_not_for_other_dot_files(tmp_path):
+    (tmp_path / "finance").mkdir()
+    (tmp_path / "finance" / "report.pdf").write_bytes(b"%PDF-1.4 one")
+    (tmp_path / "finance" / ".access.yaml").write_text("acl: [finance, audit]\n")
+    (tmp_path / "finance" / ".notes").write_text("editor state")
+    before = fingerprint(snapshot(tmp_path))
+    assert set(snapshot(tmp_path)) == {"finance/report.pdf", "finance/.access.yaml"}
+    (tmp_path / "finance" / ".notes").write_text("other editor state")
+    assert fingerprint(snapshot(tmp_path)) == before
+    (tmp_path / "finance" / ".access.yaml").write_text("acl: [finance]\n")
+    revoked = fingerprint(snapshot(tmp_path))
+    assert revoked != before
+    (tmp_path / "finance" / "report.pdf").write_bytes(b"%PDF-1.4 two, longer")
+    assert fingerprint(snapshot(tmp_path)) != revoked
