@@ -23,6 +23,20 @@ NOTE = "folder ACL file (sets who may read the documents below its folder)"
 
 
 @dataclass(frozen=True)
+class AccessOptions:
+    """Where a source's folder ACL files start: a partition reads those of the source folder above its own too."""
+
+    top: str | None = None
+
+    def __post_init__(self):
+        if self.top:   # compared with resolved source folders
+            object.__setattr__(self, "top", str(Path(self.top).resolve()))
+
+    def start(self, root: Path) -> Path:
+        return Path(self.top) if self.top and root.is_relative_to(self.top) else root
+
+
+@dataclass(frozen=True)
 class FolderAcl:
     """What the folder files above a document allow: `groups` None when no folder file applies."""
 
@@ -32,19 +46,19 @@ class FolderAcl:
 
 
 
-def folder_acl(path: Path, root: Path) -> FolderAcl:
-    """The folder ACL of the file at `path`: the folder files from `root` down to the file's folder."""
+def folder_acl(path: Path, root: Path, access: AccessOptions = AccessOptions()) -> FolderAcl:
+    """The folder ACL of the file at `path`: the folder files from `root` (or `access.top`) down to its folder."""
     acl = FolderAcl()
-    for folder in _chain(path, root):
+    for folder in _chain(path, access.start(root)):
         own = _folder_file(folder / ACCESS_FILE)
         if own is not None:
             acl = _combine(acl, own, str(folder / ACCESS_FILE))
     return acl
 
 
-def ceiling_of(path: Path, root: Path) -> dict:
+def ceiling_of(path: Path, root: Path, access: AccessOptions = AccessOptions()) -> dict:
     """The Origin fields of a document read from `path`; raises the one-line error of an invalid folder file above."""
-    acl = folder_acl(path, root)
+    acl = folder_acl(path, root, access)
     if acl.error:
         raise InputError(acl.error)
     return {"ceiling": acl.groups, "ceiling_file": acl.file}

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from rag.sources.access import ACCESS_FILE, ceiling_of
+from rag.sources.access import ACCESS_FILE, AccessOptions, ceiling_of
 from rag.sources.access import NOTE as ACCESS_NOTE
 from rag.sources.documents import Document, FormatReading, InputError, LoadResult, Rejected
 from rag.sources.formats import ExtractError, ExtractOptions
@@ -39,17 +39,18 @@ def load_sources(
     collection: str | None = None,
     select: Selection | None = None,
     options: ExtractOptions = ExtractOptions(),
+    access: AccessOptions = AccessOptions(),
 ) -> LoadResult:
     """Load every source (folder, Markdown/text file or JSONL file) into one result.
 
     A source named here is resolved once (it may itself be a link); nothing found inside it is followed.
-    `select` narrows a folder to one partition's files.
+    `select` narrows a folder to one partition's files; `access` says where its folder ACL files start.
     """
     result = LoadResult()
     for source in sources:
         path = Path(source).resolve()
         try:
-            one = _load_source(path, default_acl, collection, select, options)
+            one = _load_source(path, default_acl, collection, select, options, access)
         except Exception as err:  # noqa: BLE001 - one source's failure must not stop the others
             one = LoadResult(rejected=[Rejected(str(path), f"cannot read source: {_one_line(err)}")])
         one.documents = [replace(d, source=str(path)) for d in one.documents]
@@ -58,23 +59,25 @@ def load_sources(
 
 
 def _load_source(path: Path, default_acl: tuple[str, ...], collection: str | None,
-                 select: Selection | None = None, options: ExtractOptions = ExtractOptions()) -> LoadResult:
+                 select: Selection | None = None, options: ExtractOptions = ExtractOptions(),
+                 access: AccessOptions = AccessOptions()) -> LoadResult:
     if not path.exists():
         return LoadResult(rejected=[Rejected(str(path), "source does not exist")])
     if path.is_dir():
-        result = load_folder(path, default_acl, collection, select, options)
+        result = load_folder(path, default_acl, collection, select, options, access)
     elif not path.is_file():
         return LoadResult(rejected=[Rejected(str(path), f"not a regular file ({_kind(path.stat().st_mode)})")])
     elif path.suffix == ".jsonl":
-        result = load_jsonl(path, default_acl, collection)
+        result = load_jsonl(path, default_acl, collection, access=access)
     else:
-        result = _load_files([path], path.parent, default_acl, collection, options)
+        result = _load_files([path], path.parent, default_acl, collection, options, access)
     result.scanned.append(str(path))
     return result
 
 
 def load_folder(folder: Path, default_acl: tuple[str, ...] = (), collection: str | None = None,
-                select: Selection | None = None, options: ExtractOptions = ExtractOptions()) -> LoadResult:
+                select: Selection | None = None, options: ExtractOptions = ExtractOptions(),
+                access: AccessOptions = AccessOptions()) -> LoadResult:
     """Every regular file below the folder; links are never followed and each gets a row."""
     result = LoadResult()
     files: list[Path] = []
@@ -85,8 +88,9 @@ def load_folder(folder: Path, default_acl: tuple[str, ...] = (), collection: str
             skipped, reason = problem
             (result.skipped if skipped else result.rejected).append(Rejected(str(path), reason))
     for p in (p for p in files if p.suffix == ".jsonl"):
-        result.extend(load_jsonl(p, default_acl, collection, folder))
-    result.extend(_load_files([p for p in files if p.suffix != ".jsonl"], folder, default_acl, collection, options))
+        result.extend(load_jsonl(p, default_acl, collection, folder, access))
+    result.extend(_load_files([p for p in files if p.suffix != ".jsonl"], folder, default_acl, collection, options,
+                              access))
     return result
 
 
@@ -153,11 +157,11 @@ def _link_reason(path: Path, root: Path) -> Passed:
 
 
 def _load_files(files: list[Path], root: Path, default_acl: tuple[str, ...], collection: str | None,
-                options: ExtractOptions = ExtractOptions()) -> LoadResult:
+                options: ExtractOptions = ExtractOptions(), access: AccessOptions = AccessOptions()) -> LoadResult:
     result = LoadResult()
     for path in files:
         if path.suffix.lower() in READERS:
-            result.extend(load_formatted(path, root, default_acl, collection, options))
+            result.extend(load_formatted(path, root, default_acl, collection, options, access))
             continue
         if path.suffix.lower() not in TEXT_SUFFIXES:
             result.rejected.append(Rejected(str(path), f"unsupported file type '{path.suffix or path.name}'"))
@@ -168,7 +172,7 @@ def _load_files(files: list[Path], root: Path, default_acl: tuple[str, ...], col
             result.rejected.append(Rejected(str(path), str(err), _id_in(path), empty=str(err) == "empty file"))
             continue
         try:
-            result.documents.append(parse_markdown(raw, path, root, default_acl, collection))
+            result.documents.append(parse_markdown(raw, path, root, default_acl, collection, access))
         except Exception as err:  # noqa: BLE001 - a per-file failure is contained and named
             doc_id = recover_id(raw) or default_id(path, root)
             result.rejected.append(Rejected(str(path), _reason(err), doc_id))
@@ -176,7 +180,7 @@ def _load_files(files: list[Path], root: Path, default_acl: tuple[str, ...], col
 
 
 def load_formatted(path: Path, root: Path, default_acl: tuple[str, ...], collection: str | None,
-                   options: ExtractOptions) -> LoadResult:
+                   options: ExtractOptions, access: AccessOptions = AccessOptions()) -> LoadResult:
     """One PDF, Office, HTML or e-mail file as a document; a refusal keeps the id, so its last good version stays."""
     doc_id = default_id(path, root)
     reading = FormatReading(files=1)
@@ -189,7 +193,7 @@ def load_formatted(path: Path, root: Path, default_acl: tuple[str, ...], collect
         fields = {"title": " ".join(title.split())[:1000]} if title.strip() else {}
         fields["version"] = modified_version(modified_ns)
         doc = document(fields, found.text, Origin(str(path), "id", doc_id, True, default_acl, collection,
-                                                  **ceiling_of(path, root)))
+                                                  **ceiling_of(path, root, access)))
     except ExtractError as err:
         return _read_as(path, reading, started, rejected=[Rejected(str(path), reason(err), doc_id,
                                                                     empty=err.kind == "empty")])
@@ -265,21 +269,23 @@ def read_text(path: Path) -> str:
 
 
 def parse_markdown(
-    raw: str, path: Path, root: Path, default_acl: tuple[str, ...] = (), collection: str | None = None
+    raw: str, path: Path, root: Path, default_acl: tuple[str, ...] = (), collection: str | None = None,
+    access: AccessOptions = AccessOptions()
 ) -> Document:
     meta, body = split_front_matter(raw)
     body = body.strip()
     if not body:
         raise InputError("empty body (front matter only)")
     return document(meta or {}, body, Origin(str(path), "id", default_id(path, root), meta is None, default_acl,
-                                             collection, text_sets_acl=meta is None, **ceiling_of(path, root)))
+                                             collection, text_sets_acl=meta is None,
+                                             **ceiling_of(path, root, access)))
 
 
 def load_jsonl(path: Path, default_acl: tuple[str, ...] = (), collection: str | None = None,
-               root: Path | None = None) -> LoadResult:
+               root: Path | None = None, access: AccessOptions = AccessOptions()) -> LoadResult:
     """Benchmark format: one JSON object per line with doc_id, text and optionally title, version, acl.
 
-    Folder ACL files from `root` (default: the file's own folder) down apply to its records."""
+    Folder ACL files from `root` (default: the file's own folder; `access.top` if set) down apply to its records."""
     result = LoadResult()
     try:
         lines = list(jsonl_lines(path))
@@ -287,7 +293,7 @@ def load_jsonl(path: Path, default_acl: tuple[str, ...] = (), collection: str | 
         result.rejected.append(Rejected(str(path), f"cannot read file: {err.strerror}"))
         return result
     for lineno, line in lines:
-        outcome = jsonl_record(path, lineno, line, default_acl, collection, root)
+        outcome = jsonl_record(path, lineno, line, default_acl, collection, root, access)
         (result.documents if isinstance(outcome, Document) else result.rejected).append(outcome)
     if not lines:
         result.rejected.append(empty_jsonl(path))
@@ -306,7 +312,8 @@ def jsonl_lines(path: Path) -> Iterable[tuple[int, bytes | None]]:
 
 
 def jsonl_record(path: Path, lineno: int, line: bytes | None, default_acl: tuple[str, ...],
-                 collection: str | None, root: Path | None = None) -> Document | Rejected:
+                 collection: str | None, root: Path | None = None, access: AccessOptions = AccessOptions()
+                 ) -> Document | Rejected:
     """The document one JSONL line holds, or why it cannot be published; one bad line never stops the file."""
     where = f"{path}:{lineno}"
     if line is None:
@@ -315,7 +322,7 @@ def jsonl_record(path: Path, lineno: int, line: bytes | None, default_acl: tuple
         record = _json_record(line)
         return document(record, _record_text(record), Origin(where, "doc_id", default_acl=default_acl,
                                                              collection=collection,
-                                                             **ceiling_of(path, root or path.parent)))
+                                                             **ceiling_of(path, root or path.parent, access)))
     except Exception as err:  # noqa: BLE001 - one bad line never stops the file
         doc_id = _maybe_id(line)
         return Rejected(where, _reason(err), doc_id, holds=None if doc_id or _parses(line) else str(path))

@@ -59,6 +59,11 @@ class PartitionSpec:
     folder: Path
     selection: Selection
 
+    @property
+    def top(self) -> Path:
+        """The source folder the partition's folder is in: its folder ACL files apply to the partition too."""
+        return self.folder if self.selection.top_level_only else self.folder.parent
+
 
 @dataclass(frozen=True)
 class Store:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from rag.sources.access import fingerprint
+from rag.sources.access import AccessOptions, fingerprint
 from rag.sources.documents import Document, FormatReading, LoadResult, Rejected, add_readings, content_hash
 from rag.sources.formats import ExtractOptions
 from rag.sources.loaders import (
@@ -118,7 +118,7 @@ class Scan:
 def scan_sources(sources: list[str], default_acl: tuple[str, ...], collection: str | None,
                  known: dict[str, FileState], stored: Callable[[list[str]], dict[str, list[Record]]],
                  rescan: bool = False, select: Selection | None = None,
-                 options: ExtractOptions = ExtractOptions()) -> Scan:
+                 options: ExtractOptions = ExtractOptions(), access: AccessOptions = AccessOptions()) -> Scan:
     """List every source, and read only the files whose stat (then content) differs from `known`.
 
     `stored(files)` gives the records those files yielded before; `rescan` reads every file anew. Turning OCR on
@@ -137,7 +137,8 @@ def scan_sources(sources: list[str], default_acl: tuple[str, ...], collection: s
             if problem:
                 scan.passed_over.extend(problem)
                 continue
-            now = _state(file, str(path), root, _with_folder_acl(settings, file, Path(root), folder_files))
+            now = _state(file, str(path), root, _with_folder_acl(settings, file, access.start(Path(root)),
+                                                                 folder_files))
             if now.path in scan.states:  # reached through two sources: read where first listed
                 continue
             scan.states[now.path] = now
@@ -148,7 +149,7 @@ def scan_sources(sources: list[str], default_acl: tuple[str, ...], collection: s
                 todo.append((now, old))
     scan.before = stored([now.path for now, old in todo if old is not None])
     for now, old in todo:
-        _read(now, old, scan.before.get(now.path, []), default_acl, collection, scan, options)
+        _read(now, old, scan.before.get(now.path, []), default_acl, collection, scan, options, access)
     return scan
 
 
@@ -185,7 +186,8 @@ def _with_folder_acl(settings: str, file: Path, root: Path, seen: dict[Path, str
 
 
 def _read(now: FileState, old: FileState | None, before: list[Record], default_acl: tuple[str, ...],
-          collection: str | None, scan: Scan, options: ExtractOptions = ExtractOptions()) -> None:
+          collection: str | None, scan: Scan, options: ExtractOptions = ExtractOptions(),
+          access: AccessOptions = AccessOptions()) -> None:
     """Hash the file; parse it (a JSONL file: its new lines) only if the hash differs from the last reading."""
     path = Path(now.path)
     if path.suffix == ".jsonl":
@@ -202,8 +204,8 @@ def _read(now: FileState, old: FileState | None, before: list[Record], default_a
         scan.restated.append(now.path)
         return
     if lines is None:
-        one = (load_jsonl(path, default_acl, collection, Path(now.root)) if path.suffix == ".jsonl"
-               else _load_files([path], Path(now.root), default_acl, collection, options))
+        one = (load_jsonl(path, default_acl, collection, Path(now.root), access) if path.suffix == ".jsonl"
+               else _load_files([path], Path(now.root), default_acl, collection, options, access))
         _keep(scan, state, 0, digest, (one.documents or one.rejected)[0])
         scan.warnings += one.warnings
         add_readings(scan.formats, one.formats)
@@ -216,7 +218,8 @@ def _read(now: FileState, old: FileState | None, before: list[Record], default_a
             scan.changed[now.path].append(reuse[h].at(lineno, f"{path}:{lineno}"))
         else:
             scan.lines_parsed += 1
-            _keep(scan, state, lineno, h, jsonl_record(path, lineno, line, default_acl, collection, Path(now.root)))
+            _keep(scan, state, lineno, h, jsonl_record(path, lineno, line, default_acl, collection, Path(now.root),
+                                                       access))
     if not lines:
         _keep(scan, state, 0, digest, empty_jsonl(path))
 

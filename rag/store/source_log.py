@@ -14,6 +14,7 @@ from typing import Callable
 
 import pyarrow as pa
 
+from rag.sources.access import AccessOptions
 from rag.sources.documents import Document, LoadResult
 from rag.sources.formats import ExtractOptions
 from rag.sources.loaders import _load_files, jsonl_lines, jsonl_record
@@ -48,6 +49,7 @@ class SourceView:
     kept_rejections: list[Record] = field(default_factory=list)   # of files not read anew
     holding: set[str] = field(default_factory=set)   # sources that hold any document
     options: ExtractOptions = ExtractOptions()        # how PDF and Office files were read (OCR or not)
+    access: AccessOptions = AccessOptions()           # where the folder ACL files start
 
     @property
     def stale(self) -> list[str]:
@@ -72,13 +74,13 @@ class SourceView:
 
 def read_sources(catalog: Catalog, sources: list[str], default_acl: tuple[str, ...], collection: str | None,
                  rescan: bool = False, select: Selection | None = None,
-                 options: ExtractOptions = ExtractOptions()) -> SourceView:
+                 options: ExtractOptions = ExtractOptions(), access: AccessOptions = AccessOptions()) -> SourceView:
     """List the sources (only a partition's files with `select`), read what changed since the catalog's last
     reading, and gather what still stands."""
     known = _states(catalog)
     scan = scan_sources(sources, default_acl, collection, known, lambda files: _records(catalog, files), rescan,
-                        select, options)
-    view = SourceView(scan, default_acl, collection, options=options)
+                        select, options, access)
+    view = SourceView(scan, default_acl, collection, options=options, access=access)
     scanned = set(scan.scanned)
     view.removed = sorted(p for p, st in known.items() if st.source in scanned and p not in scan.states)
     keep = _kept()
@@ -165,11 +167,11 @@ def _documents(items: list, view: SourceView) -> list[Document]:
         state, path = view.scan.states[file], Path(file)
         if path.suffix == ".jsonl":
             positions = {r.position for r in records}
-            outcomes = {n: jsonl_record(path, n, line, view.default_acl, view.collection, Path(state.root))
+            outcomes = {n: jsonl_record(path, n, line, view.default_acl, view.collection, Path(state.root), view.access)
                         for n, line in jsonl_lines(path) if n in positions}
         else:
             outcomes = {0: d for d in _load_files([path], Path(state.root), view.default_acl, view.collection,
-                                                  view.options).documents}
+                                                  view.options, view.access).documents}
         for r in records:
             doc = outcomes.get(r.position)
             if not isinstance(doc, Document) or (doc.doc_id, doc.content_hash) != (r.doc_id, r.content_hash) or (
