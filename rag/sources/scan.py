@@ -15,9 +15,9 @@ from typing import Callable
 
 from rag.sources.documents import Document, FormatReading, LoadResult, Rejected, add_readings, content_hash
 from rag.sources.formats import ExtractOptions
+from rag.sources.formatted import open_no_follow
 from rag.sources.loaders import (
     _load_files,
-    _open_no_follow,
     empty_jsonl,
     jsonl_lines,
     jsonl_record,
@@ -224,7 +224,7 @@ def _file_hash(path: Path) -> str:
     """sha256 of the file's bytes; empty if it cannot be read (the parse then says why)."""
     h = hashlib.sha256()
     try:
-        with _open_no_follow(path) as handle:
+        with open_no_follow(path) as handle:
             while chunk := handle.read(2**20):
                 h.update(chunk)
     except OSError:
