@@ -20,6 +20,7 @@ import numpy as np
 from rag.retrieval.vectors import readable_sets, remember, top_positions
 from rag.store.catalog import Catalog
 from rag.text.analysis import check_question, lexical_tokens
+from rag.text.markdown import without_markers
 
 K1, B = 1.5, 0.75
 # Token ids, a posting's document and its count in 4 bytes each: the postings and every text's token ids are the
@@ -106,7 +107,7 @@ def postings(fingerprint: str, docs: list[tuple[str, str]], text_of, vocab: Voca
     missing = list(dict.fromkeys(h for _, h in docs if h not in texts))
     for lo in range(0, len(missing), TEXTS_AT_ONCE):
         for h, text in text_of(missing[lo:lo + TEXTS_AT_ONCE]).items():
-            texts[h] = vocab.encode(lexical_tokens(text))
+            texts[h] = vocab.encode(lexical_tokens(without_markers(text)))   # a page marker is not a word
     rows = [texts[h] for _, h in docs]
     lengths = np.array([len(r) for r in rows], dtype=np.float64)
     cols = np.concatenate(rows) if rows else np.zeros(0, TOKEN)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rag.sources.documents import InputError, content_hash
 from rag.sources.front_matter import load_yaml
+from rag.sources.partitions import Selection
 from rag.sources.records import acl_groups
 
 ACCESS_FILE = ".access.yaml"
@@ -31,6 +32,11 @@ class AccessOptions:
     def __post_init__(self):
         if self.top:   # compared with resolved source folders
             object.__setattr__(self, "top", str(Path(self.top).resolve()))
+
+    @classmethod
+    def of(cls, select: Selection | None) -> AccessOptions:
+        """A partition's run reads the folder files of the source folder its collection is in."""
+        return cls(select.top if select is not None else None)
 
     def start(self, root: Path) -> Path:
         return Path(self.top) if self.top and root.is_relative_to(self.top) else root

@@ -11,18 +11,16 @@ import json
 import os
 import re
 import stat
-import time
-import unicodedata
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
 from rag.sources.access import ACCESS_FILE, AccessOptions, ceiling_of
 from rag.sources.access import NOTE as ACCESS_NOTE
-from rag.sources.documents import Document, FormatReading, InputError, LoadResult, Rejected
-from rag.sources.formats import ExtractError, ExtractOptions
-from rag.sources.formats.registry import MAX_BYTES, READERS, read, reason
+from rag.sources.documents import Document, InputError, LoadResult, Rejected
+from rag.sources.formats import ExtractOptions
+from rag.sources.formats.registry import READERS
+from rag.sources.formatted import load_formatted, one_line, open_no_follow, unexpected_reason
 from rag.sources.front_matter import split_front_matter, unique_pairs
 from rag.sources.partitions import Selection
 from rag.sources.records import Origin, default_id, document, recover_id
@@ -39,45 +37,42 @@ def load_sources(
     collection: str | None = None,
     select: Selection | None = None,
     options: ExtractOptions = ExtractOptions(),
-    access: AccessOptions = AccessOptions(),
 ) -> LoadResult:
     """Load every source (folder, Markdown/text file or JSONL file) into one result.
 
     A source named here is resolved once (it may itself be a link); nothing found inside it is followed.
-    `select` narrows a folder to one partition's files; `access` says where its folder ACL files start.
+    `select` narrows a folder to one partition's files.
     """
     result = LoadResult()
     for source in sources:
         path = Path(source).resolve()
         try:
-            one = _load_source(path, default_acl, collection, select, options, access)
+            one = _load_source(path, default_acl, collection, select, options)
         except Exception as err:  # noqa: BLE001 - one source's failure must not stop the others
-            one = LoadResult(rejected=[Rejected(str(path), f"cannot read source: {_one_line(err)}")])
+            one = LoadResult(rejected=[Rejected(str(path), f"cannot read source: {one_line(err)}")])
         one.documents = [replace(d, source=str(path)) for d in one.documents]
         result.extend(one)
     return result
 
 
 def _load_source(path: Path, default_acl: tuple[str, ...], collection: str | None,
-                 select: Selection | None = None, options: ExtractOptions = ExtractOptions(),
-                 access: AccessOptions = AccessOptions()) -> LoadResult:
+                 select: Selection | None = None, options: ExtractOptions = ExtractOptions()) -> LoadResult:
     if not path.exists():
         return LoadResult(rejected=[Rejected(str(path), "source does not exist")])
     if path.is_dir():
-        result = load_folder(path, default_acl, collection, select, options, access)
+        result = load_folder(path, default_acl, collection, select, options)
     elif not path.is_file():
         return LoadResult(rejected=[Rejected(str(path), f"not a regular file ({_kind(path.stat().st_mode)})")])
     elif path.suffix == ".jsonl":
-        result = load_jsonl(path, default_acl, collection, access=access)
+        result = load_jsonl(path, default_acl, collection)
     else:
-        result = _load_files([path], path.parent, default_acl, collection, options, access)
+        result = _load_files([path], path.parent, default_acl, collection, options)
     result.scanned.append(str(path))
     return result
 
 
 def load_folder(folder: Path, default_acl: tuple[str, ...] = (), collection: str | None = None,
-                select: Selection | None = None, options: ExtractOptions = ExtractOptions(),
-                access: AccessOptions = AccessOptions()) -> LoadResult:
+                select: Selection | None = None, options: ExtractOptions = ExtractOptions()) -> LoadResult:
     """Every regular file below the folder; links are never followed and each gets a row."""
     result = LoadResult()
     files: list[Path] = []
@@ -87,6 +82,7 @@ def load_folder(folder: Path, default_acl: tuple[str, ...] = (), collection: str
         else:
             skipped, reason = problem
             (result.skipped if skipped else result.rejected).append(Rejected(str(path), reason))
+    access = AccessOptions.of(select)
     for p in (p for p in files if p.suffix == ".jsonl"):
         result.extend(load_jsonl(p, default_acl, collection, folder, access))
     result.extend(_load_files([p for p in files if p.suffix != ".jsonl"], folder, default_acl, collection, options,
@@ -175,77 +171,14 @@ def _load_files(files: list[Path], root: Path, default_acl: tuple[str, ...], col
             result.documents.append(parse_markdown(raw, path, root, default_acl, collection, access))
         except Exception as err:  # noqa: BLE001 - a per-file failure is contained and named
             doc_id = recover_id(raw) or default_id(path, root)
-            result.rejected.append(Rejected(str(path), _reason(err), doc_id))
+            result.rejected.append(Rejected(str(path), unexpected_reason(err), doc_id))
     return result
-
-
-def load_formatted(path: Path, root: Path, default_acl: tuple[str, ...], collection: str | None,
-                   options: ExtractOptions, access: AccessOptions = AccessOptions()) -> LoadResult:
-    """One PDF, Office, HTML or e-mail file as a document; a refusal keeps the id, so its last good version stays."""
-    doc_id = default_id(path, root)
-    reading = FormatReading(files=1)
-    started = time.perf_counter()
-    try:
-        data, modified_ns = read_bytes(path)
-        found = read(path.suffix, data, options)
-        reading.pages = found.pages
-        title = "".join(ch for ch in (found.title or "") if unicodedata.category(ch)[0] not in "CZ" or ch == " ")
-        fields = {"title": " ".join(title.split())[:1000]} if title.strip() else {}
-        fields["version"] = modified_version(modified_ns)
-        doc = document(fields, found.text, Origin(str(path), "id", doc_id, True, default_acl, collection,
-                                                  **ceiling_of(path, root, access)))
-    except ExtractError as err:
-        return _read_as(path, reading, started, rejected=[Rejected(str(path), reason(err), doc_id,
-                                                                    empty=err.kind == "empty")])
-    except Exception as err:  # noqa: BLE001 - a per-file failure is contained and named
-        return _read_as(path, reading, started, rejected=[Rejected(str(path), _reason(err), doc_id)])
-    notes = [Rejected(str(path), note, doc_id) for note in found.dropped]
-    return _read_as(path, reading, started, documents=[doc], warnings=notes)
-
-
-def _read_as(path: Path, reading: FormatReading, started: float, **outcome) -> LoadResult:
-    reading.seconds = time.perf_counter() - started
-    return LoadResult(**outcome, formats={path.suffix.lower(): reading})
-
-
-def modified_version(mtime_ns: int) -> str:
-    """A file without front matter is versioned by when it was last modified (UTC), e.g. 2026.12.06.145903."""
-    return datetime.fromtimestamp(mtime_ns / 1e9, timezone.utc).strftime("%Y.%m.%d.%H%M%S")
-
-
-def read_bytes(path: Path) -> tuple[bytes, int]:
-    """A file's bytes and modification time, refused if it is not a regular file, is too large, or changes while
-    it is read."""
-    try:
-        with _open_no_follow(path) as handle:
-            before = os.fstat(handle.fileno())
-            if not stat.S_ISREG(before.st_mode):
-                raise InputError("not a regular file")
-            if before.st_size > MAX_BYTES:
-                raise ExtractError("too large", f"too large: {before.st_size / 2**20:.0f} MB (limit "
-                                                f"{MAX_BYTES // 2**20} MB)")
-            data = handle.read(MAX_BYTES + 1)
-            after = os.fstat(handle.fileno())
-        now = os.stat(path, follow_symlinks=False)
-    except FileNotFoundError:
-        raise ExtractError("changed while read", "changed while read: the file disappeared") from None
-    except OSError as err:
-        raise InputError(f"cannot read file: {err.strerror}") from None
-    if len(data) != after.st_size or _stamp(before) != _stamp(after) or (now.st_ino, now.st_dev) != (
-            after.st_ino, after.st_dev) or _stamp(now) != _stamp(after):
-        raise ExtractError("changed while read", "changed while read: the file was written or replaced during the "
-                                                 "reading (read again at the next run)")
-    return data, after.st_mtime_ns
-
-
-def _stamp(st: os.stat_result) -> tuple[int, int]:
-    return st.st_size, st.st_mtime_ns
 
 
 def read_text(path: Path) -> str:
     """Read a regular file as UTF-8 text, refusing binary, empty, oversized and wrongly encoded files."""
     try:
-        with _open_no_follow(path) as handle:
+        with open_no_follow(path) as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 raise InputError("not a regular file")
             data = handle.read(MAX_FILE_BYTES + 1)
@@ -283,9 +216,8 @@ def parse_markdown(
 
 def load_jsonl(path: Path, default_acl: tuple[str, ...] = (), collection: str | None = None,
                root: Path | None = None, access: AccessOptions = AccessOptions()) -> LoadResult:
-    """Benchmark format: one JSON object per line with doc_id, text and optionally title, version, acl.
-
-    Folder ACL files from `root` (default: the file's own folder; `access.top` if set) down apply to its records."""
+    """Benchmark format: one JSON object per line with doc_id, text and optionally title, version, acl; the folder
+    ACL files from `root` (default: the file's own folder) down apply to its records."""
     result = LoadResult()
     try:
         lines = list(jsonl_lines(path))
@@ -325,7 +257,7 @@ def jsonl_record(path: Path, lineno: int, line: bytes | None, default_acl: tuple
                                                              **ceiling_of(path, root or path.parent, access)))
     except Exception as err:  # noqa: BLE001 - one bad line never stops the file
         doc_id = _maybe_id(line)
-        return Rejected(where, _reason(err), doc_id, holds=None if doc_id or _parses(line) else str(path))
+        return Rejected(where, unexpected_reason(err), doc_id, holds=None if doc_id or _parses(line) else str(path))
 
 
 def empty_jsonl(path: Path) -> Rejected:
@@ -384,32 +316,15 @@ def _parses(line: bytes) -> bool:
 def _id_in(path: Path) -> str | None:
     """The id a file that cannot be read as text still declares (latin-1, binary junk around front matter)."""
     try:
-        with _open_no_follow(path) as handle:
+        with open_no_follow(path) as handle:
             return recover_id(handle.read(20000).decode("utf-8", "replace"))
     except OSError:
         return None
 
 
-def _open_no_follow(path: Path):
-    """Never follow a link swapped in after the listing, never block on a pipe."""
-    return os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb")
-
-
 def _skip_rest_of_line(handle) -> None:
     while (chunk := handle.readline(2**20)) and not chunk.endswith(b"\n"):
         pass
-
-
-def _reason(err: Exception) -> str:
-    if isinstance(err, InputError):
-        return str(err)
-    if isinstance(err, RecursionError):
-        return "nested too deeply to read"
-    return f"unexpected {type(err).__name__}: {_one_line(err)}"
-
-
-def _one_line(err: Exception) -> str:
-    return " ".join(str(err).split())[:200] or type(err).__name__
 
 
 def _kind(mode: int) -> str:

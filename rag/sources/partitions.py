@@ -44,6 +44,7 @@ class Selection:
     top_level_only: bool = False
     shard: tuple[int, int] | None = None   # (k, n): files whose path hash is k modulo n
     vanished: bool = False   # the collection is gone from its (readable) source: every file it published is deleted
+    top: str | None = None   # the source folder it is in: its folder ACL files (rag.sources.access) apply here too
 
     def admits(self, relative: str) -> bool:
         if self.vanished or (self.top_level_only and "/" in relative):
@@ -58,11 +59,6 @@ class PartitionSpec:
     key: str
     folder: Path
     selection: Selection
-
-    @property
-    def top(self) -> Path:
-        """The source folder the partition's folder is in: its folder ACL files apply to the partition too."""
-        return self.folder if self.selection.top_level_only else self.folder.parent
 
 
 @dataclass(frozen=True)
@@ -350,8 +346,8 @@ def _spec(name: str, root: Path, k: int, n: int) -> PartitionSpec:
     key = name if n == 1 else f"{name}~{k}of{n}"
     shard = None if n == 1 else (k, n)
     if name == root.name:
-        return PartitionSpec(key, root, Selection(top_level_only=True, shard=shard))
-    return PartitionSpec(key, root / name.split("/", 1)[1], Selection(shard=shard))
+        return PartitionSpec(key, root, Selection(top_level_only=True, shard=shard, top=str(root)))
+    return PartitionSpec(key, root / name.split("/", 1)[1], Selection(shard=shard, top=str(root)))
 
 
 def _named_sources(sources: list[str]) -> list[str]:

@@ -16,9 +16,9 @@ from typing import Callable
 from rag.sources.access import AccessOptions, fingerprint
 from rag.sources.documents import Document, FormatReading, LoadResult, Rejected, add_readings, content_hash
 from rag.sources.formats import ExtractOptions
+from rag.sources.formatted import open_no_follow
 from rag.sources.loaders import (
     _load_files,
-    _open_no_follow,
     empty_jsonl,
     jsonl_lines,
     jsonl_record,
@@ -118,7 +118,7 @@ class Scan:
 def scan_sources(sources: list[str], default_acl: tuple[str, ...], collection: str | None,
                  known: dict[str, FileState], stored: Callable[[list[str]], dict[str, list[Record]]],
                  rescan: bool = False, select: Selection | None = None,
-                 options: ExtractOptions = ExtractOptions(), access: AccessOptions = AccessOptions()) -> Scan:
+                 options: ExtractOptions = ExtractOptions()) -> Scan:
     """List every source, and read only the files whose stat (then content) differs from `known`.
 
     `stored(files)` gives the records those files yielded before; `rescan` reads every file anew. Turning OCR on
@@ -130,14 +130,14 @@ def scan_sources(sources: list[str], default_acl: tuple[str, ...], collection: s
         return scan
     settings = content_hash(",".join(default_acl), collection or "", *(("ocr",) if options.ocr else ()))
     todo: list[tuple[FileState, FileState | None]] = []
-    folder_files: dict[Path, str] = {}
+    how, folder_files = _Reading(default_acl, collection, options, AccessOptions.of(select)), {}
     for source in sources:
         path = Path(source).resolve()
         for file, root, problem in _listing(path, scan, select):
             if problem:
                 scan.passed_over.extend(problem)
                 continue
-            now = _state(file, str(path), root, _with_folder_acl(settings, file, access.start(Path(root)),
+            now = _state(file, str(path), root, _with_folder_acl(settings, file, how.access.start(Path(root)),
                                                                  folder_files))
             if now.path in scan.states:  # reached through two sources: read where first listed
                 continue
@@ -149,7 +149,7 @@ def scan_sources(sources: list[str], default_acl: tuple[str, ...], collection: s
                 todo.append((now, old))
     scan.before = stored([now.path for now, old in todo if old is not None])
     for now, old in todo:
-        _read(now, old, scan.before.get(now.path, []), default_acl, collection, scan, options, access)
+        _read(now, old, scan.before.get(now.path, []), how, scan)
     return scan
 
 
@@ -185,11 +185,19 @@ def _with_folder_acl(settings: str, file: Path, root: Path, seen: dict[Path, str
     return content_hash(settings, folder) if folder else settings
 
 
-def _read(now: FileState, old: FileState | None, before: list[Record], default_acl: tuple[str, ...],
-          collection: str | None, scan: Scan, options: ExtractOptions = ExtractOptions(),
-          access: AccessOptions = AccessOptions()) -> None:
+@dataclass(frozen=True)
+class _Reading:
+    """How this run reads a file: the loader settings."""
+
+    default_acl: tuple[str, ...]
+    collection: str | None
+    options: ExtractOptions
+    access: AccessOptions
+
+
+def _read(now: FileState, old: FileState | None, before: list[Record], how: _Reading, scan: Scan) -> None:
     """Hash the file; parse it (a JSONL file: its new lines) only if the hash differs from the last reading."""
-    path = Path(now.path)
+    path, default_acl, collection, access = Path(now.path), how.default_acl, how.collection, how.access
     if path.suffix == ".jsonl":
         try:
             lines = list(jsonl_lines(path))
@@ -205,7 +213,7 @@ def _read(now: FileState, old: FileState | None, before: list[Record], default_a
         return
     if lines is None:
         one = (load_jsonl(path, default_acl, collection, Path(now.root), access) if path.suffix == ".jsonl"
-               else _load_files([path], Path(now.root), default_acl, collection, options, access))
+               else _load_files([path], Path(now.root), default_acl, collection, how.options, access))
         _keep(scan, state, 0, digest, (one.documents or one.rejected)[0])
         scan.warnings += one.warnings
         add_readings(scan.formats, one.formats)
@@ -235,7 +243,7 @@ def _file_hash(path: Path) -> str:
     """sha256 of the file's bytes; empty if it cannot be read (the parse then says why)."""
     h = hashlib.sha256()
     try:
-        with _open_no_follow(path) as handle:
+        with open_no_follow(path) as handle:
             while chunk := handle.read(2**20):
                 h.update(chunk)
     except OSError:

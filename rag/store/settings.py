@@ -8,7 +8,6 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 
-from rag.sources.access import AccessOptions
 from rag.sources.partitions import PartitionSpec, Selection
 from rag.store.url_settings import ENDPOINT_URL, LANCE_URI, index_location, setting
 from rag.units.long_units import DEFAULT_CAP
@@ -45,7 +44,6 @@ class IngestSettings:
     shard_files: int | None = None  # None: $RAG_SHARD_FILES or 20,000
     sensor_interval_s: int = 30   # how often the source sensors look for changed files
     ocr: bool = False             # read image-only PDF pages with tesseract (slow; off: they are quarantined)
-    acl_top: str | None = None    # where folder ACL files start (a partition's run: its source folder)
 
     def __post_init__(self):
         self.sources = [str(s) for s in self.sources]
@@ -61,16 +59,12 @@ class IngestSettings:
         return SubchunkRecipe(self.chunk_target, self.chunk_max, self.chunk_overlap)
 
     @property
-    def access(self) -> AccessOptions:
-        return AccessOptions(self.acl_top)
-
-    @property
     def index_uri(self) -> str:
         return self.lance_uri or str(Path(self.workspace) / "lancedb")
 
     def for_partition(self, spec: PartitionSpec) -> IngestSettings:
         """One partition's run: its folder and which of its files; a vanished collection deletes what it published."""
-        return replace(self, sources=[str(spec.folder)], select=spec.selection, acl_top=str(spec.top),
+        return replace(self, sources=[str(spec.folder)], select=spec.selection,
                        allow_empty=self.allow_empty or spec.selection.vanished)
 
     @classmethod

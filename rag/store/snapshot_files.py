@@ -41,9 +41,8 @@ _PULL_LOCK = threading.Lock()
 # Table → key columns (empty: the whole row is its own key). `texts` lists the text files (rag.store.text_store).
 READ_TABLES: dict[str, tuple[str, ...]] = {
     "documents": ("doc_id", "version"), "texts": ("content_hash",), "units": ("unit_id", "unit_version"),
-    "unit_members": ("unit_id", "unit_version", "position"), "publish_log": ("publish_id",),
-    "quarantine": (), "store_identity": (), "workspace_settings": ("key",),
-    "acl_changes": ("doc_id", "version", "publish_id")}
+    "unit_members": ("unit_id", "unit_version", "position"), "publish_log": ("publish_id",), "quarantine": (),
+    "store_identity": (), "workspace_settings": ("key",), "acl_changes": ("doc_id", "version", "publish_id")}
 # Table → SQL over a published row that is history: the writer drops such rows once published
 # (Catalog._drop_published_history), so none is tombstoned and the read state is the one place as-of reads and
 # history find them. A current document's row is not history: if it vanished, readers must stop seeing it.

@@ -74,13 +74,13 @@ class SourceView:
 
 def read_sources(catalog: Catalog, sources: list[str], default_acl: tuple[str, ...], collection: str | None,
                  rescan: bool = False, select: Selection | None = None,
-                 options: ExtractOptions = ExtractOptions(), access: AccessOptions = AccessOptions()) -> SourceView:
+                 options: ExtractOptions = ExtractOptions()) -> SourceView:
     """List the sources (only a partition's files with `select`), read what changed since the catalog's last
     reading, and gather what still stands."""
     known = _states(catalog)
     scan = scan_sources(sources, default_acl, collection, known, lambda files: _records(catalog, files), rescan,
-                        select, options, access)
-    view = SourceView(scan, default_acl, collection, options=options, access=access)
+                        select, options)
+    view = SourceView(scan, default_acl, collection, options=options, access=AccessOptions.of(select))
     scanned = set(scan.scanned)
     view.removed = sorted(p for p, st in known.items() if st.source in scanned and p not in scan.states)
     keep = _kept()

@@ -7,7 +7,6 @@ from typing import Iterable, Mapping, Protocol, Sequence
 
 import ahocorasick
 
-from rag.sources.access import AccessOptions
 from rag.sources.partitions import PartitionSpec
 from rag.sources.scan import scan_sources
 from rag.text.analysis import has_han, mention_spans
@@ -66,8 +65,7 @@ def targets_in(specs: Iterable[PartitionSpec], links: list[tuple[str, str]], def
     for spec in specs:
         if not wanted:
             break
-        scan = scan_sources([str(spec.folder)], default_acl, collection, {}, lambda files: {}, select=spec.selection,
-                            access=AccessOptions(str(spec.top)))
+        scan = scan_sources([str(spec.folder)], default_acl, collection, {}, lambda files: {}, select=spec.selection)
         for doc in scan.parsed.values():
             ids.update({doc.doc_id} & wanted)
             titles.update({doc.title} & wanted)

@@ -13,7 +13,8 @@ import pytest
 from conftest import REPO
 
 from rag.sources.formats import ExtractError
-from rag.sources.loaders import load_sources, read_bytes
+from rag.sources.formatted import read_bytes
+from rag.sources.loaders import load_sources
 
 
 def rag(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -71,9 +72,9 @@ def test_each_file_is_one_document_with_its_structure_and_each_bad_file_one_reas
 
 
 def test_a_file_that_changes_while_it_is_read_is_refused(folder, monkeypatch):
-    import rag.sources.loaders as loaders
+    import rag.sources.formatted as formatted
 
-    opened = loaders._open_no_follow
+    opened = formatted.open_no_follow
 
     def open_then_write(path):
         """The file is appended to by another process between the read and the check after it."""
@@ -88,7 +89,7 @@ def test_a_file_that_changes_while_it_is_read_is_refused(folder, monkeypatch):
         handle.read = read_then_append
         return handle
 
-    monkeypatch.setattr(loaders, "_open_no_follow", open_then_write)
+    monkeypatch.setattr(formatted, "open_no_follow", open_then_write)
     with pytest.raises(ExtractError) as err:
         read_bytes(folder / "manual.docx")[0]
     assert err.value.kind == "changed while read"
