@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,6 +32,17 @@ def snapshot(source: str | Path, select: Selection | None = None) -> dict[str, t
         if p.is_file() and _watched(rel):
             st = p.stat()
             out[rel.as_posix()] = (st.st_mtime_ns, st.st_size)
+    return out | _folder_files_above(root, select)
+
+
+def _folder_files_above(root: Path, select: Selection | None) -> dict[str, tuple[int, int]]:
+    """A partition's folder ACL files in the source folder above its collection (their edit changes it too)."""
+    top, root = Path(select.top if select is not None and select.top else root).resolve(), root.resolve()
+    out = {}
+    for folder in (f for f in root.parents if f.is_relative_to(top)):
+        if (path := folder / ACCESS_FILE).is_file():
+            st = path.stat()
+            out[os.path.relpath(path, root)] = (st.st_mtime_ns, st.st_size)
     return out
 
 

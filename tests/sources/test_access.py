@@ -136,3 +136,23 @@ def test_an_unreadable_folder_file_quarantines_below_it(tmp_path):
     result = load_sources([tmp_path], default_acl=("staff",))
     assert result.documents == []
     assert reasons(result) == {"a": f"folder ACL file {folder_file}: cannot read it: Permission denied"}
+
+
+def test_a_partitioned_run_reads_the_folder_files_of_the_source_folder_above_its_collection(tmp_path):
+    """Both layouts give one document one ACL: a collection's partition is bound by the source folder's file too."""
+    from rag.sources.partitions import discover
+    from rag.sources.scan import scan_sources
+
+    src = tmp_path / "src"
+    write(src, ACCESS_FILE, "acl: [finance, audit]\n")
+    write(src, "hr/pay.md", "Pay bands.\n")
+    write(src, "hr/narrow.md", md("narrow", ["audit"]))
+    write(src, "top.md", "Top level.\n")
+    whole = acls(load_sources([src]))
+    by_partition = {}
+    for spec in discover([str(src)], tmp_path / "ws"):
+        by_partition |= acls(load_sources([spec.folder], select=spec.selection))
+        scan = scan_sources([str(spec.folder)], (), None, {}, lambda files: {}, select=spec.selection)
+        assert {d.doc_id: d.acl for d in scan.parsed.values()} == acls(load_sources([spec.folder], select=spec.selection))
+    assert whole == {"hr/pay": ("audit", "finance"), "narrow": ("audit",), "top": ("audit", "finance")}
+    assert by_partition == {"pay": ("audit", "finance"), "narrow": ("audit",), "top": ("audit", "finance")}

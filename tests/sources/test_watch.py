@@ -78,3 +78,16 @@ def test_the_fingerprint_moves_when_a_folder_acl_file_or_a_pdf_changes_but_not_f
     assert revoked != before
     (tmp_path / "finance" / "report.pdf").write_bytes(b"%PDF-1.4 two, longer")
     assert fingerprint(snapshot(tmp_path)) != revoked
+
+
+def test_a_collection_partition_notices_the_folder_acl_file_of_its_source_folder(tmp_path):
+    from rag.sources.partitions import discover
+
+    (tmp_path / "src" / "hr").mkdir(parents=True)
+    (tmp_path / "src" / "hr" / "pay.md").write_text("Pay bands.\n")
+    (tmp_path / "src" / ".access.yaml").write_text("acl: [hr, audit]\n")
+    [spec] = discover([str(tmp_path / "src")], tmp_path / "ws")
+    before = snapshot(spec.folder, spec.selection)
+    assert set(before) == {"pay.md", "../.access.yaml"}
+    (tmp_path / "src" / ".access.yaml").write_text("acl: [hr]\n")
+    assert fingerprint(snapshot(spec.folder, spec.selection)) != fingerprint(before)
