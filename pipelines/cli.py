@@ -108,6 +108,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="read PDF pages that have no text layer with tesseract (Debian: tesseract-ocr; slow, "
                              "about a second a page); without it such pages are left out and such files "
                              "quarantined (default: $RAG_OCR)")
+    ingest.add_argument("--acl-from", choices=["posix", "posix,everyone"], default=None,
+                        help="bound each file's ACL by the groups that may read it on the file system: its owning "
+                             "group and POSIX ACL groups; 'posix,everyone' adds 'everyone' for world-readable "
+                             "files (default: $RAG_ACL_FROM)")
     ingest.add_argument("--json", action="store_true", help="print one JSON object with the run's counts")
     ingest.add_argument("--wait", type=float, metavar="SECONDS", default=None,
                         help="how long to wait for another writer of this workspace to finish before giving up "
@@ -334,7 +338,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         workspace=args.workspace, sources=args.source, default_acl=tuple(args.default_acl or ()),
         collection=args.collection, derive_links=args.derive_links == "titles", lance_uri=args.lance_uri,
         wait_s=args.wait, embedder=args.embedder, allow_empty=args.allow_empty,
-        ocr=args.ocr if args.ocr is not None else os.environ.get("RAG_OCR", "").lower() in ("1", "true", "yes"))
+        ocr=args.ocr if args.ocr is not None else os.environ.get("RAG_OCR", "").lower() in ("1", "true", "yes"),
+        acl_from=args.acl_from if args.acl_from is not None else os.environ.get("RAG_ACL_FROM", ""))
     if args.partition or args.partitioned:
         counts = run_partitions(settings, args.partition or None)
     else:

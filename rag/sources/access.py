@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from rag.sources.documents import InputError, content_hash
+from rag.sources.documents import InputError, Withheld, content_hash
+from rag.sources.file_groups import file_groups
 from rag.sources.front_matter import load_yaml
 from rag.sources.partitions import Selection
 from rag.sources.records import acl_groups
@@ -25,18 +26,22 @@ NOTE = "folder ACL file (sets who may read the documents below its folder)"
 
 @dataclass(frozen=True)
 class AccessOptions:
-    """Where a source's folder ACL files start: a partition reads those of the source folder above its own too."""
+    """Where a source's folder ACL files start (a partition reads those of the source folder above its own too),
+    and whether the file system's groups bound a file's ACL (`--acl-from posix`; `everyone` if world-readable)."""
 
     top: str | None = None
+    posix: bool = False
+    everyone: bool = False
 
     def __post_init__(self):
         if self.top:   # compared with resolved source folders
             object.__setattr__(self, "top", str(Path(self.top).resolve()))
 
     @classmethod
-    def of(cls, select: Selection | None) -> AccessOptions:
+    def of(cls, select: Selection | None, acl_from: str = "") -> AccessOptions:
         """A partition's run reads the folder files of the source folder its collection is in."""
-        return cls(select.top if select is not None else None)
+        return cls(select.top if select is not None else None, acl_from.startswith("posix"), acl_from.endswith(
+            ",everyone"))
 
     def start(self, root: Path) -> Path:
         return Path(self.top) if self.top and root.is_relative_to(self.top) else root
@@ -66,17 +71,36 @@ def ceiling_of(path: Path, root: Path, access: AccessOptions = AccessOptions()) 
     """The Origin fields of a document read from `path`; raises the one-line error of an invalid folder file above."""
     acl = folder_acl(path, root, access)
     if acl.error:
-        raise InputError(acl.error)
-    return {"ceiling": acl.groups, "ceiling_file": acl.file}
+        raise Withheld(acl.error)
+    if not access.posix:
+        return {"ceiling": acl.groups, "ceiling_file": f"the folder ACL file {acl.file}"}
+    try:
+        groups = file_groups(path, access.everyone)
+    except InputError as err:
+        raise Withheld(str(err)) from None
+    if acl.groups is None:
+        if not groups:
+            raise Withheld("no group may read it on the file system (--acl-from posix)")
+        return {"ceiling": groups, "ceiling_file": f"its file-system groups ({', '.join(groups)})"}
+    if not (both := tuple(g for g in groups if g in acl.groups)):
+        raise Withheld(f"none of its file-system groups ({', '.join(groups) or 'none'}) is allowed by the folder "
+                         f"ACL file {acl.file}")
+    return {"ceiling": both, "ceiling_file": f"the folder ACL file {acl.file} and its file-system groups"}
 
 
-def fingerprint(path: Path, root: Path, seen: dict[Path, str]) -> str:
-    """A hash of every folder file above `path` (their bytes): it changes when the file's folder ACL may change."""
+def fingerprint(path: Path, root: Path, seen: dict[Path, str], access: AccessOptions = AccessOptions()) -> str:
+    """A hash of every folder file above `path` (their bytes) and, with `--acl-from posix`, of its file-system
+    groups: it changes when the file's ACL may change (a chmod or chgrp changes no content)."""
     parts = []
     for folder in _chain(path, root):
         if folder not in seen:
             seen[folder] = _raw_hash(folder / ACCESS_FILE)
         parts.append(seen[folder])
+    if access.posix:
+        try:
+            parts.append("posix:" + ",".join(file_groups(path, access.everyone)))
+        except InputError as err:
+            parts.append(str(err))
     return content_hash(*parts) if any(parts) else ""
 
 

@@ -46,7 +46,8 @@ class Rejected:
 
     `doc_id` is the id the input claims (read or recovered), so its published document is kept; `holds` names
     a file whose published documents it may carry when no id can be read, so none of them is deleted.
-    `empty` marks an input that holds nothing at all (an empty file).
+    `empty` marks an input that holds nothing at all (an empty file). `withheld` marks a document its ACL sources
+    no longer let anyone read as published (a folder file narrowed or broken, a chmod): it is hidden, not kept.
     """
 
     source_path: str
@@ -54,6 +55,7 @@ class Rejected:
     doc_id: str | None = None
     holds: str | None = None
     empty: bool = False
+    withheld: bool = False
 
 
 @dataclass
@@ -125,3 +127,8 @@ def version_key(label: str) -> tuple:
 
 class InputError(ValueError):
     """An input that cannot be published; the message is the one-line reason."""
+
+
+class Withheld(InputError):
+    """A document whose folder ACL files or file-system groups do not let it be published as it asks: its published
+    version is hidden, never kept with the groups it had (a revocation takes effect even through a mistake)."""

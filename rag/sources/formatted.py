@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rag.sources.access import AccessOptions, ceiling_of
-from rag.sources.documents import FormatReading, InputError, LoadResult, Rejected
+from rag.sources.documents import FormatReading, InputError, LoadResult, Rejected, Withheld
 from rag.sources.formats import ExtractError, ExtractOptions
 from rag.sources.formats.registry import MAX_BYTES, read, reason
 from rag.sources.records import Origin, default_id, document
@@ -34,7 +34,8 @@ def load_formatted(path: Path, root: Path, default_acl: tuple[str, ...], collect
         return _read_as(path, reading, started, rejected=[Rejected(str(path), reason(err), doc_id,
                                                                     empty=err.kind == "empty")])
     except Exception as err:  # noqa: BLE001 - a per-file failure is contained and named
-        return _read_as(path, reading, started, rejected=[Rejected(str(path), unexpected_reason(err), doc_id)])
+        return _read_as(path, reading, started, rejected=[Rejected(str(path), unexpected_reason(err), doc_id,
+                                                                    withheld=isinstance(err, Withheld))])
     notes = [Rejected(str(path), note, doc_id) for note in found.dropped]
     return _read_as(path, reading, started, documents=[doc], warnings=notes)
 

@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 from rag.sources.access import ACCESS_FILE, AccessOptions, ceiling_of
 from rag.sources.access import NOTE as ACCESS_NOTE
-from rag.sources.documents import Document, InputError, LoadResult, Rejected
+from rag.sources.documents import Document, InputError, LoadResult, Rejected, Withheld
 from rag.sources.formats import ExtractOptions
 from rag.sources.formats.registry import READERS
 from rag.sources.formatted import load_formatted, one_line, open_no_follow, unexpected_reason
@@ -82,7 +82,7 @@ def load_folder(folder: Path, default_acl: tuple[str, ...] = (), collection: str
         else:
             skipped, reason = problem
             (result.skipped if skipped else result.rejected).append(Rejected(str(path), reason))
-    access = AccessOptions.of(select)
+    access = AccessOptions.of(select, options.acl_from)
     for p in (p for p in files if p.suffix == ".jsonl"):
         result.extend(load_jsonl(p, default_acl, collection, folder, access))
     result.extend(_load_files([p for p in files if p.suffix != ".jsonl"], folder, default_acl, collection, options,
@@ -171,7 +171,8 @@ def _load_files(files: list[Path], root: Path, default_acl: tuple[str, ...], col
             result.documents.append(parse_markdown(raw, path, root, default_acl, collection, access))
         except Exception as err:  # noqa: BLE001 - a per-file failure is contained and named
             doc_id = recover_id(raw) or default_id(path, root)
-            result.rejected.append(Rejected(str(path), unexpected_reason(err), doc_id))
+            result.rejected.append(Rejected(str(path), unexpected_reason(err), doc_id,
+                                            withheld=isinstance(err, Withheld)))
     return result
 
 
@@ -257,7 +258,8 @@ def jsonl_record(path: Path, lineno: int, line: bytes | None, default_acl: tuple
                                                              **ceiling_of(path, root or path.parent, access)))
     except Exception as err:  # noqa: BLE001 - one bad line never stops the file
         doc_id = _maybe_id(line)
-        return Rejected(where, unexpected_reason(err), doc_id, holds=None if doc_id or _parses(line) else str(path))
+        return Rejected(where, unexpected_reason(err), doc_id, holds=None if doc_id or _parses(line) else str(path),
+                        withheld=isinstance(err, Withheld))
 
 
 def empty_jsonl(path: Path) -> Rejected:

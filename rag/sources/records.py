@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag.sources.documents import Document, InputError, UnorderableVersion, version_order
+from rag.sources.documents import Document, InputError, UnorderableVersion, Withheld, version_order
 from rag.sources.front_matter import Unquoted
 
 FIELDS = ("id", "doc_id", "title", "text", "version", "acl", "links", "collection")
@@ -147,7 +147,7 @@ def _acl(fields: dict[str, Any], origin: Origin, text: str) -> tuple[str, ...]:
     if "acl" in fields:
         groups = acl_groups(fields["acl"])
         if origin.ceiling is not None and (wider := [g for g in groups if g not in origin.ceiling]):
-            raise InputError(f"'acl' group '{wider[0]}' is not allowed by the folder ACL file {origin.ceiling_file}")
+            raise Withheld(f"'acl' group '{wider[0]}' is not allowed by {origin.ceiling_file}")
         return groups
     if not origin.may_default and origin.ceiling is None:
         raise InputError("no ACL: the front matter has no 'acl' key (the default ACL applies only to files "

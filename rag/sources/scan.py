@@ -78,13 +78,14 @@ class Record:
     reason: str | None = None
     holds: str | None = None
     empty: bool = False
+    withheld: bool = False   # hidden by its ACL sources: its source still holds it (rag.sources.access)
 
     @property
     def is_document(self) -> bool:
         return self.reason is None
 
     def rejected(self) -> Rejected:
-        return Rejected(self.source_path, self.reason or "", self.doc_id, self.holds, self.empty)
+        return Rejected(self.source_path, self.reason or "", self.doc_id, self.holds, self.empty, self.withheld)
 
     def at(self, position: int, source_path: str) -> "Record":
         return replace(self, position=position, source_path=source_path)
@@ -96,7 +97,7 @@ def record_of(outcome: Document | Rejected, state: FileState, position: int, lin
                       outcome.version, outcome.content_hash, outcome.meta_hash, outcome.acl, outcome.links,
                       outcome.collection)
     return Record(state.path, state.source, position, line_hash, outcome.source_path, outcome.doc_id,
-                  reason=outcome.reason, holds=outcome.holds, empty=outcome.empty)
+                  reason=outcome.reason, holds=outcome.holds, empty=outcome.empty, withheld=outcome.withheld)
 
 
 @dataclass
@@ -130,15 +131,14 @@ def scan_sources(sources: list[str], default_acl: tuple[str, ...], collection: s
         return scan
     settings = content_hash(",".join(default_acl), collection or "", *(("ocr",) if options.ocr else ()))
     todo: list[tuple[FileState, FileState | None]] = []
-    how, folder_files = _Reading(default_acl, collection, options, AccessOptions.of(select)), {}
+    how, folder_files = _Reading(default_acl, collection, options, AccessOptions.of(select, options.acl_from)), {}
     for source in sources:
         path = Path(source).resolve()
         for file, root, problem in _listing(path, scan, select):
             if problem:
                 scan.passed_over.extend(problem)
                 continue
-            now = _state(file, str(path), root, _with_folder_acl(settings, file, how.access.start(Path(root)),
-                                                                 folder_files))
+            now = _state(file, str(path), root, _with_folder_acl(settings, file, Path(root), folder_files, how.access))
             if now.path in scan.states:  # reached through two sources: read where first listed
                 continue
             scan.states[now.path] = now
@@ -179,9 +179,10 @@ def _state(file: Path, source: str, root: str, settings: str) -> FileState:
     return FileState(str(file), source, root, size, mtime, ctime, ino, "", settings, time.time_ns())
 
 
-def _with_folder_acl(settings: str, file: Path, root: Path, seen: dict[Path, str]) -> str:
-    """A folder ACL file's edit changes the settings every file below it is read with, so each is read again."""
-    folder = fingerprint(file, root, seen)
+def _with_folder_acl(settings: str, file: Path, root: Path, seen: dict[Path, str], access: AccessOptions) -> str:
+    """A folder ACL file's edit (or a chmod, with `--acl-from posix`) changes the settings a file is read with, so
+    it is read again."""
+    folder = fingerprint(file, access.start(root), seen, access)
     return content_hash(settings, folder) if folder else settings
 
 

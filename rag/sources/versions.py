@@ -45,7 +45,7 @@ class _Protection:
     def of(cls, rejected: list[Rejected], allow_empty: bool) -> "_Protection":
         p = cls()
         for r in rejected:
-            if r.empty and allow_empty:
+            if (r.empty and allow_empty) or r.withheld:
                 continue
             if r.doc_id:
                 p.ids.add(r.doc_id)

@@ -58,7 +58,7 @@ def publish_documents(catalog: Catalog, settings: IngestSettings) -> tuple[DocCh
     sources = [str(Path(s).resolve()) for s in settings.sources]
     publish_id = catalog.begin_publish(sources)
     view = read_sources(catalog, sources, settings.default_acl, settings.collection, settings.rescan,
-                        settings.select, ExtractOptions(ocr=settings.ocr))
+                        settings.select, ExtractOptions(settings.ocr, settings.acl_from))
     loaded = view.loaded()
     catalog.record_problems(publish_id, "skipped", loaded.skipped)
     if not view.holding and not (settings.allow_empty and loaded.scanned):

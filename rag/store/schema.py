@@ -64,6 +64,7 @@ CREATE TABLE IF NOT EXISTS source_records (
 ALTER TABLE source_records DROP COLUMN IF EXISTS acl;
 ALTER TABLE source_records DROP COLUMN IF EXISTS links;
 ALTER TABLE source_records DROP COLUMN IF EXISTS collection;
+ALTER TABLE source_records ADD COLUMN IF NOT EXISTS withheld BOOLEAN;  -- hidden by its ACL sources (rag.sources.access)
 -- Each ACL a publish replaced in place (a folder ACL file's or a document's own edit), for a document's history.
 CREATE TABLE IF NOT EXISTS acl_changes (
     doc_id VARCHAR, version VARCHAR, acl_before VARCHAR[], acl VARCHAR[], publish_id BIGINT, changed_at TIMESTAMP);

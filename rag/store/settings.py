@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 
+from rag.sources.file_groups import ACL_FROM
 from rag.sources.partitions import PartitionSpec, Selection
 from rag.store.url_settings import ENDPOINT_URL, LANCE_URI, index_location, setting
 from rag.units.long_units import DEFAULT_CAP
@@ -44,10 +45,13 @@ class IngestSettings:
     shard_files: int | None = None  # None: $RAG_SHARD_FILES or 20,000
     sensor_interval_s: int = 30   # how often the source sensors look for changed files
     ocr: bool = False             # read image-only PDF pages with tesseract (slow; off: they are quarantined)
+    acl_from: str = ""            # "posix" or "posix,everyone": file-system groups bound each file's ACL
 
     def __post_init__(self):
         self.sources = [str(s) for s in self.sources]
         self.default_acl = tuple(self.default_acl)
+        if self.acl_from not in ACL_FROM:
+            raise ValueError(f"RAG_ACL_FROM={self.acl_from!r}: expected 'posix' or 'posix,everyone'")
         self.workspace = str(self.workspace)
         if self.lance_uri:  # parsed before any run records it or any library is handed it
             self.lance_uri = index_location(LANCE_URI, self.lance_uri)
@@ -71,7 +75,7 @@ class IngestSettings:
     def from_env(cls, environ: Mapping[str, str], workspace: str, sources: list[str]) -> IngestSettings:
         """RAG_WORKSPACE, RAG_SOURCES (os.pathsep-separated), RAG_DEFAULT_ACL (comma-separated), RAG_COLLECTION,
         RAG_DERIVE_LINKS=titles, RAG_LANCE_URI, RAG_EMBEDDER, RAG_ALLOW_EMPTY=1, RAG_PARTITIONS=collections,
-        RAG_SENSOR_INTERVAL_S, RAG_OCR=1;
+        RAG_SENSOR_INTERVAL_S, RAG_OCR=1, RAG_ACL_FROM=posix;
         `workspace` and `sources` are the defaults when unset."""
         return cls(
             workspace=environ.get("RAG_WORKSPACE") or workspace,
@@ -84,7 +88,8 @@ class IngestSettings:
             allow_empty=environ.get("RAG_ALLOW_EMPTY", "").lower() in _TRUE,
             partitioned=environ.get("RAG_PARTITIONS", "") == "collections",
             sensor_interval_s=_seconds(environ, "RAG_SENSOR_INTERVAL_S", cls.sensor_interval_s),
-            ocr=environ.get("RAG_OCR", "").lower() in _TRUE)
+            ocr=environ.get("RAG_OCR", "").lower() in _TRUE,
+            acl_from=environ.get("RAG_ACL_FROM", ""))
 
 
 def _seconds(environ: Mapping[str, str], name: str, default: int) -> int:

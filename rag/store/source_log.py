@@ -27,8 +27,9 @@ from rag.store.rows import DocChanges
 
 # A record's ACL, links and collection are not stored: a version is inserted or updated from its file, read again.
 _RECORD_COLUMNS = ("file", "source", "position", "line_hash", "source_path", "doc_id", "version", "content_hash",
-                   "meta_hash", "reason", "holds", "empty")
-_RECORD_SCHEMA = pa.schema([(c, pa.int32() if c == "position" else pa.bool_() if c == "empty" else pa.string())
+                   "meta_hash", "reason", "holds", "empty", "withheld")
+_RECORD_SCHEMA = pa.schema([(c, pa.int32() if c == "position" else pa.bool_() if c in ("empty", "withheld") else
+                             pa.string())
                             for c in _RECORD_COLUMNS])
 _STATE_COLUMNS = ("path", "source", "root", "size", "mtime_ns", "ctime_ns", "ino", "content_hash", "settings",
                   "checked_ns")
@@ -80,16 +81,18 @@ def read_sources(catalog: Catalog, sources: list[str], default_acl: tuple[str, .
     known = _states(catalog)
     scan = scan_sources(sources, default_acl, collection, known, lambda files: _records(catalog, files), rescan,
                         select, options)
-    view = SourceView(scan, default_acl, collection, options=options, access=AccessOptions.of(select))
+    view = SourceView(scan, default_acl, collection, options=options, access=AccessOptions.of(select, options.acl_from))
     scanned = set(scan.scanned)
     view.removed = sorted(p for p, st in known.items() if st.source in scanned and p not in scan.states)
     keep = _kept()
     view.kept_rejections = [_record(r) for r in catalog.rows(
         f"SELECT {', '.join(_RECORD_COLUMNS)} FROM {SOURCE_RECORDS} r WHERE reason IS NOT NULL AND {keep} "
         "ORDER BY file, position", [scan.scanned, view.stale])]
-    view.holding = {r.source for recs in scan.changed.values() for r in recs if r.is_document}
+    # A withheld document's source was read and holds it: its deletion (a revocation) is not an emptied source's.
+    view.holding = {r.source for recs in scan.changed.values() for r in recs if r.is_document or r.withheld}
     view.holding |= {s for (s,) in catalog.rows(
-        f"SELECT DISTINCT source FROM source_records WHERE reason IS NULL AND {keep}", [scan.scanned, view.stale])}
+        f"SELECT DISTINCT source FROM source_records WHERE (reason IS NULL OR withheld) AND {keep}",
+        [scan.scanned, view.stale])}
     return view
 
 

@@ -87,3 +87,39 @@ def test_a_document_narrowing_inside_its_folder_is_an_in_place_change_too(tmp_pa
     assert changes.updated_in_place == [("finance/q1", changes.updated_in_place[0][1])] and changes.new == []
     assert report.embedded == 0
     assert seen_by(workspace, embedder, {"finance"}) == {"finance/q2", "finance/deep/audit", "ledger"}
+
+
+def test_a_document_whose_own_acl_its_narrowed_folder_no_longer_allows_is_hidden_not_kept(tmp_path, embedder):
+    """Its quarantine is a revocation: the audit group that lost the folder loses the document at the next publish,
+    and it comes back (nothing embedded) once the folder allows it again."""
+    src, workspace = source(tmp_path), tmp_path / "ws"
+    (src / "finance" / "q1.md").write_text("---\nid: finance/q1\nacl: [audit]\n---\n" + TEXTS["finance/q1.md"] + "\n")
+    publish(workspace, src, embedder)[0].close()
+    assert "finance/q1" in seen_by(workspace, embedder, {"audit"})
+    (src / "finance" / ACCESS_FILE).write_text("acl: [finance]\n")
+    catalog, _, changes, _ = publish(workspace, src, embedder)
+    assert [d for d, _ in changes.deleted] == ["finance/q1"]
+    [reason] = [r.reason for r in changes.rejected if r.doc_id == "finance/q1"]
+    assert reason == f"'acl' group 'audit' is not allowed by the folder ACL file {src / 'finance' / ACCESS_FILE}"
+    catalog.close()
+    assert seen_by(workspace, embedder, {"audit"}) == set()
+    (src / "finance" / ACCESS_FILE).write_text("acl: [finance, audit]\n")
+    catalog, _, changes, report = publish(workspace, src, embedder)
+    current = {d for (d,) in catalog.rows("SELECT doc_id FROM documents WHERE status = 'current'")}
+    assert "finance/q1" in current and report.embedded == 0
+    catalog.close()
+    assert "finance/q1" in seen_by(workspace, embedder, {"audit"})
+
+
+def test_an_invalid_folder_file_over_a_whole_source_hides_its_documents_rather_than_keeping_them(tmp_path, embedder):
+    src, workspace = source(tmp_path), tmp_path / "ws"
+    (src / ACCESS_FILE).write_text("acl: [staff, finance, audit]\n")
+    publish(workspace, src, embedder)[0].close()
+    (src / ACCESS_FILE).write_text("acl: []\n")
+    catalog, _, changes, _ = publish(workspace, src, embedder)
+    assert len(changes.deleted) == 5 and all(r.reason.startswith(f"folder ACL file {src / ACCESS_FILE}: ")
+                                             for r in changes.rejected)
+    catalog.close()
+    assert seen_by(workspace, embedder, set(("staff", "finance", "audit"))) == set()
+    catalog, _, again, _ = publish(workspace, src, embedder)   # nothing changed: still hidden, and the run is fine
+    assert (again.new, again.deleted) == ([], [])

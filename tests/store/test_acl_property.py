@@ -19,7 +19,7 @@ DEFAULT = ("staff",)
 FOLDERS = ("", "a", "a/b", "c")
 DOCS = tuple(f"d{i}" for i in range(5))
 MARKER = re.compile(r"marker-(d\d)")
-INVALID = "invalid"
+INVALID, WITHHELD, KEPT = "invalid", "withheld", "kept"
 
 groups = st.lists(st.sampled_from(GROUPS), min_size=1, max_size=3, unique=True).map(lambda g: tuple(sorted(g)))
 folder_file = st.one_of(st.none(), st.just(INVALID), st.tuples(groups, st.booleans()))
@@ -29,8 +29,9 @@ operation = st.one_of(st.tuples(st.just("folder"), st.sampled_from(FOLDERS), fol
                       st.tuples(st.just("delete"), st.sampled_from(DOCS), st.none()))
 
 
-def effective(folder: str, own: tuple | None, folder_files: dict) -> tuple | None:
-    """The oracle: the ACL a document gets (None: quarantined), written from the rules, not from the code."""
+def effective(folder: str, own: tuple | None, folder_files: dict) -> tuple | str:
+    """The oracle, written from the rules, not from the code: the ACL a document gets, WITHHELD (hidden: its folder
+    files do not allow it) or KEPT (quarantined, its last published version stays: no ACL written anywhere)."""
     chain = [""] + ["/".join(folder.split("/")[:n]) for n in range(1, len(folder.split("/")) + 1)] if folder else [""]
     state, broken = None, False
     for f in chain:
@@ -46,12 +47,12 @@ def effective(folder: str, own: tuple | None, folder_files: dict) -> tuple | Non
         else:
             state = allowed
     if broken:
-        return None
+        return WITHHELD
     if state is None:
-        return own
+        return own or KEPT
     if own is None:
         return state
-    return own if set(own) <= set(state) else None
+    return own if set(own) <= set(state) else WITHHELD
 
 
 def write_tree(src: Path, docs: dict, folder_files: dict) -> None:
@@ -113,7 +114,8 @@ def test_no_caller_ever_reads_a_document_its_effective_acl_excludes(embedder, pl
             try:
                 publish(ws, src, embedder)[0].close()
             except NothingToPublish:
-                assert not any(acl for acl in outcome.values())
+                assert all(acl == KEPT for acl in outcome.values())
                 continue
-            published = {d: acl or published[d] for d, acl in outcome.items() if acl or d in published}
+            published = {d: published[d] if acl == KEPT else acl for d, acl in outcome.items()
+                         if acl != WITHHELD and (acl != KEPT or d in published)}
             check(ws, embedder, published)

@@ -39,6 +39,7 @@ class Extracted:
 @dataclass(frozen=True)
 class ExtractOptions:
     ocr: bool = False
+    acl_from: str = ""   # "posix" or "posix,everyone": groups from the file system too (rag.sources.file_groups)
 
 
 class ExtractError(InputError):
