@@ -56,7 +56,6 @@ class FolderAcl:
     error: str | None = None  # an invalid folder file above: every document below is quarantined
 
 
-
 def folder_acl(path: Path, root: Path, access: AccessOptions = AccessOptions()) -> FolderAcl:
     """The folder ACL of the file at `path`: the folder files from `root` (or `access.top`) down to its folder."""
     acl = FolderAcl()
@@ -84,7 +83,7 @@ def ceiling_of(path: Path, root: Path, access: AccessOptions = AccessOptions()) 
         return {"ceiling": groups, "ceiling_file": f"its file-system groups ({', '.join(groups)})"}
     if not (both := tuple(g for g in groups if g in acl.groups)):
         raise Withheld(f"none of its file-system groups ({', '.join(groups) or 'none'}) is allowed by the folder "
-                         f"ACL file {acl.file}")
+                       f"ACL file {acl.file}")
     return {"ceiling": both, "ceiling_file": f"the folder ACL file {acl.file} and its file-system groups"}
 
 
