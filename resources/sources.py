@@ -29,6 +29,7 @@ class SourceSettings(ConfigurableResource):
     workspace: Optional[str] = None   # where the partition layout and stores are (a partitioned workspace)
     sensor_interval_s: int = _DEFAULT.sensor_interval_s  # how often the source sensors look for changed files
     ocr: bool = _DEFAULT.ocr  # read image-only PDF pages with tesseract (otherwise they are quarantined)
+    acl_from: str = _DEFAULT.acl_from  # "posix" or "posix,everyone": file-system groups bound each file's ACL
 
     @classmethod
     def of(cls, s: IngestSettings) -> SourceSettings:
@@ -36,7 +37,7 @@ class SourceSettings(ConfigurableResource):
                    derive_links=s.derive_links, unit_cap=s.unit_cap, chunk_target=s.chunk_target,
                    chunk_max=s.chunk_max, chunk_overlap=s.chunk_overlap, embedder=s.embedder, allow_empty=s.allow_empty, partitioned=s.partitioned,
                    shard_files=s.shard_files, workspace=s.workspace if s.partitioned else None,
-                   sensor_interval_s=s.sensor_interval_s, ocr=s.ocr)
+                   sensor_interval_s=s.sensor_interval_s, ocr=s.ocr, acl_from=s.acl_from)
 
     def settings(self, partition: str | None = None) -> IngestSettings:
         """The whole workspace's settings, or one partition's: its folder and which of its files.
@@ -49,7 +50,7 @@ class SourceSettings(ConfigurableResource):
                                chunk_overlap=self.chunk_overlap, embedder=self.embedder,
                                allow_empty=self.allow_empty, partitioned=self.partitioned,
                                shard_files=self.shard_files, workspace=self.workspace or _DEFAULT.workspace,
-                               sensor_interval_s=self.sensor_interval_s, ocr=self.ocr)
+                               sensor_interval_s=self.sensor_interval_s, ocr=self.ocr, acl_from=self.acl_from)
         if not partition:
             return whole
         with one_line_failure():

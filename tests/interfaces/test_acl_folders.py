@@ -4,11 +4,15 @@ import json
 import subprocess
 import sys
 
+import pytest
 from conftest import REPO
 from test_acl_changes import publish, source
 from test_server import start_server
 
+from pipelines.cli import _parser as build_parser
 from rag.sources.access import ACCESS_FILE
+from rag.store.settings import IngestSettings
+from resources.sources import SourceSettings
 
 
 def cli(*args: str) -> dict:
@@ -59,3 +63,12 @@ def test_rag_serve_hides_a_revoked_folder_from_the_next_request_after_the_publis
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_the_acl_from_setting_reaches_every_run_from_the_environment_the_cli_and_the_dagster_resource(tmp_path):
+    settings = IngestSettings.from_env({"RAG_ACL_FROM": "posix,everyone"}, str(tmp_path), [str(tmp_path)])
+    assert settings.acl_from == "posix,everyone"
+    assert SourceSettings.of(settings).settings().acl_from == "posix,everyone"
+    assert build_parser().parse_args(["ingest", "--source", ".", "--acl-from", "posix"]).acl_from == "posix"
+    with pytest.raises(ValueError, match="RAG_ACL_FROM='groups': expected 'posix' or 'posix,everyone'"):
+        IngestSettings(acl_from="groups")
