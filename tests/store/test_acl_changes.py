@@ -29,9 +29,9 @@ def source(tmp_path):
     return src
 
 
-def publish(workspace, src, embedder):
+def publish(workspace, src, embedder, **kw):
     catalog, index = Catalog(workspace / "catalog.duckdb"), SubchunkIndex(workspace / "lancedb")
-    settings = IngestSettings(sources=[str(src)], default_acl=("staff",))
+    settings = IngestSettings(sources=[str(src)], default_acl=("staff",), **kw)
     changes, _ = publish_documents(catalog, settings)
     _, units = publish_units(catalog, default_counter(), settings)
     report = publish_index(catalog, index, embedder.encode, default_counter(), settings)

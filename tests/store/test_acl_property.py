@@ -1,5 +1,8 @@
-"""The permission property over random folder trees: after any sequence of folder ACL file edits, document ACL edits
-and deletions, each followed by a publish, no caller receives a byte of a document its effective ACL excludes."""
+"""The permission property over random folder trees: after any sequence of folder ACL file edits, document ACL edits,
+chmod and chgrp (with `--acl-from posix`) and deletions, each followed by a publish, no caller receives a byte of a
+document its effective ACL excludes."""
+import grp
+import os
 import re
 import tempfile
 from pathlib import Path
@@ -29,7 +32,7 @@ operation = st.one_of(st.tuples(st.just("folder"), st.sampled_from(FOLDERS), fol
                       st.tuples(st.just("delete"), st.sampled_from(DOCS), st.none()))
 
 
-def effective(folder: str, own: tuple | None, folder_files: dict) -> tuple | str:
+def effective(folder: str, own: tuple | None, folder_files: dict, fs: tuple | None = None) -> tuple | str:
     """The oracle, written from the rules, not from the code: the ACL a document gets, WITHHELD (hidden: its folder
     files do not allow it) or KEPT (quarantined, its last published version stays: no ACL written anywhere)."""
     chain = [""] + ["/".join(folder.split("/")[:n]) for n in range(1, len(folder.split("/")) + 1)] if folder else [""]
@@ -48,6 +51,10 @@ def effective(folder: str, own: tuple | None, folder_files: dict) -> tuple | str
             state = allowed
     if broken:
         return WITHHELD
+    if fs is not None:   # the file system's groups bound the folder's (or are the groups without a folder file)
+        state = fs if state is None else tuple(g for g in fs if g in state)
+        if not state:
+            return WITHHELD
     if state is None:
         return own or KEPT
     if own is None:
@@ -66,26 +73,29 @@ def write_tree(src: Path, docs: dict, folder_files: dict) -> None:
             path.write_text("acl: []\n" if spec == INVALID else
                             f"acl: [{', '.join(spec[0])}]\n" + ("" if spec[1] else "inherit: false\n"))
     for doc_id in DOCS:
+        folder, own = docs.get(doc_id, (None, None))
         for f in FOLDERS:
-            (src / f / f"{doc_id}.md").unlink(missing_ok=True)
-        if doc_id in docs:
-            folder, own = docs[doc_id]
+            if f != folder:
+                (src / f / f"{doc_id}.md").unlink(missing_ok=True)
+        if folder is not None:   # written only when its text changes, so a chmod or chgrp is the only change
             acl = f"acl: [{', '.join(own)}]\n" if own else ""
-            (src / folder).mkdir(parents=True, exist_ok=True)
-            (src / folder / f"{doc_id}.md").write_text(
-                f"---\nid: {doc_id}\n{acl}---\nThe gateway quarterly report marker-{doc_id} lists revenue.\n")
+            text = f"---\nid: {doc_id}\n{acl}---\nThe gateway quarterly report marker-{doc_id} lists revenue.\n"
+            path = src / folder / f"{doc_id}.md"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists() or path.read_text() != text:
+                path.write_text(text)
 
 
-def check(ws: Path, embedder, published: dict) -> None:
+def check(ws: Path, embedder, published: dict, groups=GROUPS) -> None:
     reader = Workspace(ws, embedder=embedder)
     try:
-        for caller in [{g} for g in GROUPS] + [set(GROUPS)]:
+        for caller in [{g} for g in groups] + [set(groups)]:
             result = reader.retrieve("longrag", Caller(frozenset(caller)), "gateway quarterly report revenue", 4000)
             for item in result.items:
                 assert set(published.get(item.doc_id, ())) & caller, (item.doc_id, caller, published)
                 for leaked in MARKER.findall(item.text):
                     assert set(published.get(leaked, ())) & caller, (leaked, caller, published)
-            if caller == set(GROUPS):
+            if caller == set(groups):
                 assert {i.doc_id for i in result.items} == set(published)
     finally:
         reader.close()
@@ -119,3 +129,59 @@ def test_no_caller_ever_reads_a_document_its_effective_acl_excludes(embedder, pl
             published = {d: published[d] if acl == KEPT else acl for d, acl in outcome.items()
                          if acl != WITHHELD and (acl != KEPT or d in published)}
             check(ws, embedder, published)
+
+
+# Two groups the system knows (files can be given them), "everyone" for world-readable files, and a group no file has.
+G1, G2 = (g.gr_name for g in sorted(grp.getgrall(), key=lambda g: g.gr_gid)[1:3])
+POSIX_GROUPS = (G1, G2, "everyone", "audit")
+MODES = (0o640, 0o600, 0o644, 0o604)
+p_groups = st.lists(st.sampled_from(POSIX_GROUPS), min_size=1, max_size=3, unique=True).map(lambda g: tuple(sorted(g)))
+p_folder_file = st.one_of(st.none(), st.just(INVALID), st.tuples(p_groups, st.booleans()))
+p_operation = st.one_of(st.tuples(st.just("folder"), st.sampled_from(FOLDERS), p_folder_file),
+                        st.tuples(st.just("acl"), st.sampled_from(DOCS), st.one_of(st.none(), p_groups)),
+                        st.tuples(st.just("chmod"), st.sampled_from(DOCS), st.sampled_from(MODES)),
+                        st.tuples(st.just("chgrp"), st.sampled_from(DOCS), st.sampled_from((G1, G2))),
+                        st.tuples(st.just("delete"), st.sampled_from(DOCS), st.none()))
+
+
+def file_system_groups(mode: int, group: str) -> tuple:
+    return tuple(sorted(({group} if mode & 0o040 else set()) | ({"everyone"} if mode & 0o004 else set())))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file another group needs root")
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(placement=st.fixed_dictionaries({d: st.tuples(st.sampled_from(FOLDERS), st.one_of(st.none(), p_groups),
+                                                     st.sampled_from(MODES), st.sampled_from((G1, G2)))
+                                        for d in DOCS}),
+       folder_files=st.fixed_dictionaries({f: p_folder_file for f in FOLDERS}),
+       operations=st.lists(p_operation, min_size=1, max_size=3))
+def test_with_file_system_groups_no_chmod_or_chgrp_lets_a_caller_read_what_it_may_not(embedder, placement,
+                                                                                      folder_files, operations):
+    with tempfile.TemporaryDirectory() as tmp:
+        src, ws = Path(tmp) / "src", Path(tmp) / "ws"
+        docs, folders, published = dict(placement), dict(folder_files), {}
+        for step in [None, *operations]:
+            if step is not None:
+                kind, target, value = step
+                if kind == "folder":
+                    folders[target] = value
+                elif kind == "delete":
+                    docs.pop(target, None)
+                elif target in docs:
+                    folder, own, mode, group = docs[target]
+                    docs[target] = (folder, value if kind == "acl" else own, value if kind == "chmod" else mode,
+                                    value if kind == "chgrp" else group)
+            write_tree(src, {d: (f, own) for d, (f, own, _, _) in docs.items()}, folders)
+            for d, (f, _, mode, group) in docs.items():
+                os.chown(src / f / f"{d}.md", -1, grp.getgrnam(group).gr_gid)
+                (src / f / f"{d}.md").chmod(mode)
+            outcome = {d: effective(f, own, folders, file_system_groups(mode, group))
+                       for d, (f, own, mode, group) in docs.items()}
+            try:
+                publish(ws, src, embedder, acl_from="posix,everyone")[0].close()
+            except NothingToPublish:
+                assert not docs
+                continue
+            published = {d: acl for d, acl in outcome.items() if acl != WITHHELD}
+            check(ws, embedder, published, POSIX_GROUPS)
