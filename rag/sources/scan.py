@@ -114,16 +114,25 @@ class Scan:
     formats: dict[str, FormatReading] = field(default_factory=dict)  # suffix → what its reader did
 
 
-def scan_sources(sources: list[str], default_acl: tuple[str, ...], collection: str | None,
-                 known: dict[str, FileState], stored: Callable[[list[str]], dict[str, list[Record]]],
-                 rescan: bool = False, select: Selection | None = None,
-                 options: ExtractOptions = ExtractOptions()) -> Scan:
+@dataclass(frozen=True)
+class ReadAs:
+    """How a run reads its files: the ACL and collection of inputs that name none, and whether OCR is on."""
+
+    default_acl: tuple[str, ...] = ()
+    collection: str | None = None
+    options: ExtractOptions = ExtractOptions()
+
+
+def scan_sources(sources: list[str], read_as: ReadAs, known: dict[str, FileState],
+                 stored: Callable[[list[str]], dict[str, list[Record]]], rescan: bool = False,
+                 select: Selection | None = None) -> Scan:
     """List every source, and read only the files whose stat (then content) differs from `known`.
 
     `stored(files)` gives the records those files yielded before; `rescan` reads every file anew. Turning OCR on
     or off is a change of settings: every file is read again with it.
     """
     scan = Scan()
+    default_acl, collection, options = read_as.default_acl, read_as.collection, read_as.options
     if select is not None and select.vanished:   # every source the store read counts as read and found empty
         scan.scanned = sorted({st.source for st in known.values()} | {str(Path(s).resolve()) for s in sources})
         return scan
