@@ -68,10 +68,10 @@ def normalise(text: str) -> str:
 def ruled_tables(segs: list[Seg], horizontal: list, vertical: list, body: float) -> list[Seg]:
     """Segments with each grid of rules that holds text replaced by one table segment."""
     for xs, ys in _grids(horizontal, vertical):
-        inside = [s for s in segs if xs[0] <= s.mid <= xs[-1] and ys[0] <= s.base - 0.3 * s.size <= ys[-1]]
+        inside = [s for s in segs if xs[0] <= s.mid <= xs[-1] and ys[0] <= s.middle <= ys[-1]]
         cells: dict[tuple[int, int], list[tuple[float, float, str]]] = {}
         for s in inside:
-            row = bisect_right(ys, s.base - 0.3 * s.size) - 1
+            row = bisect_right(ys, s.middle) - 1
             for x0, x1, word in s.words:
                 col = min(max(bisect_right(xs, (x0 + x1) / 2) - 1, 0), len(xs) - 2)
                 cells.setdefault((row, col), []).append((s.base, x0, word))
