@@ -138,8 +138,7 @@ def _style(doc, pages: list[_Page]) -> Style:
         for s in page.segs:
             weights[round(s.size * 2) / 2] += len(s.text)
     body = weights.most_common(1)[0][0] if weights else 10.0
-    heading_sizes = {round(s.size * 2) / 2 for p in pages for s in p.segs
-                     if s.size >= body * 1.15 and len(s.text) <= 150 and any(c.isalpha() for c in s.text)}
+    heading_sizes = {round(s.size * 2) / 2 for p in pages for s in p.segs if s.size >= body * 1.15 and _wordy(s.text)}
     style = Style(body, sorted(heading_sizes, reverse=True))
     outline = _outline(doc)
     if outline:
@@ -147,6 +146,12 @@ def _style(doc, pages: list[_Page]) -> Style:
         if sum(1 for key in outline if key in texts) >= 0.5 * len(outline):
             style.outline = outline
     return style
+
+
+def _wordy(text: str) -> bool:
+    """Reads like words, not figure labels or numbers: the text a heading has."""
+    letters = sum(c.isalpha() for c in text)
+    return letters >= 3 and letters >= 0.5 * len(text.replace(" ", "")) and len(text) <= 150
 
 
 def _outline(doc) -> dict[str, int]:
@@ -169,7 +174,8 @@ def _title(doc) -> str | None:
     lowered = title.lower()
     if (len(title) < 3 or lowered in _PLACEHOLDER_TITLES or not any(c.isalpha() for c in title)
             or lowered.endswith((".doc", ".docx", ".pdf", ".tex", ".dvi", ".indd", ".ps"))
-            or lowered.startswith(("microsoft word -", "microsoft powerpoint -"))):
+            or lowered.startswith(("microsoft word -", "microsoft powerpoint -", "untitled"))
+            or (" " not in title and re.search(r"[-_]", title))):  # a file name, not a title
         return None
     return title
 

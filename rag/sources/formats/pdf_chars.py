@@ -132,8 +132,29 @@ def segments(textpage, height: float) -> tuple[list[Seg], str]:
             w += 1
         middle = positions[(s + e) // 2]
         out.append(Seg(lefts[s], run_x1[k], run_top[k], run_base[k], round(font_size(page, middle), 1) or 1.0,
-                       " ".join(t for _, _, t in words), _bold(page, positions[s]), words))
-    return out, " ".join(" ".join(rotated).split())
+                       " ".join(t for _, _, t in words), all(_bold(page, positions[i]) for i in {s, (s + e) // 2, e - 1}), words))
+    return _join_raised(out), " ".join(" ".join(rotated).split())
+
+
+def _join_raised(segs: list[Seg]) -> list[Seg]:
+    """Joins runs that follow one another on a line at another baseline: superscripts, footnote marks, accents."""
+    out: list[Seg] = []
+    for s in segs:
+        prev = out[-1] if out else None
+        if prev is not None and prev.table is None:
+            shared = min(prev.base, s.base) - max(prev.top, s.top)
+            gap = s.x0 - prev.x1
+            if shared >= 0.5 * min(prev.base - prev.top, s.base - s.top) and -1 <= gap <= _SPLIT_GAP * prev.size:
+                main = prev if len(prev.text) * prev.size >= len(s.text) * s.size else s
+                words = prev.words + s.words
+                if gap < _SPACE_GAP * min(prev.size, s.size) and prev.words and s.words:
+                    (a0, _, a), (_, b1, b) = prev.words[-1], s.words[0]
+                    words = prev.words[:-1] + [(a0, b1, a + b)] + s.words[1:]
+                out[-1] = Seg(prev.x0, max(prev.x1, s.x1), min(prev.top, s.top), main.base, main.size,
+                              " ".join(w for _, _, w in words), main.bold, words)
+                continue
+        out.append(s)
+    return out
 
 
 def rules(page, height: float) -> tuple[list[tuple[float, float, float]], list[tuple[float, float, float]]]:
