@@ -6,6 +6,7 @@ built from segments by rag.sources.formats.pdf_layout. Coordinates are points fr
 from __future__ import annotations
 
 import ctypes
+import math
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
@@ -52,6 +53,15 @@ def page_text(textpage) -> str:
     if len(text) != count:  # characters outside the BMP take two code units: fall back to one call per character
         text = "".join(chr(pdfium_c.FPDFText_GetUnicode(textpage, i) or 32) for i in range(count))
     return text
+
+
+def _font_size(page, index: int) -> float:
+    """The size a character is drawn at: its font's size scaled by the text matrix (many PDFs set size 1 and scale)."""
+    import pypdfium2.raw as pdfium_c
+
+    matrix = pdfium_c.FS_MATRIX()
+    scale = math.hypot(matrix.c, matrix.d) if pdfium_c.FPDFText_GetMatrix(page, index, matrix) else 1.0
+    return round(pdfium_c.FPDFText_GetFontSize(page, index) * (scale or 1.0), 1) or 1.0
 
 
 def _bold(textpage, index: int) -> bool:
@@ -114,7 +124,6 @@ def segments(textpage, height: float) -> tuple[list[Seg], str]:
     run_base = np.maximum.reduceat(b, run_starts).tolist()
     positions, lefts, boxless_at = real.tolist(), x0.tolist(), boxless.tolist()
     bounds, word_list = run_starts.tolist() + [len(positions)], word_starts.tolist() + [len(positions)]
-    font_size = pdfium_c.FPDFText_GetFontSize
     out: list[Seg] = []
     rotated: list[str] = []
     w = 0
@@ -130,8 +139,7 @@ def segments(textpage, height: float) -> tuple[list[Seg], str]:
                 first -= 1
             words.append((lefts[word_list[w]], word_x1[w], text[first:last + 1]))
             w += 1
-        middle = positions[(s + e) // 2]
-        out.append(Seg(lefts[s], run_x1[k], run_top[k], run_base[k], round(font_size(page, middle), 1) or 1.0,
+        out.append(Seg(lefts[s], run_x1[k], run_top[k], run_base[k], _font_size(page, positions[(s + e) // 2]),
                        " ".join(t for _, _, t in words), all(_bold(page, positions[i]) for i in {s, (s + e) // 2, e - 1}), words))
     return _join_raised(out), " ".join(" ".join(rotated).split())
 
