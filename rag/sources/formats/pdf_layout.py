@@ -201,6 +201,7 @@ def blocks(flow: list[Seg], style: Style) -> list[str]:
     item: tuple[str, list[str], int | None, float] | None = None  # marker text, lines, number, text x0
     heading: tuple[int, list[str], float] | None = None
     i = 0
+    tables = _aligned_tables(rows)
 
     def flush() -> None:
         nonlocal para, item, heading
@@ -215,12 +216,11 @@ def blocks(flow: list[Seg], style: Style) -> list[str]:
     while i < len(rows):
         line = rows[i]
         prev = rows[i - 1] if i else None
-        grid = _aligned_table(rows, i)
-        if line.segs[0].table is not None or grid:
+        if line.segs[0].table is not None or i in tables:
             flush()
-            table = line.segs[0].table if line.segs[0].table is not None else [[s.text for s in r.segs] for r in grid]
+            end, table = tables.get(i, (i + 1, line.segs[0].table))
             out.append(md.table(table))
-            i += max(len(grid), 1)
+            i = end
             continue
         gap = prev is not None and _gap(prev, line)
         level = style.level(line)
@@ -267,20 +267,71 @@ def _list_marker(text: str) -> tuple[str, list[str], int | None, float] | None:
     return None
 
 
-def _aligned_table(rows: list[Line], start: int) -> list[Line]:
-    """At least three consecutive lines of three or more segments whose columns line up: a table without rules."""
+def _aligned_tables(rows: list[Line]) -> dict[int, tuple[int, list[list[str]]]]:
+    """Tables without rules: three or more consecutive lines of three or more segments whose columns line up, with
+    the lines just above and below whose words fall in those columns (a header, a last row); start → (end, rows)."""
+    found: dict[int, tuple[int, list[list[str]]]] = {}
+    i = 0
+    while i < len(rows):
+        core = _aligned_run(rows, i)
+        if not core:
+            i += 1
+            continue
+        columns = [(min(s.x0 for s in col), max(s.x1 for s in col)) for col in zip(*(r.segs for r in rows[i:i + core]))]
+        first, end = i, i + core
+        while first > max(found, default=-1) + 1 and _fits(rows[first - 1], rows[first], columns):
+            first -= 1
+        while end < len(rows) and _fits(rows[end], rows[end - 1], columns):
+            end += 1
+        found[first] = (end, [_cells(line, columns) for line in rows[first:end]])
+        i = end
+    return found
+
+
+def _aligned_run(rows: list[Line], start: int) -> int:
+    """How many lines from `start` have the same three or more segments, each overlapping the one above it."""
     first = rows[start]
     if len(first.segs) < 3 or first.segs[0].table is not None:
-        return []
-    edges = [(s.x0, s.x1) for s in first.segs]
-    run = [first]
+        return 0
+    count = 1
     for line in rows[start + 1:]:
-        if len(line.segs) != len(edges) or line.base - run[-1].base > 2.5 * line.size:
+        above = rows[start + count - 1]
+        if len(line.segs) != len(first.segs) or line.base - above.base > 2.5 * line.size:
             break
-        if not all(s.x0 < e1 + 1 and s.x1 > e0 - 1 for s, (e0, e1) in zip(line.segs, edges)):
+        if not all(s.x0 < a.x1 + 1 and s.x1 > a.x0 - 1 for s, a in zip(line.segs, above.segs)):
             break
-        run.append(line)
-    return run if len(run) >= 3 else []
+        count += 1
+    return count if count >= 3 else 0
+
+
+def _column(x0: float, x1: float, columns: list[tuple[float, float]]) -> int:
+    """The column whose territory (up to halfway to its neighbours) holds the middle of x0..x1."""
+    middle = (x0 + x1) / 2
+    return sum(1 for k in range(1, len(columns)) if middle > (columns[k - 1][1] + columns[k][0]) / 2)
+
+
+def _fits(line: Line, neighbour: Line, columns: list[tuple[float, float]]) -> bool:
+    """A line next to a table whose words change column only across a gap wider than a word space (a header)."""
+    if line.segs[0].table is not None or abs(line.base - neighbour.base) > 2.5 * line.size:
+        return False
+    used = set()
+    for s in line.segs:
+        previous = None
+        for x0, x1, _ in s.words:
+            k = _column(x0, x1, columns)
+            if previous is not None and k != previous[0] and x0 - previous[1] < 0.4 * line.size:
+                return False
+            previous = (k, x1)
+            used.add(k)
+    return len(used) >= 2
+
+
+def _cells(line: Line, columns: list[tuple[float, float]]) -> list[str]:
+    cells: list[list[str]] = [[] for _ in columns]
+    for s in line.segs:
+        for x0, x1, word in s.words:
+            cells[_column(x0, x1, columns)].append(word)
+    return [" ".join(words) for words in cells]
 
 
 def join_lines(texts: list[str]) -> str:
