@@ -112,17 +112,22 @@ def segments(textpage, height: float) -> tuple[list[Seg], str]:
     newlines = np.cumsum(codes == 10)[real]
     spaces = np.cumsum(blank)[real]
     x0, x1, b, sz = left[real], right[real], bottom[real], np.where(size[real] > 0, size[real], 1.0)
-    gap = x0[1:] - x1[:-1]
-    split = ((newlines[1:] != newlines[:-1]) | (np.abs(b[1:] - b[:-1]) > 0.35 * np.maximum(sz[1:], sz[:-1]))
-             | (x1[1:] <= x0[:-1] + 0.1) | (gap > _SPLIT_GAP * sz[1:]))
-    word = split | (spaces[1:] != spaces[:-1]) | (gap > _SPACE_GAP * sz[1:])
+    # Runs and words end only where pdfium's text has a line end, a space or a line-end hyphen: it knows the fonts,
+    # while a broken font can shift the boxes by a glyph, and a word split on its boxes would be two wrong words.
+    spaced = spaces[1:] != spaces[:-1]
+    moved = ((np.abs(b[1:] - b[:-1]) > 0.35 * np.maximum(sz[1:], sz[:-1])) | (x1[1:] <= x0[:-1] + 0.1)
+             | (x0[1:] - x1[:-1] > _SPLIT_GAP * sz[1:]))
+    split = (newlines[1:] != newlines[:-1]) | (codes[real[:-1]] == 2) | (spaced & moved)
+    word = split | spaced
     run_starts = np.concatenate(([0], np.flatnonzero(split) + 1))
     word_starts = np.flatnonzero(np.concatenate(([True], word)))  # every run start is a word start too
     word_x1 = np.maximum.reduceat(x1, word_starts).tolist()
+    run_x0 = np.minimum.reduceat(x0, run_starts).tolist()
     run_x1 = np.maximum.reduceat(x1, run_starts).tolist()
     run_top = np.minimum.reduceat(top[real], run_starts).tolist()
     run_base = np.maximum.reduceat(b, run_starts).tolist()
-    positions, lefts, boxless_at = real.tolist(), x0.tolist(), boxless.tolist()
+    word_x0 = np.minimum.reduceat(x0, word_starts).tolist()
+    positions, boxless_at = real.tolist(), boxless.tolist()
     bounds, word_list = run_starts.tolist() + [len(positions)], word_starts.tolist() + [len(positions)]
     out: list[Seg] = []
     rotated: list[str] = []
@@ -135,11 +140,15 @@ def segments(textpage, height: float) -> tuple[list[Seg], str]:
         words = []
         while word_list[w] < e:
             first, last = positions[word_list[w]], positions[word_list[w + 1] - 1]
-            while first > 0 and boxless_at[first - 1]:
-                first -= 1
-            words.append((lefts[word_list[w]], word_x1[w], text[first:last + 1]))
+            while last + 1 < len(text) and boxless_at[last + 1]:
+                last += 1
+            lead = first  # boxless characters after a space begin this word; after a word, they ended that one
+            while lead > 0 and boxless_at[lead - 1]:
+                lead -= 1
+            first = lead if lead == 0 or text[lead - 1].isspace() else first
+            words.append((word_x0[w], word_x1[w], text[first:last + 1]))
             w += 1
-        out.append(Seg(lefts[s], run_x1[k], run_top[k], run_base[k], _font_size(page, positions[(s + e) // 2]),
+        out.append(Seg(run_x0[k], run_x1[k], run_top[k], run_base[k], _font_size(page, positions[(s + e) // 2]),
                        " ".join(t for _, _, t in words), all(_bold(page, positions[i]) for i in {s, (s + e) // 2, e - 1}), words))
     return _join_raised(out), " ".join(" ".join(rotated).split())
 

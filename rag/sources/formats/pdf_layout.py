@@ -172,9 +172,9 @@ def _gutter(segs: list[Seg]) -> float | None:
 
 
 def _fills(side: list[Seg], x0: float, x1: float) -> bool:
-    """Most lines of this side run most of its width: columns of text, not cells of a table."""
-    wide = sum(1 for s in side if s.x1 - s.x0 >= 0.6 * (x1 - x0))
-    return wide >= 0.5 * len(side)
+    """Most of this side's text is in lines running most of its width: columns of text, not cells of a table."""
+    wide = sum(len(s.text) for s in side if s.x1 - s.x0 >= 0.6 * (x1 - x0))
+    return wide >= 0.5 * sum(len(s.text) for s in side)
 
 
 def lines(flow: list[Seg]) -> list[Line]:
