@@ -75,10 +75,11 @@ def ruled_tables(segs: list[Seg], horizontal: list, vertical: list, body: float)
             for x0, x1, word in s.words:
                 col = min(max(bisect_right(xs, (x0 + x1) / 2) - 1, 0), len(xs) - 2)
                 cells.setdefault((row, col), []).append((s.base, x0, word))
-        if len(cells) < 2:
-            continue
         rows = [[" ".join(w for _, _, w in sorted(cells.get((r, c), []))) for c in range(len(xs) - 1)]
                 for r in range(len(ys) - 1)]
+        filled = [len(c) for row in rows for c in row if c]
+        if len(filled) < 2 or sum(filled) > 150 * len(filled):
+            continue  # boxes around paragraphs are a page's layout, read as text, not a table
         kept = set(map(id, inside))
         segs = [s for s in segs if id(s) not in kept]
         segs.append(Seg(xs[0], xs[-1], ys[0], ys[0], body, bold=False, table=rows))
@@ -206,7 +207,7 @@ def blocks(flow: list[Seg], style: Style) -> list[str]:
     def flush() -> None:
         nonlocal para, item, heading
         if para:
-            out.append(join_lines([line.text for line in para]))
+            out.append(_plain(join_lines([line.text for line in para])))
         if item:
             out.append(md.list_item(item[0] + join_lines(item[1]), number=item[2]))
         if heading:
@@ -332,6 +333,11 @@ def _cells(line: Line, columns: list[tuple[float, float]]) -> list[str]:
         for x0, x1, word in s.words:
             cells[_column(x0, x1, columns)].append(word)
     return [" ".join(words) for words in cells]
+
+
+def _plain(text: str) -> str:
+    """A paragraph that Markdown would not read as a heading, list item or quote."""
+    return "\\" + text if re.match(r"(#|>|[-+*]\s|\d+[.)]\s)", text) else text
 
 
 def join_lines(texts: list[str]) -> str:
