@@ -21,6 +21,8 @@ NO_TEXT_LAYER = "no text layer; OCR is not enabled (set RAG_OCR=1 or pass --ocr 
 NO_TESSERACT = "no text layer; OCR is enabled but tesseract is not installed"
 OCR_SECONDS = 120  # per page: a page tesseract cannot read in this long is dropped, not waited on
 _MARGIN = 0.1  # headers and footers stand in the top and bottom tenth of the page
+# A margin line that is only a page number goes even when it cannot repeat (documents of one or two pages).
+_PAGE_NUMBER = re.compile(r"^[-–—(\[ ]*(page |p\. ?)?#( (of|/) #)?[-–—)\] ]*$")
 _PLACEHOLDER_TITLES = {"untitled", "untitled document", "anonymous", "title", "document", "none"}
 
 
@@ -121,14 +123,24 @@ def _running_key(seg: Seg, height: float) -> str | None:
 
 
 def _drop_running_lines(pages: list[_Page]) -> None:
-    """Takes out margin lines that repeat (numbers aside) on at least half the pages and at least three."""
+    """Takes out margin lines that repeat (numbers aside) on at least half the pages and at least three, and
+    margin lines that are only a page number and alone on their line."""
     seen: Counter[str] = Counter()
     for page in pages:
         seen.update({key for s in page.segs if (key := _running_key(s, page.height))})
     repeated = {key for key, n in seen.items() if n >= 3 and n >= 0.5 * len(pages)}
-    if repeated:
-        for page in pages:
-            page.segs = [s for s in page.segs if _running_key(s, page.height) not in repeated]
+    for page in pages:
+        page.segs = [s for s in page.segs if not _running(s, page, repeated)]
+
+
+def _running(seg: Seg, page: _Page, repeated: set[str]) -> bool:
+    key = _running_key(seg, page.height)
+    if key is None:
+        return False
+    if key in repeated:
+        return True
+    return bool(_PAGE_NUMBER.match(key)) and not any(
+        other is not seg and min(other.base, seg.base) > max(other.top, seg.top) for other in page.segs)
 
 
 def _style(doc, pages: list[_Page]) -> Style:

@@ -49,8 +49,11 @@ class Style:
 
     def level(self, line: Line) -> int:
         text = line.text.strip()
-        if not text or len(text) > 150 or not any(ch.isalpha() for ch in text):
+        if not text or len(text) > 150 or not any(ch.isalpha() for ch in text) or not (text[0].isalnum()
+                                                                                       or text[0] in "\"'“‘(["):
             return 0
+        if len(line.segs) >= 3 and self.outline is None:
+            return 0  # words spread in columns: a table's header row
         if self.outline is not None:
             return self.outline.get(normalise(text), 0)
         if line.size >= self.body * 1.15:
@@ -67,8 +70,10 @@ def normalise(text: str) -> str:
 
 def ruled_tables(segs: list[Seg], horizontal: list, vertical: list, body: float) -> list[Seg]:
     """Segments with each grid of rules that holds text replaced by one table segment."""
-    for xs, ys in _grids(horizontal, vertical):
+    for xs, ys, rules in _grids(horizontal, vertical):
         inside = [s for s in segs if xs[0] <= s.mid <= xs[-1] and ys[0] <= s.middle <= ys[-1]]
+        if any(s.x0 + 2 < x < s.x1 - 2 and y0 <= s.middle <= y1 for s in inside for x, y0, y1 in rules):
+            continue  # text runs across a rule: lines drawn over a page, not the borders of cells
         cells: dict[tuple[int, int], list[tuple[float, float, str]]] = {}
         for s in inside:
             row = bisect_right(ys, s.middle) - 1
@@ -94,8 +99,9 @@ def _cluster(values: list[float], tolerance: float = 2.0) -> list[float]:
     return out
 
 
-def _grids(horizontal: list, vertical: list) -> list[tuple[list[float], list[float]]]:
-    """Connected sets of crossing rules with at least two rows and two columns: (column edges, row edges)."""
+def _grids(horizontal: list, vertical: list) -> list[tuple[list[float], list[float], list]]:
+    """Connected sets of crossing rules with at least two rows and two columns: column edges, row edges, and the
+    vertical rules themselves."""
     parent = list(range(len(horizontal) + len(vertical)))
 
     def find(i: int) -> int:
@@ -117,7 +123,7 @@ def _grids(horizontal: list, vertical: list) -> list[tuple[list[float], list[flo
     for hs, vs in groups.values():
         ys, xs = _cluster([h[0] for h in hs]), _cluster([v[0] for v in vs])
         if len(ys) >= 3 and len(xs) >= 3:
-            out.append((xs, ys))
+            out.append((xs, ys, vs))
     return out
 
 

@@ -169,3 +169,21 @@ def outlined() -> bytes:
 
 ALIGNED = [["Metal", "Melting point", "Density"], ["Iron", "1538 C", "7.87 g/cm3"], ["Copper", "1085 C", "8.96 g/cm3"],
            ["Zinc", "420 C", "7.14 g/cm3"]]
+
+
+def oddities() -> bytes:
+    """One page: a line that begins like Markdown, a boxed paragraph, a lone page number at the foot."""
+    buffer = io.BytesIO()
+    page = _canvas(buffer)
+    page.setFont("Helvetica", 10)
+    page.drawString(72, 760, "# of widgets sold rose again this year.")
+    page.drawString(72, 746, "1. The first quarter was the strongest.")
+    page.rect(66, 640, 460, 90)
+    page.rect(66, 600, 460, 40)
+    page.rect(66, 600, 230, 130)
+    for k, text in enumerate([BODY[:90], BODY[90:], BODY[:90]]):
+        page.drawString(72, 715 - 12 * k, text)
+    page.drawString(300, 620, "A boxed note beside it.")
+    page.drawString(290, 40, "7")
+    page.save()
+    return buffer.getvalue()

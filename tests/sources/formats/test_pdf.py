@@ -139,3 +139,10 @@ def test_outline_names_the_headings_and_aligned_columns_make_a_table():
     rows = ["| " + " | ".join(row) + " |" for row in pdf_samples.ALIGNED]
     assert "\n".join([rows[0], "|---|---|---|"] + rows[1:]) in doc.text
     assert doc.title == "Overview"
+
+
+def test_markdown_lookalikes_page_numbers_and_rules_across_text_are_not_structure():
+    doc = extract(pdf_samples.oddities(), ExtractOptions())
+    assert doc.text.startswith("\\# of widgets sold rose again this year.\n\n1. The first quarter")
+    assert "|" not in doc.text and "7" not in doc.text.split()
+    assert doc.text.endswith("A boxed note beside it.")
