@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 # A gap wider than this many line heights ends a segment: wider than any word space, narrower than a column gutter.
 _SPLIT_GAP = 0.8
 _SPACE_GAP = 0.22
+_ACCENTS = set("˘¨´`ˆ˜¸˚˙ˇ˝¯")
 _BOLD_NAMES = ("bold", "black", "heavy", "semibold", "demi")
 
 
@@ -160,8 +161,11 @@ def _join_raised(segs: list[Seg]) -> list[Seg]:
         prev = out[-1] if out else None
         if prev is not None and prev.table is None:
             shared = min(prev.base, s.base) - max(prev.top, s.top)
+            if s.text in _ACCENTS and prev.x0 <= s.x0 and s.x1 <= prev.x1 and shared > 0:
+                continue  # an accent drawn apart over a letter of the run: not a word of its own
             gap = s.x0 - prev.x1
-            if shared >= 0.5 * min(prev.base - prev.top, s.base - s.top) and -1 <= gap <= _SPLIT_GAP * prev.size:
+            if (shared >= 0.5 * min(prev.base - prev.top, s.base - s.top)
+                    and -0.5 * s.size <= gap <= _SPLIT_GAP * prev.size):
                 main = prev if len(prev.text) * prev.size >= len(s.text) * s.size else s
                 words = prev.words + s.words
                 if gap < _SPACE_GAP * min(prev.size, s.size) and prev.words and s.words:
