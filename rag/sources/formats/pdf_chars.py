@@ -113,12 +113,15 @@ def segments(textpage, height: float) -> tuple[list[Seg], str]:
     newlines = np.cumsum(codes == 10)[real]
     spaces = np.cumsum(blank)[real]
     x0, x1, b, sz = left[real], right[real], bottom[real], np.where(size[real] > 0, size[real], 1.0)
-    # Runs and words end only where pdfium's text has a line end, a space or a line-end hyphen: it knows the fonts,
-    # while a broken font can shift the boxes by a glyph, and a word split on its boxes would be two wrong words.
+    # A run ends where pdfium's text has a line end or a line-end hyphen, and where the boxes move (to another
+    # line, back, or across a wide gap) at a space. Inside a word that pdfium began at a line end, its text wins:
+    # a broken font can shift the boxes by a glyph, and a word split on them would be two wrong words.
     spaced = spaces[1:] != spaces[:-1]
     moved = ((np.abs(b[1:] - b[:-1]) > 0.35 * np.maximum(sz[1:], sz[:-1])) | (x1[1:] <= x0[:-1] + 0.1)
              | (x0[1:] - x1[:-1] > _SPLIT_GAP * sz[1:]))
-    split = (newlines[1:] != newlines[:-1]) | (codes[real[:-1]] == 2) | (spaced & moved)
+    last_blank = np.maximum.accumulate(np.where(blank, np.arange(len(text)), -1))[real[:-1]]
+    fresh = (last_blank >= 0) & np.isin(codes[np.maximum(last_blank, 0)], (10, 13))
+    split = (newlines[1:] != newlines[:-1]) | (codes[real[:-1]] == 2) | (moved & (spaced | ~fresh))
     word = split | spaced
     run_starts = np.concatenate(([0], np.flatnonzero(split) + 1))
     word_starts = np.flatnonzero(np.concatenate(([True], word)))  # every run start is a word start too

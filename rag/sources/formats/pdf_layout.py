@@ -102,28 +102,28 @@ def _cluster(values: list[float], tolerance: float = 2.0) -> list[float]:
 def _grids(horizontal: list, vertical: list) -> list[tuple[list[float], list[float], list]]:
     """Connected sets of crossing rules with at least two rows and two columns: column edges, row edges, and the
     vertical rules themselves."""
-    parent = list(range(len(horizontal) + len(vertical)))
+    import numpy as np
 
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i, (y, hx0, hx1) in enumerate(horizontal):
-        for j, (x, vy0, vy1) in enumerate(vertical):
-            if hx0 - 2 <= x <= hx1 + 2 and vy0 - 2 <= y <= vy1 + 2:
-                parent[find(i)] = find(len(horizontal) + j)
-    groups: dict[int, tuple[list, list]] = {}
-    for i, rule in enumerate(horizontal):
-        groups.setdefault(find(i), ([], []))[0].append(rule)
-    for j, rule in enumerate(vertical):
-        groups.setdefault(find(len(horizontal) + j), ([], []))[1].append(rule)
+    if len(horizontal) < 3 or len(vertical) < 3:
+        return []
+    h, v = np.array(horizontal), np.array(vertical)
+    crosses = ((h[:, 1:2] - 2 <= v[:, 0]) & (v[:, 0] <= h[:, 2:3] + 2)
+               & (v[:, 1] - 2 <= h[:, 0:1]) & (h[:, 0:1] <= v[:, 2] + 2))
+    # Each rule takes the smallest label among the rules it crosses until none changes: connected components.
+    h_label, v_label = np.arange(len(h)), np.arange(len(h), len(h) + len(v))
+    big = len(h) + len(v)
+    while True:
+        new_h = np.minimum(h_label, np.where(crosses, v_label, big).min(1))
+        new_v = np.minimum(v_label, np.where(crosses, new_h[:, None], big).min(0))
+        if (new_h == h_label).all() and (new_v == v_label).all():
+            break
+        h_label, v_label = new_h, new_v
     out = []
-    for hs, vs in groups.values():
-        ys, xs = _cluster([h[0] for h in hs]), _cluster([v[0] for v in vs])
+    for label in set(h_label.tolist()) & set(v_label.tolist()):
+        ys = _cluster(h[h_label == label, 0].tolist())
+        xs = _cluster(v[v_label == label, 0].tolist())
         if len(ys) >= 3 and len(xs) >= 3:
-            out.append((xs, ys, vs))
+            out.append((xs, ys, [tuple(rule) for rule in v[v_label == label].tolist()]))
     return out
 
 
@@ -156,26 +156,32 @@ def reading_order(segs: list[Seg], depth: int = 0) -> list[list[Seg]]:
 
 def _gutter(segs: list[Seg]) -> float | None:
     """An x that most segments leave free, with lines filling their column on both sides of it."""
+    import numpy as np
+
     text = [s for s in segs if s.table is None]
     if len(text) < 6:
         return None
-    left_edge, right_edge = min(s.x0 for s in text), max(s.x1 for s in text)
+    x0 = np.array([s.x0 for s in text])
+    x1 = np.array([s.x1 for s in text])
+    size = np.array([len(s.text) for s in text], dtype=float)
+    left_edge, right_edge = x0.min(), x1.max()
     width = right_edge - left_edge
-    best = None
-    for c in sorted({s.x1 + 0.5 for s in text}):
-        if not left_edge + 0.2 * width < c < left_edge + 0.8 * width:
-            continue
-        left = [s for s in text if s.x1 <= c]
-        right = [s for s in text if s.x0 >= c]
-        crossing = len(text) - len(left) - len(right)
-        if len(left) < 3 or len(right) < 3 or crossing > 0.2 * len(text):
-            continue
-        if not (_fills(left, left_edge, c) and _fills(right, min(s.x0 for s in right), right_edge)):
-            continue
-        key = (crossing, -min(len(left), len(right)))
-        if best is None or key < best[0]:
-            best = (key, c)
-    return best[1] if best else None
+    cuts = np.unique(np.round(x1 + 0.5))
+    cuts = cuts[(cuts > left_edge + 0.2 * width) & (cuts < left_edge + 0.8 * width)][:, None]
+    if not len(cuts):
+        return None
+    left, right = x1 <= cuts, x0 >= cuts
+    n_left, n_right = left.sum(1), right.sum(1)
+    crossing = len(text) - n_left - n_right
+    right_start = np.where(right, x0, np.inf).min(1, keepdims=True)
+    # Most of each side's text is in lines running most of its width: columns of text, not cells of a table.
+    wide_left = (left & (x1 - x0 >= 0.6 * (cuts - left_edge))) @ size >= 0.5 * (left @ size)
+    wide_right = (right & (x1 - x0 >= 0.6 * (right_edge - right_start))) @ size >= 0.5 * (right @ size)
+    ok = (n_left >= 3) & (n_right >= 3) & (crossing <= 0.2 * len(text)) & wide_left & wide_right
+    if not ok.any():
+        return None
+    best = min(np.flatnonzero(ok), key=lambda k: (crossing[k], -min(n_left[k], n_right[k])))
+    return float(cuts[best, 0])
 
 
 def _fills(side: list[Seg], x0: float, x1: float) -> bool:
