@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 # A gap wider than this many line heights ends a segment: wider than any word space, narrower than a column gutter.
 _SPLIT_GAP = 0.8
 _SPACE_GAP = 0.22
+_WORD_GAP = 0.5
 _ACCENTS = set("˘¨´`ˆ˜¸˚˙ˇ˝¯")
 _BOLD_NAMES = ("bold", "black", "heavy", "semibold", "demi")
 
@@ -122,7 +123,8 @@ def segments(textpage, height: float) -> tuple[list[Seg], str]:
     last_blank = np.maximum.accumulate(np.where(blank, np.arange(len(text)), -1))[real[:-1]]
     fresh = (last_blank >= 0) & np.isin(codes[np.maximum(last_blank, 0)], (10, 13))
     split = (newlines[1:] != newlines[:-1]) | (codes[real[:-1]] == 2) | (moved & (spaced | ~fresh))
-    word = split | spaced
+    # Half a line's height apart is two words even without a space (table cells); shifted boxes move less.
+    word = split | spaced | (x0[1:] - x1[:-1] > _WORD_GAP * sz[1:])
     run_starts = np.concatenate(([0], np.flatnonzero(split) + 1))
     word_starts = np.flatnonzero(np.concatenate(([True], word)))  # every run start is a word start too
     word_x1 = np.maximum.reduceat(x1, word_starts).tolist()

@@ -72,7 +72,7 @@ def ruled_tables(segs: list[Seg], horizontal: list, vertical: list, body: float)
     """Segments with each grid of rules that holds text replaced by one table segment."""
     for xs, ys, rules in _grids(horizontal, vertical):
         inside = [s for s in segs if xs[0] <= s.mid <= xs[-1] and ys[0] <= s.middle <= ys[-1]]
-        if any(s.x0 + 2 < x < s.x1 - 2 and y0 <= s.middle <= y1 for s in inside for x, y0, y1 in rules):
+        if _crossed(inside, rules):
             continue  # text runs across a rule: lines drawn over a page, not the borders of cells
         cells: dict[tuple[int, int], list[tuple[float, float, str]]] = {}
         for s in inside:
@@ -80,8 +80,9 @@ def ruled_tables(segs: list[Seg], horizontal: list, vertical: list, body: float)
             for x0, x1, word in s.words:
                 col = min(max(bisect_right(xs, (x0 + x1) / 2) - 1, 0), len(xs) - 2)
                 cells.setdefault((row, col), []).append((s.base, x0, word))
-        rows = [[" ".join(w for _, _, w in sorted(cells.get((r, c), []))) for c in range(len(xs) - 1)]
-                for r in range(len(ys) - 1)]
+        rows = [row for r in range(len(ys) - 1) for row in _grid_rows([cells.get((r, c), []) for c in range(len(xs) - 1)])]
+        used = [c for c in range(len(xs) - 1) if any(row[c] for row in rows)]  # double rules make empty columns
+        rows = [[row[c] for c in used] for row in rows]
         filled = [len(c) for row in rows for c in row if c]
         if len(filled) < 2 or sum(filled) > 150 * len(filled):
             continue  # boxes around paragraphs are a page's layout, read as text, not a table
@@ -89,6 +90,28 @@ def ruled_tables(segs: list[Seg], horizontal: list, vertical: list, body: float)
         segs = [s for s in segs if id(s) not in kept]
         segs.append(Seg(xs[0], xs[-1], ys[0], ys[0], body, bold=False, table=rows))
     return segs
+
+
+def _crossed(segs: list[Seg], rules: list[tuple[float, float, float]]) -> bool:
+    """Whether a vertical rule runs through the middle of some segment's text."""
+    import numpy as np
+
+    if not segs:
+        return False
+    box = np.array([(s.x0, s.x1, s.middle) for s in segs])
+    x, y0, y1 = np.array(rules).T
+    return bool(((box[:, :1] + 2 < x) & (x < box[:, 1:2] - 2) & (y0 <= box[:, 2:]) & (box[:, 2:] <= y1)).any())
+
+
+def _grid_rows(cells: list[list[tuple[float, float, str]]]) -> list[list[str]]:
+    """The rows between two rules: one, or one per line when every filled cell has the same number of lines
+    (rules drawn every few rows)."""
+    lines = [_cluster(sorted({base for base, _, _ in words})) for words in cells]
+    counts = {len(found) for found in lines if found}
+    if len(counts) != 1 or counts == {1}:
+        return [[" ".join(w for _, _, w in sorted(words)) for words in cells]]
+    return [[" ".join(w for base, _, w in sorted(words) if bisect_right(found, base + 2) - 1 == k)
+             for words, found in zip(cells, lines)] for k in range(counts.pop())]
 
 
 def _cluster(values: list[float], tolerance: float = 2.0) -> list[float]:

@@ -187,3 +187,18 @@ def oddities() -> bytes:
     page.drawString(290, 40, "7")
     page.save()
     return buffer.getvalue()
+
+
+BANDED = [["State", "Permits", "Handguns"]] + [[f"State{k}", str(100 + k), str(7 * k)] for k in range(1, 9)]
+
+
+def banded_table() -> bytes:
+    """A table ruled by columns, with a horizontal rule only under every second row."""
+    from reportlab.platypus import SimpleDocTemplate, Table, TableStyle
+
+    style = [("BOX", (0, 0), (-1, -1), 0.5, "black"), ("LINEAFTER", (0, 0), (-2, -1), 0.5, "black"),
+             ("LINEBELOW", (0, 0), (-1, 0), 0.5, "black")]
+    style += [("LINEBELOW", (0, row), (-1, row), 0.5, "black") for row in range(2, len(BANDED) - 1, 2)]
+    buffer = io.BytesIO()
+    SimpleDocTemplate(buffer).build([Table(BANDED, style=TableStyle(style))])
+    return buffer.getvalue()

@@ -147,3 +147,9 @@ def test_markdown_lookalikes_page_numbers_and_rules_across_text_are_not_structur
     assert doc.text.startswith("\\# of widgets sold rose again this year.\n\n1. The first quarter")
     assert "|" not in doc.text and "7" not in doc.text.split()
     assert doc.text.endswith("A boxed note beside it.")
+
+
+def test_rows_between_rules_drawn_every_second_row_stay_rows():
+    doc = extract(pdf_samples.banded_table(), ExtractOptions())
+    rows = ["| " + " | ".join(row) + " |" for row in pdf_samples.BANDED]
+    assert doc.text == "\n".join([rows[0], "|---|---|---|"] + rows[1:])
