@@ -187,6 +187,7 @@ def _gutter(segs: list[Seg]) -> float | None:
     x0 = np.array([s.x0 for s in text])
     x1 = np.array([s.x1 for s in text])
     size = np.array([len(s.text) for s in text], dtype=float)
+    prose = np.array([len(s.words) >= 5 for s in text])
     left_edge, right_edge = x0.min(), x1.max()
     width = right_edge - left_edge
     cuts = np.unique(np.round(x1 + 0.5))
@@ -197,9 +198,10 @@ def _gutter(segs: list[Seg]) -> float | None:
     n_left, n_right = left.sum(1), right.sum(1)
     crossing = len(text) - n_left - n_right
     right_start = np.where(right, x0, np.inf).min(1, keepdims=True)
-    # Most of each side's text is in lines running most of its width: columns of text, not cells of a table.
-    wide_left = (left & (x1 - x0 >= 0.6 * (cuts - left_edge))) @ size >= 0.5 * (left @ size)
-    wide_right = (right & (x1 - x0 >= 0.6 * (right_edge - right_start))) @ size >= 0.5 * (right @ size)
+    # Most of each side's text is in lines running most of its width or of five words and more: columns of text
+    # (two or more, they are split in turn), not the cells of a table.
+    wide_left = (left & ((x1 - x0 >= 0.6 * (cuts - left_edge)) | prose)) @ size >= 0.5 * (left @ size)
+    wide_right = (right & ((x1 - x0 >= 0.6 * (right_edge - right_start)) | prose)) @ size >= 0.5 * (right @ size)
     ok = (n_left >= 3) & (n_right >= 3) & (crossing <= 0.2 * len(text)) & wide_left & wide_right
     if not ok.any():
         return None
@@ -208,8 +210,8 @@ def _gutter(segs: list[Seg]) -> float | None:
 
 
 def _fills(side: list[Seg], x0: float, x1: float) -> bool:
-    """Most of this side's text is in lines running most of its width: columns of text, not cells of a table."""
-    wide = sum(len(s.text) for s in side if s.x1 - s.x0 >= 0.6 * (x1 - x0))
+    """Most of this side's text is in lines running most of its width or of five words and more (as `_gutter`)."""
+    wide = sum(len(s.text) for s in side if s.x1 - s.x0 >= 0.6 * (x1 - x0) or len(s.words) >= 5)
     return wide >= 0.5 * sum(len(s.text) for s in side)
 
 
@@ -232,6 +234,7 @@ def lines(flow: list[Seg]) -> list[Line]:
 def blocks(flow: list[Seg], style: Style) -> list[str]:
     """The Markdown blocks of one flow: headings, paragraphs, list items and tables in reading order."""
     rows = lines(flow)
+    right = max(line.x1 for line in rows) if rows else 0.0
     out: list[str] = []
     para: list[Line] = []
     item: tuple[str, list[str], int | None, float] | None = None  # marker text, lines, number, text x0
@@ -268,7 +271,7 @@ def blocks(flow: list[Seg], style: Style) -> list[str]:
         elif marker := _list_marker(line.text):
             flush()
             item = (*marker[:3], line.x0)
-        elif item and not gap and line.x0 >= item[3] - 1:
+        elif item and not gap and (line.x0 >= item[3] - 1 or prev.x1 >= right - 2 * line.size):  # wrapped
             item[1].append(line.text)
         else:
             if heading or item or gap or (para and _ends_paragraph(para[-1], line)):
@@ -337,6 +340,9 @@ def _aligned_run(rows: list[Line], start: int) -> int:
         if not all(s.x0 < a.x1 + 1 and s.x1 > a.x0 - 1 for s, a in zip(line.segs, above.segs)):
             break
         count += 1
+    columns = zip(*(line.segs for line in rows[start:start + count]))
+    if sum(1 for col in columns if sum(len(s.words) for s in col) >= 5 * count) >= 2:
+        return 0  # two or more columns of running text: a page in columns, not a table
     return count if count >= 3 else 0
 
 
@@ -386,6 +392,8 @@ def join_lines(texts: list[str]) -> str:
             out = out[:-1] + text
         elif out.endswith("\x02"):
             out = out[:-1] + "-" + text
+        elif out.endswith(("–", "/")) and text[:1].isalnum():  # 2018–\n23–51, https://\nwww...
+            out += text
         else:
             out += " " + text
     return md.inline(out.replace("\x02", "-").replace("\xad", ""))
