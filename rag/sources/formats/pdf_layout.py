@@ -15,7 +15,9 @@ from rag.sources.formats.pdf_chars import Seg
 
 _BULLET = re.compile(r"^([•◦▪‣●○■□▫∙·\uf0b7\uf0a7\uf076\uf0d8*\-–])\s*(.*)$")
 _NUMBERED = re.compile(r"^(\d{1,3})[.)]\s+(\S.*)$")
-_LETTERED = re.compile(r"^([a-zA-Z][.)])\s+(\S.*)$")
+_LETTERED = re.compile(r"^([a-z][.)])\s+(\S.*)$")
+_SECTION = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,5})\.?\s*[A-Z]")
+_CAPS = re.compile(r"^([0-9IVX]+[.)]?\s+|[A-Z][.)]\s+)?[^a-z0-9%]*[A-Z]{3}[^a-z0-9%]*$")  # I. INTRODUCTION
 
 
 @dataclass
@@ -47,21 +49,38 @@ class Style:
     sizes: list[float] = field(default_factory=list)  # heading sizes, largest first
     outline: dict[str, int] | None = None  # normalised bookmark title → heading level
 
-    def level(self, line: Line) -> int:
+    def level(self, line: Line, alone: bool = False) -> int:
+        """The heading level of a line, 0 for body text; `alone`: the line is a block by itself."""
         text = line.text.strip()
-        if not text or len(text) > 150 or not any(ch.isalpha() for ch in text) or not (text[0].isalnum()
-                                                                                       or text[0] in "\"'“‘(["):
+        if (not text or len(text) > 150 or not any(ch.isalpha() for ch in text)
+                or not (text[0].isalnum() or text[0] in "\"'“‘([")):
             return 0
-        if len(line.segs) >= 3 and self.outline is None:
-            return 0  # words spread in columns: a table's header row
-        if self.outline is not None:
-            return self.outline.get(normalise(text), 0)
+        if self.outline is not None and (found := self.outline.get(normalise(text).lstrip("0123456789"))):
+            return found
+        if len(line.segs) >= 3 or text.count(",") >= 2 or any(mark in text for mark in "∗†‡§¶"):
+            return 0  # words spread in columns (a table's header row); a list of names (authors)
         if line.size >= self.body * 1.15:
             larger = [s for s in self.sizes if s >= line.size - 0.25]
-            return min(len(larger), 3) or 1
-        if line.bold and line.size >= self.body * 0.95 and len(text) < 80 and not text.endswith((".", ",", ":")):
-            return min(len(self.sizes) + 1, 3)
+            return self._below_outline(min(len(larger), 3) or 1)
+        if len(text) >= 80 or text.endswith((".", ",", ":", ";")):
+            return 0
+        bold = line.bold and line.size >= self.body * 0.95
+        # Capitals on a line of their own, small capitals included: I. INTRODUCTION
+        capitals = alone and len(text) <= 60 and text.upper() == text and bool(_CAPS.match(text))
+        if bold or (capitals and line.size >= 0.75 * self.body):
+            return self._below_outline(min(len(self.sizes) + 1, 3))
         return 0
+
+    def _below_outline(self, level: int) -> int:
+        """A heading the outline leaves out goes one level below its deepest entries."""
+        return min(max(self.outline.values()) + 1, 6) if self.outline else level
+
+
+def _numbered(text: str, level: int) -> int:
+    """A heading numbered 2.4 is at level 2, whatever its font: the numbers are the author's own outline."""
+    if m := _SECTION.match(text):
+        return min(len(m.group(1).split(".")), 6)
+    return level
 
 
 def normalise(text: str) -> str:
@@ -262,7 +281,9 @@ def blocks(flow: list[Seg], style: Style) -> list[str]:
             i = end
             continue
         gap = prev is not None and _gap(prev, line)
-        level = style.level(line)
+        alone = (prev is None or gap) and (i + 1 == len(rows) or _gap(line, rows[i + 1]))
+        level = style.level(line, alone)
+        level = _numbered(line.text, level) if level else 0
         if level:
             if not (heading and heading[0] == level and not gap):
                 flush()
