@@ -202,3 +202,21 @@ def banded_table() -> bytes:
     buffer = io.BytesIO()
     SimpleDocTemplate(buffer).build([Table(BANDED, style=TableStyle(style))])
     return buffer.getvalue()
+
+
+def sections() -> bytes:
+    """Headings a layout shows only by capitals or numbering, and a bold list of names that is not one."""
+    buffer = io.BytesIO()
+    page = _canvas(buffer)
+    y = 760
+    for font, size, text in [("Helvetica-Bold", 10, "Alice Smith, Bob Jones, Carol White"), (None, 0, ""),
+                             ("Times-Roman", 8, "I. INTRODUCTION"), (None, 0, ""),
+                             ("Times-Roman", 10, BODY[:95]), ("Times-Roman", 10, BODY[95:]), (None, 0, ""),
+                             ("Times-Bold", 10, "2.1 Method details"), (None, 0, ""),
+                             ("Times-Roman", 10, BODY[:95]), ("Times-Roman", 10, BODY[95:])]:
+        if font:
+            page.setFont(font, size)
+            page.drawString(72, y, text)
+        y -= 13
+    page.save()
+    return buffer.getvalue()

@@ -153,3 +153,9 @@ def test_rows_between_rules_drawn_every_second_row_stay_rows():
     doc = extract(pdf_samples.banded_table(), ExtractOptions())
     rows = ["| " + " | ".join(row) + " |" for row in pdf_samples.BANDED]
     assert doc.text == "\n".join([rows[0], "|---|---|---|"] + rows[1:])
+
+
+def test_capitals_alone_are_headings_numbers_set_levels_and_name_lists_are_not():
+    doc = extract(pdf_samples.sections(), ExtractOptions())
+    assert re.findall(r"^#+ .*$", doc.text, flags=re.M) == ["# I. INTRODUCTION", "## 2.1 Method details"]
+    assert doc.text.startswith("Alice Smith, Bob Jones, Carol White\n\n")
