@@ -89,6 +89,8 @@ def _extract(data: bytes, options: ExtractOptions) -> Extracted:
                     first_heading = block.lstrip("#").strip()
                 out.add(block)
         if not out.text().strip():
+            if dropped:
+                raise ExtractError("no text layer", NO_TEXT_LAYER)
             raise ExtractError("empty", "PDF has no text, OCR included" if options.ocr else "PDF has no text")
         return out.extracted(_title(doc) or first_heading, len(pages), _dropped(dropped))
     finally:
@@ -98,13 +100,15 @@ def _extract(data: bytes, options: ExtractOptions) -> Extracted:
 def _read_page(page) -> _Page:
     import pypdfium2.raw as pdfium_c
 
-    height = page.get_height()
+    left, bottom, right, top = page.get_bbox()  # the visible box, in the coordinates the text is drawn in
+    height = top - bottom
     textpage = page.get_textpage()
     try:
-        segs, aside = segments(textpage, height)
+        segs, aside = segments(textpage, top)
     finally:
         textpage.close()
-    found = rules(page, height) if segs else ([], [])
+    segs = [s for s in segs if s.x1 > left and s.x0 < right and s.base > 0 and s.top < height]  # off the page: unseen
+    found = rules(page, top) if segs else ([], [])
     images = not segs and any(True for _ in page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=3))
     return _Page(height, segs, aside, found, images)
 

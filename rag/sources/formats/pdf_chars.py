@@ -1,7 +1,8 @@
 """What pdfium knows of one PDF page, as plain data: text runs with their boxes and fonts, and ruled tables.
 
 A `Seg` is a run of characters on one baseline with no wide gap inside it; columns, lines and table cells are
-built from segments by rag.sources.formats.pdf_layout. Coordinates are points from the page's top-left corner.
+built from segments by rag.sources.formats.pdf_layout. Coordinates are points, x as the PDF has it and y down
+from the top of the page's visible box (`page_top`).
 """
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ def _boxes(page, count: int):
     return np.frombuffer(rects, dtype=np.float32).reshape(count, 4).astype(float)
 
 
-def segments(textpage, height: float) -> tuple[list[Seg], str]:
+def segments(textpage, page_top: float) -> tuple[list[Seg], str]:
     """The page's text runs, split at line ends, at jumps back and at gaps wider than a word space; and the text
     set at an angle (margin stamps, axis labels), which is read after the page."""
     import numpy as np
@@ -101,7 +102,7 @@ def segments(textpage, height: float) -> tuple[list[Seg], str]:
     if not text.strip():
         return [], ""
     box = _boxes(page, len(text))
-    left, top, right, bottom = box[:, 0], height - box[:, 1], box[:, 2], height - box[:, 3]
+    left, top, right, bottom = box[:, 0], page_top - box[:, 1], box[:, 2], page_top - box[:, 3]
     # The loose box's height (the font's ascent to descent) stands for the font size in the thresholds: asking
     # pdfium for each character's size would double the time a page takes.
     size = bottom - top
@@ -183,7 +184,7 @@ def _join_raised(segs: list[Seg]) -> list[Seg]:
     return out
 
 
-def rules(page, height: float) -> tuple[list[tuple[float, float, float]], list[tuple[float, float, float]]]:
+def rules(page, page_top: float) -> tuple[list[tuple[float, float, float]], list[tuple[float, float, float]]]:
     """Horizontal rules (y, x0, x1) and vertical rules (x, y0, y1) drawn by the page's path objects."""
     import pypdfium2.raw as pdfium_c
 
@@ -200,7 +201,7 @@ def rules(page, height: float) -> tuple[list[tuple[float, float, float]], list[t
         for k in range(count):
             segment = pdfium_c.FPDFPath_GetPathSegment(obj, k)
             pdfium_c.FPDFPathSegment_GetPoint(segment, ctypes.byref(x), ctypes.byref(y))
-            point = (a * x.value + c * y.value + e, height - (b * x.value + d * y.value + f))
+            point = (a * x.value + c * y.value + e, page_top - (b * x.value + d * y.value + f))
             kind = pdfium_c.FPDFPathSegment_GetType(segment)
             if kind == pdfium_c.FPDF_SEGMENT_MOVETO:
                 start = prev = point
