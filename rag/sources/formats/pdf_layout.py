@@ -92,32 +92,48 @@ def ruled_tables(segs: list[Seg], horizontal: list, vertical: list, body: float)
     for xs, ys, rules in _grids(horizontal, vertical):
         inside = [s for s in segs if xs[0] <= s.mid <= xs[-1] and ys[0] <= s.middle <= ys[-1]]
         if _crossed(inside, rules):
-            continue  # text runs across a rule: lines drawn over a page, not the borders of cells
-        cells: dict[tuple[int, int], list[tuple[float, float, str]]] = {}
-        for s in inside:
-            row = bisect_right(ys, s.middle) - 1
-            for x0, x1, word in s.words:
-                col = min(max(bisect_right(xs, (x0 + x1) / 2) - 1, 0), len(xs) - 2)
-                cells.setdefault((row, col), []).append((s.base, x0, word))
-        rows = [row for r in range(len(ys) - 1) for row in _grid_rows([cells.get((r, c), []) for c in range(len(xs) - 1)])]
-        used = [c for c in range(len(xs) - 1) if any(row[c] for row in rows)]  # double rules make empty columns
-        rows = [[row[c] for c in used] for row in rows]
+            continue  # rules through words: lines drawn over a page, not the borders of cells
+        rows = _grid_cells(inside, xs, ys, rules)
+        while len(rows) > 2 and len(xs) > 4 and sum(1 for c in rows[0] if c) <= 2:
+            top = ys[min(bisect_right(ys, min(s.middle for s in inside)), len(ys) - 1)]  # a boxed-in title is text
+            inside = [s for s in inside if s.middle > top]
+            rows = _grid_cells(inside, xs, ys, rules)
         filled = [len(c) for row in rows for c in row if c]
         if len(filled) < 2 or sum(filled) > 150 * len(filled):
             continue  # boxes around paragraphs are a page's layout, read as text, not a table
         kept = set(map(id, inside))
         segs = [s for s in segs if id(s) not in kept]
-        segs.append(Seg(xs[0], xs[-1], ys[0], ys[0], body, bold=False, table=rows))
+        top = min(s.top for s in inside)
+        segs.append(Seg(xs[0], xs[-1], top, top, body, bold=False, table=rows))
     return segs
 
 
+def _grid_cells(inside: list[Seg], xs: list[float], ys: list[float], rules: list) -> list[list[str]]:
+    """The rows of a ruled table: each word in the cell its run began in, unless a rule stands between them."""
+    cells: dict[tuple[int, int], list[tuple[float, float, str]]] = {}
+    for s in inside:
+        row = bisect_right(ys, s.middle) - 1
+        col, end = -1, -1e9
+        for x0, x1, word in s.words:
+            # A run goes on in its cell (a merged one: a title over the columns) unless a rule stands between
+            at = min(max(bisect_right(xs, (x0 + x1) / 2) - 1, 0), len(xs) - 2)
+            if col < 0 or (at != col and any(end <= x <= x0 and y0 <= s.middle <= y1 for x, y0, y1 in rules)):
+                col = at
+            cells.setdefault((row, col), []).append((s.base, x0, word))
+            end = x1
+    rows = [row for r in range(len(ys) - 1) for row in _grid_rows([cells.get((r, c), []) for c in range(len(xs) - 1)])]
+    rows = [row for row in rows if any(row)]
+    used = [c for c in range(len(xs) - 1) if any(row[c] for row in rows)]  # double rules make empty columns
+    return [[row[c] for c in used] for row in rows]
+
+
 def _crossed(segs: list[Seg], rules: list[tuple[float, float, float]]) -> bool:
-    """Whether a vertical rule runs through the middle of some segment's text."""
+    """Whether a vertical rule runs through the middle of a word."""
     import numpy as np
 
     if not segs:
         return False
-    box = np.array([(s.x0, s.x1, s.middle) for s in segs])
+    box = np.array([(x0, x1, s.middle) for s in segs for x0, x1, _ in s.words])
     x, y0, y1 = np.array(rules).T
     return bool(((box[:, :1] + 2 < x) & (x < box[:, 1:2] - 2) & (y0 <= box[:, 2:]) & (box[:, 2:] <= y1)).any())
 
