@@ -110,6 +110,9 @@ def ruled_tables(segs: list[Seg], horizontal: list, vertical: list, body: float)
 
 def _grid_cells(inside: list[Seg], xs: list[float], ys: list[float], rules: list) -> list[list[str]]:
     """The rows of a ruled table: each word in the cell its run began in, unless a rule stands between them."""
+    import numpy as np
+
+    rx, ry0, ry1 = np.array(rules).T
     cells: dict[tuple[int, int], list[tuple[float, float, str]]] = {}
     for s in inside:
         row = bisect_right(ys, s.middle) - 1
@@ -117,7 +120,7 @@ def _grid_cells(inside: list[Seg], xs: list[float], ys: list[float], rules: list
         for x0, x1, word in s.words:
             # A run goes on in its cell (a merged one: a title over the columns) unless a rule stands between
             at = min(max(bisect_right(xs, (x0 + x1) / 2) - 1, 0), len(xs) - 2)
-            if col < 0 or (at != col and any(end <= x <= x0 and y0 <= s.middle <= y1 for x, y0, y1 in rules)):
+            if col < 0 or (at != col and ((end <= rx) & (rx <= x0) & (ry0 <= s.middle) & (s.middle <= ry1)).any()):
                 col = at
             cells.setdefault((row, col), []).append((s.base, x0, word))
             end = x1
