@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from rag.sources.formats import Extracted, ExtractError, ExtractOptions
 from rag.sources.formats import markdown as md
 from rag.sources.formats.pdf_chars import Seg, rules, segments
-from rag.sources.formats.pdf_layout import Style, blocks, join_lines, lines, normalise, reading_order, ruled_tables
+from rag.sources.formats.pdf_layout import Style, blocks, join_lines, lines, normalise, reading_order
+from rag.sources.formats.pdf_tables import ruled_tables
 
 NO_TEXT_LAYER = "no text layer; OCR is not enabled (set RAG_OCR=1 or pass --ocr with tesseract installed)"
 NO_TESSERACT = "no text layer; OCR is enabled but tesseract is not installed"
