@@ -1,4 +1,4 @@
-"""What pdfium knows of one PDF page, as plain data: text runs with their boxes and fonts, and ruled tables.
+"""What pdfium knows of one PDF page, as plain data: text runs with their boxes and fonts, lines, and rules.
 
 A `Seg` is a run of characters on one baseline with no wide gap inside it; columns, lines and table cells are
 built from segments by rag.sources.formats.pdf_layout. Coordinates are points, x as the PDF has it and y down
@@ -41,6 +41,29 @@ class Seg:
     @property
     def middle(self) -> float:
         return (self.top + self.base) / 2
+
+
+@dataclass
+class Line:
+    """Segments side by side on one line, read left to right."""
+
+    segs: list[Seg]
+    x0: float = 0.0
+    x1: float = 0.0
+    base: float = 0.0
+    size: float = 0.0
+    bold: bool = False
+    text: str = ""
+
+    def __post_init__(self):
+        self.segs.sort(key=lambda s: s.x0)
+        self.x0 = min(s.x0 for s in self.segs)
+        self.x1 = max(s.x1 for s in self.segs)
+        self.base = max(s.base for s in self.segs)
+        main = max(self.segs, key=lambda s: len(s.text))
+        self.size = main.size
+        self.bold = all(s.bold for s in self.segs)
+        self.text = " ".join(s.text for s in self.segs)
 
 
 def page_text(textpage) -> str:

@@ -11,7 +11,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from rag.sources.formats import markdown as md
-from rag.sources.formats.pdf_chars import Seg
+from rag.sources.formats.pdf_chars import Line, Seg
 from rag.sources.formats.pdf_tables import aligned_tables
 
 _BULLET = re.compile(r"^([•◦▪‣●○■□▫∙·\uf0b7\uf0a7\uf076\uf0d8*\-–])\s*(.*)$")
@@ -19,27 +19,6 @@ _NUMBERED = re.compile(r"^(\d{1,3})[.)]\s+(\S.*)$")
 _LETTERED = re.compile(r"^([a-z][.)])\s+(\S.*)$")
 _SECTION = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,5})\.?\s*[A-Z]")
 _CAPS = re.compile(r"^([0-9IVX]+[.)]?\s+|[A-Z][.)]\s+)?[^a-z0-9%]*[A-Z]{3}[^a-z0-9%]*$")  # I. INTRODUCTION
-
-
-@dataclass
-class Line:
-    segs: list[Seg]
-    x0: float = 0.0
-    x1: float = 0.0
-    base: float = 0.0
-    size: float = 0.0
-    bold: bool = False
-    text: str = ""
-
-    def __post_init__(self):
-        self.segs.sort(key=lambda s: s.x0)
-        self.x0 = min(s.x0 for s in self.segs)
-        self.x1 = max(s.x1 for s in self.segs)
-        self.base = max(s.base for s in self.segs)
-        main = max(self.segs, key=lambda s: len(s.text))
-        self.size = main.size
-        self.bold = all(s.bold for s in self.segs)
-        self.text = " ".join(s.text for s in self.segs)
 
 
 @dataclass

@@ -7,12 +7,8 @@ both of its cells.
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import TYPE_CHECKING
 
-from rag.sources.formats.pdf_chars import Seg
-
-if TYPE_CHECKING:
-    from rag.sources.formats.pdf_layout import Line
+from rag.sources.formats.pdf_chars import Line, Seg
 
 
 def ruled_tables(segs: list[Seg], horizontal: list, vertical: list, body: float) -> list[Seg]:
