@@ -213,28 +213,67 @@ def rules(page, page_top: float) -> tuple[list[tuple[float, float, float]], list
 
     horizontal: list[tuple[float, float, float]] = []
     vertical: list[tuple[float, float, float]] = []
+    box = [ctypes.c_float() for _ in range(4)]
+    refs = [ctypes.byref(v) for v in box]
+    for obj in _paths(page.raw, 0):
+        if not pdfium_c.FPDFPageObj_GetBounds(obj, *refs):
+            continue
+        left, bottom, right, top = (v.value for v in box)
+        bottom, top = page_top - top, page_top - bottom
+        if top - bottom < 3 or right - left < 3:  # a line or a thin bar: a rule, however it is drawn
+            _edge((left, (top + bottom) / 2), (right, (top + bottom) / 2), horizontal, vertical)
+            _edge(((left + right) / 2, top), ((left + right) / 2, bottom), horizontal, vertical)
+            continue
+        count = pdfium_c.FPDFPath_CountSegments(obj)
+        if count <= 5:  # a rectangle (a cell's box) has the edges of its bounds; a curve has none
+            if count >= 4 and pdfium_c.FPDFPathSegment_GetType(
+                    pdfium_c.FPDFPath_GetPathSegment(obj, 1)) == pdfium_c.FPDF_SEGMENT_LINETO:
+                for p, q in (((left, top), (right, top)), ((left, bottom), (right, bottom)),
+                             ((left, top), (left, bottom)), ((right, top), (right, bottom))):
+                    _edge(p, q, horizontal, vertical)
+        elif count <= 400:
+            _path_edges(obj, count, page_top, horizontal, vertical)
+    return horizontal, vertical
+
+
+def _paths(parent, depth: int):
+    """The path objects of a page (depth 0) or of a form object in it, forms within forms included."""
+    import pypdfium2.raw as pdfium_c
+
+    count, get = ((pdfium_c.FPDFPage_CountObjects, pdfium_c.FPDFPage_GetObject) if depth == 0
+                  else (pdfium_c.FPDFFormObj_CountObjects, pdfium_c.FPDFFormObj_GetObject))
+    for i in range(count(parent)):
+        obj = get(parent, i)
+        kind = pdfium_c.FPDFPageObj_GetType(obj)
+        if kind == pdfium_c.FPDF_PAGEOBJ_PATH:
+            yield obj
+        elif kind == pdfium_c.FPDF_PAGEOBJ_FORM and depth < 2:
+            yield from _paths(obj, depth + 1)
+
+
+def _path_edges(obj, count: int, page_top: float, horizontal: list, vertical: list) -> None:
+    """The straight edges of a path of many segments (a table's grid drawn as one path)."""
+    import pypdfium2.raw as pdfium_c
+
     x, y = ctypes.c_float(), ctypes.c_float()
     matrix = pdfium_c.FS_MATRIX()
-    for obj in page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_PATH], max_depth=3):
-        count = pdfium_c.FPDFPath_CountSegments(obj)
-        if count <= 1 or count > 400 or not pdfium_c.FPDFPageObj_GetMatrix(obj, matrix):
+    if not pdfium_c.FPDFPageObj_GetMatrix(obj, matrix):
+        return
+    a, b, c, d, e, f = matrix.a, matrix.b, matrix.c, matrix.d, matrix.e, matrix.f
+    start = prev = None
+    for k in range(count):
+        segment = pdfium_c.FPDFPath_GetPathSegment(obj, k)
+        pdfium_c.FPDFPathSegment_GetPoint(segment, ctypes.byref(x), ctypes.byref(y))
+        point = (a * x.value + c * y.value + e, page_top - (b * x.value + d * y.value + f))
+        kind = pdfium_c.FPDFPathSegment_GetType(segment)
+        if kind == pdfium_c.FPDF_SEGMENT_MOVETO:
+            start = prev = point
             continue
-        a, b, c, d, e, f = matrix.a, matrix.b, matrix.c, matrix.d, matrix.e, matrix.f
-        start = prev = None
-        for k in range(count):
-            segment = pdfium_c.FPDFPath_GetPathSegment(obj, k)
-            pdfium_c.FPDFPathSegment_GetPoint(segment, ctypes.byref(x), ctypes.byref(y))
-            point = (a * x.value + c * y.value + e, page_top - (b * x.value + d * y.value + f))
-            kind = pdfium_c.FPDFPathSegment_GetType(segment)
-            if kind == pdfium_c.FPDF_SEGMENT_MOVETO:
-                start = prev = point
-                continue
-            if prev is not None and kind == pdfium_c.FPDF_SEGMENT_LINETO:
-                _edge(prev, point, horizontal, vertical)
-                if pdfium_c.FPDFPathSegment_GetClose(segment) and start is not None:
-                    _edge(point, start, horizontal, vertical)
-            prev = point
-    return horizontal, vertical
+        if prev is not None and kind == pdfium_c.FPDF_SEGMENT_LINETO:
+            _edge(prev, point, horizontal, vertical)
+            if pdfium_c.FPDFPathSegment_GetClose(segment) and start is not None:
+                _edge(point, start, horizontal, vertical)
+        prev = point
 
 
 def _edge(p: tuple[float, float], q: tuple[float, float], horizontal: list, vertical: list) -> None:

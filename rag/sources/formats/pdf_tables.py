@@ -84,11 +84,24 @@ def _cluster(values: list[float], tolerance: float = 2.0) -> list[float]:
     return out
 
 
+def _merged(rules: list[tuple[float, float, float]]) -> list[tuple[float, float, float]]:
+    """Rules on one line that touch or overlap as one: the shared edges of boxed cells, dashes, double strokes."""
+    out: list[list[float]] = []
+    for at, start, end in sorted(rules, key=lambda r: (round(r[0]), r[1])):
+        last = out[-1] if out else None
+        if last is not None and abs(at - last[0]) <= 1 and start <= last[2] + 1:
+            last[2] = max(last[2], end)
+        else:
+            out.append([at, start, end])
+    return [tuple(rule) for rule in out]
+
+
 def _grids(horizontal: list, vertical: list) -> list[tuple[list[float], list[float], list]]:
     """Connected sets of crossing rules with at least two rows and two columns: column edges, row edges, and the
     vertical rules themselves."""
     import numpy as np
 
+    horizontal, vertical = _merged(horizontal), _merged(vertical)
     if len(horizontal) < 3 or len(vertical) < 3:
         return []
     h, v = np.array(horizontal), np.array(vertical)
