@@ -90,7 +90,12 @@ def _font_size(page, index: int) -> float:
     return round(pdfium_c.FPDFText_GetFontSize(page, index) * (scale or 1.0), 1) or 1.0
 
 
-def _bold(textpage, index: int) -> bool:
+def _bold(textpage, first: int, last: int, length: int) -> bool:
+    """Whether a run is bold from its first to its last character; a long run is not (it cannot be a heading)."""
+    return length <= 120 and _bold_at(textpage, first) and _bold_at(textpage, last)
+
+
+def _bold_at(textpage, index: int) -> bool:
     import pypdfium2.raw as pdfium_c
 
     if pdfium_c.FPDFText_GetFontWeight(textpage, index) >= 600:
@@ -107,10 +112,13 @@ def _boxes(page, count: int):
     import numpy as np
     import pypdfium2.raw as pdfium_c
 
-    rects = (pdfium_c.FS_RECTF * count)()
-    char_box = pdfium_c.FPDFText_GetLooseCharBox
+    # The same pdfium function through a bare prototype: the binding's argument conversion is a third of each call.
+    prototype = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
+    char_box = prototype(ctypes.cast(pdfium_c.FPDFText_GetLooseCharBox, ctypes.c_void_p).value)
+    rects = (ctypes.c_float * (4 * count))()
+    start, handle = ctypes.addressof(rects), ctypes.cast(page, ctypes.c_void_p).value
     for i in range(count):
-        char_box(page, i, rects[i])
+        char_box(handle, i, start + 16 * i)
     return np.frombuffer(rects, dtype=np.float32).reshape(count, 4).astype(float)
 
 
@@ -179,7 +187,7 @@ def segments(textpage, page_top: float) -> tuple[list[Seg], str]:
             words.append((word_x0[w], word_x1[w], text[first:last + 1]))
             w += 1
         out.append(Seg(run_x0[k], run_x1[k], run_top[k], run_base[k], _font_size(page, positions[(s + e) // 2]),
-                       " ".join(t for _, _, t in words), all(_bold(page, positions[i]) for i in {s, (s + e) // 2, e - 1}), words))
+                       " ".join(t for _, _, t in words), _bold(page, positions[s], positions[e - 1], e - s), words))
     return _join_raised(out), " ".join(" ".join(rotated).split())
 
 
@@ -215,6 +223,7 @@ def rules(page, page_top: float) -> tuple[list[tuple[float, float, float]], list
     vertical: list[tuple[float, float, float]] = []
     box = [ctypes.c_float() for _ in range(4)]
     refs = [ctypes.byref(v) for v in box]
+    fill, stroke = ctypes.c_int(), ctypes.c_int()
     for obj in _paths(page.raw, 0):
         if not pdfium_c.FPDFPageObj_GetBounds(obj, *refs):
             continue
@@ -231,8 +240,8 @@ def rules(page, page_top: float) -> tuple[list[tuple[float, float, float]], list
                 for p, q in (((left, top), (right, top)), ((left, bottom), (right, bottom)),
                              ((left, top), (left, bottom)), ((right, top), (right, bottom))):
                     _edge(p, q, horizontal, vertical)
-        elif count <= 400:
-            _path_edges(obj, count, page_top, horizontal, vertical)
+        elif count <= 400 and pdfium_c.FPDFPath_GetDrawMode(obj, ctypes.byref(fill), ctypes.byref(stroke)) and stroke:
+            _path_edges(obj, count, page_top, horizontal, vertical)  # a grid drawn as one stroked path
     return horizontal, vertical
 
 

@@ -48,10 +48,8 @@ def _grid_cells(inside: list[Seg], xs: list[float], ys: list[float], rules: list
                 col = at
             cells.setdefault((row, col), []).append((s.base, x0, word))
             end = x1
-    rows = [row for r in range(len(ys) - 1) for row in _grid_rows([cells.get((r, c), []) for c in range(len(xs) - 1)])]
-    rows = [row for row in rows if any(row)]
-    used = [c for c in range(len(xs) - 1) if any(row[c] for row in rows)]  # double rules make empty columns
-    return [[row[c] for c in used] for row in rows]
+    used = sorted({c for _, c in cells})  # only columns with text: double rules make empty ones
+    return [row for r in sorted({r for r, _ in cells}) for row in _grid_rows([cells.get((r, c), []) for c in used])]
 
 
 def _crossed(segs: list[Seg], rules: list[tuple[float, float, float]]) -> bool:
@@ -68,6 +66,8 @@ def _crossed(segs: list[Seg], rules: list[tuple[float, float, float]]) -> bool:
 def _grid_rows(cells: list[list[tuple[float, float, str]]]) -> list[list[str]]:
     """The rows between two rules: one, or one per line when every filled cell has the same number of lines
     (rules drawn every few rows)."""
+    if all(max(w[0] for w in words) - min(w[0] for w in words) <= 2 for words in cells if words):
+        return [[" ".join(w for _, _, w in sorted(words)) for words in cells]]
     lines = [_cluster(sorted({base for base, _, _ in words})) for words in cells]
     counts = {len(found) for found in lines if found}
     if len(counts) != 1 or counts == {1}:
