@@ -93,6 +93,8 @@ def _extract(data: bytes, options: ExtractOptions) -> Extracted:
         if not out.text().strip():
             if dropped:
                 raise ExtractError("no text layer", NO_TEXT_LAYER)
+            if unread:
+                raise ExtractError("no text layer", "no text layer; OCR failed on every page with an image")
             raise ExtractError("empty", "PDF has no text, OCR included" if options.ocr else "PDF has no text")
         reasons = _dropped(dropped, "no text layer; OCR is not enabled") + _dropped(unread, "OCR failed")
         return out.extracted(_title(doc) or first_heading, len(pages), reasons)
