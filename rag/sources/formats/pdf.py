@@ -196,7 +196,7 @@ def _title(doc) -> str | None:
     if (len(title) < 3 or lowered in _PLACEHOLDER_TITLES or not any(c.isalpha() for c in title)
             or lowered.endswith((".doc", ".docx", ".pdf", ".tex", ".dvi", ".indd", ".ps"))
             or lowered.startswith(("microsoft word -", "microsoft powerpoint -", "untitled"))
-            or (" " not in title and re.search(r"[-_]", title))):  # a file name, not a title
+            or (" " not in title and re.search(r"[-_]|\.\w{2,4}$", title))):  # a file name, not a title
         return None
     return title
 
