@@ -69,7 +69,8 @@ def _extract(data: bytes, options: ExtractOptions) -> Extracted:
             if not any(page.images for page in pages):
                 raise ExtractError("empty", "PDF has no text and no images")
             raise ExtractError("no text layer", NO_TEXT_LAYER)
-        if textless and options.ocr and shutil.which("tesseract") is None:
+        ocr = options.ocr and shutil.which("tesseract") is not None
+        if options.ocr and not ocr and len(textless) == len(pages):
             raise ExtractError("no text layer", NO_TESSERACT)
         _drop_running_lines(pages)
         style = _style(doc, pages)
@@ -80,7 +81,7 @@ def _extract(data: bytes, options: ExtractOptions) -> Extracted:
             found: list[str] | None = []
             if page.segs or page.aside:
                 found = _layout(page, style)
-            elif page.images and options.ocr:
+            elif page.images and ocr:
                 found = _ocr(doc[i])
             elif page.images:
                 dropped.append(i + 1)
@@ -96,7 +97,8 @@ def _extract(data: bytes, options: ExtractOptions) -> Extracted:
             if unread:
                 raise ExtractError("no text layer", "no text layer; OCR failed on every page with an image")
             raise ExtractError("empty", "PDF has no text, OCR included" if options.ocr else "PDF has no text")
-        reasons = _dropped(dropped, "no text layer; OCR is not enabled") + _dropped(unread, "OCR failed")
+        why = "OCR is enabled but tesseract is not installed" if options.ocr else "OCR is not enabled"
+        reasons = _dropped(dropped, f"no text layer; {why}") + _dropped(unread, "OCR failed")
         return out.extracted(_title(doc) or first_heading, len(pages), reasons)
     finally:
         doc.close()

@@ -171,3 +171,10 @@ def test_a_page_tesseract_cannot_read_is_reported(monkeypatch):
     monkeypatch.setattr(subprocess, "run", timeout)
     doc = extract(pdf_samples.scanned("Quarterly gearbox inventory", ("typed first page",)), ExtractOptions(ocr=True))
     assert doc.text == "typed first page" and doc.dropped == ("page 2: OCR failed",)
+
+
+def test_without_tesseract_a_scanned_page_among_text_pages_is_dropped_not_the_file(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    doc = extract(pdf_samples.scanned("Quarterly gearbox inventory", ("typed first page",)), ExtractOptions(ocr=True))
+    assert doc.text == "typed first page"
+    assert doc.dropped == ("page 2: no text layer; OCR is enabled but tesseract is not installed",)
