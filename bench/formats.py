@@ -1,0 +1,294 @@
+"""File-format readers side by side with two anchors, Kreuzberg and MarkItDown, in one run: fidelity, speed and
+retrieval parity. Prints a table per format and writes bench/results/formats.json (with the machine).
+
+Fidelity (bench/formats_score.py defines each score): our readers' Markdown and the anchors' against the Markdown
+reference of each generated file (bench/formats_corpus.py: seeded specs written as PDF, DOCX, PPTX, XLSX, CSV,
+HTML and EML by the usual writer libraries), as the mean over files. `--real DIR` adds files of your own: one with
+a `<file>.md` beside it is scored against it; one without counts for speed and failures only.
+
+Speed: one thread (OMP, OpenBLAS, MKL, Rayon and Kreuzberg's own pool set to 1); each method reads every file
+once (the fidelity read, which warms it up), then `--repeats` more times in the same file order; a file's time is
+the median CPU seconds of those repeats (CPU, not wall, so other work on a shared machine does not count).
+PDFs give pages per CPU-second (= per core), the other formats files per CPU-second.
+
+Retrieval parity (bench/formats_parity.py): a benchmark slice's documents as PDF, DOCX and HTML read back by our
+readers, LongRAG's source completeness at each budget against the original JSONL, on the report half.
+
+The anchors never become project dependencies: they run in their own Python, in a subprocess
+(bench/formats_anchor.py); without `--anchor-python` they are skipped with a note. Their venv:
+
+    python3 -m venv /work/anchor-venv
+    /work/anchor-venv/bin/pip install kreuzberg==4.10.4 'markitdown[all]==0.1.9' lxml==5.4.0
+
+(lxml 6 makes MarkItDown 0.1.9's DOCX pre-processing strip the XML namespaces, so every DOCX fails with "Could not
+find the body element"; lxml 5 is the one it works with.) A file a method fails on scores 0 in the fidelity means. Shrink a run with --specs, --formats, --repeats, --parity-limit or --no-parity.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+ONE_THREAD = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS",
+                               "NUMEXPR_NUM_THREADS", "TOKIO_WORKER_THREADS")}
+SCORES = ("words", "pairs", "cells", "headings")
+NO_READER = "no reader of ours for this format"
+# Our reader of each format: module in rag.sources.formats and its function.
+READERS = {"pdf": ("pdf", "extract"), "docx": ("docx", "extract"), "pptx": ("pptx", "extract"),
+           "xlsx": ("xlsx", "extract"), "csv": ("xlsx", "extract_csv"), "html": ("html", "extract"),
+           "eml": ("eml", "extract")}
+EXTENSIONS = {"pdf": "pdf", "docx": "docx", "pptx": "pptx", "xlsx": "xlsx", "csv": "csv", "html": "html",
+              "htm": "html", "eml": "eml"}
+
+
+def our_readers(formats) -> tuple[dict, dict]:
+    """{format: read(bytes) -> Extracted} for the readers present, and {format: why} for those that are not."""
+    from rag.sources.formats import ExtractOptions
+
+    found, missing = {}, {}
+    for fmt in formats:
+        module, function = READERS[fmt]
+        try:
+            extract = getattr(importlib.import_module(f"rag.sources.formats.{module}"), function)
+        except (ImportError, AttributeError) as e:
+            missing[fmt] = f"{type(e).__name__}: {e}"
+            continue
+        found[fmt] = lambda data, extract=extract: extract(data, ExtractOptions())
+    return found, missing
+
+
+def corpus(folder: Path, specs: int, seed: int, formats, real: Path | None) -> list[dict]:
+    """Every file of the run: {path, format, reference (Markdown or None), source}, generated ones first."""
+    from bench.formats_corpus import make_spec, render
+
+    files = []
+    for i in range(specs):
+        spec = make_spec(i, seed)
+        for fmt in formats:
+            data, reference = render(spec, fmt)
+            path = folder / f"{spec.name}.{fmt}"
+            path.write_bytes(data)
+            files.append({"path": str(path), "format": fmt, "reference": reference, "source": "generated"})
+    for path in sorted(real.rglob("*")) if real else []:
+        fmt = EXTENSIONS.get(path.suffix.lower().lstrip("."))
+        if path.is_file() and fmt in formats:
+            ref = path.with_name(path.name + ".md")
+            files.append({"path": str(path), "format": fmt, "source": "real",
+                          "reference": ref.read_text(encoding="utf-8") if ref.exists() else None})
+    return files
+
+
+def pages(path: str) -> int:
+    import pypdfium2
+
+    with open(path, "rb") as f:
+        doc = pypdfium2.PdfDocument(f.read())
+    try:
+        return len(doc)
+    finally:
+        doc.close()
+
+
+def run_ours(files: list[dict], readers: dict, repeats: int) -> list[dict]:
+    out = []
+    for f in files:
+        read = readers.get(f["format"])
+        if read is None:
+            out.append({"text": None, "error": NO_READER, "cpu": [], "wall": []})
+            continue
+        data = Path(f["path"]).read_bytes()
+        try:
+            text = read(data).text
+        except Exception as e:  # noqa: BLE001 - a reader's failure on a file is a figure of the run
+            out.append({"text": None, "error": f"{type(e).__name__}: {e}"[:300], "cpu": [], "wall": []})
+            continue
+        cpu, wall = [], []
+        for _ in range(repeats):
+            c, w = time.process_time(), time.perf_counter()
+            read(data)
+            cpu.append(time.process_time() - c)
+            wall.append(time.perf_counter() - w)
+        out.append({"text": text, "error": None, "cpu": cpu, "wall": wall})
+    return out
+
+
+def run_anchors(python: str | None, files: list[dict], repeats: int, scratch: Path) -> dict:
+    """The anchors' results by method, from their own Python; {} with a printed note when they cannot run."""
+    if not python:
+        print("note: no --anchor-python given: the anchors (Kreuzberg, MarkItDown) are skipped")
+        return {"results": {}, "versions": {}, "libraries": {}, "skipped": {"kreuzberg": "no --anchor-python",
+                                                          "markitdown": "no --anchor-python"}}
+    out = scratch / "anchors.json"
+    job = json.dumps({"files": [f["path"] for f in files], "repeats": repeats, "out": str(out)})
+    proc = subprocess.run([python, str(REPO / "bench" / "formats_anchor.py")], input=job, text=True,
+                          capture_output=True, env={**os.environ, **ONE_THREAD})
+    if proc.returncode != 0 or not out.exists():
+        why = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        print(f"note: the anchors did not run under {python}: {why}")
+        return {"results": {}, "versions": {}, "libraries": {}, "skipped": {"kreuzberg": why, "markitdown": why}}
+    got = json.loads(out.read_text(encoding="utf-8"))
+    for name, why in got["skipped"].items():
+        print(f"note: anchor {name} skipped: {why}")
+    return got
+
+
+def _mean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return round(statistics.fmean(values), 4) if values else None
+
+
+def summarise(rows: list[dict], methods, formats) -> dict:
+    """Per format and method: mean fidelity over scored files, failures, and speed over the files every method read."""
+    summary = {}
+    for fmt in formats:
+        mine = [r for r in rows if r["format"] == fmt]
+        if not mine:
+            continue
+        present = [m for m in methods if any(m in r for r in mine)]
+        timed = [r for r in mine if all(r[m]["cpu_s"] is not None for m in present)]
+        units = sum(r["pages"] or 0 if fmt == "pdf" else 1 for r in timed)
+        table = {}
+        for m in present:
+            scored = [r[m] for r in mine if "words" in r[m]]
+            seconds = sum(r[m]["cpu_s"] for r in timed)
+            table[m] = {**{k: _mean(s.get(k) for s in scored) for k in (*SCORES, "cells_in_text", "headings_level",
+                                                                    "extra")},
+                        "scored_files": len(scored), "failed": sum(r[m]["error"] is not None for r in mine),
+                        "speed": round(units / seconds, 1) if seconds > 0 else None}
+        summary[fmt] = {"files": len(mine), "real_files": sum(r["source"] == "real" for r in mine),
+                        "timed_files": len(timed), "unit": "pages/s/core" if fmt == "pdf" else "files/s/core",
+                        "pages": units if fmt == "pdf" else None, "methods": table}
+    return summary
+
+
+def print_tables(summary: dict, errors: dict) -> None:
+    from rag.text.tables import markdown_table
+
+    for fmt, s in summary.items():
+        pages = f", {s['pages']} pages" if s["pages"] else ""
+        print(f"\n{fmt}: {s['files']} files ({s['real_files']} real){pages}; speed over the {s['timed_files']} "
+              f"files every method read")
+        rows = [[m, *("—" if r[k] is None else f"{r[k]:.3f}" for k in (*SCORES, "extra")), r["failed"],
+                 "—" if r["speed"] is None else r["speed"]] for m, r in s["methods"].items()]
+        print(markdown_table(["method", *SCORES, "extra", "failed", s["unit"]], rows))
+        for method, first in errors.get(fmt, {}).items():
+            print(f"  {method} failed, e.g.: {first}")
+
+
+def first_errors(files: list[dict], results: dict) -> dict:
+    """{format: {method: its first error and the file's name}}."""
+    out: dict = {}
+    for method, res in results.items():
+        for f, r in zip(files, res):
+            if r["error"] not in (None, NO_READER) and method not in out.get(f["format"], {}):
+                out.setdefault(f["format"], {})[method] = f"{Path(f['path']).name}: {r['error']}"
+    return out
+
+
+def per_file(files: list[dict], results: dict) -> list[dict]:
+    """Each file's scores, median CPU seconds and error by method (no texts), for a look behind the means."""
+    from bench.formats_score import score
+
+    out = []
+    for i, f in enumerate(files):
+        row = {"file": Path(f["path"]).name, "format": f["format"], "source": f["source"], "pages": f.get("pages")}
+        for method, res in results.items():
+            r = res[i]
+            if r["error"] == NO_READER:
+                continue
+            row[method] = {"error": r["error"], "cpu_s": round(statistics.median(r["cpu"]), 5) if r["cpu"] else None,
+                           **({k: None if v is None else round(v, 4) for k, v in
+                               score(f["reference"], r["text"] or "").items()} if f["reference"] else {})}
+        out.append(row)
+    return out
+
+
+def machine() -> dict:
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), platform.processor())
+    return {"cores": os.cpu_count(), "cpu": model, "python": platform.python_version()}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--anchor-python", help="a Python with kreuzberg==4.10.4 and markitdown[all]==0.1.9")
+    p.add_argument("--specs", type=int, default=10, help="generated specs (each written in every format)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--formats", default=",".join(READERS), help="comma-separated subset of " + ",".join(READERS))
+    p.add_argument("--repeats", type=int, default=3, help="timed reads of each file after the first")
+    p.add_argument("--real", type=Path, help="a folder of real files (not committed); <file>.md is a reference")
+    p.add_argument("--keep", type=Path, help="write the generated files here and keep them")
+    p.add_argument("--no-parity", action="store_true", help="skip retrieval parity")
+    p.add_argument("--parity-benchmark", default="hotpotqa")
+    p.add_argument("--parity-half", choices=("tune", "report"), default="report")
+    p.add_argument("--parity-limit", type=int, help="first N questions of the half only")
+    p.add_argument("--budgets", default="1000,2000,4000")
+    p.add_argument("--tag", help="write bench/results/formats-TAG.json instead")
+    args = p.parse_args()
+    os.environ.update(ONE_THREAD)
+    formats = [f for f in args.formats.split(",") if f]
+    if unknown := set(formats) - set(READERS):
+        p.error(f"unknown formats: {', '.join(sorted(unknown))}")
+    with tempfile.TemporaryDirectory(prefix="formats-bench-") as scratch:
+        folder = args.keep or Path(scratch)
+        folder.mkdir(parents=True, exist_ok=True)
+        files = corpus(folder, args.specs, args.seed, formats, args.real)
+        for f in files:
+            if f["format"] == "pdf":
+                f["pages"] = pages(f["path"])
+        readers, missing = our_readers(formats)
+        for fmt, why in missing.items():
+            print(f"note: no reader of ours for {fmt}: {why}")
+        t = time.perf_counter()
+        results = {"ours": run_ours(files, readers, args.repeats)} if readers else {}
+        anchors = run_anchors(args.anchor_python, files, args.repeats, Path(scratch))
+        results.update(anchors["results"])
+        seconds = round(time.perf_counter() - t, 1)
+        rows = per_file(files, results)
+    summary = summarise(rows, list(results), formats)
+    print_tables(summary, first_errors(files, results))
+    figures = {"formats": summary, "files": rows}
+    figures.update({"command": "python bench/formats.py " + " ".join(sys.argv[1:]), "machine": machine(),
+                    "anchor_versions": anchors["versions"],
+                    "anchor_libraries": anchors["libraries"], "anchors_skipped": anchors["skipped"],
+                    "readers_missing": missing, "extract_seconds": seconds})
+    if not args.no_parity:
+        from bench.formats_parity import parity
+        from rag.sources.benchmarks import benchmark_dir
+
+        budgets = [int(b) for b in args.budgets.split(",")]
+        figures["parity"] = parity(benchmark_dir(args.parity_benchmark), budgets, args.parity_half,
+                                   {k: v for k, v in readers.items()}, args.parity_limit)
+        print_parity(figures["parity"], budgets)
+    from bench.results_file import commit, write_results
+
+    figures["commit"] = commit(REPO)
+    print(f"\nwrote {write_results(figures, 'formats', args.tag)}")
+
+
+def print_parity(par: dict, budgets: list[int]) -> None:
+    from rag.text.tables import markdown_table
+
+    print(f"\nretrieval parity: {par['benchmark']}, {par['half']} half, {par['questions']} questions, "
+          f"{par['method']} source completeness")
+    rows = [[r["corpus"], *(f"{r[str(b)]:.3f}" for b in budgets),
+             *(r.get("difference", {}).get(str(b), "") for b in budgets),
+             (f"{r['audit']['read']}/{r['audit']['documents']}, titles {r['audit']['same_title']}"
+              if "audit" in r else "")] for r in par["rows"]]
+    print(markdown_table(["corpus", *map(str, budgets), *(f"Δ {b} [95%]" for b in budgets), "read, same title"],
+                         rows))
+
+
+if __name__ == "__main__":
+    main()
