@@ -14,6 +14,8 @@ _SPACE = re.compile(r"\s+")
 
 def inline(text: str) -> str:
     """One line of text: runs of white space (line breaks included) become one space."""
+    if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
+        return text  # the common case, without a regex: the only white space a printable text holds is " "
     return _SPACE.sub(" ", text).strip()
 
 
@@ -22,7 +24,10 @@ def heading(level: int, text: str) -> str:
 
 
 def cell(text: str) -> str:
-    return inline(text).replace("\\", "\\\\").replace("|", "\\|")
+    text = inline(text)
+    if "|" in text or "\\" in text:
+        text = text.replace("\\", "\\\\").replace("|", "\\|")
+    return text
 
 
 def table(rows: list[list[str]]) -> str:
