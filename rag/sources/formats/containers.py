@@ -31,7 +31,7 @@ _XML_SUFFIXES = (".xml", ".rels", ".vml")
 
 
 def check_office(data: bytes, kind: str) -> None:
-    """Refuse `data` (a DOCX, PPTX or XLSX, named by `kind` in messages) unless it is a sane, complete zip of safe XML."""
+    """Refuse `data` (a DOCX, PPTX or XLSX: `kind`) unless it is a sane, complete zip of safe XML."""
     if data.startswith(OLE_MAGIC):
         if _ENCRYPTION_STREAM in data:
             raise ExtractError("encrypted", "encrypted Office file (password protected)")

@@ -66,16 +66,16 @@ class _Styles:
                 match = _HEADING_STYLE.match(label)
                 if match:
                     return min(int(match.group(1)), 6)
-            level = _val(style.find(f"{_w('pPr')}/{_w('outlineLvl')}"))
-            if level is not None and level.isdigit() and int(level) < 9:
-                return min(int(level) + 1, 6)
+            level = _outline(style.find(f"{_w('pPr')}/{_w('outlineLvl')}"))
+            if level:
+                return level
         return None
 
     def _numbering(self, style_id: str | None) -> tuple[str | None, int]:
         for style in self._chain(style_id):
             num = style.find(f"{_w('pPr')}/{_w('numPr')}")
             if num is not None:
-                return _val(num.find(_w("numId"))), int(_val(num.find(_w("ilvl"))) or 0)
+                return _val(num.find(_w("numId"))), _count(num.find(_w("ilvl")), 0)
         return None, 0
 
     def _chain(self, style_id: str | None):
@@ -101,7 +101,7 @@ class _Numbering:
             levels = abstract.get(_val(num.find(_w("abstractNumId"))))
             for lvl in levels.findall(_w("lvl")) if levels is not None else ():
                 fmt = _val(lvl.find(_w("numFmt"))) or "decimal"
-                self._formats[(num.get(_w("numId")), int(lvl.get(_w("ilvl")) or 0))] = fmt
+                self._formats[(num.get(_w("numId")), _digits(lvl.get(_w("ilvl")), 0))] = fmt
 
     def bulleted(self, num_id: str, level: int) -> bool | None:
         fmt = self._formats.get((num_id, level))
@@ -147,7 +147,8 @@ class _Reader:
             return "", False
         ppr = p.find(_w("pPr"))
         style_id = _val(ppr.find(_w("pStyle"))) if ppr is not None else None
-        level = self._outline_level(ppr) or self.styles.heading_level(style_id)
+        own_level = _outline(ppr.find(_w("outlineLvl"))) if ppr is not None else None
+        level = own_level or self.styles.heading_level(style_id)
         if level:
             self.first_heading = self.first_heading or text
             return heading(level, text), False
@@ -168,8 +169,7 @@ class _Reader:
         style_num, style_depth = self.styles.numbering(style_id)
         if num is not None:
             num_id = _val(num.find(_w("numId"))) or style_num
-            depth = _val(num.find(_w("ilvl")))
-            result = (num_id, int(depth) if depth and depth.isdigit() else style_depth)
+            result = (num_id, _count(num.find(_w("ilvl")), style_depth))
         else:
             result = (style_num, style_depth)
         if result[0] in (None, "0"):  # numId 0 switches numbering off
@@ -177,11 +177,6 @@ class _Reader:
         # "List Bullet 2"-style paragraphs carry their depth in the style name, often with ilvl 0
         named = _STYLE_DEPTH.search(style_id or "")
         return result[0], min(max(result[1], int(named.group(1)) - 1 if named else 0), 8)
-
-    @staticmethod
-    def _outline_level(ppr) -> int | None:
-        level = _val(ppr.find(f"{_w('outlineLvl')}")) if ppr is not None else None
-        return min(int(level) + 1, 6) if level and level.isdigit() and int(level) < 9 else None
 
 
 def _plain(element):
@@ -191,10 +186,20 @@ def _plain(element):
     return etree.fromstring(etree.tostring(element), etree.XMLParser(resolve_entities=False, no_network=True))
 
 
+def _outline(element) -> int | None:
+    """A heading level from a `w:outlineLvl` (0-based; 9 means body text)."""
+    level = _count(element, 9)
+    return min(level + 1, 6) if level < 9 else None
+
+
 def _count(element, default: int) -> int:
-    """A span or skip count from a `w:val`, capped so a hostile value cannot build a huge row."""
-    value = _val(element)
-    return min(int(value), 1000) if value and value.isdigit() else default
+    """A level, span or skip count from a `w:val`."""
+    return _digits(_val(element), default)
+
+
+def _digits(value: str | None, default: int) -> int:
+    """A whole number from an attribute, capped so a hostile value cannot build a huge row."""
+    return min(int(value), 1000) if value and value.isascii() and value.isdigit() else default
 
 
 def _val(element) -> str | None:

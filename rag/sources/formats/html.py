@@ -18,10 +18,13 @@ from rag.sources.formats.markdown import Blocks, heading, inline, list_item, tab
 _SCRIPTS = ("script",)
 _REMOVED = ("script", "style", "noscript", "template", "iframe", "frame", "frameset", "object", "embed", "applet",
             "svg", "math", "canvas", "head", "button", "select", "input", "textarea")
+_MAX_LIST_DEPTH = 50
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
+_WHOLE = {"ul", "ol", "menu", "table", "pre", *_HEADINGS}  # written in one piece
+# td, th and tr are walked only in a layout table
 _BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "blockquote", "address",
            "figure", "figcaption", "form", "fieldset", "dl", "dt", "dd", "body", "html", "details", "summary",
-           "center", "hr", "li", "caption", "legend"}
+           "center", "hr", "li", "caption", "legend", "td", "th", "tr"}
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
@@ -29,13 +32,18 @@ _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codec
 
 def extract(data: bytes, options: ExtractOptions) -> Extracted:
     """The page as Markdown; title from <title>, else the first <h1>."""
-    text = decode(data)
+    return from_text(decode(data))
+
+
+def from_text(text: str) -> Extracted:
+    """An already decoded page (an e-mail's HTML body) as Markdown."""
     if not text.strip():
         raise ExtractError("empty", "no text in the file")
     with library_errors("HTML"):
         from lxml import etree
 
-        root = etree.fromstring(_XML_DECLARATION.sub("", text, count=1), etree.HTMLParser(no_network=True))
+        parser = etree.HTMLParser(no_network=True, huge_tree=True)
+        root = etree.fromstring(_XML_DECLARATION.sub("", text, count=1), parser)
         if root is None:
             raise ExtractError("empty", "no text in the file")
         title_element = root.find(".//title")
@@ -46,6 +54,8 @@ def extract(data: bytes, options: ExtractOptions) -> Extracted:
         walker.walk(root)
         walker.flush()
         dropped = ("scripts dropped (never run)",) if scripts else ()
+        if any("depth" in entry.message.lower() for entry in parser.error_log):
+            dropped += ("elements nested deeper than the parser's limit not read",)
         return require_text(walker.blocks.extracted(title=title or walker.first_h1 or None, dropped=dropped))
 
 
@@ -61,6 +71,8 @@ def decode(data: bytes) -> str:
             encoding = codecs.lookup(declared.group(1).decode("ascii")).name
         except LookupError:
             pass
+    if encoding.startswith("utf-16"):  # a UTF-16 page starts with a BOM; without one the declaration is wrong
+        encoding = "utf-8"
     return data.decode(encoding, errors="replace")
 
 
@@ -76,37 +88,44 @@ class _Walker:
         self.blocks.add(inline("".join(self._inline)))
         self._inline = []
 
-    def walk(self, element) -> None:
-        tag = element.tag if isinstance(element.tag, str) else ""
+    def walk(self, root) -> None:
+        """Depth first without recursion: a page may nest thousands of elements."""
+        stack = [(root, False)]
+        while stack:
+            element, leaving = stack.pop()
+            tag = element.tag if isinstance(element.tag, str) else ""
+            if leaving:
+                if tag in _BLOCKS:
+                    self.flush()
+                elif tag in ("br", "img"):
+                    self._inline.append(" ")
+                self._inline.append(element.tail or "")
+            elif self._whole_block(element, tag):
+                self._inline.append(element.tail or "")
+            else:
+                if tag in _BLOCKS:
+                    self.flush()
+                self._inline.append(element.text or "")
+                stack.append((element, True))
+                stack.extend((child, False) for child in reversed(element))
+
+    def _whole_block(self, element, tag: str) -> bool:
+        """Write a heading, list, table or preformatted block in one piece; False for any other element."""
+        if tag not in _WHOLE or tag == "table" and _layout(element):
+            return False
+        self.flush()
         if tag in _HEADINGS:
-            self.flush()
             text = inline(_text(element))
             if text:
                 self.first_h1 = self.first_h1 or (text if tag == "h1" else None)
                 self.blocks.add(heading(_HEADINGS[tag], text))
-        elif tag in ("ul", "ol", "menu"):
-            self.flush()
-            self.blocks.add("\n".join(_list_lines(element, 0)))
         elif tag == "table":
-            self.flush()
             self._table(element)
         elif tag == "pre":
-            self.flush()
             self.blocks.add("```\n" + _text(element).strip("\n").replace("```", "` ` `") + "\n```")
-        elif tag in _BLOCKS:
-            self.flush()
-            self._children(element)
-            self.flush()
         else:
-            self._children(element)
-            if tag in ("br", "td", "th", "img"):
-                self._inline.append(" ")
-
-    def _children(self, element) -> None:
-        self._inline.append(element.text or "")
-        for child in element:
-            self.walk(child)
-            self._inline.append(child.tail or "")
+            self.blocks.add("\n".join(_list_lines(element, 0)))
+        return True
 
     def _table(self, element) -> None:
         caption = element.find("caption")
@@ -115,23 +134,34 @@ class _Walker:
         self.blocks.add(table(_table_rows(element)))
 
 
-def _list_lines(element, depth: int) -> list[str]:
+def _layout(table_element) -> bool:
+    """A table used for page layout (it holds headings, or tables but no header cells): its cells are read as blocks."""
+    if any(True for _ in table_element.iterdescendants(*_HEADINGS)):
+        return True
+    return any(True for _ in table_element.iterdescendants("table")) and not any(
+        _owner(th) is table_element for th in table_element.iterdescendants("th"))
+
+
+def _list_lines(element, depth: int, nesting: int = 0) -> list[str]:
     """One Markdown line per <li>, nested lists indented under their item; <ol start> is kept."""
     lines: list[str] = []
-    start = element.get("start", "1")
-    number = int(start) if start.strip().lstrip("-").isdigit() else 1
+    start = element.get("start", "1").strip()
+    number = int(start) if start.isascii() and start.lstrip("-").isdigit() else 1
     for item in element:
         if not isinstance(item.tag, str):
             continue
+        if nesting >= _MAX_LIST_DEPTH:  # deeper lists are flattened into their item's line
+            lines += [list_item(_text(item), 8)] if _text(item).strip() else []
+            continue
         if item.tag in ("ul", "ol"):  # a list directly inside a list (invalid, common)
-            lines += _list_lines(item, depth + 1)
+            lines += _list_lines(item, depth + 1, nesting + 1)
             continue
         own, nested = _item_text(item)
         if own:
             lines.append(list_item(own, min(depth, 8), number if element.tag == "ol" else None))
             number += 1
         for sub in nested:
-            lines += _list_lines(sub, depth + 1 if own else depth)
+            lines += _list_lines(sub, depth + 1 if own else depth, nesting + 1)
     return lines
 
 
@@ -188,7 +218,7 @@ def _span(cell, name: str, cap: int) -> int:
     if value is None:
         return 1
     value = value.strip()
-    return min(max(int(value), 1), cap) if value.isdigit() else 1
+    return min(max(int(value), 1), cap) if value.isascii() and value.isdigit() else 1
 
 
 def _owner(tr):

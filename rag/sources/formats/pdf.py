@@ -28,6 +28,7 @@ _PLACEHOLDER_TITLES = {"untitled", "untitled document", "anonymous", "title", "d
 class _Page:
     height: float
     segs: list[Seg]
+    aside: str  # text set at an angle, read after the page
     rules: tuple[list, list]
     images: bool
 
@@ -60,7 +61,7 @@ def _extract(data: bytes, options: ExtractOptions) -> Extracted:
         pages = [_read_page(doc[i]) for i in range(len(doc))]
         if not pages:
             raise ExtractError("empty", "PDF has no pages")
-        textless = [i for i, page in enumerate(pages) if not page.segs]
+        textless = [i for i, page in enumerate(pages) if not page.segs and not page.aside]
         if len(textless) == len(pages) and not options.ocr:
             if not any(page.images for page in pages):
                 raise ExtractError("empty", "PDF has no text and no images")
@@ -73,7 +74,7 @@ def _extract(data: bytes, options: ExtractOptions) -> Extracted:
         first_heading = None
         for i, page in enumerate(pages):
             out.begin(f"p.{i + 1}")
-            if page.segs:
+            if page.segs or page.aside:
                 found = _layout(page, style)
             elif options.ocr:
                 found = _ocr(doc[i])
@@ -98,12 +99,12 @@ def _read_page(page) -> _Page:
     height = page.get_height()
     textpage = page.get_textpage()
     try:
-        segs = segments(textpage, height)
+        segs, aside = segments(textpage, height)
     finally:
         textpage.close()
     found = rules(page, height) if segs else ([], [])
     images = not segs and any(True for _ in page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=3))
-    return _Page(height, segs, found, images)
+    return _Page(height, segs, aside, found, images)
 
 
 def _dropped(pages: list[int]) -> tuple[str, ...]:
@@ -137,8 +138,7 @@ def _style(doc, pages: list[_Page]) -> Style:
         for s in page.segs:
             weights[round(s.size * 2) / 2] += len(s.text)
     body = weights.most_common(1)[0][0] if weights else 10.0
-    heading_sizes = {round(s.size * 2) / 2 for p in pages for s in p.segs
-                     if s.size >= body * 1.15 and len(s.text) <= 150 and any(c.isalpha() for c in s.text)}
+    heading_sizes = {round(s.size * 2) / 2 for p in pages for s in p.segs if s.size >= body * 1.15 and _wordy(s.text)}
     style = Style(body, sorted(heading_sizes, reverse=True))
     outline = _outline(doc)
     if outline:
@@ -146,6 +146,12 @@ def _style(doc, pages: list[_Page]) -> Style:
         if sum(1 for key in outline if key in texts) >= 0.5 * len(outline):
             style.outline = outline
     return style
+
+
+def _wordy(text: str) -> bool:
+    """Reads like words, not figure labels or numbers: the text a heading has."""
+    letters = sum(c.isalpha() for c in text)
+    return letters >= 3 and letters >= 0.5 * len(text.replace(" ", "")) and len(text) <= 150
 
 
 def _outline(doc) -> dict[str, int]:
@@ -159,7 +165,8 @@ def _outline(doc) -> dict[str, int]:
 
 def _layout(page: _Page, style: Style) -> list[str]:
     segs = ruled_tables(page.segs, *page.rules, style.body)
-    return [block for flow in reading_order(segs) for block in blocks(flow, style)]
+    found = [block for flow in reading_order(segs) for block in blocks(flow, style)]
+    return found + [join_lines([page.aside])] if page.aside else found
 
 
 def _title(doc) -> str | None:
@@ -167,7 +174,8 @@ def _title(doc) -> str | None:
     lowered = title.lower()
     if (len(title) < 3 or lowered in _PLACEHOLDER_TITLES or not any(c.isalpha() for c in title)
             or lowered.endswith((".doc", ".docx", ".pdf", ".tex", ".dvi", ".indd", ".ps"))
-            or lowered.startswith(("microsoft word -", "microsoft powerpoint -"))):
+            or lowered.startswith(("microsoft word -", "microsoft powerpoint -", "untitled"))
+            or (" " not in title and re.search(r"[-_]", title))):  # a file name, not a title
         return None
     return title
 

@@ -6,17 +6,20 @@ built from segments by rag.sources.formats.pdf_layout. Coordinates are points fr
 from __future__ import annotations
 
 import ctypes
+import math
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
-# A gap wider than this many font sizes ends a segment: wider than any word space, narrower than a column gutter.
-_SPLIT_GAP = 0.9
-_SPACE_GAP = 0.25
+# A gap wider than this many line heights ends a segment: wider than any word space, narrower than a column gutter.
+_SPLIT_GAP = 0.8
+_SPACE_GAP = 0.22
 _BOLD_NAMES = ("bold", "black", "heavy", "semibold", "demi")
 
 
 @dataclass
 class Seg:
-    """A run of text on one baseline; `words` keeps each word's horizontal extent for table cells."""
+    """A run of text on one line (`base` is its lowest point, descenders included); `words` keeps each word's
+    horizontal extent for table cells."""
 
     x0: float
     x1: float
@@ -32,35 +35,9 @@ class Seg:
     def mid(self) -> float:
         return (self.x0 + self.x1) / 2
 
-
-class _Run:
-    """Characters gathered into one segment, word by word."""
-
-    def __init__(self, x0: float, x1: float, top: float, base: float, size: float, first: int):
-        self.x0, self.x1, self.top, self.base, self.size, self.first = x0, x1, top, base, size, first
-        self.words: list[tuple[float, float, str]] = []
-        self.word: list[str] = []
-        self.wx0 = x0
-        self.sizes: dict[float, int] = {}
-
-    def add(self, ch: str, x0: float, x1: float, top: float, size: float) -> None:
-        if not self.word:
-            self.wx0 = x0
-        self.word.append(ch)
-        self.x1 = max(self.x1, x1)
-        self.top = min(self.top, top)
-        self.sizes[size] = self.sizes.get(size, 0) + 1
-
-    def end_word(self) -> None:
-        if self.word:
-            self.words.append((self.wx0, self.x1, "".join(self.word)))
-            self.word = []
-
-    def seg(self, bold: bool) -> Seg:
-        self.end_word()
-        size = max(self.sizes, key=self.sizes.get) if self.sizes else self.size
-        text = " ".join(w for _, _, w in self.words)
-        return Seg(self.x0, self.x1, self.top, self.base, size, text, bold, self.words)
+    @property
+    def middle(self) -> float:
+        return (self.top + self.base) / 2
 
 
 def page_text(textpage) -> str:
@@ -78,6 +55,15 @@ def page_text(textpage) -> str:
     return text
 
 
+def _font_size(page, index: int) -> float:
+    """The size a character is drawn at: its font's size scaled by the text matrix (many PDFs set size 1 and scale)."""
+    import pypdfium2.raw as pdfium_c
+
+    matrix = pdfium_c.FS_MATRIX()
+    scale = math.hypot(matrix.c, matrix.d) if pdfium_c.FPDFText_GetMatrix(page, index, matrix) else 1.0
+    return round(pdfium_c.FPDFText_GetFontSize(page, index) * (scale or 1.0), 1) or 1.0
+
+
 def _bold(textpage, index: int) -> bool:
     import pypdfium2.raw as pdfium_c
 
@@ -90,46 +76,92 @@ def _bold(textpage, index: int) -> bool:
     return any(word in lowered for word in _BOLD_NAMES) or bool(flags.value & (1 << 18))
 
 
-def segments(textpage, height: float) -> list[Seg]:
-    """The page's text runs, split at line ends, at jumps back and at gaps wider than a word space."""
+def _boxes(page, count: int):
+    """Each character's loose box (left, top, right, bottom, in PDF points) as a numpy array."""
+    import numpy as np
     import pypdfium2.raw as pdfium_c
 
-    text = page_text(textpage)
-    box = pdfium_c.FS_RECTF()
-    ox, oy = ctypes.c_double(), ctypes.c_double()
+    rects = (pdfium_c.FS_RECTF * count)()
+    char_box = pdfium_c.FPDFText_GetLooseCharBox
+    for i in range(count):
+        char_box(page, i, rects[i])
+    return np.frombuffer(rects, dtype=np.float32).reshape(count, 4).astype(float)
+
+
+def segments(textpage, height: float) -> tuple[list[Seg], str]:
+    """The page's text runs, split at line ends, at jumps back and at gaps wider than a word space; and the text
+    set at an angle (margin stamps, axis labels), which is read after the page."""
+    import numpy as np
+    import pypdfium2.raw as pdfium_c
+
+    page = textpage.raw  # the bare pointer: the wrapper costs an attribute lookup on every call
+    text = page_text(page).replace("\ufffe", "\x02")  # pdfium's mark for a hyphen that broke a word at a line end
+    if not text.strip():
+        return [], ""
+    box = _boxes(page, len(text))
+    left, top, right, bottom = box[:, 0], height - box[:, 1], box[:, 2], height - box[:, 3]
+    # The loose box's height (the font's ascent to descent) stands for the font size in the thresholds: asking
+    # pdfium for each character's size would double the time a page takes.
+    size = bottom - top
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    blank = ((codes <= 32) & (codes != 2)) | (codes == 0xA0) | (codes == 0x3000)
+    boxless = ~blank & (right - left < 0.01) & (box[:, 1] - box[:, 3] < 0.01)  # joins the next character's word
+    real = np.flatnonzero(~blank & ~boxless)
+    if not len(real):
+        return [], ""
+    newlines = np.cumsum(codes == 10)[real]
+    spaces = np.cumsum(blank)[real]
+    x0, x1, b, sz = left[real], right[real], bottom[real], np.where(size[real] > 0, size[real], 1.0)
+    gap = x0[1:] - x1[:-1]
+    split = ((newlines[1:] != newlines[:-1]) | (np.abs(b[1:] - b[:-1]) > 0.35 * np.maximum(sz[1:], sz[:-1]))
+             | (x1[1:] <= x0[:-1] + 0.1) | (gap > _SPLIT_GAP * sz[1:]))
+    word = split | (spaces[1:] != spaces[:-1]) | (gap > _SPACE_GAP * sz[1:])
+    run_starts = np.concatenate(([0], np.flatnonzero(split) + 1))
+    word_starts = np.flatnonzero(np.concatenate(([True], word)))  # every run start is a word start too
+    word_x1 = np.maximum.reduceat(x1, word_starts).tolist()
+    run_x1 = np.maximum.reduceat(x1, run_starts).tolist()
+    run_top = np.minimum.reduceat(top[real], run_starts).tolist()
+    run_base = np.maximum.reduceat(b, run_starts).tolist()
+    positions, lefts, boxless_at = real.tolist(), x0.tolist(), boxless.tolist()
+    bounds, word_list = run_starts.tolist() + [len(positions)], word_starts.tolist() + [len(positions)]
     out: list[Seg] = []
-    run: _Run | None = None
-
-    def close() -> None:
-        nonlocal run
-        if run is not None and (run.words or run.word):
-            out.append(run.seg(_bold(textpage, run.first)))
-        run = None
-
-    for i, ch in enumerate(text):
-        if ch in "\r\n":
-            close()
+    rotated: list[str] = []
+    w = 0
+    for k, (s, e) in enumerate(zip(bounds[:-1], bounds[1:])):
+        if 0.05 < pdfium_c.FPDFText_GetCharAngle(page, positions[s]) < 6.23:
+            rotated.append(text[positions[s]:positions[e] if e < len(positions) else len(text)])
+            w = bisect_left(word_list, e)
             continue
-        if ch == "\ufffe":  # pdfium's mark for a hyphen that broke a word at the line end
-            ch = "\x02"
-        if ch.isspace() or ch == "\x00":
-            if run is not None:
-                run.end_word()
-            continue
-        pdfium_c.FPDFText_GetLooseCharBox(textpage, i, box)
-        pdfium_c.FPDFText_GetCharOrigin(textpage, i, ctypes.byref(ox), ctypes.byref(oy))
-        size = round(pdfium_c.FPDFText_GetFontSize(textpage, i), 1) or 1.0
-        x0, x1, base, ctop = box.left, box.right, height - oy.value, height - box.top
-        if run is not None:
-            gap = x0 - run.x1
-            if abs(base - run.base) > 0.4 * max(size, run.size) or gap < -0.5 * size or gap > _SPLIT_GAP * size:
-                close()
-            elif gap > _SPACE_GAP * size:
-                run.end_word()
-        if run is None:
-            run = _Run(x0, x1, ctop, base, size, i)
-        run.add(ch, x0, x1, ctop, size)
-    close()
+        words = []
+        while word_list[w] < e:
+            first, last = positions[word_list[w]], positions[word_list[w + 1] - 1]
+            while first > 0 and boxless_at[first - 1]:
+                first -= 1
+            words.append((lefts[word_list[w]], word_x1[w], text[first:last + 1]))
+            w += 1
+        out.append(Seg(lefts[s], run_x1[k], run_top[k], run_base[k], _font_size(page, positions[(s + e) // 2]),
+                       " ".join(t for _, _, t in words), all(_bold(page, positions[i]) for i in {s, (s + e) // 2, e - 1}), words))
+    return _join_raised(out), " ".join(" ".join(rotated).split())
+
+
+def _join_raised(segs: list[Seg]) -> list[Seg]:
+    """Joins runs that follow one another on a line at another baseline: superscripts, footnote marks, accents."""
+    out: list[Seg] = []
+    for s in segs:
+        prev = out[-1] if out else None
+        if prev is not None and prev.table is None:
+            shared = min(prev.base, s.base) - max(prev.top, s.top)
+            gap = s.x0 - prev.x1
+            if shared >= 0.5 * min(prev.base - prev.top, s.base - s.top) and -1 <= gap <= _SPLIT_GAP * prev.size:
+                main = prev if len(prev.text) * prev.size >= len(s.text) * s.size else s
+                words = prev.words + s.words
+                if gap < _SPACE_GAP * min(prev.size, s.size) and prev.words and s.words:
+                    (a0, _, a), (_, b1, b) = prev.words[-1], s.words[0]
+                    words = prev.words[:-1] + [(a0, b1, a + b)] + s.words[1:]
+                out[-1] = Seg(prev.x0, max(prev.x1, s.x1), min(prev.top, s.top), main.base, main.size,
+                              " ".join(w for _, _, w in words), main.bold, words)
+                continue
+        out.append(s)
     return out
 
 

@@ -68,10 +68,10 @@ def normalise(text: str) -> str:
 def ruled_tables(segs: list[Seg], horizontal: list, vertical: list, body: float) -> list[Seg]:
     """Segments with each grid of rules that holds text replaced by one table segment."""
     for xs, ys in _grids(horizontal, vertical):
-        inside = [s for s in segs if xs[0] <= s.mid <= xs[-1] and ys[0] <= s.base - 0.3 * s.size <= ys[-1]]
+        inside = [s for s in segs if xs[0] <= s.mid <= xs[-1] and ys[0] <= s.middle <= ys[-1]]
         cells: dict[tuple[int, int], list[tuple[float, float, str]]] = {}
         for s in inside:
-            row = bisect_right(ys, s.base - 0.3 * s.size) - 1
+            row = bisect_right(ys, s.middle) - 1
             for x0, x1, word in s.words:
                 col = min(max(bisect_right(xs, (x0 + x1) / 2) - 1, 0), len(xs) - 2)
                 cells.setdefault((row, col), []).append((s.base, x0, word))
@@ -133,8 +133,12 @@ def reading_order(segs: list[Seg], depth: int = 0) -> list[list[Seg]]:
             bands[bisect_right(tops, s.top)].append(s)
     flows: list[list[Seg]] = []
     for k, band in enumerate(bands):
-        flows += reading_order([s for s in band if s.x1 <= gutter], depth + 1)
-        flows += reading_order([s for s in band if s.x0 >= gutter], depth + 1)
+        left, right = [s for s in band if s.x1 <= gutter], [s for s in band if s.x0 >= gutter]
+        if left and right and not (_fills(left, min(s.x0 for s in left), gutter)
+                                   and _fills(right, gutter, max(s.x1 for s in right))):
+            flows.append(band)  # a few short lines either side (authors, a caption): read line by line
+        else:
+            flows += reading_order(left, depth + 1) + reading_order(right, depth + 1)
         if k < len(spans):
             if flows and flows[-1] and flows[-1][-1] is spans[k - 1] and not band:
                 flows[-1].append(spans[k])
@@ -174,12 +178,18 @@ def _fills(side: list[Seg], x0: float, x1: float) -> bool:
 
 
 def lines(flow: list[Seg]) -> list[Line]:
+    """Segments that share most of their height are one line: superscripts and mixed fonts stay in it."""
     out: list[list[Seg]] = []
+    top = bottom = 0.0
     for s in sorted(flow, key=lambda s: (s.base, s.x0)):
-        if out and out[-1][0].table is None and s.table is None and abs(s.base - out[-1][0].base) < 0.4 * s.size:
-            out[-1].append(s)
-        else:
-            out.append([s])
+        if out and out[-1][0].table is None and s.table is None:
+            shared = min(bottom, s.base) - max(top, s.top)
+            if shared >= 0.5 * min(bottom - top, s.base - s.top):
+                out[-1].append(s)
+                top, bottom = min(top, s.top), max(bottom, s.base)
+                continue
+        out.append([s])
+        top, bottom = s.top, s.base
     return [Line(group) for group in out]
 
 

@@ -96,7 +96,7 @@ def _text_frame(frame, bulleted: bool, blocks: Blocks) -> None:
     items: list[str] = []
     counters: dict[int, int] = {}
     for paragraph in frame.paragraphs:
-        text = inline("".join(run.text for run in paragraph.runs) if paragraph.runs else paragraph.text)
+        text = inline(paragraph.text)  # line breaks (a:br) read as "\v", fields as their text
         if not text:
             continue
         marker = _bullet(paragraph, bulleted)

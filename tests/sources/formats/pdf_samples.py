@@ -142,3 +142,30 @@ def interleaved_columns(lines: int = 40) -> bytes:
     page.drawString(72, 750 - 13 * lines - 20, "A closing sentence runs across the whole width of the page below.")
     page.save()
     return buffer.getvalue()
+
+
+def outlined() -> bytes:
+    """Headings in the body's own font, named by the PDF's outline (bookmarks) at two levels; an unruled table."""
+    buffer = io.BytesIO()
+    page = _canvas(buffer)
+    page.setFont("Times-Roman", 11)
+    y = 760
+    for level, heading in ((0, "Overview"), (1, "Details of the method"), (None, ALIGNED), (0, "Results")):
+        if level is None:
+            for row in heading:
+                for x, cell in zip((72, 220, 380), row):
+                    page.drawString(x, y, cell)
+                y -= 14
+            y -= 14
+            continue
+        page.bookmarkPage(heading)
+        page.addOutlineEntry(heading, heading, level=level)
+        page.drawString(72, y, heading)
+        page.drawString(72, y - 20, f"Body text under {heading.lower()} runs on one line here.")
+        y -= 48
+    page.save()
+    return buffer.getvalue()
+
+
+ALIGNED = [["Metal", "Melting point", "Density"], ["Iron", "1538 C", "7.87 g/cm3"], ["Copper", "1085 C", "8.96 g/cm3"],
+           ["Zinc", "420 C", "7.14 g/cm3"]]

@@ -111,3 +111,17 @@ def test_zip_without_a_document_is_corrupt_in_one_line():
     with zipfile.ZipFile(out, "w") as archive:
         archive.writestr("hello.txt", "hi")
     assert _refusal(out.getvalue()).kind == "corrupt"
+
+
+@pytest.mark.parametrize("reader", ["docx", "pptx", "xlsx"])
+def test_every_office_reader_runs_the_guards(reader):
+    import importlib
+    read = importlib.import_module(f"rag.sources.formats.{reader}").extract
+    bomb = _with_member(_docx(), "zeros.bin", bytes(20 * 1024 * 1024))
+    laughs = _with_member(_docx(), "x.xml", b'<!DOCTYPE a [<!ENTITY a "aaaa">]><a>&a;</a>')
+    encrypted = OLE_MAGIC + bytes(504) + "EncryptionInfo".encode("utf-16-le")
+    cases = ((bomb, "zip bomb"), (laughs, "unsafe xml"), (encrypted, "encrypted"), (b"PK\x03\x04", "corrupt"))
+    for data, kind in cases:
+        with pytest.raises(ExtractError) as error:
+            read(data, ExtractOptions())
+        assert error.value.kind == kind, (kind, str(error.value))

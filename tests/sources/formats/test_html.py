@@ -50,6 +50,7 @@ def test_encodings_meta_bom_and_bad_bytes():
     assert extract(latin, ExtractOptions()).text == "Café"
     assert extract("<p>Café</p>".encode("utf-16"), ExtractOptions()).text == "Café"
     assert extract(b"<p>caf\xe9 ok</p>", ExtractOptions()).text == "caf\ufffd ok"
+    assert extract('<meta charset="utf-16"><p>Café</p>'.encode(), ExtractOptions()).text == "Café"
 
 
 def test_rowspan_repeats_down_the_column_and_nested_table_stays_in_its_cell():
@@ -102,3 +103,19 @@ def test_speed_on_a_long_article():
     rate = n / (time.perf_counter() - start)
     print(f"HTML: {rate:.1f} files/s ({len(page) // 1024} KB)")
     assert rate > 2
+
+
+def test_deep_nesting_neither_crashes_nor_loses_what_follows():
+    page = b"<p>before</p>" + b"<div>" * 1500 + b"deep text" + b"</div>" * 1500 + b"<p>after</p>"
+    assert extract(page, ExtractOptions()).text == "before\n\ndeep text\n\nafter"
+    lists = extract(b"<ul><li>item " * 200 + b"last", ExtractOptions())
+    assert lists.text.startswith("- item\n  - item") and lists.text.endswith("last")
+    beyond = extract(b"<p>kept</p>" + b"<div>" * 5000 + b"lost", ExtractOptions())
+    assert beyond.text == "kept" and beyond.dropped == ("elements nested deeper than the parser's limit not read",)
+
+
+def test_layout_table_is_read_as_blocks_and_keeps_its_headings():
+    page = b"""<table><tr><td><h2>Menu</h2><p>Left column</p></td><td><h1>Story</h1><p>Body text.</p>
+    <table><tr><th>K</th><th>V</th></tr><tr><td>a</td><td>1</td></tr></table></td></tr></table>"""
+    assert extract(page, ExtractOptions()).text.split("\n\n") == [
+        "## Menu", "Left column", "# Story", "Body text.", "| K | V |\n|---|---|\n| a | 1 |"]

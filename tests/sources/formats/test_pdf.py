@@ -131,3 +131,11 @@ def test_paragraphs_come_back_with_their_words_in_order(texts):
             current.append(previous[j] + 1 if word == other else max(previous[j + 1], current[j]))
         previous = current
     assert previous[-1] >= 0.98 * len(written)
+
+
+def test_outline_names_the_headings_and_aligned_columns_make_a_table():
+    doc = extract(pdf_samples.outlined(), ExtractOptions())
+    assert re.findall(r"^#+ .*$", doc.text, flags=re.M) == ["# Overview", "## Details of the method", "# Results"]
+    rows = ["| " + " | ".join(row) + " |" for row in pdf_samples.ALIGNED]
+    assert "\n".join([rows[0], "|---|---|---|"] + rows[1:]) in doc.text
+    assert doc.title == "Overview"
