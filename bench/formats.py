@@ -43,6 +43,7 @@ sys.path.insert(0, str(REPO))
 ONE_THREAD = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS",
                                "NUMEXPR_NUM_THREADS", "TOKIO_WORKER_THREADS")}
 SCORES = ("words", "pairs", "cells", "headings")
+MORE_SCORES = ("cells_in_text", "headings_level", "extra")
 NO_READER = "no reader of ours for this format"
 # Our reader of each format: module in rag.sources.formats and its function.
 READERS = {"pdf": ("pdf", "extract"), "docx": ("docx", "extract"), "pptx": ("pptx", "extract"),
@@ -79,25 +80,42 @@ def corpus(folder: Path, specs: int, seed: int, formats, real: Path | None) -> l
             data, reference = render(spec, fmt)
             path = folder / f"{spec.name}.{fmt}"
             path.write_bytes(data)
-            files.append({"path": str(path), "format": fmt, "reference": reference, "source": "generated"})
+            files.append({"path": str(path), "name": path.name, "format": fmt, "reference": reference,
+                          "source": "generated"})
     for path in sorted(real.rglob("*")) if real else []:
         fmt = EXTENSIONS.get(path.suffix.lower().lstrip("."))
         if path.is_file() and fmt in formats:
             ref = path.with_name(path.name + ".md")
-            files.append({"path": str(path), "format": fmt, "source": "real",
+            files.append({"path": str(path), "name": str(path.relative_to(real)), "format": fmt, "source": "real",
                           "reference": ref.read_text(encoding="utf-8") if ref.exists() else None})
     return files
 
 
-def pages(path: str) -> int:
+def pages(path: str) -> int | None:
+    """The PDF's page count (pdfium's), or None if pdfium cannot open it."""
     import pypdfium2
 
-    with open(path, "rb") as f:
-        doc = pypdfium2.PdfDocument(f.read())
+    try:
+        doc = pypdfium2.PdfDocument(Path(path).read_bytes())
+    except pypdfium2.PdfiumError:
+        return None
     try:
         return len(doc)
     finally:
         doc.close()
+
+
+def drop_long_pdfs(files: list[dict], max_pages: int) -> list[dict]:
+    """The files without PDFs of more than `max_pages` pages (a note names each one dropped)."""
+    kept = []
+    for f in files:
+        if f["format"] == "pdf":
+            f["pages"] = pages(f["path"])
+            if (f["pages"] or 0) > max_pages:
+                print(f"note: {f['name']} left out: {f['pages']} pages > --max-pages {max_pages}")
+                continue
+        kept.append(f)
+    return kept
 
 
 def run_ours(files: list[dict], readers: dict, repeats: int) -> list[dict]:
@@ -149,50 +167,57 @@ def _mean(values) -> float | None:
 
 
 def summarise(rows: list[dict], methods, formats) -> dict:
-    """Per format and method: mean fidelity over scored files, failures, and speed over the files every method read."""
+    """Per format and source (generated, real) and method: mean fidelity over the files with a reference, failures,
+    and speed over the files every method read."""
     summary = {}
     for fmt in formats:
-        mine = [r for r in rows if r["format"] == fmt]
-        if not mine:
-            continue
-        present = [m for m in methods if any(m in r for r in mine)]
-        timed = [r for r in mine if all(r[m]["cpu_s"] is not None for m in present)]
-        units = sum(r["pages"] or 0 if fmt == "pdf" else 1 for r in timed)
-        table = {}
-        for m in present:
-            scored = [r[m] for r in mine if "words" in r[m]]
-            seconds = sum(r[m]["cpu_s"] for r in timed)
-            table[m] = {**{k: _mean(s.get(k) for s in scored) for k in (*SCORES, "cells_in_text", "headings_level",
-                                                                    "extra")},
-                        "scored_files": len(scored), "failed": sum(r[m]["error"] is not None for r in mine),
-                        "speed": round(units / seconds, 1) if seconds > 0 else None}
-        summary[fmt] = {"files": len(mine), "real_files": sum(r["source"] == "real" for r in mine),
-                        "timed_files": len(timed), "unit": "pages/s/core" if fmt == "pdf" else "files/s/core",
-                        "pages": units if fmt == "pdf" else None, "methods": table}
+        for source in ("generated", "real"):
+            mine = [r for r in rows if r["format"] == fmt and r["source"] == source]
+            if mine:
+                summary[fmt if source == "generated" else f"{fmt} real"] = _group(mine, methods, fmt)
     return summary
+
+
+def _group(mine: list[dict], methods, fmt: str) -> dict:
+    present = [m for m in methods if any(m in r for r in mine)]
+    timed = [r for r in mine if all(r[m]["cpu_s"] is not None for m in present)
+             and (fmt != "pdf" or r["pages"] is not None)]
+    units = sum(r["pages"] if fmt == "pdf" else 1 for r in timed)
+    table = {}
+    for m in present:
+        scored = [r[m] for r in mine if "words" in r[m]]
+        seconds = sum(r[m]["cpu_s"] for r in timed)
+        table[m] = {**{k: _mean(s.get(k) for s in scored) for k in (*SCORES, *MORE_SCORES)},
+                    "scored_files": len(scored), "failed": sum(r[m]["error"] is not None for r in mine),
+                    "speed": round(units / seconds, 1) if seconds > 0 else None}
+    return {"files": len(mine), "scored_files": max((t["scored_files"] for t in table.values()), default=0),
+            "timed_files": len(timed), "unit": "pages/s/core" if fmt == "pdf" else "files/s/core",
+            "pages": units if fmt == "pdf" else None, "methods": table}
 
 
 def print_tables(summary: dict, errors: dict) -> None:
     from rag.text.tables import markdown_table
 
-    for fmt, s in summary.items():
+    for group, s in summary.items():
         pages = f", {s['pages']} pages" if s["pages"] else ""
-        print(f"\n{fmt}: {s['files']} files ({s['real_files']} real){pages}; speed over the {s['timed_files']} "
-              f"files every method read")
+        scored = "" if s["scored_files"] else " (no reference: speed and failures only)"
+        print(f"\n{group}: {s['files']} files{pages}{scored}; speed over the {s['timed_files']} files every method "
+              f"read")
         rows = [[m, *("—" if r[k] is None else f"{r[k]:.3f}" for k in (*SCORES, "extra")), r["failed"],
                  "—" if r["speed"] is None else r["speed"]] for m, r in s["methods"].items()]
         print(markdown_table(["method", *SCORES, "extra", "failed", s["unit"]], rows))
-        for method, first in errors.get(fmt, {}).items():
+        for method, first in errors.get(group, {}).items():
             print(f"  {method} failed, e.g.: {first}")
 
 
 def first_errors(files: list[dict], results: dict) -> dict:
-    """{format: {method: its first error and the file's name}}."""
+    """{group: {method: its first error and the file's name}}, grouped as in the summary."""
     out: dict = {}
     for method, res in results.items():
         for f, r in zip(files, res):
-            if r["error"] not in (None, NO_READER) and method not in out.get(f["format"], {}):
-                out.setdefault(f["format"], {})[method] = f"{Path(f['path']).name}: {r['error']}"
+            group = f["format"] if f["source"] == "generated" else f"{f['format']} real"
+            if r["error"] not in (None, NO_READER) and method not in out.get(group, {}):
+                out.setdefault(group, {})[method] = f"{f['name']}: {r['error']}"
     return out
 
 
@@ -202,7 +227,7 @@ def per_file(files: list[dict], results: dict) -> list[dict]:
 
     out = []
     for i, f in enumerate(files):
-        row = {"file": Path(f["path"]).name, "format": f["format"], "source": f["source"], "pages": f.get("pages")}
+        row = {"file": f["name"], "format": f["format"], "source": f["source"], "pages": f.get("pages")}
         for method, res in results.items():
             r = res[i]
             if r["error"] == NO_READER:
@@ -228,9 +253,10 @@ def main() -> None:
     p.add_argument("--formats", default=",".join(READERS), help="comma-separated subset of " + ",".join(READERS))
     p.add_argument("--repeats", type=int, default=3, help="timed reads of each file after the first")
     p.add_argument("--real", type=Path, help="a folder of real files (not committed); <file>.md is a reference")
+    p.add_argument("--max-pages", type=int, default=100, help="leave out PDFs longer than this")
     p.add_argument("--keep", type=Path, help="write the generated files here and keep them")
     p.add_argument("--no-parity", action="store_true", help="skip retrieval parity")
-    p.add_argument("--parity-benchmark", default="hotpotqa")
+    p.add_argument("--parity-benchmark", action="append", help="a benchmark slice (repeatable; default hotpotqa)")
     p.add_argument("--parity-half", choices=("tune", "report"), default="report")
     p.add_argument("--parity-limit", type=int, help="first N questions of the half only")
     p.add_argument("--budgets", default="1000,2000,4000")
@@ -243,10 +269,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="formats-bench-") as scratch:
         folder = args.keep or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
-        files = corpus(folder, args.specs, args.seed, formats, args.real)
-        for f in files:
-            if f["format"] == "pdf":
-                f["pages"] = pages(f["path"])
+        files = drop_long_pdfs(corpus(folder, args.specs, args.seed, formats, args.real), args.max_pages)
         readers, missing = our_readers(formats)
         for fmt, why in missing.items():
             print(f"note: no reader of ours for {fmt}: {why}")
@@ -268,9 +291,10 @@ def main() -> None:
         from rag.sources.benchmarks import benchmark_dir
 
         budgets = [int(b) for b in args.budgets.split(",")]
-        figures["parity"] = parity(benchmark_dir(args.parity_benchmark), budgets, args.parity_half,
-                                   {k: v for k, v in readers.items()}, args.parity_limit)
-        print_parity(figures["parity"], budgets)
+        figures["parity"] = []
+        for name in args.parity_benchmark or ["hotpotqa"]:
+            figures["parity"].append(parity(benchmark_dir(name), budgets, args.parity_half, readers, args.parity_limit))
+            print_parity(figures["parity"][-1], budgets)
     from bench.results_file import commit, write_results
 
     figures["commit"] = commit(REPO)
@@ -281,13 +305,17 @@ def print_parity(par: dict, budgets: list[int]) -> None:
     from rag.text.tables import markdown_table
 
     print(f"\nretrieval parity: {par['benchmark']}, {par['half']} half, {par['questions']} questions, "
-          f"{par['method']} source completeness")
-    rows = [[r["corpus"], *(f"{r[str(b)]:.3f}" for b in budgets),
-             *(r.get("difference", {}).get(str(b), "") for b in budgets),
-             (f"{r['audit']['read']}/{r['audit']['documents']}, titles {r['audit']['same_title']}"
-              if "audit" in r else "")] for r in par["rows"]]
-    print(markdown_table(["corpus", *map(str, budgets), *(f"Δ {b} [95%]" for b in budgets), "read, same title"],
-                         rows))
+          f"{par['method']} source completeness (Δ vs jsonl with its 95% interval; questions gained/lost)")
+    rows = []
+    for r in par["rows"]:
+        audit = r.get("audit")
+        rows.append([r["corpus"], *(f"{r[str(b)]:.3f}" for b in budgets),
+                     *(f"{r['difference'][str(b)]} +{r['gained'][str(b)]}/-{r['lost'][str(b)]}" if audit else ""
+                       for b in budgets),
+                     f"{audit['read']}/{audit['documents']}, {audit['same_title']}" if audit else "",
+                     audit["seconds"] if audit else ""])
+    print(markdown_table(["corpus", *map(str, budgets), *(f"Δ {b}" for b in budgets), "read, same title",
+                          "write+read+ingest s"], rows))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import csv
 import html
 import io
 import random
+import zlib
 from dataclasses import dataclass
 from email.message import EmailMessage
 
@@ -125,6 +126,34 @@ def markdown(blocks) -> str:
     return "\n\n".join(parts)
 
 
+def styled(text: str, split_runs: bool = False) -> list[tuple[str, str]]:
+    """The text as (piece, style) runs: up to two whole words bold ("b") or italic ("i"), the rest plain ("");
+    with `split_runs`, a plain run is also cut inside a word, as Word's revision marks cut runs."""
+    rng = random.Random(zlib.crc32(text.encode()))
+    words = text.split(" ")
+    marks = {rng.randrange(len(words)): rng.choice("bi") for _ in range(2)}
+    runs: list[tuple[str, str]] = []
+    for k, word in enumerate(words):
+        piece = word + (" " if k + 1 < len(words) else "")
+        if k in marks:
+            runs += [(word, marks[k]), (piece[len(word):], "")]
+        elif split_runs and len(word) > 3 and rng.random() < 0.2:
+            runs += [(piece[:2], ""), (piece[2:], "")]
+        else:
+            runs.append((piece, ""))
+    return [r for r in runs if r[0]]
+
+
+PDF_TAGS = {"b": ("<b>", "</b>"), "i": ("<i>", "</i>")}
+HTML_TAGS = {"b": ("<strong>", "</strong>"), "i": ("<em>", "</em>")}
+HTML_LIST_TAGS = {"b": ("<b>", "</b>"), "i": ("<a href='#more'>", "</a>")}
+
+
+def _markup(text: str, tags: dict[str, tuple[str, str]]) -> str:
+    """Escaped text with its styled words between their tags ({"b": ("<b>", "</b>"), ...})."""
+    return "".join(tags[s][0] + html.escape(t) + tags[s][1] if s else html.escape(t) for t, s in styled(text))
+
+
 def render_pdf(spec: Spec) -> bytes:
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.styles import getSampleStyleSheet
@@ -161,9 +190,9 @@ def _flowable(b: Block, styles, width: float):
     if b.kind == "heading":
         return Paragraph(html.escape(b.text), styles[f"Heading{b.level}"])
     if b.kind == "para":
-        return Paragraph(html.escape(b.text), body)
+        return Paragraph(_markup(b.text, PDF_TAGS), body)
     if b.kind in ("bullets", "numbered"):
-        return ListFlowable([ListItem(Paragraph(html.escape(t), body)) for t in b.items],
+        return ListFlowable([ListItem(Paragraph(_markup(t, PDF_TAGS), body)) for t in b.items],
                             bulletType="bullet" if b.kind == "bullets" else "1")
     small = ParagraphStyle("cell", body, fontSize=7, leading=8.5)
     bold = ParagraphStyle("head", small, fontName="Helvetica-Bold")
@@ -181,11 +210,13 @@ def render_docx(spec: Spec) -> bytes:
     for b in spec.blocks:
         if b.kind == "heading":
             doc.add_heading(b.text, b.level)
-        elif b.kind == "para":
-            doc.add_paragraph(b.text)
-        elif b.kind in ("bullets", "numbered"):
-            for t in b.items:
-                doc.add_paragraph(t, style="List Bullet" if b.kind == "bullets" else "List Number")
+        elif b.kind in ("para", "bullets", "numbered"):
+            style = {"para": None, "bullets": "List Bullet", "numbered": "List Number"}[b.kind]
+            for t in b.items or (b.text,):
+                paragraph = doc.add_paragraph(style=style)
+                for piece, mark in styled(t, split_runs=True):
+                    run = paragraph.add_run(piece)
+                    run.bold, run.italic = mark == "b" or None, mark == "i" or None
         else:
             grid = doc.add_table(rows=len(b.rows), cols=len(b.rows[0]))
             grid.style = "Table Grid"
@@ -277,20 +308,22 @@ def render_html(spec: Spec) -> str:
     e = html.escape
     parts = [f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{e(spec.title)}</title>",
              "<style>body { font-family: sans-serif } td { padding: 2px }</style>",
-             "<script>window.tracking = {id: 'do-not-index'};</script></head><body>"]
+             "<script>window.tracking = {id: 'do-not-index'};</script></head><body>",
+             "<nav><a href='/'>Home</a> <a href='/archive'>Archive</a></nav><main>"]
     for b in spec.blocks:
         if b.kind == "heading":
             parts.append(f"<h{b.level}>{e(b.text)}</h{b.level}>")
         elif b.kind == "para":
-            parts.append(f"<p>{e(b.text)}</p>")
+            parts.append(f"<p>{_markup(b.text, HTML_TAGS)}</p>")
         elif b.kind in ("bullets", "numbered"):
             tag = "ul" if b.kind == "bullets" else "ol"
-            parts.append(f"<{tag}>" + "".join(f"<li>{e(t)}</li>" for t in b.items) + f"</{tag}>")
+            items = "".join(f"<li>{_markup(t, HTML_LIST_TAGS)}</li>" for t in b.items)
+            parts.append(f"<{tag}>{items}</{tag}>")
         else:
             head = "".join(f"<th>{e(c)}</th>" for c in b.rows[0])
             body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in b.rows[1:])
             parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-    return "\n".join(parts + ["</body></html>"])
+    return "\n".join(parts + ["</main><footer>Copyright Example Press</footer></body></html>"])
 
 
 def render_eml(spec: Spec) -> bytes:

@@ -79,10 +79,10 @@ def parity(folder: Path, budgets: list[int], half: str, readers: dict, limit: in
         extracted, audit = _read_back(docs, fmt, readers[fmt])
         path = root / f"{name}-{fmt}.jsonl"
         path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in extracted), encoding="utf-8")
-        audit["write_read_s"] = round(time.perf_counter() - t, 1)
         got = _completeness(folder, path, root / f"{name}-{fmt}", questions, budgets)
-        row = {"corpus": fmt, **{str(b): float(np.mean(got[b])) for b in budgets}, "audit": audit}
-        row["difference"] = {str(b): str(paired_difference_ci(np.array(got[b], float), np.array(base[b], float)))
-                             for b in budgets}
-        rows.append(row)
+        audit["seconds"] = round(time.perf_counter() - t, 1)
+        rows.append({"corpus": fmt, **{str(b): float(np.mean(got[b])) for b in budgets}, "audit": audit,
+                     "difference": {str(b): str(paired_difference_ci(got[b], base[b])) for b in budgets},
+                     "gained": {str(b): sum(g and not o for g, o in zip(got[b], base[b])) for b in budgets},
+                     "lost": {str(b): sum(o and not g for g, o in zip(got[b], base[b])) for b in budgets}})
     return {"benchmark": name, "half": half, "questions": len(questions), "method": "longrag", "rows": rows}

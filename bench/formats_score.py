@@ -1,8 +1,8 @@
 """Fidelity scores of an extraction against a Markdown reference, each the share of the reference's items found.
 
 - words: case-folded word tokens (runs of letters and digits, after removing Markdown markup: heading hashes, list
-  markers, table pipes and rule rows, emphasis) as a multiset; a reference word counts as found as many times as it
-  occurs in both.
+  markers, table pipes and rule rows, `*` emphasis, so `**hel**lo` is one word) as a multiset; a reference word
+  counts as found as many times as it occurs in both.
 - pairs: reading order; every two consecutive reference words (across block boundaries too) as a multiset,
   found as two consecutive words of the extraction.
 - cells: the non-empty cells of the reference's pipe tables (header row included), white space collapsed and
@@ -45,7 +45,7 @@ def words(markdown: str) -> list[str]:
     for line in markdown.splitlines():
         m = _HEADING.match(line)
         line = m.group(2) if m else _LIST_MARKER.sub("", line, count=1)
-        out += _WORD.findall(line.casefold())
+        out += _WORD.findall(line.replace("*", "").casefold())
     return out
 
 

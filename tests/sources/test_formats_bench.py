@@ -31,6 +31,7 @@ def test_words_drop_the_markup_and_keep_the_reading_order():
     assert words(REFERENCE) == ["annual", "report", "revenue", "grew", "by", "12", "percent", "sales", "by",
                                 "region", "north", "east", "south", "west", "region", "units", "north", "a", "b",
                                 "1200", "south", "950"]
+    assert words("**hel**lo *big* world") == ["hello", "big", "world"]
     assert headings(REFERENCE) == [(1, "annual report"), (2, "sales by region")]
     assert table_cells(REFERENCE) == ["region", "units", "north a|b", "1200", "south", "950"]
 
