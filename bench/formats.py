@@ -26,12 +26,9 @@ find the body element"; lxml 5 is the one it works with.) A file a method fails 
 from __future__ import annotations
 
 import argparse
-import importlib
-import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,33 +37,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-ONE_THREAD = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS",
-                               "NUMEXPR_NUM_THREADS", "TOKIO_WORKER_THREADS")}
+from bench.formats_run import NO_READER, ONE_THREAD, READERS, REFUSED  # noqa: E402
+
 SCORES = ("words", "pairs", "cells", "headings")
 MORE_SCORES = ("cells_in_text", "headings_level", "extra")
-NO_READER = "no reader of ours for this format"
-# Our reader of each format: module in rag.sources.formats and its function.
-READERS = {"pdf": ("pdf", "extract"), "docx": ("docx", "extract"), "pptx": ("pptx", "extract"),
-           "xlsx": ("xlsx", "extract"), "csv": ("xlsx", "extract_csv"), "html": ("html", "extract"),
-           "eml": ("eml", "extract")}
+OUTCOMES = ("failed", "refused", "empty")
 EXTENSIONS = {"pdf": "pdf", "docx": "docx", "pptx": "pptx", "xlsx": "xlsx", "csv": "csv", "html": "html",
               "htm": "html", "eml": "eml"}
-
-
-def our_readers(formats) -> tuple[dict, dict]:
-    """{format: read(bytes) -> Extracted} for the readers present, and {format: why} for those that are not."""
-    from rag.sources.formats import ExtractOptions
-
-    found, missing = {}, {}
-    for fmt in formats:
-        module, function = READERS[fmt]
-        try:
-            extract = getattr(importlib.import_module(f"rag.sources.formats.{module}"), function)
-        except (ImportError, AttributeError) as e:
-            missing[fmt] = f"{type(e).__name__}: {e}"
-            continue
-        found[fmt] = lambda data, extract=extract: extract(data, ExtractOptions())
-    return found, missing
 
 
 def corpus(folder: Path, specs: int, seed: int, formats, real: Path | None) -> list[dict]:
@@ -118,49 +95,6 @@ def drop_long_pdfs(files: list[dict], max_pages: int) -> list[dict]:
     return kept
 
 
-def run_ours(files: list[dict], readers: dict, repeats: int) -> list[dict]:
-    out = []
-    for f in files:
-        read = readers.get(f["format"])
-        if read is None:
-            out.append({"text": None, "error": NO_READER, "cpu": [], "wall": []})
-            continue
-        data = Path(f["path"]).read_bytes()
-        try:
-            text = read(data).text
-        except Exception as e:  # noqa: BLE001 - a reader's failure on a file is a figure of the run
-            out.append({"text": None, "error": f"{type(e).__name__}: {e}"[:300], "cpu": [], "wall": []})
-            continue
-        cpu, wall = [], []
-        for _ in range(repeats):
-            c, w = time.process_time(), time.perf_counter()
-            read(data)
-            cpu.append(time.process_time() - c)
-            wall.append(time.perf_counter() - w)
-        out.append({"text": text, "error": None, "cpu": cpu, "wall": wall})
-    return out
-
-
-def run_anchors(python: str | None, files: list[dict], repeats: int, scratch: Path) -> dict:
-    """The anchors' results by method, from their own Python; {} with a printed note when they cannot run."""
-    if not python:
-        print("note: no --anchor-python given: the anchors (Kreuzberg, MarkItDown) are skipped")
-        return {"results": {}, "versions": {}, "libraries": {}, "skipped": {"kreuzberg": "no --anchor-python",
-                                                          "markitdown": "no --anchor-python"}}
-    out = scratch / "anchors.json"
-    job = json.dumps({"files": [f["path"] for f in files], "repeats": repeats, "out": str(out)})
-    proc = subprocess.run([python, str(REPO / "bench" / "formats_anchor.py")], input=job, text=True,
-                          capture_output=True, env={**os.environ, **ONE_THREAD})
-    if proc.returncode != 0 or not out.exists():
-        why = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        print(f"note: the anchors did not run under {python}: {why}")
-        return {"results": {}, "versions": {}, "libraries": {}, "skipped": {"kreuzberg": why, "markitdown": why}}
-    got = json.loads(out.read_text(encoding="utf-8"))
-    for name, why in got["skipped"].items():
-        print(f"note: anchor {name} skipped: {why}")
-    return got
-
-
 def _mean(values) -> float | None:
     values = [v for v in values if v is not None]
     return round(statistics.fmean(values), 4) if values else None
@@ -178,6 +112,14 @@ def summarise(rows: list[dict], methods, formats) -> dict:
     return summary
 
 
+def _outcomes(results: list[dict]) -> dict[str, int]:
+    """How many files a method crashed on, refused with the contract's one-line error, or read as no words."""
+    errors = [r["error"] for r in results if r["error"]]
+    refused = sum(e.startswith(REFUSED) for e in errors)
+    return {"failed": len(errors) - refused, "refused": refused,
+            "empty": sum(not r["error"] and r["words_out"] == 0 for r in results)}
+
+
 def _group(mine: list[dict], methods, fmt: str) -> dict:
     present = [m for m in methods if any(m in r for r in mine)]
     timed = [r for r in mine if all(r[m]["cpu_s"] is not None for m in present)
@@ -188,7 +130,7 @@ def _group(mine: list[dict], methods, fmt: str) -> dict:
         scored = [r[m] for r in mine if "words" in r[m]]
         seconds = sum(r[m]["cpu_s"] for r in timed)
         table[m] = {**{k: _mean(s.get(k) for s in scored) for k in (*SCORES, *MORE_SCORES)},
-                    "scored_files": len(scored), "failed": sum(r[m]["error"] is not None for r in mine),
+                    "scored_files": len(scored), **_outcomes([r[m] for r in mine]),
                     "speed": round(units / seconds, 1) if seconds > 0 else None}
     return {"files": len(mine), "scored_files": max((t["scored_files"] for t in table.values()), default=0),
             "timed_files": len(timed), "unit": "pages/s/core" if fmt == "pdf" else "files/s/core",
@@ -203,9 +145,9 @@ def print_tables(summary: dict, errors: dict) -> None:
         scored = "" if s["scored_files"] else " (no reference: speed and failures only)"
         print(f"\n{group}: {s['files']} files{pages}{scored}; speed over the {s['timed_files']} files every method "
               f"read")
-        rows = [[m, *("—" if r[k] is None else f"{r[k]:.3f}" for k in (*SCORES, "extra")), r["failed"],
-                 "—" if r["speed"] is None else r["speed"]] for m, r in s["methods"].items()]
-        print(markdown_table(["method", *SCORES, "extra", "failed", s["unit"]], rows))
+        rows = [[m, *("—" if r[k] is None else f"{r[k]:.3f}" for k in (*SCORES, "extra")),
+                 *(r[k] for k in OUTCOMES), "—" if r["speed"] is None else r["speed"]] for m, r in s["methods"].items()]
+        print(markdown_table(["method", *SCORES, "extra", *OUTCOMES, s["unit"]], rows))
         for method, first in errors.get(group, {}).items():
             print(f"  {method} failed, e.g.: {first}")
 
@@ -223,7 +165,7 @@ def first_errors(files: list[dict], results: dict) -> dict:
 
 def per_file(files: list[dict], results: dict) -> list[dict]:
     """Each file's scores, median CPU seconds and error by method (no texts), for a look behind the means."""
-    from bench.formats_score import score
+    from bench.formats_score import score, words
 
     out = []
     for i, f in enumerate(files):
@@ -232,7 +174,8 @@ def per_file(files: list[dict], results: dict) -> list[dict]:
             r = res[i]
             if r["error"] == NO_READER:
                 continue
-            row[method] = {"error": r["error"], "cpu_s": round(statistics.median(r["cpu"]), 5) if r["cpu"] else None,
+            row[method] = {"error": r["error"], "words_out": len(words(r["text"] or "")),
+                           "cpu_s": round(statistics.median(r["cpu"]), 5) if r["cpu"] else None,
                            **({k: None if v is None else round(v, 4) for k, v in
                                score(f["reference"], r["text"] or "").items()} if f["reference"] else {})}
         out.append(row)
@@ -266,6 +209,8 @@ def main() -> None:
     formats = [f for f in args.formats.split(",") if f]
     if unknown := set(formats) - set(READERS):
         p.error(f"unknown formats: {', '.join(sorted(unknown))}")
+    from bench.formats_run import Anchors, our_readers, run_passes
+
     with tempfile.TemporaryDirectory(prefix="formats-bench-") as scratch:
         folder = args.keep or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
@@ -274,17 +219,16 @@ def main() -> None:
         for fmt, why in missing.items():
             print(f"note: no reader of ours for {fmt}: {why}")
         t = time.perf_counter()
-        results = {"ours": run_ours(files, readers, args.repeats)} if readers else {}
-        anchors = run_anchors(args.anchor_python, files, args.repeats, Path(scratch))
-        results.update(anchors["results"])
+        anchors = Anchors(args.anchor_python, files, Path(scratch))
+        results = run_passes(files, readers, anchors, args.repeats)
         seconds = round(time.perf_counter() - t, 1)
         rows = per_file(files, results)
     summary = summarise(rows, list(results), formats)
     print_tables(summary, first_errors(files, results))
     figures = {"formats": summary, "files": rows}
     figures.update({"command": "python bench/formats.py " + " ".join(sys.argv[1:]), "machine": machine(),
-                    "anchor_versions": anchors["versions"],
-                    "anchor_libraries": anchors["libraries"], "anchors_skipped": anchors["skipped"],
+                    "anchor_versions": anchors.info["versions"],
+                    "anchor_libraries": anchors.info["libraries"], "anchors_skipped": anchors.info["skipped"],
                     "readers_missing": missing, "extract_seconds": seconds})
     if not args.no_parity:
         from bench.formats_parity import parity

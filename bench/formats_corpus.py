@@ -290,6 +290,9 @@ def render_xlsx(spec: Spec) -> tuple[bytes, str]:
         sheet = book.create_sheet(f"Table {k + 1}")
         for r, row in enumerate(b.rows):
             sheet.append(list(row) if r == 0 else [_number(v) for v in row])
+            for cell in sheet[sheet.max_row]:
+                if isinstance(cell.value, float):
+                    cell.number_format = "0.00"  # shown as written ("724.10"), as a reader should show it
         reference += [Block("heading", sheet.title, 2), b]
     out = io.BytesIO()
     book.save(out)

@@ -93,13 +93,25 @@ def test_the_csv_reference_is_what_the_file_holds():
 
 def _row(fmt, pages, **methods):
     return {"format": fmt, "source": "generated", "pages": pages,
-            **{m: {"error": None, "cpu_s": s, "words": w} for m, (s, w) in methods.items()}}
+            **{m: {"error": None, "cpu_s": s, "words": w, "words_out": 9} for m, (s, w) in methods.items()}}
 
 
 def test_speed_is_pages_per_cpu_second_over_the_files_every_method_read():
     rows = [_row("pdf", 4, ours=(0.5, 1.0), anchor=(1.0, 0.5)), _row("pdf", 6, ours=(0.5, 1.0), anchor=(1.0, 0.7))]
-    rows.append({**_row("pdf", 10, ours=(0.2, 1.0)), "anchor": {"error": "broken", "cpu_s": None, "words": 0.0}})
-    s = summarise(rows, ["ours", "anchor"], ["pdf"])["pdf"]
+    rows.append({**_row("pdf", 10, ours=(0.2, 1.0)),
+                 "anchor": {"error": "broken", "cpu_s": None, "words": 0.0, "words_out": 0}})
+    rows.append({**_row("pdf", None, anchor=(0.1, 0.5)),
+                 "ours": {"error": "refused (encrypted): encrypted PDF", "cpu_s": None, "words_out": 0}})
+    rows.append({**_row("pdf", 2, ours=(0.1, None), anchor=(0.1, None)), "source": "real"})
+    rows[-1]["anchor"]["words_out"] = 0
+    summary = summarise(rows, ["ours", "anchor"], ["pdf"])
+    s = summary["pdf"]
     assert s["pages"] == 10 and s["timed_files"] == 2
     assert s["methods"]["ours"]["speed"] == 10.0 and s["methods"]["anchor"]["speed"] == 5.0
-    assert s["methods"]["anchor"]["words"] == pytest.approx(0.4) and s["methods"]["anchor"]["failed"] == 1
+    assert s["methods"]["anchor"]["words"] == pytest.approx(1.7 / 4)
+    assert {k: s["methods"]["anchor"][k] for k in ("failed", "refused", "empty")} == {"failed": 1, "refused": 0,
+                                                                                       "empty": 0}
+    assert {k: s["methods"]["ours"][k] for k in ("failed", "refused", "empty")} == {"failed": 0, "refused": 1,
+                                                                                     "empty": 0}
+    real = summary["pdf real"]
+    assert real["pages"] == 2 and real["methods"]["anchor"]["empty"] == 1 and real["methods"]["ours"]["speed"] == 20.0
