@@ -15,12 +15,15 @@ from dataclasses import dataclass
 from rag.sources.formats import Extracted, ExtractError, ExtractOptions
 from rag.sources.formats import markdown as md
 from rag.sources.formats.pdf_chars import Seg, rules, segments
-from rag.sources.formats.pdf_layout import Style, blocks, join_lines, lines, normalise, reading_order, ruled_tables
+from rag.sources.formats.pdf_layout import Style, blocks, join_lines, lines, normalise, reading_order
+from rag.sources.formats.pdf_tables import ruled_tables
 
 NO_TEXT_LAYER = "no text layer; OCR is not enabled (set RAG_OCR=1 or pass --ocr with tesseract installed)"
 NO_TESSERACT = "no text layer; OCR is enabled but tesseract is not installed"
 OCR_SECONDS = 120  # per page: a page tesseract cannot read in this long is dropped, not waited on
 _MARGIN = 0.1  # headers and footers stand in the top and bottom tenth of the page
+# A margin line that is only a page number goes even when it cannot repeat (documents of one or two pages).
+_PAGE_NUMBER = re.compile(r"^[-–—(\[ ]*(page |p\. ?)?#( (of|/) #)?[-–—)\] ]*$")
 _PLACEHOLDER_TITLES = {"untitled", "untitled document", "anonymous", "title", "document", "none"}
 
 
@@ -87,6 +90,8 @@ def _extract(data: bytes, options: ExtractOptions) -> Extracted:
                     first_heading = block.lstrip("#").strip()
                 out.add(block)
         if not out.text().strip():
+            if dropped:
+                raise ExtractError("no text layer", NO_TEXT_LAYER)
             raise ExtractError("empty", "PDF has no text, OCR included" if options.ocr else "PDF has no text")
         return out.extracted(_title(doc) or first_heading, len(pages), _dropped(dropped))
     finally:
@@ -96,13 +101,15 @@ def _extract(data: bytes, options: ExtractOptions) -> Extracted:
 def _read_page(page) -> _Page:
     import pypdfium2.raw as pdfium_c
 
-    height = page.get_height()
+    left, bottom, right, top = page.get_bbox()  # the visible box, in the coordinates the text is drawn in
+    height = top - bottom
     textpage = page.get_textpage()
     try:
-        segs, aside = segments(textpage, height)
+        segs, aside = segments(textpage, top)
     finally:
         textpage.close()
-    found = rules(page, height) if segs else ([], [])
+    segs = [s for s in segs if s.x1 > left and s.x0 < right and s.base > 0 and s.top < height]  # off the page: unseen
+    found = rules(page, top) if segs else ([], [])
     images = not segs and any(True for _ in page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=3))
     return _Page(height, segs, aside, found, images)
 
@@ -121,14 +128,24 @@ def _running_key(seg: Seg, height: float) -> str | None:
 
 
 def _drop_running_lines(pages: list[_Page]) -> None:
-    """Takes out margin lines that repeat (numbers aside) on at least half the pages and at least three."""
+    """Takes out margin lines that repeat (numbers aside) on at least half the pages and at least three, and
+    margin lines that are only a page number and alone on their line."""
     seen: Counter[str] = Counter()
     for page in pages:
         seen.update({key for s in page.segs if (key := _running_key(s, page.height))})
     repeated = {key for key, n in seen.items() if n >= 3 and n >= 0.5 * len(pages)}
-    if repeated:
-        for page in pages:
-            page.segs = [s for s in page.segs if _running_key(s, page.height) not in repeated]
+    for page in pages:
+        page.segs = [s for s in page.segs if not _running(s, page, repeated)]
+
+
+def _running(seg: Seg, page: _Page, repeated: set[str]) -> bool:
+    key = _running_key(seg, page.height)
+    if key is None:
+        return False
+    if key in repeated:
+        return True
+    return bool(_PAGE_NUMBER.match(key)) and not any(
+        other is not seg and min(other.base, seg.base) > max(other.top, seg.top) for other in page.segs)
 
 
 def _style(doc, pages: list[_Page]) -> Style:

@@ -110,12 +110,9 @@ _CELL = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")) | 
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.lists(_CELL, min_size=2, max_size=4), min_size=2, max_size=4).map(
-    lambda rows: [row + [""] * (4 - len(row)) for row in rows]))
+@given(st.lists(st.lists(_CELL, min_size=4, max_size=4), min_size=1, max_size=4))
 def test_any_cells_round_trip_through_the_markdown_table(rows):
-    rows[0][0] = "Key"  # a non-empty header keeps the width of the table
-    rows = [row[:4] for row in rows]
-    rows[0][3] = "Last"
+    rows = [["Key", "b", "c", "Last"]] + rows  # a full header row keeps the table's width
     d = docx.Document()
     table = d.add_table(rows=len(rows), cols=4)
     for i, row in enumerate(rows):
@@ -128,7 +125,6 @@ def test_any_cells_round_trip_through_the_markdown_table(rows):
     assert len(lines) == len(kept) + 1
     for line, row in zip([lines[0]] + lines[2:], kept):
         cells = re.split(r"(?<!\\)\|", line[1:-1])  # an escaped pipe is not a separator
-        cells = [c for c in cells]
         assert len(cells) == 4, line
         for cell_text, markdown in zip(row, cells):
             for word in cell_text.split():
