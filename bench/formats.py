@@ -6,13 +6,18 @@ reference of each generated file (bench/formats_corpus.py: seeded specs written 
 HTML and EML by the usual writer libraries), as the mean over files. `--real DIR` adds files of your own: one with
 a `<file>.md` beside it is scored against it; one without counts for speed and failures only.
 
-Speed: one thread (OMP, OpenBLAS, MKL, Rayon and Kreuzberg's own pool set to 1); each method reads every file
-once (the fidelity read, which warms it up), then `--repeats` more times in the same file order; a file's time is
-the median CPU seconds of those repeats (CPU, not wall, so other work on a shared machine does not count).
-PDFs give pages per CPU-second (= per core), the other formats files per CPU-second.
+Speed: one thread (OMP, OpenBLAS, MKL, Rayon and Kreuzberg's own pool set to 1). Every method reads every file
+once (the fidelity read, which also warms it up), then `--repeats` timed passes; our passes and the anchors'
+alternate over the same files in the same order (bench/formats_run.py), so both meet the same machine load. A
+file's time is the median CPU seconds of its timed reads (CPU, not wall: other work on a shared machine counts
+less). PDFs give pages per CPU-second (= per core), the other formats files per CPU-second. Counted apart: files a
+method failed on (an exception), that ours refused with the contract's one-line error (ExtractError: encrypted, no
+text layer, empty, ...), and that it read as no words. A file a method fails on scores 0 in the fidelity means.
 
 Retrieval parity (bench/formats_parity.py): a benchmark slice's documents as PDF, DOCX and HTML read back by our
-readers, LongRAG's source completeness at each budget against the original JSONL, on the report half.
+readers, LongRAG's source completeness at each budget against the original JSONL, on the report half of the fixed
+split, with the paired difference and the questions gained and lost. Default: hotpotqa (~2 min); each further
+`--parity-benchmark` adds its slice (musique's 966 documents take ~7 min here).
 
 The anchors never become project dependencies: they run in their own Python, in a subprocess
 (bench/formats_anchor.py); without `--anchor-python` they are skipped with a note. Their venv:
@@ -21,7 +26,11 @@ The anchors never become project dependencies: they run in their own Python, in 
     /work/anchor-venv/bin/pip install kreuzberg==4.10.4 'markitdown[all]==0.1.9' lxml==5.4.0
 
 (lxml 6 makes MarkItDown 0.1.9's DOCX pre-processing strip the XML namespaces, so every DOCX fails with "Could not
-find the body element"; lxml 5 is the one it works with.) A file a method fails on scores 0 in the fidelity means. Shrink a run with --specs, --formats, --repeats, --parity-limit or --no-parity.
+find the body element"; with lxml 5 it reads them.)
+
+    python bench/formats.py --anchor-python /work/anchor-venv/bin/python    # ~6 min on 2 shared cores
+
+Shrink a run with --specs, --formats, --repeats, --parity-limit or --no-parity.
 """
 from __future__ import annotations
 
