@@ -158,7 +158,7 @@ def print_tables(summary: dict, errors: dict) -> None:
                  *(r[k] for k in OUTCOMES), "—" if r["speed"] is None else r["speed"]] for m, r in s["methods"].items()]
         print(markdown_table(["method", *SCORES, "extra", *OUTCOMES, s["unit"]], rows))
         for method, first in errors.get(group, {}).items():
-            print(f"  {method} failed, e.g.: {first}")
+            print(f"  {method} did not read, e.g.: {first}")
 
 
 def first_errors(files: list[dict], results: dict) -> dict:
