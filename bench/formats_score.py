@@ -1,8 +1,9 @@
 """Fidelity scores of an extraction against a Markdown reference, each the share of the reference's items found.
 
-- words: case-folded word tokens (runs of letters and digits, after removing Markdown markup: heading hashes, list
-  markers, table pipes and rule rows, `*` emphasis, so `**hel**lo` is one word) as a multiset; a reference word
-  counts as found as many times as it occurs in both.
+- words: case-folded word tokens (runs of letters and digits, after removing Markdown markup: heading hashes,
+  bullets, table pipes and rule rows, `*` emphasis, so `**hel**lo` is one word) as a multiset; a reference word
+  counts as found as many times as it occurs in both. A numbered item's number is a word: every format shows it,
+  and a line of running text may start with "1805." too.
 - pairs: reading order; every two consecutive reference words (across block boundaries too) as a multiset,
   found as two consecutive words of the extraction.
 - cells: the non-empty cells of the reference's pipe tables (header row included), white space collapsed and
@@ -20,7 +21,7 @@ import re
 from collections import Counter
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
-_LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+_BULLET = re.compile(r"^\s*[-*+]\s+")
 _RULE_ROW = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _WORD = re.compile(r"[^\W_]+")
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
@@ -44,7 +45,7 @@ def words(markdown: str) -> list[str]:
     out: list[str] = []
     for line in markdown.splitlines():
         m = _HEADING.match(line)
-        line = m.group(2) if m else _LIST_MARKER.sub("", line, count=1)
+        line = m.group(2) if m else _BULLET.sub("", line, count=1)
         out += _WORD.findall(line.replace("*", "").casefold())
     return out
 

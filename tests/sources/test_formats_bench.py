@@ -29,9 +29,10 @@ Revenue grew by 12 percent.
 
 def test_words_drop_the_markup_and_keep_the_reading_order():
     assert words(REFERENCE) == ["annual", "report", "revenue", "grew", "by", "12", "percent", "sales", "by",
-                                "region", "north", "east", "south", "west", "region", "units", "north", "a", "b",
+                                "region", "north", "east", "1", "south", "west", "region", "units", "north", "a", "b",
                                 "1200", "south", "950"]
     assert words("**hel**lo *big* world") == ["hello", "big", "world"]
+    assert words("a line broken before\n1805. the year") == ["a", "line", "broken", "before", "1805", "the", "year"]
     assert headings(REFERENCE) == [(1, "annual report"), (2, "sales by region")]
     assert table_cells(REFERENCE) == ["region", "units", "north a|b", "1200", "south", "950"]
 
@@ -43,8 +44,8 @@ def test_the_reference_against_itself_scores_one_everywhere():
 
 def test_a_lost_sentence_costs_its_words_and_the_pairs_that_touch_it():
     s = score(REFERENCE, REFERENCE.replace("Revenue grew by 12 percent.\n", ""))
-    assert s["words"] == pytest.approx(17 / 22)   # 5 of 22 words lost
-    assert s["pairs"] == pytest.approx(15 / 21)   # 6 of 21 pairs: 4 inside, 2 across its edges
+    assert s["words"] == pytest.approx(18 / 23)   # 5 of 23 words lost
+    assert s["pairs"] == pytest.approx(16 / 22)   # 6 of 22 pairs: 4 inside, 2 across its edges
     assert s["cells"] == 1.0 and s["headings"] == 1.0
 
 
@@ -115,3 +116,15 @@ def test_speed_is_pages_per_cpu_second_over_the_files_every_method_read():
                                                                                      "empty": 0}
     real = summary["pdf real"]
     assert real["pages"] == 2 and real["methods"]["anchor"]["empty"] == 1 and real["methods"]["ours"]["speed"] == 20.0
+
+
+@pytest.mark.parametrize("i", range(6))
+def test_every_reference_word_is_on_the_generated_pdfs_pages(i):
+    """The reference is what the PDF holds: no word is cut inside a narrow cell or lost off a page."""
+    import pypdfium2
+
+    data, ref = render(make_spec(i), "pdf")
+    doc = pypdfium2.PdfDocument(data)
+    text = "\n".join(page.get_textpage().get_text_range() for page in doc)
+    assert score(ref, text)["words"] == 1.0
+    assert f"Page {len(doc)}" in text
