@@ -69,31 +69,37 @@ def _extract(data: bytes, options: ExtractOptions) -> Extracted:
             if not any(page.images for page in pages):
                 raise ExtractError("empty", "PDF has no text and no images")
             raise ExtractError("no text layer", NO_TEXT_LAYER)
-        if textless and options.ocr and shutil.which("tesseract") is None:
+        ocr = options.ocr and shutil.which("tesseract") is not None
+        if options.ocr and not ocr and len(textless) == len(pages):
             raise ExtractError("no text layer", NO_TESSERACT)
         _drop_running_lines(pages)
         style = _style(doc, pages)
-        out, dropped = md.Blocks(), []
+        out, dropped, unread = md.Blocks(), [], []
         first_heading = None
         for i, page in enumerate(pages):
             out.begin(f"p.{i + 1}")
+            found: list[str] | None = []
             if page.segs or page.aside:
                 found = _layout(page, style)
-            elif options.ocr:
+            elif page.images and ocr:
                 found = _ocr(doc[i])
-            else:
-                found = []
-                if page.images:
-                    dropped.append(i + 1)
-            for block in found:
+            elif page.images:
+                dropped.append(i + 1)
+            if found is None:
+                unread.append(i + 1)
+            for block in found or []:
                 if first_heading is None and block.startswith("#"):
                     first_heading = block.lstrip("#").strip()
                 out.add(block)
         if not out.text().strip():
             if dropped:
                 raise ExtractError("no text layer", NO_TEXT_LAYER)
+            if unread:
+                raise ExtractError("no text layer", "no text layer; OCR failed on every page with an image")
             raise ExtractError("empty", "PDF has no text, OCR included" if options.ocr else "PDF has no text")
-        return out.extracted(_title(doc) or first_heading, len(pages), _dropped(dropped))
+        why = "OCR is enabled but tesseract is not installed" if options.ocr else "OCR is not enabled"
+        reasons = _dropped(dropped, f"no text layer; {why}") + _dropped(unread, "OCR failed")
+        return out.extracted(_title(doc) or first_heading, len(pages), reasons)
     finally:
         doc.close()
 
@@ -114,11 +120,11 @@ def _read_page(page) -> _Page:
     return _Page(height, segs, aside, found, images)
 
 
-def _dropped(pages: list[int]) -> tuple[str, ...]:
+def _dropped(pages: list[int], reason: str) -> tuple[str, ...]:
     if not pages:
         return ()
     label = "page" if len(pages) == 1 else "pages"
-    return (f"{label} {', '.join(map(str, pages))}: no text layer; OCR is not enabled",)
+    return (f"{label} {', '.join(map(str, pages))}: {reason}",)
 
 
 def _running_key(seg: Seg, height: float) -> str | None:
@@ -192,13 +198,13 @@ def _title(doc) -> str | None:
     if (len(title) < 3 or lowered in _PLACEHOLDER_TITLES or not any(c.isalpha() for c in title)
             or lowered.endswith((".doc", ".docx", ".pdf", ".tex", ".dvi", ".indd", ".ps"))
             or lowered.startswith(("microsoft word -", "microsoft powerpoint -", "untitled"))
-            or (" " not in title and re.search(r"[-_]", title))):  # a file name, not a title
+            or (" " not in title and re.search(r"[-_]|\.\w{2,4}$", title))):  # a file name, not a title
         return None
     return title
 
 
-def _ocr(page) -> list[str]:
-    """The paragraphs tesseract reads on a page rendered at 300 dpi; none if it fails or runs out of time."""
+def _ocr(page) -> list[str] | None:
+    """The paragraphs tesseract reads on a page rendered at 300 dpi; None if it fails or runs out of time."""
     import io
 
     image = page.render(scale=300 / 72, grayscale=True).to_pil()
@@ -208,7 +214,9 @@ def _ocr(page) -> list[str]:
         done = subprocess.run(["tesseract", "-", "-", "--psm", "3"], input=buffer.getvalue(), capture_output=True,
                               timeout=OCR_SECONDS, check=False)
     except (OSError, subprocess.TimeoutExpired):
-        return []
+        return None
+    if done.returncode != 0:
+        return None
     text = done.stdout.decode("utf-8", errors="replace")
     paragraphs = re.split(r"\n\s*\n", text)
     return [joined for p in paragraphs if (joined := join_lines(p.splitlines()))]

@@ -154,9 +154,18 @@ def segments(textpage, page_top: float) -> tuple[list[Seg], str]:
              | (x0[1:] - x1[:-1] > _SPLIT_GAP * sz[1:]))
     last_blank = np.maximum.accumulate(np.where(blank, np.arange(len(text)), -1))[real[:-1]]
     fresh = (last_blank >= 0) & np.isin(codes[np.maximum(last_blank, 0)], (10, 13))
-    split = (newlines[1:] != newlines[:-1]) | (codes[real[:-1]] == 2) | (moved & (spaced | ~fresh))
-    # Half a line's height apart is two words even without a space (table cells); shifted boxes move less.
-    word = split | spaced | (x0[1:] - x1[:-1] > _WORD_GAP * sz[1:])
+    # Glyphs in one column of boxes wider than tall, each right below the last: text turned upright (a rotated
+    # table header), one run.
+    wide = (x1 - x0) > sz
+    stacked = ((np.abs(x0[1:] - x0[:-1]) < 0.5) & (np.abs(x1[1:] - x1[:-1]) < 0.5) & wide[1:] & wide[:-1]
+               & (np.abs(b[1:] - b[:-1]) <= 1.2 * np.maximum(sz[1:], sz[:-1])))
+    split = (newlines[1:] != newlines[:-1]) | (codes[real[:-1]] == 2) | (moved & ~stacked & (spaced | ~fresh))
+    upright = np.concatenate((stacked, [False])).tolist()
+    # Half a line's height apart is two words even without a space (numbers in table cells); shifted boxes move
+    # less. Letters stay one word up to a line's height and a half apart: spaced-out capitals (D O C U M E N T).
+    letters = np.char.isalpha(np.array(list(text)))[real] if len(real) else np.zeros(0, bool)
+    word_gap = np.where(letters[1:] & letters[:-1], 1.5, _WORD_GAP) * sz[1:]
+    word = split | spaced | (x0[1:] - x1[:-1] > word_gap)
     run_starts = np.concatenate(([0], np.flatnonzero(split) + 1))
     word_starts = np.flatnonzero(np.concatenate(([True], word)))  # every run start is a word start too
     word_x1 = np.maximum.reduceat(x1, word_starts).tolist()
@@ -171,7 +180,7 @@ def segments(textpage, page_top: float) -> tuple[list[Seg], str]:
     rotated: list[str] = []
     w = 0
     for k, (s, e) in enumerate(zip(bounds[:-1], bounds[1:])):
-        if 0.05 < pdfium_c.FPDFText_GetCharAngle(page, positions[s]) < 6.23:
+        if upright[s] or 0.05 < pdfium_c.FPDFText_GetCharAngle(page, positions[s]) < 6.23:
             rotated.append(text[positions[s]:positions[e] if e < len(positions) else len(text)])
             w = bisect_left(word_list, e)
             continue

@@ -159,3 +159,22 @@ def test_capitals_alone_are_headings_numbers_set_levels_and_name_lists_are_not()
     doc = extract(pdf_samples.sections(), ExtractOptions())
     assert re.findall(r"^#+ .*$", doc.text, flags=re.M) == ["# I. INTRODUCTION", "## 2.1 Method details"]
     assert doc.text.startswith("Alice Smith, Bob Jones, Carol White\n\n")
+
+
+@pytest.mark.skipif(shutil.which("tesseract") is None, reason="tesseract is not installed")
+def test_a_page_tesseract_cannot_read_is_reported(monkeypatch):
+    import subprocess
+
+    def timeout(*args, **kwargs):
+        raise subprocess.TimeoutExpired("tesseract", 1)
+
+    monkeypatch.setattr(subprocess, "run", timeout)
+    doc = extract(pdf_samples.scanned("Quarterly gearbox inventory", ("typed first page",)), ExtractOptions(ocr=True))
+    assert doc.text == "typed first page" and doc.dropped == ("page 2: OCR failed",)
+
+
+def test_without_tesseract_a_scanned_page_among_text_pages_is_dropped_not_the_file(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    doc = extract(pdf_samples.scanned("Quarterly gearbox inventory", ("typed first page",)), ExtractOptions(ocr=True))
+    assert doc.text == "typed first page"
+    assert doc.dropped == ("page 2: no text layer; OCR is enabled but tesseract is not installed",)
