@@ -22,13 +22,13 @@ split, with the paired difference and the questions gained and lost. Default: ho
 The anchors never become project dependencies: they run in their own Python, in a subprocess
 (bench/formats_anchor.py); without `--anchor-python` they are skipped with a note. Their venv:
 
-    python3 -m venv /work/anchor-venv
-    /work/anchor-venv/bin/pip install kreuzberg==4.10.4 'markitdown[all]==0.1.9' lxml==5.4.0
+    python3 -m venv .venv-anchors
+    .venv-anchors/bin/pip install kreuzberg==4.10.4 'markitdown[all]==0.1.9' lxml==5.4.0
 
 (lxml 6 makes MarkItDown 0.1.9's DOCX pre-processing strip the XML namespaces, so every DOCX fails with "Could not
 find the body element"; with lxml 5 it reads them.)
 
-    python bench/formats.py --anchor-python /work/anchor-venv/bin/python    # ~6 min on 2 shared cores
+    python bench/formats.py --anchor-python .venv-anchors/bin/python    # ~6 min on 2 shared cores
 
 Shrink a run with --specs, --formats, --repeats, --parity-limit or --no-parity.
 """

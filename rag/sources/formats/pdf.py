@@ -193,7 +193,9 @@ def _layout(page: _Page, style: Style) -> list[str]:
 
 
 def _title(doc) -> str | None:
-    title = md.inline(doc.get_metadata_value("Title") or "").strip("()[] ")
+    title = md.inline(doc.get_metadata_value("Title") or "")
+    if title[:1] + title[-1:] in ("()", "[]"):   # a PDF string's own delimiters, written into the value
+        title = title[1:-1].strip()
     lowered = title.lower()
     if (len(title) < 3 or lowered in _PLACEHOLDER_TITLES or not any(c.isalpha() for c in title)
             or lowered.endswith((".doc", ".docx", ".pdf", ".tex", ".dvi", ".indd", ".ps"))

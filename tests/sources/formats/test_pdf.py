@@ -178,3 +178,17 @@ def test_without_tesseract_a_scanned_page_among_text_pages_is_dropped_not_the_fi
     doc = extract(pdf_samples.scanned("Quarterly gearbox inventory", ("typed first page",)), ExtractOptions(ocr=True))
     assert doc.text == "typed first page"
     assert doc.dropped == ("page 2: no text layer; OCR is enabled but tesseract is not installed",)
+
+
+def test_a_title_that_ends_in_brackets_keeps_them():
+    import io
+
+    from reportlab.pdfgen import canvas
+
+    for title in ("Aladdin (2019 film)", "Report [draft] 2026"):
+        buffer = io.BytesIO()
+        page = canvas.Canvas(buffer)
+        page.setTitle(title)
+        page.drawString(72, 720, "The film was released in May.")
+        page.save()
+        assert extract(buffer.getvalue(), ExtractOptions()).title == title
