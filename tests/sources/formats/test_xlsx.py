@@ -105,3 +105,8 @@ def test_any_csv_cells_keep_rows_columns_and_words(rows):
         for text, markdown in zip(row, cells):
             for word in text.split():
                 assert word.replace("\\", "\\\\").replace("|", "\\|") in markdown
+
+
+def test_a_utf16_csv_with_its_byte_order_mark_is_read():
+    data = "name\tcity\nAda\tLondon\n".encode("utf-16")
+    assert "| Ada | London |" in extract_csv(data, ExtractOptions()).text
