@@ -217,6 +217,25 @@ def elite_collect(data: dict) -> str:
             f"({data['sentences']:,} sentences)")
 
 
+def extraction(data: dict, fmt: str) -> str:
+    """One format's words / pairs / cells / headings and speed, ours then the anchors'."""
+    methods = data["formats"][fmt]["methods"]
+    unit = "pages" if fmt == "pdf" else "files"
+
+    def scores(name: str) -> str:
+        m = methods[name]
+        return " / ".join(f"{m[s]:.2f}" for s in ("words", "pairs", "cells", "headings")) + f", {m['speed']:.0f} {unit}/s"
+    anchors = "; ".join(f"{name} {scores(name)}" for name in ("kreuzberg", "markitdown") if name in methods)
+    return f"**{scores('ours')}**" + (f" ({anchors})" if anchors else "")
+
+
+def parity(data: dict) -> str:
+    """Completeness at 1K / 2K / 4K of a benchmark's documents read from files, against its JSONL."""
+    [run] = data["parity"][:1]
+    rows = " · ".join(f"{r['corpus']} {three(r[b] for b in BUDGETS)}" for r in run["rows"])
+    return f"{run['benchmark']} ({run['questions']} questions, {run['method']}): {rows}"
+
+
 def sections() -> dict[str, list[Figure]]:
     """Every figure, by section."""
     return {
@@ -252,6 +271,13 @@ def sections() -> dict[str, list[Figure]]:
                    "goal ≥ 2× torch", True),
             Figure("a one-document edit's run, incremental against a full re-plan", ("incremental.json",), incremental,
                    "grows with the change"),
+            Figure("PDF text of generated documents: words / word pairs / table cells / headings, pages per CPU second",
+                   ("formats.json",), lambda d: extraction(d, "pdf"), "Kreuzberg, MarkItDown in the same run", True),
+            *[Figure(f"{fmt.upper()} text of generated documents: words / word pairs / table cells / headings, files per CPU second",
+                     ("formats.json",), lambda d, fmt=fmt: extraction(d, fmt), "Kreuzberg, MarkItDown in the same run")
+              for fmt in ("docx", "pptx", "xlsx", "html", "eml")],
+            Figure("completeness of a benchmark's documents read from PDF / DOCX / HTML files",
+                   ("formats.json",), parity, "the same documents as JSONL"),
         ],
         "Scale and rules": [
             Figure("partitioned workspace: run with nothing changed / one-document edit published / deletion invisible",

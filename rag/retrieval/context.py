@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable, NamedTuple
 
-from rag.text.markdown import structure
+from rag.text.structure import structure
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import numpy as np
 from rag.retrieval.vectors import readable_sets, remember, top_positions
 from rag.store.catalog import Catalog
 from rag.text.analysis import check_question, lexical_tokens
-from rag.text.markdown import without_markers
+from rag.text.structure import without_markers
 
 K1, B = 1.5, 0.75
 # Token ids, a posting's document and its count in 4 bytes each: the postings and every text's token ids are the

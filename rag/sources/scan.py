@@ -116,29 +116,38 @@ class Scan:
     formats: dict[str, FormatReading] = field(default_factory=dict)  # suffix → what its reader did
 
 
-def scan_sources(sources: list[str], default_acl: tuple[str, ...], collection: str | None,
-                 known: dict[str, FileState], stored: Callable[[list[str]], dict[str, list[Record]]],
-                 rescan: bool = False, select: Selection | None = None,
-                 options: ExtractOptions = ExtractOptions()) -> Scan:
+@dataclass(frozen=True)
+class ReadAs:
+    """How a run reads its files: the ACL and collection of inputs that name none, and whether OCR is on."""
+
+    default_acl: tuple[str, ...] = ()
+    collection: str | None = None
+    options: ExtractOptions = ExtractOptions()
+
+
+def scan_sources(sources: list[str], read_as: ReadAs, known: dict[str, FileState],
+                 stored: Callable[[list[str]], dict[str, list[Record]]], rescan: bool = False,
+                 select: Selection | None = None) -> Scan:
     """List every source, and read only the files whose stat (then content) differs from `known`.
 
     `stored(files)` gives the records those files yielded before; `rescan` reads every file anew. Turning OCR on
     or off is a change of settings: every file is read again with it.
     """
     scan = Scan()
+    default_acl, collection, options = read_as.default_acl, read_as.collection, read_as.options
     if select is not None and select.vanished:   # every source the store read counts as read and found empty
         scan.scanned = sorted({st.source for st in known.values()} | {str(Path(s).resolve()) for s in sources})
         return scan
     settings = content_hash(",".join(default_acl), collection or "", *(("ocr",) if options.ocr else ()))
     todo: list[tuple[FileState, FileState | None]] = []
-    how, folder_files = _Reading(default_acl, collection, options, AccessOptions.of(select, options.acl_from)), {}
+    access, folder_files = AccessOptions.of(select, options.acl_from), {}
     for source in sources:
         path = Path(source).resolve()
         for file, root, problem in _listing(path, scan, select):
             if problem:
                 scan.passed_over.extend(problem)
                 continue
-            now = _state(file, str(path), root, _with_folder_acl(settings, file, Path(root), folder_files, how.access))
+            now = _state(file, str(path), root, _with_folder_acl(settings, file, Path(root), folder_files, access))
             if now.path in scan.states:  # reached through two sources: read where first listed
                 continue
             scan.states[now.path] = now
@@ -149,7 +158,7 @@ def scan_sources(sources: list[str], default_acl: tuple[str, ...], collection: s
                 todo.append((now, old))
     scan.before = stored([now.path for now, old in todo if old is not None])
     for now, old in todo:
-        _read(now, old, scan.before.get(now.path, []), how, scan)
+        _read(now, old, scan.before.get(now.path, []), read_as, access, scan)
     return scan
 
 
@@ -186,19 +195,10 @@ def _with_folder_acl(settings: str, file: Path, root: Path, seen: dict[Path, str
     return content_hash(settings, folder) if folder else settings
 
 
-@dataclass(frozen=True)
-class _Reading:
-    """How this run reads a file: the loader settings."""
-
-    default_acl: tuple[str, ...]
-    collection: str | None
-    options: ExtractOptions
-    access: AccessOptions
-
-
-def _read(now: FileState, old: FileState | None, before: list[Record], how: _Reading, scan: Scan) -> None:
+def _read(now: FileState, old: FileState | None, before: list[Record], how: ReadAs, access: AccessOptions,
+          scan: Scan) -> None:
     """Hash the file; parse it (a JSONL file: its new lines) only if the hash differs from the last reading."""
-    path, default_acl, collection, access = Path(now.path), how.default_acl, how.collection, how.access
+    path, default_acl, collection = Path(now.path), how.default_acl, how.collection
     if path.suffix == ".jsonl":
         try:
             lines = list(jsonl_lines(path))

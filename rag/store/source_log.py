@@ -19,7 +19,7 @@ from rag.sources.documents import Document, LoadResult
 from rag.sources.formats import ExtractOptions
 from rag.sources.loaders import _load_files, jsonl_lines, jsonl_record
 from rag.sources.partitions import Selection
-from rag.sources.scan import FileState, Record, Scan, scan_sources
+from rag.sources.scan import FileState, ReadAs, Record, Scan, scan_sources
 from rag.sources.versions import VersionPlan, dated, reconcile_versions
 from rag.store.catalog import Catalog, utc_now
 from rag.store.catalog_documents import SOURCE_RECORDS
@@ -79,8 +79,8 @@ def read_sources(catalog: Catalog, sources: list[str], default_acl: tuple[str, .
     """List the sources (only a partition's files with `select`), read what changed since the catalog's last
     reading, and gather what still stands."""
     known = _states(catalog)
-    scan = scan_sources(sources, default_acl, collection, known, lambda files: _records(catalog, files), rescan,
-                        select, options)
+    scan = scan_sources(sources, ReadAs(default_acl, collection, options), known,
+                        lambda files: _records(catalog, files), rescan, select)
     view = SourceView(scan, default_acl, collection, options=options, access=AccessOptions.of(select, options.acl_from))
     scanned = set(scan.scanned)
     view.removed = sorted(p for p, st in known.items() if st.source in scanned and p not in scan.states)

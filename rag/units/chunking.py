@@ -1,6 +1,6 @@
 """Sentence-aligned spans: sub-chunks for the index and parts of documents larger than a unit.
 
-A Markdown text's structure bounds its spans (rag.text.markdown): a heading, a table row and a location marker are
+A Markdown text's structure bounds its spans (rag.text.structure): a heading, a table row and a location marker are
 each a span of their own, so no span starts or ends inside one; prose and list items are cut into sentences.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from rag.models.tokens import TokenCounter
 from rag.text.analysis import sentence_spans as text_sentences
-from rag.text.markdown import blocks
+from rag.text.structure import blocks
 
 # Spans that open what follows them: a chunk never closes on one while text follows, and one closes the chunk
 # before it once that holds this share of the target (a section or page then starts a sub-chunk of its own).

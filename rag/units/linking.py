@@ -8,7 +8,7 @@ from typing import Iterable, Mapping, Protocol, Sequence
 import ahocorasick
 
 from rag.sources.partitions import PartitionSpec
-from rag.sources.scan import scan_sources
+from rag.sources.scan import ReadAs, scan_sources
 from rag.text.analysis import has_han, mention_spans
 
 MIN_TITLE_CHARS = 4
@@ -65,7 +65,8 @@ def targets_in(specs: Iterable[PartitionSpec], links: list[tuple[str, str]], def
     for spec in specs:
         if not wanted:
             break
-        scan = scan_sources([str(spec.folder)], default_acl, collection, {}, lambda files: {}, select=spec.selection)
+        scan = scan_sources([str(spec.folder)], ReadAs(default_acl, collection), {}, lambda files: {},
+                            select=spec.selection)
         for doc in scan.parsed.values():
             ids.update({doc.doc_id} & wanted)
             titles.update({doc.title} & wanted)

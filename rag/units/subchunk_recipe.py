@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rag.models.tokens import TokenCounter
-from rag.text.markdown import structure, without_markers
+from rag.text.structure import structure, without_markers
 from rag.units.chunking import Span, pack, sentence_spans
 
 

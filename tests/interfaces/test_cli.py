@@ -14,7 +14,7 @@ def rag(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_ingest_json_reports_counts_and_a_rerun_embeds_nothing(corpus, workspace, capsys):
-    # The first run is the CLI's main in this process (its 212 vectors memoised, tests/conftest.py); the rerun is a
+    # The first run is the CLI's main in this process (its vectors memoised, tests/conftest.py); the rerun is a
     # process of its own, which knows of the first only what it left on disk.
     assert main(["ingest", "--source", str(corpus), "--workspace", str(workspace), "--json"]) == 0
     counts = json.loads(capsys.readouterr().out)

@@ -141,7 +141,7 @@ def test_an_unreadable_folder_file_quarantines_below_it(tmp_path):
 def test_a_partitioned_run_reads_the_folder_files_of_the_source_folder_above_its_collection(tmp_path):
     """Both layouts give one document one ACL: a collection's partition is bound by the source folder's file too."""
     from rag.sources.partitions import discover
-    from rag.sources.scan import scan_sources
+    from rag.sources.scan import ReadAs, scan_sources
 
     src = tmp_path / "src"
     write(src, ACCESS_FILE, "acl: [finance, audit]\n")
@@ -152,7 +152,7 @@ def test_a_partitioned_run_reads_the_folder_files_of_the_source_folder_above_its
     by_partition = {}
     for spec in discover([str(src)], tmp_path / "ws"):
         by_partition |= acls(load_sources([spec.folder], select=spec.selection))
-        scan = scan_sources([str(spec.folder)], (), None, {}, lambda files: {}, select=spec.selection)
+        scan = scan_sources([str(spec.folder)], ReadAs(), {}, lambda files: {}, select=spec.selection)
         assert {d.doc_id: d.acl for d in scan.parsed.values()} == acls(load_sources([spec.folder], select=spec.selection))
     assert whole == {"hr/pay": ("audit", "finance"), "narrow": ("audit",), "top": ("audit", "finance")}
     assert by_partition == {"pay": ("audit", "finance"), "narrow": ("audit",), "top": ("audit", "finance")}

@@ -9,7 +9,7 @@ from rag.sources.access import ACCESS_FILE, AccessOptions
 from rag.sources.file_groups import file_groups
 from rag.sources.formats import ExtractOptions
 from rag.sources.loaders import load_sources
-from rag.sources.scan import scan_sources
+from rag.sources.scan import ReadAs, scan_sources
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file another group needs root")
 POSIX = ExtractOptions(acl_from="posix")
@@ -81,9 +81,9 @@ def test_without_a_folder_file_the_file_system_groups_are_the_acl(tmp_path):
 
 def test_a_chmod_or_chgrp_changes_no_content_yet_the_scan_reads_the_file_again(tmp_path):
     f = write(tmp_path / "a.md", "A.\n", 0o640, G1)
-    first = scan_sources([str(tmp_path)], (), None, {}, lambda files: {}, options=POSIX)
+    first = scan_sources([str(tmp_path)], ReadAs(options=POSIX), {}, lambda files: {})
     known = dict(first.states)
     os.chown(f, -1, grp.getgrnam(G2).gr_gid)
-    again = scan_sources([str(tmp_path)], (), None, known, lambda files: {}, options=POSIX)
+    again = scan_sources([str(tmp_path)], ReadAs(options=POSIX), known, lambda files: {})
     assert [d.acl for d in again.parsed.values()] == [(G2,)]
     assert AccessOptions.of(None, "posix,everyone") == AccessOptions(None, True, True)

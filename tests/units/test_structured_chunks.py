@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from rag.models.tokens import default_counter
 from rag.sources.formats.markdown import heading, table
-from rag.text.markdown import blocks, marker, structure
+from rag.text.structure import blocks, marker, structure
 from rag.units.subchunk_recipe import SubchunkRecipe, embedded_text
 
 

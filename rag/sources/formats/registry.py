@@ -5,7 +5,7 @@ import importlib
 from dataclasses import dataclass
 
 from rag.sources.formats import KINDS, Extracted, ExtractError, ExtractOptions
-from rag.text.markdown import marker
+from rag.text.structure import marker
 
 # suffix → (module of rag.sources.formats, its function); imported at the first file of that format.
 READERS = {

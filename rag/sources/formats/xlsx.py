@@ -8,6 +8,7 @@ its dialect is sniffed.
 """
 from __future__ import annotations
 
+import codecs
 import csv
 import datetime as dt
 import io
@@ -52,11 +53,14 @@ def extract(data: bytes, options: ExtractOptions) -> Extracted:
 
 
 def extract_csv(data: bytes, options: ExtractOptions) -> Extracted:
-    """The CSV file as one table, its dialect sniffed; refused unless it is UTF-8 text."""
+    """The CSV file as one table, its dialect sniffed; refused unless it is UTF-8 (or UTF-16 with its byte-order mark,
+    as Excel's "Unicode text" export writes it)."""
+    encoding = "utf-16" if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) else "utf-8-sig"
     try:
-        text = data.decode("utf-8-sig")
+        text = data.decode(encoding)
     except UnicodeDecodeError as error:
-        raise ExtractError("corrupt", f"CSV is not UTF-8 text (byte {error.start:,}); save it as UTF-8") from None
+        raise ExtractError("corrupt", f"CSV is not {encoding[:6].upper()} text (byte {error.start:,}); save it as "
+                                      "UTF-8") from None
     if not text.strip():
         raise ExtractError("empty", "no text in the file")
     with library_errors("CSV"):

@@ -142,3 +142,81 @@ def interleaved_columns(lines: int = 40) -> bytes:
     page.drawString(72, 750 - 13 * lines - 20, "A closing sentence runs across the whole width of the page below.")
     page.save()
     return buffer.getvalue()
+
+
+def outlined() -> bytes:
+    """Headings in the body's own font, named by the PDF's outline (bookmarks) at two levels; an unruled table."""
+    buffer = io.BytesIO()
+    page = _canvas(buffer)
+    page.setFont("Times-Roman", 11)
+    y = 760
+    for level, heading in ((0, "Overview"), (1, "Details of the method"), (None, ALIGNED), (0, "Results")):
+        if level is None:
+            for row in heading:
+                for x, cell in zip((72, 220, 380), row):
+                    page.drawString(x, y, cell)
+                y -= 14
+            y -= 14
+            continue
+        page.bookmarkPage(heading)
+        page.addOutlineEntry(heading, heading, level=level)
+        page.drawString(72, y, heading)
+        page.drawString(72, y - 20, f"Body text under {heading.lower()} runs on one line here.")
+        y -= 48
+    page.save()
+    return buffer.getvalue()
+
+
+ALIGNED = [["Metal", "Melting point", "Density"], ["Iron", "1538 C", "7.87 g/cm3"], ["Copper", "1085 C", "8.96 g/cm3"],
+           ["Zinc", "420 C", "7.14 g/cm3"]]
+
+
+def oddities() -> bytes:
+    """One page: a line that begins like Markdown, a boxed paragraph, a lone page number at the foot."""
+    buffer = io.BytesIO()
+    page = _canvas(buffer)
+    page.setFont("Helvetica", 10)
+    page.drawString(72, 760, "# of widgets sold rose again this year.")
+    page.drawString(72, 746, "1. The first quarter was the strongest.")
+    page.rect(66, 640, 460, 90)
+    page.rect(66, 600, 460, 40)
+    page.rect(66, 600, 230, 130)
+    for k, text in enumerate([BODY[:90], BODY[90:], BODY[:90]]):
+        page.drawString(72, 715 - 12 * k, text)
+    page.drawString(300, 620, "A boxed note beside it.")
+    page.drawString(290, 40, "7")
+    page.save()
+    return buffer.getvalue()
+
+
+BANDED = [["State", "Permits", "Handguns"]] + [[f"State{k}", str(100 + k), str(7 * k)] for k in range(1, 9)]
+
+
+def banded_table() -> bytes:
+    """A table ruled by columns, with a horizontal rule only under every second row."""
+    from reportlab.platypus import SimpleDocTemplate, Table, TableStyle
+
+    style = [("BOX", (0, 0), (-1, -1), 0.5, "black"), ("LINEAFTER", (0, 0), (-2, -1), 0.5, "black"),
+             ("LINEBELOW", (0, 0), (-1, 0), 0.5, "black")]
+    style += [("LINEBELOW", (0, row), (-1, row), 0.5, "black") for row in range(2, len(BANDED) - 1, 2)]
+    buffer = io.BytesIO()
+    SimpleDocTemplate(buffer).build([Table(BANDED, style=TableStyle(style))])
+    return buffer.getvalue()
+
+
+def sections() -> bytes:
+    """Headings a layout shows only by capitals or numbering, and a bold list of names that is not one."""
+    buffer = io.BytesIO()
+    page = _canvas(buffer)
+    y = 760
+    for font, size, text in [("Helvetica-Bold", 10, "Alice Smith, Bob Jones, Carol White"), (None, 0, ""),
+                             ("Times-Roman", 8, "I. INTRODUCTION"), (None, 0, ""),
+                             ("Times-Roman", 10, BODY[:95]), ("Times-Roman", 10, BODY[95:]), (None, 0, ""),
+                             ("Times-Bold", 10, "2.1 Method details"), (None, 0, ""),
+                             ("Times-Roman", 10, BODY[:95]), ("Times-Roman", 10, BODY[95:])]:
+        if font:
+            page.setFont(font, size)
+            page.drawString(72, y, text)
+        y -= 13
+    page.save()
+    return buffer.getvalue()

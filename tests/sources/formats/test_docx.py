@@ -129,24 +129,3 @@ def test_any_cells_round_trip_through_the_markdown_table(rows):
         for cell_text, markdown in zip(row, cells):
             for word in cell_text.split():
                 assert word.replace("\\", "\\\\").replace("|", "\\|") in markdown
-
-
-@pytest.mark.slow
-def test_speed_on_a_forty_page_report():
-    import time
-    d = docx.Document()
-    for section in range(60):
-        d.add_heading(f"Section {section}", 1)
-        for _ in range(8):
-            d.add_paragraph("The committee reviewed the quarterly figures and agreed on the next steps. " * 4)
-        t = d.add_table(rows=10, cols=4)
-        for i in range(10):
-            for j in range(4):
-                t.cell(i, j).text = f"v{i}{j}"
-    data = _bytes(d)
-    start, n = time.perf_counter(), 5
-    for _ in range(n):
-        extract(data, ExtractOptions())
-    rate = n / (time.perf_counter() - start)
-    print(f"DOCX: {rate:.1f} files/s ({len(data) // 1024} KB, 60 sections, 60 tables)")
-    assert rate > 1

@@ -54,18 +54,3 @@ def test_bytes_that_are_not_a_message_are_refused():
     with pytest.raises(ExtractError) as error:
         extract(b"\x00\x01 just binary, no headers", ExtractOptions())
     assert error.value.kind == "corrupt"
-
-
-@pytest.mark.slow
-def test_speed_on_a_thread_message():
-    import time
-    message = _message()
-    message.set_content("\n\n".join(f"> quoted line {i} of an earlier reply in the thread" for i in range(400)))
-    message.add_attachment(bytes(200_000), maintype="application", subtype="octet-stream", filename="big.bin")
-    data = message.as_bytes()
-    start, n = time.perf_counter(), 50
-    for _ in range(n):
-        extract(data, ExtractOptions())
-    rate = n / (time.perf_counter() - start)
-    print(f"EML: {rate:.0f} files/s ({len(data) // 1024} KB with a 200 KB attachment)")
-    assert rate > 5

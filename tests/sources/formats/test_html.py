@@ -89,21 +89,6 @@ def test_any_cells_round_trip_through_the_markdown_table(rows):
                 assert word.replace("\\", "\\\\").replace("|", "\\|") in markdown
 
 
-@pytest.mark.slow
-def test_speed_on_a_long_article():
-    import time
-    sections = "".join(
-        f"<h2>Section {i}</h2>" + "<p>The committee reviewed the figures and agreed on next steps.</p>" * 10
-        + "<ul>" + "<li>item <a href='#'>link</a></li>" * 10 + "</ul>"
-        + "<table>" + "<tr><td>cell</td><td>42</td><td>x</td></tr>" * 20 + "</table>" for i in range(40))
-    page = f"<html><head><title>T</title><script>x()</script></head><body>{sections}</body></html>".encode()
-    start, n = time.perf_counter(), 20
-    for _ in range(n):
-        extract(page, ExtractOptions())
-    rate = n / (time.perf_counter() - start)
-    print(f"HTML: {rate:.1f} files/s ({len(page) // 1024} KB)")
-    assert rate > 2
-
 
 def test_deep_nesting_neither_crashes_nor_loses_what_follows():
     page = b"<p>before</p>" + b"<div>" * 1500 + b"deep text" + b"</div>" * 1500 + b"<p>after</p>"

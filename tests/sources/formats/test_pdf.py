@@ -4,7 +4,7 @@ import shutil
 
 import pdf_samples
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rag.sources.formats import ExtractError, ExtractOptions
@@ -120,6 +120,7 @@ WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=12)
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.lists(WORD, min_size=1, max_size=120), min_size=1, max_size=12))
+@example([["a"], ["a"]])  # one-letter lines pdfium's text runs together without a line end
 def test_paragraphs_come_back_with_their_words_in_order(texts):
     written = [word for words in texts for word in words]
     read = extract(pdf_samples.paragraphs([" ".join(words) for words in texts]), ExtractOptions()).text.split()
@@ -131,3 +132,63 @@ def test_paragraphs_come_back_with_their_words_in_order(texts):
             current.append(previous[j] + 1 if word == other else max(previous[j + 1], current[j]))
         previous = current
     assert previous[-1] >= 0.98 * len(written)
+
+
+def test_outline_names_the_headings_and_aligned_columns_make_a_table():
+    doc = extract(pdf_samples.outlined(), ExtractOptions())
+    assert re.findall(r"^#+ .*$", doc.text, flags=re.M) == ["# Overview", "## Details of the method", "# Results"]
+    rows = ["| " + " | ".join(row) + " |" for row in pdf_samples.ALIGNED]
+    assert "\n".join([rows[0], "|---|---|---|"] + rows[1:]) in doc.text
+    assert doc.title == "Overview"
+
+
+def test_markdown_lookalikes_page_numbers_and_rules_across_text_are_not_structure():
+    doc = extract(pdf_samples.oddities(), ExtractOptions())
+    assert doc.text.startswith("\\# of widgets sold rose again this year.\n\n1. The first quarter")
+    assert "|" not in doc.text and "7" not in doc.text.split()
+    assert doc.text.endswith("A boxed note beside it.")
+
+
+def test_rows_between_rules_drawn_every_second_row_stay_rows():
+    doc = extract(pdf_samples.banded_table(), ExtractOptions())
+    rows = ["| " + " | ".join(row) + " |" for row in pdf_samples.BANDED]
+    assert doc.text == "\n".join([rows[0], "|---|---|---|"] + rows[1:])
+
+
+def test_capitals_alone_are_headings_numbers_set_levels_and_name_lists_are_not():
+    doc = extract(pdf_samples.sections(), ExtractOptions())
+    assert re.findall(r"^#+ .*$", doc.text, flags=re.M) == ["# I. INTRODUCTION", "## 2.1 Method details"]
+    assert doc.text.startswith("Alice Smith, Bob Jones, Carol White\n\n")
+
+
+@pytest.mark.skipif(shutil.which("tesseract") is None, reason="tesseract is not installed")
+def test_a_page_tesseract_cannot_read_is_reported(monkeypatch):
+    import subprocess
+
+    def timeout(*args, **kwargs):
+        raise subprocess.TimeoutExpired("tesseract", 1)
+
+    monkeypatch.setattr(subprocess, "run", timeout)
+    doc = extract(pdf_samples.scanned("Quarterly gearbox inventory", ("typed first page",)), ExtractOptions(ocr=True))
+    assert doc.text == "typed first page" and doc.dropped == ("page 2: OCR failed",)
+
+
+def test_without_tesseract_a_scanned_page_among_text_pages_is_dropped_not_the_file(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    doc = extract(pdf_samples.scanned("Quarterly gearbox inventory", ("typed first page",)), ExtractOptions(ocr=True))
+    assert doc.text == "typed first page"
+    assert doc.dropped == ("page 2: no text layer; OCR is enabled but tesseract is not installed",)
+
+
+def test_a_title_that_ends_in_brackets_keeps_them():
+    import io
+
+    from reportlab.pdfgen import canvas
+
+    for title in ("Aladdin (2019 film)", "Report [draft] 2026"):
+        buffer = io.BytesIO()
+        page = canvas.Canvas(buffer)
+        page.setTitle(title)
+        page.drawString(72, 720, "The film was released in May.")
+        page.save()
+        assert extract(buffer.getvalue(), ExtractOptions()).title == title

@@ -113,30 +113,3 @@ def test_deck_without_text_is_empty():
     with pytest.raises(ExtractError) as error:
         extract(out.getvalue(), ExtractOptions())
     assert error.value.kind == "empty"
-
-
-@pytest.mark.slow
-def test_speed_on_a_forty_slide_deck():
-    import time
-    prs = Presentation()
-    for n in range(40):
-        slide = prs.slides.add_slide(prs.slide_layouts[1])
-        slide.shapes.title.text = f"Slide {n}"
-        frame = slide.placeholders[1].text_frame
-        frame.text = "First point of the slide with some words"
-        for level in (1, 2, 1, 0):
-            p = frame.add_paragraph()
-            p.text, p.level = "Another point with a few more words in it", level
-        grid = slide.shapes.add_table(5, 4, 0, Inches(5), Inches(6), Inches(2)).table
-        for i in range(5):
-            for j in range(4):
-                grid.cell(i, j).text = f"v{i}{j}"
-    out = io.BytesIO()
-    prs.save(out)
-    data = out.getvalue()
-    start, n = time.perf_counter(), 5
-    for _ in range(n):
-        extract(data, ExtractOptions())
-    rate = n / (time.perf_counter() - start)
-    print(f"PPTX: {rate:.1f} files/s ({len(data) // 1024} KB, 40 slides)")
-    assert rate > 1
