@@ -23,7 +23,8 @@ METRICS = {"evidence_recall": "evidence_recall", "sentence_recall": "sentence_re
            "retrieve_s": "retrieve_s", "generate_s": "generate_s"}
 COMPARED = ("evidence_recall", "complete", "f1")  # the paired method-vs-method differences a decision rests on
 BY_TYPE = ("evidence_recall", "complete", "f1")
-TREND = ("evidence_recall", "completeness", "expectation_met", "f1")
+TREND = ("evidence_recall", "completeness", "expectation_met", "f1", "citations_valid", "citation_locatable",
+         "citation_recall", "citations_attributed")
 
 
 def summarise(evaluation: Evaluation, prepared: Prepared, command: str) -> dict:
