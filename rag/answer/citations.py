@@ -43,6 +43,7 @@ _HEADER_LINE = re.compile(r"^(## .*|\[[^\]\n]*\])$")
 _PLACE = re.compile(r"\s+(?:p\.\s*\d+|pp?\.\s*\d+\s*[–-]\s*\d+|slides?\s+\d+(?:\s*[–-]\s*\d+)?|sheet\s+.+)$",
                     re.IGNORECASE)
 _PUNCTUATION = re.compile(r"[^\w\s]")
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?。！？])")
 _END = re.compile(r"(.*?)\s*([.!?。！？]*)$", re.DOTALL)
 
 
@@ -122,7 +123,8 @@ def _claims(answer_text: str) -> list[tuple[str, list[str]]]:
     """(claim, its brackets) per sentence; brackets standing alone after a sentence join that sentence."""
     out: list[tuple[str, list[str]]] = []
     for sentence in sentences(answer_text):
-        claim, brackets = " ".join(_BRACKETS.sub(" ", sentence).split()), _BRACKETS.findall(sentence)
+        claim = _SPACE_BEFORE_PUNCTUATION.sub(r"\1", " ".join(_BRACKETS.sub(" ", sentence).split()))
+        brackets = _BRACKETS.findall(sentence)
         if not content_words(claim) and out:
             out[-1][1].extend(brackets)
         elif claim or brackets:
