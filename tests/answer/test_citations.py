@@ -166,3 +166,17 @@ def test_an_uncited_llm_answer_is_attributed_and_says_so_in_json():
     assert got.to_json()["sources"][0] | {"sentence": None} == {
         "doc_id": "finance/report", "version": "2026", "location": "p.7", "origin": ATTRIBUTED, "statement": 0,
         "sentence": None}
+
+
+def test_the_evaluation_scores_citations_against_the_gold_documents():
+    from rag.evaluation.run import _against_gold
+    from rag.sources.benchmarks import Question
+
+    result = RetrievalResult("longrag", 1000, ITEMS)
+    with FakeOpenAI([Reply(text="The Lisbon office opened in May [3]. Logs rotate every 24 hours [2]."),
+                     Reply(text="June")]) as server:
+        got = answer("When did the Lisbon office open?", result, OpenAIChat(server.base_url, "m"))
+    gold = Question("q", "When did the Lisbon office open?", "May", ("finance/report", "hr-calendar"))
+    assert _against_gold(got, gold) == {"citation_recall": 0.5, "citation_precision": 0.5,
+                                        "citations_attributed": 0.0, "short_answer_supported": False}
+    assert _against_gold(None, gold)["citation_recall"] is None
