@@ -35,14 +35,14 @@ class OpenAIChat:
     """Chat completions with timeouts and retries (exponential backoff on 408/429/5xx, by the openai client)."""
 
     def __init__(self, base_url: str, model: str, api_key: str = "not-needed", timeout: float = 120.0,
-                 max_retries: int = 3, temperature: float = 0.0, kind: str = "endpoint", schema_output: bool = False):
+                 max_retries: int = 3, kind: str = "endpoint", schema_output: bool = False):
         import openai
 
         self.name = model
         self.kind = kind  # "endpoint" or "local": reports name the reader "<kind>:<model>"
         self.base_url = base_url
         self.shown = masked(base_url)  # what messages name: a password or key in the URL is never shown
-        self.temperature = temperature
+        self.temperature = 0.0  # greedy: the same question and context give the same answer
         # Set only for a server known to honour llama-cpp-python's {"type": "json_object", "schema": …}: an unknown
         # endpoint may ignore or refuse it, so it gets plain prompts.
         self.schema_output = schema_output
