@@ -210,4 +210,4 @@ def _localisation(cells: list[dict]) -> list[str]:
                              _ci(c.get("citations_attributed")), _ci(c.get("short_answer_supported"))]
                             for c in answered]), "",
             "Citation recall and precision are against the gold documents. An *attributed* citation was not written "
-            "by the reader: its statement was found in that document afterwards (docs/evaluation.md).", ""]
+            "by the reader: its statement was found in that document afterwards (docs/citations.md).", ""]
