@@ -126,7 +126,8 @@ def _parser() -> argparse.ArgumentParser:
 
     ask = sub.add_parser("ask", help="answer a question with citations",
                          description="Retrieve as the caller, then answer with the chosen reader: a long answer "
-                                     "citing [doc_id], a short answer, and a check of every citation.")
+                                     "citing [doc_id], a short answer, and each citation with its version, place "
+                                     "and origin (model-given, or attributed where the reader gave none).")
     _question_args(ask)
     ask.add_argument("--reader", choices=READERS,
                      help="endpoint (OPENAI_BASE_URL), local (embedded llama.cpp) or extractive (no LLM); "
@@ -251,14 +252,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"answer": reply.to_json(), "retrieval": result.to_json()}, ensure_ascii=False))
         return 0
-    print(reply.long_answer)
-    print(f"\nShort answer: {reply.short_answer}")
-    items = {}
-    for item in result.items:
-        items.setdefault(item.doc_id, item)
-    cited = ", ".join(f"{c} v{items[c].doc_version}{' ' + items[c].location if items[c].location else ''}"
-                      if c in items else f"{c} (not in the context)" for c in reply.citations) or "none"
-    print(f"Citations: {cited} (valid: {reply.citations_valid}, locatable: {reply.citation_locatable:.0%})")
+    print(reply.long_answer or "(no long answer)")
+    flag = "" if reply.short_answer_check != "not found" else " (not found in the cited text or the context)"
+    print(f"\nShort answer: {reply.short_answer}{flag}")
+    print(format_citations(reply))
     print(f"Reader: {reply.reader}; method: {result.method}; context {result.tokens}/{args.budget} tokens; "
           f"{reply.llm_calls} LLM calls, {reply.seconds:.1f} s")
     if args.trace:
@@ -270,6 +267,20 @@ def cmd_ask(args: argparse.Namespace) -> int:
         else:
             print(json.dumps(result.trace, indent=2))
     return 0
+
+
+def format_citations(reply) -> str:
+    """Each citation with its version, place and origin (model-given or attributed), or a plain "none"."""
+    if not reply.sources:
+        return "Citations: none: the answer could not be found in the context, so it cites nothing"
+    lines = [f"Citations (valid: {reply.citations_valid}, locatable: {reply.citation_locatable:.0%}):"]
+    for c in reply.sources:
+        what = "short answer" if c.statement < 0 else f"statement {c.statement + 1}"
+        place = f" {c.location}" if c.location else ""
+        lines.append(f"  {c.doc_id} v{c.version}{place} · {c.origin} · {what}")
+    if reply.dropped:
+        lines.append(f"  left out (not in the context, or not found in it): {', '.join(reply.dropped)}")
+    return "\n".join(lines)
 
 
 def cmd_llm_serve(args: argparse.Namespace) -> int:

@@ -25,28 +25,38 @@ class LLMError(RuntimeError):
 
 class ChatModel(Protocol):
     name: str
+    schema_output: bool  # complete(schema=…) constrains the output to that JSON schema
 
-    def complete(self, messages: list[dict], *, max_tokens: int = 256, json_object: bool = False) -> Completion: ...
+    def complete(self, messages: list[dict], *, max_tokens: int = 256, json_object: bool = False,
+                 schema: dict | None = None) -> Completion: ...
 
 
 class OpenAIChat:
     """Chat completions with timeouts and retries (exponential backoff on 408/429/5xx, by the openai client)."""
 
     def __init__(self, base_url: str, model: str, api_key: str = "not-needed", timeout: float = 120.0,
-                 max_retries: int = 3, temperature: float = 0.0, kind: str = "endpoint"):
+                 max_retries: int = 3, kind: str = "endpoint", schema_output: bool = False):
         import openai
 
         self.name = model
         self.kind = kind  # "endpoint" or "local": reports name the reader "<kind>:<model>"
         self.base_url = base_url
         self.shown = masked(base_url)  # what messages name: a password or key in the URL is never shown
-        self.temperature = temperature
+        self.temperature = 0.0  # greedy: the same question and context give the same answer
+        # Set only for a server known to honour llama-cpp-python's {"type": "json_object", "schema": …}: an unknown
+        # endpoint may ignore or refuse it, so it gets plain prompts.
+        self.schema_output = schema_output
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
 
-    def complete(self, messages: list[dict], *, max_tokens: int = 256, json_object: bool = False) -> Completion:
+    def complete(self, messages: list[dict], *, max_tokens: int = 256, json_object: bool = False,
+                 schema: dict | None = None) -> Completion:
+        """One chat completion; `schema` (only where `schema_output`) constrains the output to that JSON schema."""
         import openai
 
-        extra = {"response_format": {"type": "json_object"}} if json_object else {}
+        if schema is not None and not self.schema_output:
+            raise ValueError(f"{self.shown} is not known to constrain output to a JSON schema")
+        extra = {"response_format": {"type": "json_object", **({"schema": schema} if schema else {})}} \
+            if json_object or schema else {}
         start = time.perf_counter()
         try:
             resp = self._client.chat.completions.create(model=self.name, messages=messages, max_tokens=max_tokens,
@@ -101,5 +111,6 @@ def chat_model(reader: str, *, base_url: str | None = None, api_key: str | None 
         from rag.answer.local_llm import shared_server
 
         server = shared_server()
-        return OpenAIChat(server.base_url, server.model_name, timeout=timeout, max_retries=max_retries, kind="local")
+        return OpenAIChat(server.base_url, server.model_name, timeout=timeout, max_retries=max_retries, kind="local",
+                          schema_output=True)
     raise ValueError(f"unknown reader {reader!r}; expected one of {', '.join(READERS)}")

@@ -1,12 +1,9 @@
 """Readers: LongRAG's two-step LLM reader (long answer with citations, then a short answer) and an extractive one.
 
-Citation rule (`check_citations`): a citation is the text inside square brackets, split at "," or ";", with any
-" · version …" suffix dropped, so `[a]`, `[a, b]` and a copied header `[a · version 2026]` all cite `a`; a place
-after the id (`[a p.7]`, `[a slide 3]`, `[a sheet Budget]`) cites `a` when `a p.7` is not itself a document.
-A citation is *locatable* when the sentence carrying it (the previous sentence when the brackets stand alone)
-can be found in the cited document's context text (for `[a; b]`, in a's and b's together): every quoted span
-("…" or “…”) appears there verbatim (case and whitespace ignored), or, when nothing is quoted, at least half of
-the sentence's content words do. A citation of a document outside the context is never locatable.
+The LLM reader sees the context as numbered sources and cites `[1]` (rag.answer.sources); where the chat model
+constrains output to a JSON schema (`schema_output`), the long answer is statements with source numbers. Every
+answer's citations then go through rag.answer.citations: unusable ones are dropped, uncited statements and an
+unsupported short answer are attributed to the context sentence they are found in, or left plainly uncited.
 """
 from __future__ import annotations
 
@@ -16,43 +13,49 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from rag.answer.citations import (
+    Citation,
+    check_citations,
+    cite,
+    content_words,
+    item_sentences,
+    strip_citations,
+)
 from rag.answer.llm import ChatModel
+from rag.answer.sources import (
+    answer_schema,
+    numbered_context,
+    render_statements,
+    resolve_numbers,
+    statements_of,
+)
 from rag.retrieval.context import ContextItem, RetrievalResult
-from rag.text.analysis import has_han, is_stop, sentences, words
 
 LONG_ANSWER_TOKENS = 200
+STRUCTURED_ANSWER_TOKENS = 256  # the JSON keys and brackets cost about 20 tokens a statement
 SHORT_ANSWER_TOKENS = 24
-LOCATABLE_SHARE = 0.5
 
-LONG_PROMPT = ("Answer the question from the documents in one or two sentences. After each fact, cite the id of "
-               "its document in square brackets.")
+LONG_PROMPT = ("Answer the question from the numbered sources in one or two sentences. After each fact, cite the "
+               "number of its source in square brackets, like [1].")
+STRUCTURED_PROMPT = ("Answer the question from the numbered sources in one or two statements. Give each statement "
+                     "with the numbers of the sources it comes from, as JSON.")
 SHORT_PROMPT = ("Give the short answer to the question: a few words (a name, number, date or phrase) copied from "
                 "the long answer. Reply with the short answer only.")
-# One worked example per step: without it the 0.5B local model copies the instruction's placeholder id.
-LONG_EXAMPLE = [
-    {"role": "user", "content": "Documents:\n## Brewing guide\n[brew-guide · version 3]\nBrew coffee at 93 degrees "
-                                "for four minutes.\n## Tea notes\n[tea-notes · version 1]\nGreen tea needs 80 degrees."
-                                "\n\nQuestion: How hot should coffee be brewed?"},
-    {"role": "assistant", "content": "Coffee should be brewed at 93 degrees [brew-guide]."},
-]
+# One worked example per step: without it the 0.5B local model copies the instruction's placeholder.
+_EXAMPLE_QUESTION = {"role": "user", "content": "Sources:\n[1] Brewing guide · brew-guide · version 3\nBrew coffee "
+                                                "at 93 degrees for four minutes.\n\n[2] Tea notes · tea-notes · "
+                                                "version 1\nGreen tea needs 80 degrees.\n\nQuestion: How hot "
+                                                "should coffee be brewed?"}
+LONG_EXAMPLE = [_EXAMPLE_QUESTION, {"role": "assistant", "content": "Coffee should be brewed at 93 degrees [1]."}]
+STRUCTURED_EXAMPLE = [_EXAMPLE_QUESTION, {"role": "assistant", "content": '{"statements": [{"statement": "Coffee '
+                                                                         'should be brewed at 93 degrees.", '
+                                                                         '"sources": [1]}]}'}]
 SHORT_EXAMPLE = [
     {"role": "user", "content": "Question: How hot should coffee be brewed?\n"
                                 "Long answer: Coffee should be brewed at 93 degrees.\nShort answer:"},
     {"role": "assistant", "content": "93 degrees"},
 ]
-
-_STOPWORDS = frozenset(
-    "the and for are was were with that this from has have had not but its into onto our their there these those "
-    "they them then than what which who whom whose when where why how all any can does did doing been being his "
-    "her she him you your yours about above after before over under again further once only own same such very "
-    "will would should could may might must also each other some more most both few nor out off per via".split()
-)
-_BRACKETS = re.compile(r"\[([^\[\]\n]+)\]")
-_QUOTES = re.compile(r'"([^"\n]+)"|“([^”\n]+)”')
 _WORDS = re.compile(r"[a-z0-9]+")
-_HEADER_LINE = re.compile(r"^(## .*|\[[^\]\n]*\])$")
-_PLACE = re.compile(r"\s+(?:p\.\s*\d+|pp?\.\s*\d+\s*[–-]\s*\d+|slides?\s+\d+(?:\s*[–-]\s*\d+)?|sheet\s+.+)$",
-                    re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -69,66 +72,17 @@ class Answer:
     input_tokens: int
     output_tokens: int
     seconds: float
+    sources: tuple[Citation, ...] = ()  # each citation: version, place, model-given or attributed, for what
+    dropped: tuple[str, ...] = ()       # the reader's citations left out: not in the context, or not found there
+    uncited: int = 0                    # statements of the long answer with no citation
+    short_answer_check: str = ""        # "in cited text", "attributed" or "not found" (flagged)
+
+    @property
+    def attributed(self) -> int:
+        return sum(c.origin == "attributed" for c in self.sources)
 
     def to_json(self) -> dict:
         return asdict(self)
-
-
-def content_words(text: str) -> list[str]:
-    """Lower-cased words that carry meaning: numbers, words of three or more letters that are not stopwords, and
-    Chinese words (rag.text.analysis's segmentation) that are not stop words."""
-    if has_han(text):
-        return [w for w in words(text) if (has_han(w) and not is_stop(w)) or w.isdigit()
-                or (len(w) >= 3 and w not in _STOPWORDS)]
-    return [w for w in _WORDS.findall(text.lower()) if w.isdigit() or (len(w) >= 3 and w not in _STOPWORDS)]
-
-
-def cited_ids(bracket: str) -> list[str]:
-    """The document ids inside one pair of brackets (without the brackets)."""
-    ids = (part.split("·")[0].strip() for part in re.split(r"[,;]", bracket))
-    return [i for i in ids if i and not re.match(r"(version|part)\b", i)]
-
-
-def _normalise(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
-def _locatable(claim: str, doc_text: str) -> bool:
-    quotes = [a or b for a, b in _QUOTES.findall(claim)]
-    if quotes:
-        return all(_normalise(q) in _normalise(doc_text) for q in quotes)
-    words = content_words(claim)
-    doc_words = set(content_words(doc_text))
-    return bool(words) and sum(w in doc_words for w in words) >= LOCATABLE_SHARE * len(words)
-
-
-def check_citations(answer_text: str, items: list[ContextItem]) -> tuple[list[str], bool, float]:
-    """(cited ids in first-cited order, all valid, share of citation occurrences locatable); see the module doc."""
-    docs: dict[str, str] = {}
-    for item in items:
-        docs[item.doc_id] = docs.get(item.doc_id, "") + item.text + "\n"
-    citations: list[str] = []
-    occurrences = located = 0
-    previous = ""
-    for sentence in sentences(answer_text):
-        claim = _BRACKETS.sub(" ", sentence)
-        if not content_words(claim):  # brackets standing alone after the sentence they support
-            claim = previous
-        for bracket in _BRACKETS.findall(sentence):
-            ids = [i if i in docs else _PLACE.sub("", i) for i in cited_ids(bracket)]
-            together = "\n".join(docs[i] for i in ids if i in docs)  # one bracket's documents support it jointly
-            for doc_id in ids:
-                if doc_id not in citations:
-                    citations.append(doc_id)
-                occurrences += 1
-                located += doc_id in docs and _locatable(claim, together)
-        previous = claim
-    valid = bool(citations) and all(c in docs for c in citations)
-    return citations, valid, located / occurrences if occurrences else 0.0
-
-
-def strip_citations(text: str) -> str:
-    return " ".join(_BRACKETS.sub(" ", text).split())
 
 
 def _clean_short(text: str) -> str:
@@ -147,18 +101,31 @@ def answer(question: str, result: RetrievalResult, model: ChatModel | None, embe
     else:
         long_answer, short_answer, calls, tokens_in, tokens_out = _two_step(question, result, model)
         reader = f"{getattr(model, 'kind', 'endpoint')}:{model.name}"
-    citations, valid, locatable = check_citations(long_answer, result.items)
-    return Answer(long_answer=long_answer, short_answer=short_answer, citations=citations, citations_valid=valid,
-                  citation_locatable=locatable, reader=reader, llm_calls=calls, input_tokens=tokens_in,
-                  output_tokens=tokens_out, seconds=time.perf_counter() - start)
+    cited = cite(long_answer, short_answer, result.items)
+    citations, _, locatable = check_citations(cited.text, result.items)
+    if not citations and cited.citations:
+        locatable = 1.0  # only the short answer is cited, and it is found in the cited sentence by construction
+    citations += [c.doc_id for c in cited.citations if c.doc_id not in citations]  # the short answer's, if any
+    valid = bool(citations) and set(citations) <= {i.doc_id for i in result.items}
+    return Answer(long_answer=cited.text, short_answer=short_answer, citations=citations,
+                  citations_valid=valid, citation_locatable=locatable, reader=reader,
+                  llm_calls=calls, input_tokens=tokens_in, output_tokens=tokens_out,
+                  seconds=time.perf_counter() - start, sources=cited.citations, dropped=cited.dropped,
+                  uncited=cited.uncited, short_answer_check=cited.short_answer_check)
 
 
 def _two_step(question: str, result: RetrievalResult, model: ChatModel) -> tuple[str, str, int, int, int]:
     """LongRAG's reader: a cited long answer from the whole context, then a short answer taken from it."""
-    long = model.complete([{"role": "system", "content": LONG_PROMPT}, *LONG_EXAMPLE,
-                           {"role": "user", "content": f"Documents:\n{result.context()}\n\nQuestion: {question}"}],
-                          max_tokens=LONG_ANSWER_TOKENS)
-    long_answer = long.text.strip()
+    items = result.items
+    asked = {"role": "user", "content": f"Sources:\n{numbered_context(items)}\n\nQuestion: {question}"}
+    if getattr(model, "schema_output", False) and items:
+        long = model.complete([{"role": "system", "content": STRUCTURED_PROMPT}, *STRUCTURED_EXAMPLE, asked],
+                              max_tokens=STRUCTURED_ANSWER_TOKENS, schema=answer_schema(len(items)))
+        long_answer = render_statements(statements_of(long.text), items)
+    else:
+        long = model.complete([{"role": "system", "content": LONG_PROMPT}, *LONG_EXAMPLE, asked],
+                              max_tokens=LONG_ANSWER_TOKENS)
+        long_answer = resolve_numbers(long.text.strip(), items)
     short = model.complete([{"role": "system", "content": SHORT_PROMPT}, *SHORT_EXAMPLE,
                             {"role": "user", "content": f"Question: {question}\nLong answer: "
                                                         f"{strip_citations(long_answer)}\nShort answer:"}],
@@ -167,13 +134,9 @@ def _two_step(question: str, result: RetrievalResult, model: ChatModel) -> tuple
             long.output_tokens + short.output_tokens)
 
 
-def context_sentences(items: list[ContextItem]) -> list[tuple[str, str]]:
-    """(doc_id, sentence) for every sentence of the context in order, document headers left out."""
-    out = []
-    for item in items:
-        body = "\n".join(ln for ln in item.text.splitlines() if not _HEADER_LINE.match(ln.strip()))
-        out.extend((item.doc_id, s.strip()) for s in sentences(body) if s.strip())
-    return out
+def context_sentences(items: list[ContextItem]) -> list[tuple[ContextItem, str]]:
+    """(item, sentence) for every sentence of the context in order, document headers left out."""
+    return [(item, sentence) for item in items for sentence in item_sentences(item)]
 
 
 def short_span(sentence: str, question: str) -> str:
@@ -200,5 +163,5 @@ def _extract(question: str, items: list[ContextItem], embedder) -> tuple[str, st
     else:
         asked = set(content_words(question))
         scores = np.array([len(asked & set(content_words(t))) for t in texts], dtype=float)
-    doc_id, sentence = sentences[int(np.argmax(scores))]
-    return f"{sentence} [{doc_id}]", short_span(sentence, question), 0, 0, 0
+    item, sentence = sentences[int(np.argmax(scores))]
+    return f"{sentence} [{item.citation}]", short_span(sentence, question), 0, 0, 0

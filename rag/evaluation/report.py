@@ -202,6 +202,12 @@ def _localisation(cells: list[dict]) -> list[str]:
     if not answered:
         return []
     return ["## Evidence localisation (answered questions)", "",
-            markdown_table(["method", "budget", "cited a gold document", "answer span inside a gold document"],
-                           [[c["method"], c["budget"], _ci(c["cited_gold"]), _ci(c["answer_in_gold"])]
-                            for c in answered]), ""]
+            markdown_table(["method", "budget", "cited a gold document", "answer span inside a gold document",
+                            "citation recall", "citation precision", "citations attributed",
+                            "short answer supported"],
+                           [[c["method"], c["budget"], _ci(c["cited_gold"]), _ci(c["answer_in_gold"]),
+                             _ci(c.get("citation_recall")), _ci(c.get("citation_precision")),
+                             _ci(c.get("citations_attributed")), _ci(c.get("short_answer_supported"))]
+                            for c in answered]), "",
+            "Citation recall and precision are against the gold documents. An *attributed* citation was not written "
+            "by the reader: its statement was found in that document afterwards (docs/citations.md).", ""]

@@ -83,6 +83,10 @@ class Row:
     citations_valid: bool | None
     citation_locatable: float | None
     cited_gold: bool | None          # the reader cited a gold document
+    citation_recall: float | None    # share of gold documents cited (ALCE-style, against gold documents)
+    citation_precision: float | None  # share of cited documents that are gold (None: nothing cited)
+    citations_attributed: float | None  # share of the answer's citations attributed after the fact, not model-given
+    short_answer_supported: bool | None  # the short answer is found in, or derived from, cited text
     answer_in_gold: bool | None      # the short answer occurs in a gold document's context text
     retrieve_s: float
     generate_s: float | None
@@ -257,11 +261,24 @@ def _row(q: EvalQuestion, result: RetrievalResult, tokens: int, seconds: float, 
         citations_valid=reply.citations_valid if reply else None,
         citation_locatable=reply.citation_locatable if reply else None,
         cited_gold=bool(set(reply.citations) & set(q.gold_doc_ids)) if reply else None,
+        **_against_gold(reply, q),
         answer_in_gold=_answer_in_gold(reply, result, q) if reply else None,
         retrieve_s=round(seconds, 6), generate_s=round(reply.seconds, 6) if reply else None,
         llm_calls=llm.get("calls", 0) + (reply.llm_calls if reply else 0),
         input_tokens=llm.get("input_tokens", 0) + (reply.input_tokens if reply else 0),
         output_tokens=llm.get("output_tokens", 0) + (reply.output_tokens if reply else 0))
+
+
+def _against_gold(reply: Answer | None, q: EvalQuestion) -> dict:
+    """Citation recall and precision against the gold documents, attributed share, short-answer support."""
+    if reply is None:
+        return dict.fromkeys(("citation_recall", "citation_precision", "citations_attributed",
+                              "short_answer_supported"))
+    cited, gold = set(reply.citations), set(q.gold_doc_ids)
+    return {"citation_recall": len(cited & gold) / len(gold) if gold else None,
+            "citation_precision": len(cited & gold) / len(cited) if cited and gold else None,
+            "citations_attributed": reply.attributed / len(reply.sources) if reply.sources else None,
+            "short_answer_supported": reply.short_answer_check != "not found"}
 
 
 def _answer_in_gold(reply: Answer, result: RetrievalResult, q: EvalQuestion) -> bool:

@@ -18,10 +18,13 @@ METRICS = {"evidence_recall": "evidence_recall", "sentence_recall": "sentence_re
            "expectation_met": "expectation_met", "exact_match": "exact_match", "f1": "f1",
            "citations_valid": "citations_valid", "citation_locatable": "citation_locatable",
            "cited_gold": "cited_gold", "answer_in_gold": "answer_in_gold",
+           "citation_recall": "citation_recall", "citation_precision": "citation_precision",
+           "citations_attributed": "citations_attributed", "short_answer_supported": "short_answer_supported",
            "retrieve_s": "retrieve_s", "generate_s": "generate_s"}
 COMPARED = ("evidence_recall", "complete", "f1")  # the paired method-vs-method differences a decision rests on
 BY_TYPE = ("evidence_recall", "complete", "f1")
-TREND = ("evidence_recall", "completeness", "expectation_met", "f1")
+TREND = ("evidence_recall", "completeness", "expectation_met", "f1", "citations_valid", "citation_locatable",
+         "citation_recall", "citations_attributed")
 
 
 def summarise(evaluation: Evaluation, prepared: Prepared, command: str) -> dict:

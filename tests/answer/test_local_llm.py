@@ -185,6 +185,33 @@ def test_the_two_step_reader_on_the_local_model_cites_the_document_it_answers_fr
 
 @pytest.mark.slow
 @needs_llama
+def test_the_local_model_constrained_to_the_answer_schema_cites_only_real_sources(local_model):
+    from rag.answer.citations import MODEL_GIVEN
+    from rag.answer.reader import answer
+    from rag.answer.sources import answer_schema, statements_of
+    from rag.retrieval.context import ContextItem, RetrievalResult
+    from rag.units.long_units import render_header
+
+    docs = {"edge-cache": "The edge cache was introduced in March 2024. It stores up to 40 GB of map tiles per site.",
+            "log-rotation": "Logs rotate every 24 hours. Old logs are compressed with zstd and kept for 30 days.",
+            "badge-policy": "Visitors wear a red badge. Staff badges are renewed every two years."}
+    items = [ContextItem(doc_id, "2026", doc_id, render_header(doc_id, doc_id, "2026") + body, 30,
+                         ((0, len(body)),), 1.0) for doc_id, body in docs.items()]
+    assert local_model.schema_output
+    raw = local_model.complete([{"role": "user", "content": "Sources:\n[1] Logs rotate daily.\n[2] Badges are red.\n"
+                                                           "Question: How often do logs rotate?"}],
+                               max_tokens=96, schema=answer_schema(2))
+    pairs = statements_of(raw.text)
+    assert pairs and all(n in (1, 2) for _, numbers in pairs for n in numbers)
+    got = answer("How long are old logs kept?", RetrievalResult("longrag", 1000, items), local_model)
+    assert got.citations_valid and got.citation_locatable == 1.0
+    assert "log-rotation" in got.citations and got.short_answer_check != "not found"
+    assert all(c.doc_id in docs for c in got.sources)
+    assert any(c.origin == MODEL_GIVEN for c in got.sources), got
+
+
+@pytest.mark.slow
+@needs_llama
 def test_elite_runs_its_llm_policy_through_the_real_local_server(local_model, tmp_path):
     from conftest import SAMPLES
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 import pytest
 from test_llm import FakeOpenAI, Reply  # the loopback OpenAI stand-in (tests/ is on sys.path via rootdir)
 
+from rag.answer.citations import Citation
 from rag.answer.llm import OpenAIChat
 from rag.answer.reader import Answer, answer, check_citations, context_sentences, short_span
+from rag.answer.sources import numbered_context
 from rag.retrieval.context import ContextItem, RetrievalResult
 from rag.units.long_units import render_header
 
@@ -77,7 +79,8 @@ def test_an_answer_without_citations_is_not_valid(result):
 
 def test_context_sentences_leave_the_document_headers_out(result):
     sentences = context_sentences(result.items)
-    assert sentences[0] == ("edge-cache", "The edge cache was introduced in March 2024 to reduce latency.")
+    assert (sentences[0][0].doc_id, sentences[0][1]) == ("edge-cache",
+                                                         "The edge cache was introduced in March 2024 to reduce latency.")
     assert len(sentences) == 4
     assert not any("##" in s or "version 2026" in s for _, s in sentences)
 
@@ -91,7 +94,7 @@ def test_short_span_trims_the_words_of_the_question_from_both_ends_of_the_senten
 
 def test_extractive_reader_answers_with_the_most_similar_sentence_and_cites_it(result, embedder):
     got = answer("How long are old logs kept?", result, None, embedder)
-    assert got.long_answer == "Old logs are compressed with zstd and kept for 30 days. [log-rotation]"
+    assert got.long_answer == "Old logs are compressed with zstd and kept for 30 days [log-rotation]."
     assert got.short_answer == "compressed with zstd and kept for 30 days"
     assert (got.citations, got.citations_valid, got.citation_locatable) == (["log-rotation"], True, 1.0)
     assert (got.reader, got.llm_calls, got.input_tokens, got.output_tokens) == ("extractive", 0, 0, 0)
@@ -101,7 +104,7 @@ def test_extractive_reader_is_deterministic_and_breaks_ties_by_rank(embedder):
     same = "Backups run nightly at two."
     tied = RetrievalResult("elite", 100, [item("first", "A", same, 0.9), item("second", "B", same, 0.8)])
     answers = {answer("When do backups run?", tied, None, embedder).long_answer for _ in range(3)}
-    assert answers == {f"{same} [first]"}
+    assert answers == {"Backups run nightly at two [first]."}
     assert answer("When do backups run?", tied, None).citations == ["first"]
 
 
@@ -117,7 +120,7 @@ def test_an_empty_context_gets_an_empty_answer_without_citations():
 
 
 def test_two_step_reader_asks_for_a_long_then_a_short_answer(result):
-    replies = [Reply(text="The edge cache was introduced in March 2024 [edge-cache].", prompt_tokens=120,
+    replies = [Reply(text="The edge cache was introduced in March 2024 [1].", prompt_tokens=120,
                      completion_tokens=15),
                Reply(text="Short answer: March 2024.", prompt_tokens=40, completion_tokens=4)]
     question = "When was the edge cache introduced?"
@@ -125,13 +128,17 @@ def test_two_step_reader_asks_for_a_long_then_a_short_answer(result):
         got = answer(question, result, OpenAIChat(server.base_url, "tiny", max_retries=0))
     long_prompt = " ".join(m["content"] for m in server.requests[0]["messages"])
     short_prompt = " ".join(m["content"] for m in server.requests[1]["messages"])
-    assert result.context() in long_prompt and question in long_prompt
+    assert numbered_context(result.items) in long_prompt and question in long_prompt
+    assert "[2] Log rotation · log-rotation · version 2026\nLogs rotate" in long_prompt
+    assert "response_format" not in server.requests[0]  # an endpoint of unknown capabilities gets a plain prompt
     assert question in short_prompt and "introduced in March 2024" in short_prompt
-    assert "[edge-cache]" not in short_prompt
+    assert "[1]" not in short_prompt and "[edge-cache]" not in short_prompt
     assert got == Answer(long_answer="The edge cache was introduced in March 2024 [edge-cache].",
                          short_answer="March 2024", citations=["edge-cache"], citations_valid=True,
                          citation_locatable=1.0, reader="endpoint:tiny", llm_calls=2, input_tokens=160,
-                         output_tokens=19, seconds=got.seconds)
+                         output_tokens=19, seconds=got.seconds,
+                         sources=(Citation("edge-cache", "2026", None, "model-given", 0),),
+                         short_answer_check="in cited text")
     assert got.seconds > 0
 
 

@@ -1,0 +1,122 @@
+"""Citations of the reader's answers: EM and F1 with 95% intervals, citations valid and locatable, citation recall
+and precision against the gold documents (ALCE-style), the attributed share, short-answer support, seconds per
+answer.
+
+Two sets:
+- `sample`: the sample questions on the demo workspace through `rag eval --questions` exactly as a user runs it,
+  with the code of `--code DIR` (another checkout, for before/after on one machine); `--summary FILE` reads the
+  summary.json of a run already made with the same command instead of running it.
+- `benchmark`: `--n` questions of a benchmark's report half (rag.sources.benchmarks.half_of; drawn per type × hops,
+  seeded), ingested into `--workspace-root` when needed.
+
+Writes bench/results/citations-<set>[-<tag>].json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.results_file import RESULTS, write_results  # noqa: E402
+
+FIGURES = ("exact_match", "f1", "citations_valid", "citation_locatable", "citation_recall", "citation_precision",
+           "citations_attributed", "short_answer_supported", "cited_gold", "generate_s")
+SAMPLE_ARGS = ("--questions", "samples/questions.jsonl", "--users-file", "samples/users.yaml", "--reader", "local",
+               "--answer-sample", "16", "--methods", "longrag", "--budgets", "2000")
+
+
+def cells(summary: dict) -> list[dict]:
+    """The figures of every answered cell (those the reader answered in), intervals kept; absent ones as None."""
+    return [{"method": c["method"], "budget": c["budget"], "n": c["n"], **{k: c.get(k) for k in FIGURES}}
+            for c in summary["results"] if c.get("generate_s")]
+
+
+def run_sample(code: Path, workspace: Path, out: Path) -> dict:
+    """`rag eval` on the sample questions with the code in `code`; the demo workspace is built first if missing."""
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    rag = [sys.executable, "-m", "pipelines.cli"]
+    if not (workspace / "catalog.duckdb").exists():
+        subprocess.run([*rag, "demo", "--workspace", str(workspace)], cwd=code, env=env, check=True)
+    subprocess.run([*rag, "eval", *SAMPLE_ARGS, "--workspace", str(workspace), "--out", str(out)], cwd=code,
+                   env=env, check=True)
+    return json.loads((out / "summary.json").read_text())
+
+
+def run_benchmark(args: argparse.Namespace, root: Path) -> tuple[dict, list[str]]:
+    """The evaluation of `--n` report-half questions of `--benchmark`, with the local reader."""
+    from rag.answer.llm import chat_model
+    from rag.evaluation import EvalConfig, Evaluator, evaluate, load_questions, summarise, write_report
+    from rag.evaluation.prepared import prepare_workspace
+    from rag.evaluation.run import answer_sample
+    from rag.models.embedders import Embedder
+    from rag.models.tokens import default_counter
+    from rag.sources.benchmarks import half_of
+
+    name = args.benchmark
+    report_half = [q for q in load_questions(root / name / "questions.jsonl") if half_of(name, q.qid) == "report"]
+    chosen = answer_sample(report_half, args.n, args.seed)
+    questions = [q for q in report_half if q.qid in chosen]
+    config = EvalConfig(tuple(args.methods.split(",")), (args.budget,))
+    embedder, counter = Embedder(threads=1), default_counter()
+    prepared = prepare_workspace(root / name, Path(args.workspace_root) / name, embedder, counter)
+    try:
+        evaluation = evaluate(prepared, questions, Evaluator(config, embedder, counter, chat_model(args.reader)))
+        summary = summarise(evaluation, prepared, command())
+    finally:
+        prepared.close()
+    write_report(RESULTS / "eval" / f"citations-{name}", evaluation, summary)
+    return summary, [q.qid for q in questions]
+
+
+def command() -> str:
+    return "python bench/citations.py " + " ".join(sys.argv[1:])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("set", choices=("sample", "benchmark"))
+    parser.add_argument("--code", default=str(REPO), help="sample: the checkout whose `rag eval` runs")
+    parser.add_argument("--summary", help="sample: the summary.json of a run already made with the same command")
+    parser.add_argument("--workspace", default=str(REPO / ".rag" / "bench" / "citations-demo"))
+    parser.add_argument("--benchmark", default="hotpotqa")
+    parser.add_argument("--n", type=int, default=32, help="benchmark: questions drawn from the report half")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--methods", default="longrag")
+    parser.add_argument("--budget", type=int, default=2000)
+    parser.add_argument("--reader", default="local", choices=("local", "endpoint"))
+    parser.add_argument("--workspace-root", default=str(REPO / ".rag" / "bench"))
+    parser.add_argument("--tag")
+    from rag.sources.benchmarks import add_benchmarks_option, benchmarks_option
+
+    add_benchmarks_option(parser)
+    args = parser.parse_args()
+    start = time.perf_counter()
+    figures: dict = {"command": command(), "set": args.set}
+    if args.set == "sample":
+        summary = json.loads(Path(args.summary).read_text()) if args.summary else run_sample(
+            Path(args.code), Path(args.workspace), Path(args.workspace).with_name("citations-demo-eval"))
+        figures["eval_command"] = "rag eval " + " ".join(SAMPLE_ARGS)
+    else:
+        summary, qids = run_benchmark(args, benchmarks_option(parser, args))
+        figures |= {"benchmark": args.benchmark, "half": "report", "seed": args.seed, "questions": qids}
+    wall = summary["evaluation_seconds"] if args.summary else time.perf_counter() - start  # the run's, not the read's
+    figures |= {"reader": summary["reader"], "wall_s": round(wall, 1),
+                "load_average": os.getloadavg(), "cells": cells(summary)}
+    out = write_results(figures, f"citations-{args.set if args.set == 'sample' else args.benchmark}", args.tag)
+    for c in figures["cells"]:
+        shown = "  ".join(f"{k} {c[k]['mean']:.3f}" + (f" [{c[k]['low']:.3f}, {c[k]['high']:.3f}]"
+                                                       if k in ("exact_match", "f1") else "")
+                          for k in FIGURES if c.get(k))
+        print(f"{c['method']} @{c['budget']} (n={c['n']}): {shown}")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

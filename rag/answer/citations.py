@@ -1,0 +1,253 @@
+"""Citations of an answer: how they are read and checked, attribution after the fact, and the short-answer check.
+
+Citation rule (`check_citations`): a citation is the text inside square brackets, split at "," or ";", with any
+" · version …" suffix dropped, so `[a]`, `[a, b]` and a copied header `[a · version 2026]` all cite `a`; a place
+after the id (`[a p.7]`, `[a slide 3]`, `[a sheet Budget]`) cites `a` when `a p.7` is not itself a document.
+A citation is *locatable* when the sentence carrying it (the previous sentence when the brackets stand alone)
+can be found in the cited document's context text (for `[a; b]`, in a's and b's together): every quoted span
+("…" or “…”) appears there verbatim (case and whitespace ignored), or, when nothing is quoted, at least half of
+the sentence's content words do. A citation of a document outside the context is never locatable.
+
+Usable citation (`cite`): one the reader wrote whose document is in the caller's context and locatable there; the
+others are dropped and listed. A statement left without one is *attributed*: the context sentence holding the
+largest share of its content words is found (ties go to the earliest, i.e. best-ranked, sentence), and if the
+statement is locatable in that sentence alone its document is cited, marked `attributed`; else it stays uncited.
+
+Short-answer rule: the short answer is supported by a text when its normalised form (lower case, punctuation and
+extra spaces removed) is a substring of the text's, or every one of its content words and numbers occurs there;
+"yes" and "no" are derived from a comparison, so a cited long answer supports them. Not supported by the long
+answer's cited documents, it is located in the context like a statement; found nowhere, it is flagged.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rag.retrieval.context import ContextItem
+from rag.text.analysis import has_han, is_stop, sentences, words
+
+LOCATABLE_SHARE = 0.5
+ATTRIBUTED, MODEL_GIVEN = "attributed", "model-given"
+SHORT_IN_CITED, SHORT_ATTRIBUTED, SHORT_UNSUPPORTED = "in cited text", "attributed", "not found"
+
+_STOPWORDS = frozenset(
+    "the and for are was were with that this from has have had not but its into onto our their there these those "
+    "they them then than what which who whom whose when where why how all any can does did doing been being his "
+    "her she him you your yours about above after before over under again further once only own same such very "
+    "will would should could may might must also each other some more most both few nor out off per via".split()
+)
+_BRACKETS = re.compile(r"\[([^\[\]\n]+)\]")
+_QUOTES = re.compile(r'"([^"\n]+)"|“([^”\n]+)”')
+_WORDS = re.compile(r"[a-z0-9]+")
+_HEADER_LINE = re.compile(r"^(## .*|\[[^\]\n]*\])$")
+_PLACE = re.compile(r"\s+(?:p\.\s*\d+|pp?\.\s*\d+\s*[–-]\s*\d+|slides?\s+\d+(?:\s*[–-]\s*\d+)?|sheet\s+.+)$",
+                    re.IGNORECASE)
+_PUNCTUATION = re.compile(r"[^\w\s]")
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?。！？])")
+_END = re.compile(r"(.*?)\s*([.!?。！？]*)$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One cited document of an answer: which version and place, who cited it, and for what."""
+
+    doc_id: str
+    version: str
+    location: str | None        # "p.7", "slide 3", … when the document has places
+    origin: str                 # "model-given" (the reader wrote it) or "attributed" (located after the fact)
+    statement: int              # index of the long answer's statement it supports; -1 for the short answer
+    sentence: str | None = None  # attributed: the context sentence the statement was found in
+
+    @property
+    def label(self) -> str:
+        """How the answer text cites it: `doc_id p.7`."""
+        return f"{self.doc_id} {self.location}" if self.location else self.doc_id
+
+
+@dataclass(frozen=True)
+class Cited:
+    """The long answer with only usable citations, each citation, the dropped ones, and the short-answer check."""
+
+    text: str
+    citations: tuple[Citation, ...]
+    dropped: tuple[str, ...]    # the reader's citations that were not usable, as written
+    uncited: int                # statements left without any citation
+    short_answer_check: str     # SHORT_IN_CITED, SHORT_ATTRIBUTED or SHORT_UNSUPPORTED
+
+
+def content_words(text: str) -> list[str]:
+    """Lower-cased words that carry meaning: numbers, words of three or more letters that are not stopwords, and
+    Chinese words (rag.text.analysis's segmentation) that are not stop words."""
+    if has_han(text):
+        return [w for w in words(text) if (has_han(w) and not is_stop(w)) or w.isdigit()
+                or (len(w) >= 3 and w not in _STOPWORDS)]
+    return [w for w in _WORDS.findall(text.lower()) if w.isdigit() or (len(w) >= 3 and w not in _STOPWORDS)]
+
+
+def cited_ids(bracket: str) -> list[str]:
+    """The document ids inside one pair of brackets (without the brackets)."""
+    ids = (part.split("·")[0].strip() for part in re.split(r"[,;]", bracket))
+    return [i for i in ids if i and not re.match(r"(version|part)\b", i)]
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def locatable(claim: str, doc_text: str) -> bool:
+    """The module's locatability rule: quoted spans verbatim, else half the claim's content words."""
+    quotes = [a or b for a, b in _QUOTES.findall(claim)]
+    if quotes:
+        return all(_normalise(q) in _normalise(doc_text) for q in quotes)
+    claimed = content_words(claim)
+    doc_words = set(content_words(doc_text))
+    return bool(claimed) and sum(w in doc_words for w in claimed) >= LOCATABLE_SHARE * len(claimed)
+
+
+def _doc_texts(items: list[ContextItem]) -> dict[str, str]:
+    docs: dict[str, str] = {}
+    for item in items:
+        docs[item.doc_id] = docs.get(item.doc_id, "") + item.text + "\n"
+    return docs
+
+
+def _split_place(cited: str, docs: dict[str, str]) -> tuple[str, str | None]:
+    """(doc id, place written after it) of one cited id."""
+    if cited in docs:
+        return cited, None
+    bare = _PLACE.sub("", cited)
+    return bare, (cited[len(bare):].strip() or None)
+
+
+def _claims(answer_text: str) -> list[tuple[str, list[str]]]:
+    """(claim, its brackets) per sentence; brackets standing alone after a sentence join that sentence."""
+    out: list[tuple[str, list[str]]] = []
+    for sentence in sentences(answer_text):
+        claim = _SPACE_BEFORE_PUNCTUATION.sub(r"\1", " ".join(_BRACKETS.sub(" ", sentence).split()))
+        brackets = _BRACKETS.findall(sentence)
+        if not content_words(claim) and out:
+            out[-1][1].extend(brackets)
+        elif claim or brackets:
+            out.append((claim, brackets))
+    return out
+
+
+def check_citations(answer_text: str, items: list[ContextItem]) -> tuple[list[str], bool, float]:
+    """(cited ids in first-cited order, all valid, share of citation occurrences locatable); see the module doc."""
+    docs = _doc_texts(items)
+    citations: list[str] = []
+    occurrences = located = 0
+    for claim, brackets in _claims(answer_text):
+        for bracket in brackets:
+            ids = [_split_place(i, docs)[0] for i in cited_ids(bracket)]
+            together = "\n".join(docs[i] for i in ids if i in docs)  # one bracket's documents support it jointly
+            for doc_id in ids:
+                if doc_id not in citations:
+                    citations.append(doc_id)
+                occurrences += 1
+                located += doc_id in docs and locatable(claim, together)
+    valid = bool(citations) and all(c in docs for c in citations)
+    return citations, valid, located / occurrences if occurrences else 0.0
+
+
+def strip_citations(text: str) -> str:
+    return " ".join(_BRACKETS.sub(" ", text).split())
+
+
+def item_sentences(item: ContextItem) -> list[str]:
+    """The sentences of an item's text, its header lines left out."""
+    body = "\n".join(ln for ln in item.text.splitlines() if not _HEADER_LINE.match(ln.strip()))
+    return [s.strip() for s in sentences(body) if s.strip()]
+
+
+def locate(claim: str, items: list[ContextItem]) -> tuple[ContextItem, str] | None:
+    """The item and sentence a claim is found in (see the module doc), or None."""
+    claimed = content_words(claim)
+    if not claimed:
+        return None
+    best, best_share = None, -1.0
+    for item in items:
+        for sentence in item_sentences(item):
+            present = set(content_words(sentence))
+            share = sum(w in present for w in claimed) / len(claimed)
+            if share > best_share and locatable(claim, sentence):
+                best, best_share = (item, sentence), share
+    return best
+
+
+def _model_given(claim: str, brackets: list[str], index: int, items: list[ContextItem], docs: dict[str, str],
+                 dropped: list[str]) -> list[Citation]:
+    """The usable citations among a statement's brackets; the rest go to `dropped`."""
+    first = {}
+    for item in items:
+        first.setdefault(item.doc_id, item)
+    out = []
+    for bracket in brackets:
+        cited = [(raw, *_split_place(raw, docs)) for raw in cited_ids(bracket)]
+        together = "\n".join(docs[i] for _, i, _ in cited if i in docs)
+        for raw, doc_id, place in cited:
+            if doc_id not in docs or not locatable(claim, together):
+                dropped.append(raw)
+            elif doc_id not in {c.doc_id for c in out}:
+                out.append(Citation(doc_id, first[doc_id].doc_version, place or first[doc_id].location,
+                                    MODEL_GIVEN, index))
+    return out
+
+
+def _attributed(claim: str, index: int, items: list[ContextItem]) -> list[Citation]:
+    """The claim's attributed citation, or none when it is found in no context sentence."""
+    found = locate(claim, items)
+    if found is None:
+        return []
+    item, sentence = found
+    return [Citation(item.doc_id, item.doc_version, item.location, ATTRIBUTED, index, sentence)]
+
+
+def short_supported(short: str, text: str) -> bool:
+    """The short-answer rule of the module doc, against one text."""
+    plain = " ".join(_PUNCTUATION.sub(" ", short.lower()).split())
+    if not plain:
+        return False
+    if plain in " ".join(_PUNCTUATION.sub(" ", text.lower()).split()):
+        return True
+    wanted = content_words(short)
+    return bool(wanted) and set(wanted) <= set(content_words(text))
+
+
+def cite(long_answer: str, short_answer: str, items: list[ContextItem]) -> Cited:
+    """The answer with usable citations only, attributed ones added where the reader gave none; see the module doc."""
+    docs = _doc_texts(items)
+    dropped: list[str] = []
+    citations: list[Citation] = []
+    parts, uncited = [], 0
+    for index, (claim, brackets) in enumerate(_claims(long_answer)):
+        found = _model_given(claim, brackets, index, items, docs, dropped) or _attributed(claim, index, items)
+        citations += found
+        uncited += not found
+        parts.append(_with_labels(claim, found))
+    check, short_citation = _check_short(short_answer, citations, items, docs)
+    return Cited(" ".join(parts), (*citations, *short_citation), tuple(dropped), uncited, check)
+
+
+def _with_labels(claim: str, found: list[Citation]) -> str:
+    """The claim with its citations before its final punctuation, so no citation reads as the next sentence's."""
+    if not found:
+        return claim
+    body, end = _END.match(claim).groups()
+    return f"{body} [{'; '.join(c.label for c in found)}]{end}"
+
+
+def _check_short(short: str, citations: list[Citation], items: list[ContextItem],
+                 docs: dict[str, str]) -> tuple[str, tuple[Citation, ...]]:
+    """The short-answer check of the module doc, with the short answer's attributed citation when one was needed."""
+    cited_text = "\n".join(docs[d] for d in dict.fromkeys(c.doc_id for c in citations))
+    if citations and short.strip().lower().rstrip(".") in ("yes", "no"):
+        return SHORT_IN_CITED, ()
+    if cited_text and short_supported(short, cited_text):
+        return SHORT_IN_CITED, ()
+    for item in items:
+        for sentence in item_sentences(item):
+            if short_supported(short, sentence):
+                return SHORT_ATTRIBUTED, (Citation(item.doc_id, item.doc_version, item.location, ATTRIBUTED, -1,
+                                                   sentence),)
+    return SHORT_UNSUPPORTED, ()

@@ -1,0 +1,182 @@
+"""Citations that do not depend on the model's manners: numbered sources, the constrained answer's schema,
+attribution after the fact, and the short-answer check."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_llm import FakeOpenAI, Reply  # the loopback OpenAI stand-in (tests/ is on sys.path via rootdir)
+
+from rag.answer.citations import (
+    ATTRIBUTED,
+    MODEL_GIVEN,
+    SHORT_ATTRIBUTED,
+    SHORT_IN_CITED,
+    SHORT_UNSUPPORTED,
+    cite,
+    item_sentences,
+    short_supported,
+)
+from rag.answer.llm import OpenAIChat
+from rag.answer.reader import answer
+from rag.answer.sources import (
+    answer_schema,
+    numbered_context,
+    render_statements,
+    resolve_numbers,
+    source_line,
+    statements_of,
+)
+from rag.retrieval.context import ContextItem, RetrievalResult
+from rag.units.long_units import render_header
+
+CACHE = ("The edge cache was introduced in March 2024 to reduce latency. "
+         "It stores up to 40 GB of map tiles per site.")
+LOGS = "Logs rotate every 24 hours. Old logs are compressed with zstd and kept for 30 days."
+REPORT = "Revenue grew by 12 percent in the third quarter. The Lisbon office opened in May."
+
+
+def item(doc_id: str, body: str, location: str | None = None, version: str = "2026") -> ContextItem:
+    text = render_header(doc_id.replace("-", " ").title(), doc_id, version) + body + "\n"
+    return ContextItem(doc_id=doc_id, doc_version=version, title=doc_id.replace("-", " ").title(), text=text,
+                       tokens=len(text.split()), ranges=((0, len(body)),), score=1.0, location=location)
+
+
+ITEMS = [item("edge-cache", CACHE), item("log-rotation", LOGS, version="3"), item("finance/report", REPORT, "p.7")]
+
+
+def test_the_prompt_lists_numbered_sources_with_title_id_version_and_place():
+    assert source_line(3, ITEMS[2]) == "[3] Finance/Report · finance/report · version 2026 · p.7"
+    prompt = numbered_context(ITEMS)
+    assert prompt.startswith("[1] Edge Cache · edge-cache · version 2026\nThe edge cache was introduced")
+    assert "[2] Log Rotation · log-rotation · version 3\nLogs rotate" in prompt
+    assert "[edge-cache · version" not in prompt  # the rendered id header is replaced, not repeated
+
+
+def test_source_numbers_map_back_to_documents_and_places():
+    text = "Logs rotate daily [2]. Revenue grew [3, 1]. Old logs [Source 2]. Odd [9]. Kept [edge-cache]."
+    assert resolve_numbers(text, ITEMS) == ("Logs rotate daily [log-rotation]. Revenue grew [finance/report p.7; "
+                                            "edge-cache]. Old logs [log-rotation]. Odd . Kept [edge-cache].")
+
+
+def test_the_schema_limits_source_numbers_to_the_real_sources():
+    schema = answer_schema(3)
+    statement = schema["properties"]["statements"]["items"]
+    assert statement["properties"]["sources"]["items"]["enum"] == [1, 2, 3]
+    assert statement["required"] == ["statement", "sources"]
+
+
+def test_a_constrained_reply_renders_as_cited_text_even_when_cut_off():
+    reply = json.dumps({"statements": [{"statement": "Logs are kept for 30 days.", "sources": [2]},
+                                       {"statement": "Revenue grew by 12 \"percent\".", "sources": [3, 2]}]})
+    pairs = statements_of(reply)
+    assert pairs == [("Logs are kept for 30 days.", [2]), ('Revenue grew by 12 "percent".', [3, 2])]
+    assert render_statements(pairs, ITEMS) == ('Logs are kept for 30 days [log-rotation]. Revenue grew by 12 '
+                                               '"percent" [finance/report p.7; log-rotation].')
+    assert statements_of(reply[:-40]) == pairs[:1]  # the unfinished second statement is left out
+
+
+def test_model_given_citations_that_check_out_are_kept_with_version_and_place():
+    got = cite("Revenue grew by 12 percent [finance/report p.7]. Logs rotate every 24 hours [log-rotation].",
+               "12 percent", ITEMS)
+    assert [(c.doc_id, c.version, c.location, c.origin, c.statement) for c in got.citations] == [
+        ("finance/report", "2026", "p.7", MODEL_GIVEN, 0), ("log-rotation", "3", None, MODEL_GIVEN, 1)]
+    assert (got.dropped, got.uncited, got.short_answer_check) == ((), 0, SHORT_IN_CITED)
+
+
+def test_a_wrong_or_foreign_citation_is_dropped_and_the_statement_attributed():
+    got = cite("Old logs are compressed with zstd [edge-cache]. The cache stores map tiles [ops-manual].",
+               "zstd", ITEMS)
+    assert got.dropped == ("edge-cache", "ops-manual")
+    assert [(c.doc_id, c.origin) for c in got.citations] == [("log-rotation", ATTRIBUTED), ("edge-cache", ATTRIBUTED)]
+    assert got.citations[0].sentence == "Old logs are compressed with zstd and kept for 30 days."
+    assert got.text == "Old logs are compressed with zstd [log-rotation]. The cache stores map tiles [edge-cache]."
+
+
+def test_a_statement_found_nowhere_stays_plainly_uncited():
+    got = cite("Penguins migrate north in winter.", "north", ITEMS)
+    assert (got.citations, got.uncited, got.text) == ((), 1, "Penguins migrate north in winter.")
+    assert got.short_answer_check == SHORT_UNSUPPORTED
+
+
+@pytest.mark.parametrize(("short", "text", "supported"), [
+    ("30 days", LOGS, True),                       # normalised substring
+    ("thirty days", LOGS, False),                  # words, not numbers spelled out
+    ("kept 30 days", LOGS, True),                  # every content word and number present
+    ("40 GB of tiles, per site", CACHE, True),
+    ("50 GB", CACHE, False),
+    ("", CACHE, False),
+])
+def test_the_short_answer_rule(short, text, supported):
+    assert short_supported(short, text) is supported
+
+
+def test_a_short_answer_outside_the_cited_text_is_attributed_or_flagged():
+    got = cite("Logs rotate every 24 hours [log-rotation].", "March 2024", ITEMS)
+    assert got.short_answer_check == SHORT_ATTRIBUTED
+    assert (got.citations[-1].doc_id, got.citations[-1].statement) == ("edge-cache", -1)
+    assert cite("Logs rotate every 24 hours [log-rotation].", "June 1999", ITEMS).short_answer_check \
+        == SHORT_UNSUPPORTED
+    assert cite("Logs rotate every 24 hours [log-rotation].", "yes", ITEMS).short_answer_check == SHORT_IN_CITED
+
+
+words = st.sampled_from("cache logs revenue lisbon office tiles zstd rotate quarter latency site days march "
+                        "penguins north winter budget".split())
+sentence = st.lists(words, min_size=2, max_size=6).map(lambda ws: " ".join(ws).capitalize() + ".")
+
+
+@settings(max_examples=150, deadline=None)
+@given(bodies=st.lists(st.lists(sentence, min_size=1, max_size=3), min_size=1, max_size=3),
+       outside=st.lists(sentence, min_size=1, max_size=2), claims=st.lists(sentence, min_size=1, max_size=3),
+       cites=st.lists(st.sampled_from(["[1]", "[2]", "[outside-doc]", ""]), min_size=3, max_size=3))
+def test_an_attributed_citation_names_a_context_document_holding_its_sentence(bodies, outside, claims, cites):
+    items = [item(f"doc-{k}", " ".join(b)) for k, b in enumerate(bodies)]
+    allowed = {i.doc_id: i.text for i in items}
+    long_text = resolve_numbers(" ".join(f"{c.rstrip('.')} {mark}." for c, mark in zip(claims, cites)), items)
+    got = cite(long_text, claims[0], items)
+    for c in got.citations:
+        assert c.doc_id in allowed  # never "outside-doc", never a document outside the caller's context
+        if c.origin == ATTRIBUTED:
+            assert c.sentence in item_sentences(next(i for i in items if i.doc_id == c.doc_id))
+            assert c.sentence in allowed[c.doc_id]
+
+
+def test_the_reader_sends_the_schema_only_to_a_model_that_declares_it():
+    reply = json.dumps({"statements": [{"statement": "Old logs are kept for 30 days.", "sources": [2]}]})
+    result = RetrievalResult("longrag", 1000, ITEMS)
+    with FakeOpenAI([Reply(text=reply), Reply(text="30 days")]) as server:
+        got = answer("How long are old logs kept?", result, OpenAIChat(server.base_url, "m", schema_output=True))
+    sent = server.requests[0]["response_format"]
+    assert sent["type"] == "json_object" and sent["schema"] == answer_schema(3)
+    assert got.long_answer == "Old logs are kept for 30 days [log-rotation]."
+    assert (got.citations, got.citations_valid, got.citation_locatable) == (["log-rotation"], True, 1.0)
+    assert got.to_json()["sources"][0]["origin"] == MODEL_GIVEN
+    with pytest.raises(ValueError, match="not known to constrain"):
+        OpenAIChat(server.base_url, "m").complete([], schema=answer_schema(1))
+
+
+def test_an_uncited_llm_answer_is_attributed_and_says_so_in_json():
+    result = RetrievalResult("longrag", 1000, ITEMS)
+    with FakeOpenAI([Reply(text="The Lisbon office opened in May."), Reply(text="May")]) as server:
+        got = answer("When did the Lisbon office open?", result, OpenAIChat(server.base_url, "m"))
+    assert got.long_answer == "The Lisbon office opened in May [finance/report p.7]."
+    assert (got.citations_valid, got.attributed, got.uncited) == (True, 1, 0)
+    assert got.to_json()["sources"][0] | {"sentence": None} == {
+        "doc_id": "finance/report", "version": "2026", "location": "p.7", "origin": ATTRIBUTED, "statement": 0,
+        "sentence": None}
+
+
+def test_the_evaluation_scores_citations_against_the_gold_documents():
+    from rag.evaluation.run import _against_gold
+    from rag.sources.benchmarks import Question
+
+    result = RetrievalResult("longrag", 1000, ITEMS)
+    with FakeOpenAI([Reply(text="The Lisbon office opened in May [3]. Logs rotate every 24 hours [2]."),
+                     Reply(text="June")]) as server:
+        got = answer("When did the Lisbon office open?", result, OpenAIChat(server.base_url, "m"))
+    gold = Question("q", "When did the Lisbon office open?", "May", ("finance/report", "hr-calendar"))
+    assert _against_gold(got, gold) == {"citation_recall": 0.5, "citation_precision": 0.5,
+                                        "citations_attributed": 0.0, "short_answer_supported": False}
+    assert _against_gold(None, gold)["citation_recall"] is None
