@@ -137,19 +137,24 @@ def _drop_running_lines(pages: list[_Page]) -> None:
     """Takes out margin lines that repeat (numbers aside) on at least half the pages and at least three, and
     margin lines that are only a page number and alone on their line."""
     seen: Counter[str] = Counter()
+    smallest: dict[str, float] = {}
     for page in pages:
-        seen.update({key for s in page.segs if (key := _running_key(s, page.height))})
-    repeated = {key for key, n in seen.items() if n >= 3 and n >= 0.5 * len(pages)}
+        keys = {(key, s.size) for s in page.segs if (key := _running_key(s, page.height))}
+        seen.update({key for key, _ in keys})
+        for key, size in keys:
+            smallest[key] = min(size, smallest.get(key, size))
+    # A title set larger than the running header that repeats its words is the title, not the header.
+    repeated = {key: smallest[key] * 1.15 for key, n in seen.items() if n >= 3 and n >= 0.5 * len(pages)}
     for page in pages:
         page.segs = [s for s in page.segs if not _running(s, page, repeated)]
 
 
-def _running(seg: Seg, page: _Page, repeated: set[str]) -> bool:
+def _running(seg: Seg, page: _Page, repeated: dict[str, float]) -> bool:
     key = _running_key(seg, page.height)
     if key is None:
         return False
     if key in repeated:
-        return True
+        return seg.size < repeated[key]
     return bool(_PAGE_NUMBER.match(key)) and not any(
         other is not seg and min(other.base, seg.base) > max(other.top, seg.top) for other in page.segs)
 

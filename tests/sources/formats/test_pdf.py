@@ -192,3 +192,24 @@ def test_a_title_that_ends_in_brackets_keeps_them():
         page.drawString(72, 720, "The film was released in May.")
         page.save()
         assert extract(buffer.getvalue(), ExtractOptions()).title == title
+
+
+def test_a_title_that_the_running_header_repeats_stays_the_title():
+    import io
+
+    from reportlab.pdfgen import canvas
+
+    buffer = io.BytesIO()
+    page = canvas.Canvas(buffer)
+    for n in range(1, 4):
+        page.setFont("Helvetica", 9)
+        page.drawString(72, 810, "Quarterly Review")
+        if n == 1:
+            page.setFont("Helvetica-Bold", 20)
+            page.drawString(72, 780, "Quarterly Review")
+        page.setFont("Helvetica", 11)
+        page.drawString(72, 700, f"Body text of page {n} says what happened in the quarter.")
+        page.showPage()
+    page.save()
+    text = extract(buffer.getvalue(), ExtractOptions()).text
+    assert text.count("Quarterly Review") == 1 and "# Quarterly Review" in text
