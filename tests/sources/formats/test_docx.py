@@ -6,6 +6,7 @@ import docx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from table_cells import cells
 
 from rag.sources.formats import ExtractError, ExtractOptions
 from rag.sources.formats.docx import extract
@@ -105,8 +106,7 @@ def test_empty_document_is_refused_as_empty():
     assert error.value.kind == "empty"
 
 
-_CELL = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")) | st.sampled_from("|\\\n\t"),
-                max_size=12)
+_CELL = cells()
 
 
 @settings(max_examples=25, deadline=None)

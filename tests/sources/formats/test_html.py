@@ -4,6 +4,7 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from table_cells import cells
 
 from rag.sources.formats import ExtractError, ExtractOptions
 from rag.sources.formats.html import extract
@@ -67,8 +68,7 @@ def test_empty_and_script_only_pages_are_empty():
         assert error.value.kind == "empty"
 
 
-_CELL = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")) | st.sampled_from("|\\\n\t"),
-                max_size=12)
+_CELL = cells()
 
 
 @settings(max_examples=40, deadline=None)
