@@ -1,5 +1,6 @@
-"""Cheap change detection for a source: a fingerprint of file names, sizes, modification and status-change times,
-and the cursor that names each change a sensor requests a run for."""
+"""Cheap change detection for a source: a fingerprint of file names, sizes, modification and status-change times
+(a folder) or of object keys, ETags and sizes (a bucket prefix), and the cursor that names each change a sensor
+requests a run for."""
 from __future__ import annotations
 
 import hashlib
@@ -10,8 +11,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rag.sources.access import ACCESS_FILE
-from rag.sources.formats.registry import READERS
-from rag.sources.loaders import TEXT_SUFFIXES
+from rag.sources.bucket import is_bucket, listing_snapshot
+from rag.sources.loaders import watched
 from rag.sources.partitions import Selection
 
 Stamp = tuple[int | str, ...]
@@ -19,11 +20,13 @@ Stamp = tuple[int | str, ...]
 
 def snapshot(source: str | Path, select: Selection | None = None) -> dict[str, Stamp]:
     """relative path → (mtime_ns, ctime_ns, size) of every file a load of this source (or of one partition) would
-    read, and of every folder ACL file.
+    read, and of every folder ACL file; of an s3:// source, key → (ETag, size), from the listing alone.
 
     The ctime moves on a chmod or chgrp, which may change who may read a file (`--acl-from posix`) and leaves the
     mtime as it was.
     """
+    if is_bucket(source):
+        return listing_snapshot(str(source))
     root = Path(source)
     if root.is_file():
         return {root.name: _stamp(root)}
@@ -52,16 +55,6 @@ def _folder_files_above(root: Path, select: Selection | None) -> dict[str, Stamp
         if (path := folder / ACCESS_FILE).is_file():
             out[os.path.relpath(path, root)] = _stamp(path)
     return out
-
-
-def watched(rel: Path) -> bool:
-    """A document a load would read, or a folder ACL file (its edit changes who may read the documents below it)."""
-    if any(part.startswith(".") for part in rel.parts[:-1]):
-        return False
-    if rel.name == ACCESS_FILE:
-        return True
-    suffix = rel.suffix.lower()
-    return not rel.name.startswith(".") and (suffix in TEXT_SUFFIXES or suffix in READERS or suffix == ".jsonl")
 
 
 def fingerprint(snap: dict[str, Stamp]) -> str:

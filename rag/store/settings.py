@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 
+from rag.sources.bucket import split_sources
 from rag.sources.file_groups import ACL_FROM
 from rag.sources.partitions import PartitionSpec, Selection
 from rag.store.url_settings import ENDPOINT_URL, LANCE_URI, index_location, setting
@@ -73,13 +74,13 @@ class IngestSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], workspace: str, sources: list[str]) -> IngestSettings:
-        """RAG_WORKSPACE, RAG_SOURCES (os.pathsep-separated), RAG_DEFAULT_ACL (comma-separated), RAG_COLLECTION,
+        """RAG_WORKSPACE, RAG_SOURCES (os.pathsep-separated folders, files or s3:// URIs), RAG_DEFAULT_ACL (comma-separated), RAG_COLLECTION,
         RAG_DERIVE_LINKS=titles, RAG_LANCE_URI, RAG_EMBEDDER, RAG_ALLOW_EMPTY=1, RAG_PARTITIONS=collections,
         RAG_SENSOR_INTERVAL_S, RAG_OCR=1, RAG_ACL_FROM=posix;
         `workspace` and `sources` are the defaults when unset."""
         return cls(
             workspace=environ.get("RAG_WORKSPACE") or workspace,
-            sources=[s for s in environ.get("RAG_SOURCES", os.pathsep.join(sources)).split(os.pathsep) if s],
+            sources=split_sources(environ.get("RAG_SOURCES", os.pathsep.join(sources))),
             default_acl=tuple(g for g in environ.get("RAG_DEFAULT_ACL", "").split(",") if g),
             collection=environ.get("RAG_COLLECTION") or None,
             derive_links=environ.get("RAG_DERIVE_LINKS", "") == "titles",
