@@ -149,37 +149,27 @@ def mirror_folder(uri: str, workspace: str | Path) -> Path:
     return Path(workspace).resolve() / MIRRORS / f"{slug}-{hashlib.sha256(where.uri.encode()).hexdigest()[:10]}"
 
 
-@dataclass
-class MirrorReport:
-    listed: int = 0
-    downloaded: int = 0
-    removed: int = 0
-    bytes_read: int = 0
-
-
-def mirror(uri: str, workspace: str | Path, s3=None) -> tuple[Path, MirrorReport]:
-    """Bring the mirror to the prefix as listed now; the folder to scan. A failure leaves it as the last run left it
-    (what is published stays), and a failure part-way leaves only whole files."""
+def mirror(uri: str, workspace: str | Path, s3=None) -> Path:
+    """Bring the mirror to the prefix as listed now; the folder to scan. A listing that fails changes nothing (what
+    is published stays); a download that fails leaves whole files, each recorded as what it is."""
     where, s3 = BucketUri.parse(uri), s3 or client()
     home = mirror_folder(uri, workspace)
     files, manifest_path = home / "files", home / "manifest.json"
     objects, refused = list_prefix(where, s3)
-    report = MirrorReport(listed=len(objects))
     files.mkdir(parents=True, exist_ok=True)
-    known = _read_json(manifest_path).get("objects", {})
-    report.removed = _remove_unlisted(files, set(objects))
-    kept: dict[str, list] = {}
-    for rel, o in sorted(objects.items()):
-        path = files / rel
-        if _intact(path, known.get(rel), o):
-            kept[rel] = known[rel]
-            continue
-        kept[rel] = _download(s3, where, rel, o, path, home)
-        report.downloaded += 1
-        report.bytes_read += kept[rel][1]
-    _write_json(manifest_path, {"objects": kept})
+    known = {rel: entry for rel, entry in _read_json(manifest_path).get("objects", {}).items() if rel in objects}
+    _remove_unlisted(files, set(objects))
+    try:
+        for rel, o in sorted(objects.items()):
+            if _intact(files / rel, known.get(rel), o):
+                continue
+            known.pop(rel, None)
+            if entry := _download(s3, where, rel, o, files / rel, home):
+                known[rel] = entry
+    finally:
+        _write_json(manifest_path, {"objects": known})
     _write_json(home / ORIGIN, {"uri": where.uri, "refused": refused})
-    return files, report
+    return files
 
 
 def check_bucket_sources(sources: list[str], partitioned: bool) -> None:
@@ -193,7 +183,7 @@ def check_bucket_sources(sources: list[str], partitioned: bool) -> None:
 
 def local_sources(sources: list[str], workspace: str | Path) -> list[str]:
     """Each source as the folder a run scans: a bucket source's mirror (brought up to date), any other resolved."""
-    return [str(mirror(s, workspace)[0]) if is_bucket(s) else str(Path(s).resolve()) for s in sources]
+    return [str(mirror(s, workspace)) if is_bucket(s) else str(Path(s).resolve()) for s in sources]
 
 
 @dataclass(frozen=True)
@@ -227,19 +217,16 @@ def naming(folder: str | Path) -> Naming | None:
     return Naming(str(folder), origin["uri"], tuple(tuple(r) for r in origin.get("refused", [])))
 
 
-def _remove_unlisted(files: Path, wanted: set[str]) -> int:
+def _remove_unlisted(files: Path, wanted: set[str]) -> None:
     """Delete every file of the mirror no listed object names (a vanished object), and the folders left empty."""
-    removed = 0
     for dirpath, dirnames, filenames in os.walk(files, topdown=False):
         here = Path(dirpath)
         for name in filenames + [d for d in dirnames if (here / d).is_symlink()]:
             path = here / name
             if path.relative_to(files).as_posix() not in wanted or path.is_symlink():
                 path.unlink()
-                removed += 1
         if here != files and not any(here.iterdir()):
             here.rmdir()
-    return removed
 
 
 def _intact(path: Path, recorded: list | None, o: Listed) -> bool:
@@ -253,16 +240,21 @@ def _intact(path: Path, recorded: list | None, o: Listed) -> bool:
     return st.st_size == o.size and st.st_mtime_ns == recorded[2]
 
 
-def _download(s3, where: BucketUri, rel: str, o: Listed, path: Path, home: Path) -> list:
+def _download(s3, where: BucketUri, rel: str, o: Listed, path: Path, home: Path) -> list | None:
     """Write the object to a temporary file, then rename it into place with the object's LastModified as its mtime
-    (the listing's, to the millisecond, unless the object changed since it was listed); its manifest entry."""
+    (the listing's, to the millisecond, unless the object changed since it was listed); its manifest entry, or None
+    if it was deleted since it was listed (then it is gone from the mirror too, as at the next listing)."""
     key = where.key_prefix + rel
     if not path.resolve().is_relative_to((home / "files").resolve()):
         raise BucketError(f"{where.uri}/{rel}: resolves outside the mirror (refused)")
     path.parent.mkdir(parents=True, exist_ok=True)
     part = home / "partial"
     with _one_line(f"{SCHEME}{where.bucket}/{key}"):
-        answer = s3.get_object(Bucket=where.bucket, Key=key)
+        try:
+            answer = s3.get_object(Bucket=where.bucket, Key=key)
+        except s3.exceptions.NoSuchKey:
+            path.unlink(missing_ok=True)
+            return None
         with open(part, "wb") as out:
             shutil.copyfileobj(answer["Body"], out, 2**20)
     etag = answer["ETag"].strip('"')

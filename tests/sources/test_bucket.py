@@ -310,3 +310,27 @@ def test_a_partitioned_workspace_over_a_bucket_is_refused_with_one_line(tmp_path
     done = rag_cli("ingest", "--source", "s3://docs/corp", "--partitioned", "--workspace", str(tmp_path))
     assert done.returncode != 0
     assert "not partitioned by collection" in done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_an_object_deleted_between_the_listing_and_its_download_is_left_out_not_a_failed_run(s3_env, tmp_path,
+                                                                                               monkeypatch):
+    bucket, ws = s3_env["bucket"], tmp_path / "ws"
+    for name in ("kept", "gone"):
+        put(bucket, f"corp/{name}.md", f"---\nid: {name}\nacl: [staff]\n---\nThe {name} text.\n")
+    made = bucket_source.client
+
+    def racing():   # another writer deletes the object just before this run fetches it
+        client = made()
+        client.meta.events.register("before-parameter-build.s3.GetObject", lambda params, **_: params[
+            "Key"].endswith("gone.md") and s3().delete_object(Bucket=bucket, Key=params["Key"]))
+        return client
+
+    monkeypatch.setattr(bucket_source, "client", racing)
+    ws.mkdir()
+    catalog = Catalog(ws / "catalog.duckdb")
+    try:
+        publish_documents(catalog, IngestSettings(sources=[f"s3://{bucket}/corp"]))
+        assert current_ids(catalog) == ["kept"]
+    finally:
+        catalog.close()
