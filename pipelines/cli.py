@@ -82,8 +82,9 @@ def _parser() -> argparse.ArgumentParser:
                                         "run in-process).")
     ingest.add_argument("--source", action="append", required=True, metavar="PATH",
                         help="a folder (or one file) of Markdown/text with YAML front matter, PDF, DOCX, PPTX, "
-                             "XLSX, CSV, HTML or EML files, or a JSONL file (doc_id, title, text), or s3://bucket/prefix "
-                             "(read like a folder; credentials from AWS_* variables); repeat for several")
+                             "XLSX, CSV, HTML or EML files, or a JSONL file (doc_id, title, text), or "
+                             "s3://bucket/prefix (read like a folder; credentials from AWS_* variables); repeat for "
+                             "several")
     _workspace_args(ingest)
     ingest.add_argument("--default-acl", action="append", default=[], metavar="GROUP",
                         help="group allowed to read documents that carry no ACL of their own (repeatable); "

@@ -225,11 +225,11 @@ def _read(now: FileState, old: FileState | None, before: list[Record], how: Read
         add_readings(scan.formats, one.formats)
         return
     reuse = {r.line_hash: r for r in before} if old is not None and old.same_reading(now) else {}
+    shown = scan.names.get(now.source, str)
     scan.changed[now.path] = []
     for lineno, line in lines:
         h = _line_hash(line)
         if h in reuse and line is not None:
-            shown = scan.names.get(now.source, str)
             scan.changed[now.path].append(reuse[h].at(lineno, shown(f"{path}:{lineno}")))
         else:
             scan.lines_parsed += 1

@@ -74,7 +74,7 @@ class IngestSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], workspace: str, sources: list[str]) -> IngestSettings:
-        """RAG_WORKSPACE, RAG_SOURCES (os.pathsep-separated folders, files or s3:// URIs), RAG_DEFAULT_ACL (comma-separated), RAG_COLLECTION,
+        """RAG_WORKSPACE, RAG_SOURCES (os.pathsep-separated), RAG_DEFAULT_ACL (comma-separated), RAG_COLLECTION,
         RAG_DERIVE_LINKS=titles, RAG_LANCE_URI, RAG_EMBEDDER, RAG_ALLOW_EMPTY=1, RAG_PARTITIONS=collections,
         RAG_SENSOR_INTERVAL_S, RAG_OCR=1, RAG_ACL_FROM=posix;
         `workspace` and `sources` are the defaults when unset."""
