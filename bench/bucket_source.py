@@ -7,9 +7,9 @@ published states must be identical (documents, versions, ACLs, unit membership) 
 `rag retrieve` gives (`Workspace.retrieve`, its core) for several callers and questions. Then the no-change cost of
 a bucket source at `--scan-objects` objects (documents step only: nothing to embed): the sensor's listing and a
 run's mirror and scan, each in seconds, S3 requests by kind and bytes of object bodies read (goal 0).
-`--latency` also measures a revocation with the sensor on: a folder ACL object's edit, the real sensor's tick
-(`build_sensor_context`), the run it requests (`execute_in_process` of the ingest job), until `rag retrieve` no
-longer shows the documents. Prints and writes bench/results/bucket_source.json.
+`--latency` also measures a revocation with the sensor on: a folder ACL object's edit (and, on a folder source read
+with `--acl-from posix`, a `chgrp`), the real sensor's tick (`build_sensor_context`), the run it requests
+(`execute_in_process` of the ingest job), until `rag retrieve` no longer shows the documents. Prints and writes bench/results/bucket_source.json.
 """
 from __future__ import annotations
 
@@ -201,55 +201,85 @@ def no_change_cost(n: int, seed: int, tmp: Path, counted: Counted) -> dict:
 
 
 def revocation_latency(tmp: Path, embedder, interval_s: int) -> dict:
-    """From a folder ACL object's edit to the first `rag retrieve` (its core) that no longer shows the documents."""
+    """A bucket source: from a folder ACL object's edit to the first `rag retrieve` without the documents."""
+    files = corpus(200, 7)
+    upload(files, "latency")
+
+    def edit():
+        import boto3
+        boto3.session.Session().client("s3").put_object(Bucket=BUCKET, Key=f"latency/legal/{ACCESS_FILE}",
+                                                         Body=b"acl: [legal]\n")
+
+    settings = IngestSettings(workspace=str(tmp / "ws-latency"), sources=[f"s3://{BUCKET}/latency"],
+                              sensor_interval_s=interval_s)
+    return {"documents": len(files) - 2 * len(TEAMS), "edit": "legal/.access.yaml drops the audit group",
+            **_latency(tmp / "dagster-bucket", settings, edit, "audit", embedder, interval_s)}
+
+
+def chgrp_latency(tmp: Path, embedder, interval_s: int) -> dict:
+    """A folder source read with `--acl-from posix`: from a `chgrp` of a folder's files (their ctime alone moves) to
+    the first `rag retrieve` without them."""
+    rng, src = random.Random(3), tmp / "src-posix"
+    for i in range(200):
+        path = src / TEAMS[i % len(TEAMS)] / f"note-{i:04d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{TEAMS[i % len(TEAMS)].title()} note {i}: " + " ".join(rng.choice(WORDS) for _ in range(60)))
+        os.chown(path, -1, 0)
+        path.chmod(0o640)   # the owning group reads it, the world does not
+
+    def edit():
+        for path in (src / "legal").iterdir():
+            os.chown(path, -1, 1)
+
+    settings = IngestSettings(workspace=str(tmp / "ws-posix"), sources=[str(src)], acl_from="posix",
+                              default_acl=("root", "daemon"), sensor_interval_s=interval_s)
+    return {"documents": 200, "edit": "chgrp of legal/'s files from root to daemon",
+            **_latency(tmp / "dagster-posix", settings, edit, "root", embedder, interval_s)}
+
+
+def _latency(home: Path, settings: IngestSettings, edit, group: str, embedder, interval_s: int) -> dict:
+    """Publish through the real sensor and job, apply `edit`, and time the tick, the run and the first retrieve that
+    shows the group none of legal/'s documents."""
     import dagster as dg
 
     from pipelines.definitions import build_definitions
     from pipelines.workspace_resources import workspace_resources
 
-    files = corpus(200, 7)
-    upload(files, "latency")
-    uri, ws = f"s3://{BUCKET}/latency", tmp / "ws-latency"
-    defs = build_definitions(workspace_resources(IngestSettings(workspace=str(ws), sources=[uri],
-                                                                sensor_interval_s=interval_s)))
+    defs = build_definitions(workspace_resources(settings))
     sensor = next(s for s in defs.sensors if s.name.startswith("source_changes_"))
     job = defs.resolve_job_def("ingest")
-    (tmp / "dagster").mkdir()
-    with dg.instance_for_test(temp_dir=str(tmp / "dagster")) as instance:
+    home.mkdir()
+    with dg.instance_for_test(temp_dir=str(home)) as instance:
         def tick(cursor):
             result = sensor(dg.build_sensor_context(instance=instance, cursor=cursor))
             return ([], cursor) if isinstance(result, dg.SkipReason) else (result.run_requests, result.cursor)
 
-        [request], cursor = tick(None)
-        assert job.execute_in_process(instance=instance, tags=request.tags).success
-
         def visible() -> int:
-            w = Workspace(ws, embedder=embedder)
+            w = Workspace(settings.workspace, embedder=embedder)
             try:
-                return sum(i.doc_id.startswith("legal-") for q in QUESTIONS
-                           for i in w.retrieve("longrag", Caller(frozenset({"audit"})), q, 4000).items)
+                return sum("legal" in i.doc_id for q in QUESTIONS
+                           for i in w.retrieve("longrag", Caller(frozenset({group})), q, 4000).items)
             finally:
                 w.close()
 
+        [request], cursor = tick(None)
+        assert job.execute_in_process(instance=instance, tags=request.tags).success
         before = visible()
-        import boto3
-        boto3.session.Session().client("s3").put_object(Bucket=BUCKET, Key=f"latency/legal/{ACCESS_FILE}",
-                                                         Body=b"acl: [legal]\n")
+        edit()
         edited = time.perf_counter()
         requests, cursor = tick(cursor)
         ticked = time.perf_counter()
-        assert len(requests) == 1
+        assert len(requests) == 1, "the sensor saw no change"
         assert job.execute_in_process(instance=instance, tags=requests[0].tags).success
         ran = time.perf_counter()
         after = visible()
         seen = time.perf_counter()
-    return {"documents": len(files) - 2 * len(TEAMS), "legal_items_seen_by_audit_before": before,
-            "legal_items_seen_by_audit_after": after, "sensor_tick_s": round(ticked - edited, 2),
-            "run_s": round(ran - ticked, 2), "first_retrieve_s": round(seen - ran, 2),
-            "edit_to_hidden_s": round(seen - edited, 2),
+    return {"caller": group, "legal_items_seen_before": before, "legal_items_seen_after": after,
+            "sensor_tick_s": round(ticked - edited, 2), "run_s": round(ran - ticked, 2),
+            "first_retrieve_s": round(seen - ran, 2), "edit_to_hidden_s": round(seen - edited, 2),
             "worst_case_with_interval_s": round(interval_s + seen - edited, 2), "sensor_interval_s": interval_s,
             "how": "the real sensor's tick (build_sensor_context), then the ingest job it requests "
-                   "(execute_in_process), then Workspace.retrieve (rag retrieve's core) as the audit group"}
+                   "(execute_in_process), then Workspace.retrieve (rag retrieve's core) as the caller"}
 
 
 def main() -> None:
@@ -272,6 +302,7 @@ def main() -> None:
             figures["no_change"] = no_change_cost(args.scan_objects, args.seed + 1, tmp, counted)
             if args.latency:
                 figures["revocation_latency"] = revocation_latency(tmp, embedder, args.interval)
+                figures["chgrp_latency"] = chgrp_latency(tmp, embedder, args.interval)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     figures["command"] = (f"python bench/bucket_source.py --docs {args.docs} --scan-objects {args.scan_objects} "
