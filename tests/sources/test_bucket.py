@@ -334,3 +334,18 @@ def test_an_object_deleted_between_the_listing_and_its_download_is_left_out_not_
         assert current_ids(catalog) == ["kept"]
     finally:
         catalog.close()
+
+
+def test_the_dagster_definitions_watch_a_bucket_source_from_rag_sources_and_refuse_one_partitioned(tmp_path,
+                                                                                                  monkeypatch):
+    from pipelines.definitions import build_definitions
+    from pipelines.workspace_resources import resources_from_env
+
+    monkeypatch.setenv("RAG_WORKSPACE", str(tmp_path / "ws"))
+    monkeypatch.setenv("RAG_SOURCES", f"s3://docs/corp{os.pathsep}{tmp_path}")
+    defs = build_definitions(resources_from_env())   # builds without reaching any store
+    assert "source_changes_corp" in {s.name for s in defs.sensors}
+    assert defs.resolve_sensor_def("source_changes_corp").description.count("s3://docs/corp") == 1
+    monkeypatch.setenv("RAG_PARTITIONS", "collections")
+    with pytest.raises(BucketError, match="not partitioned by collection"):
+        resources_from_env()
