@@ -154,6 +154,25 @@ def permissions(data: dict) -> str:
     return f"**{leaks} leaks** in {trials:,} trials (LongRAG, short chunks, ELITE)"
 
 
+def bucket_source(data: dict) -> str:
+    """An s3:// source: a run with nothing changed, and its published state against the same folder's."""
+    run, sensor, same = data["no_change"]["documents_step"], data["no_change"]["sensor_tick"], data["compare"]
+    identical = all(same["identical"].values()) and same["rankings_identical"]
+    return (f"**{run['object_body_bytes']} bytes** of objects read; listing {sensor['seconds']:.1f} s, documents "
+            f"step {run['seconds']:.1f} s, {sum(run['requests'].values())} requests at "
+            f"{data['no_change']['objects']:,} objects (moto on loopback); state and rankings "
+            f"{'identical' if identical else 'DIFFERENT'} to a folder's at {same['documents']:,} documents")
+
+
+def revocation_latency(data: dict) -> str:
+    """A folder ACL object's edit (a bucket source) and a `chgrp` (a folder read with `--acl-from posix`), with the
+    sensor on, until `rag retrieve` no longer shows the documents."""
+    bucket, chgrp = data["revocation_latency"], data["chgrp_latency"]
+    return (f"**{bucket['edit_to_hidden_s']:.1f} s / {chgrp['edit_to_hidden_s']:.1f} s** from the tick that sees the "
+            f"change (run {bucket['run_s']:.1f} / {chgrp['run_s']:.1f} s, {bucket['documents']} documents), plus up "
+            f"to one sensor interval ({bucket['sensor_interval_s']} s) before that tick")
+
+
 def cold_retrieve(data: dict) -> str:
     """A whole `rag retrieve` process."""
     after = data["results"]["after"]
@@ -284,6 +303,11 @@ def sections() -> dict[str, list[Figure]]:
                    ("scale-ops.json",), scale_ops, "goal ≤ 5 / ≤ 10 / ≤ 5 s", True),
             Figure("permission leaks over random callers, budgets and revoked ACLs", ("permissions.json",), permissions,
                    "0", True),
+            Figure("a bucket source's run with nothing changed", ("bucket_source.json",), bucket_source,
+                   "goal 0 bytes read"),
+            Figure("a revocation, sensor on: a bucket's folder ACL object edited / a folder's `chgrp` (`--acl-from "
+                   "posix`) → hidden from `rag retrieve`", ("bucket_source.json",), revocation_latency,
+                   "goal ≤ one sensor interval + the publish"),
             Figure("nightly evaluation, retrieval only", ("eval-dev-retrieval.json",), nightly, "goal ≤ 15 min"),
         ],
     }

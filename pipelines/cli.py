@@ -82,7 +82,9 @@ def _parser() -> argparse.ArgumentParser:
                                         "run in-process).")
     ingest.add_argument("--source", action="append", required=True, metavar="PATH",
                         help="a folder (or one file) of Markdown/text with YAML front matter, PDF, DOCX, PPTX, "
-                             "XLSX, CSV, HTML or EML files, or a JSONL file (doc_id, title, text); repeat for several")
+                             "XLSX, CSV, HTML or EML files, or a JSONL file (doc_id, title, text), or "
+                             "s3://bucket/prefix (read like a folder; credentials from AWS_* variables); repeat for "
+                             "several")
     _workspace_args(ingest)
     ingest.add_argument("--default-acl", action="append", default=[], metavar="GROUP",
                         help="group allowed to read documents that carry no ACL of their own (repeatable); "
@@ -339,8 +341,14 @@ def _shared_history(args: argparse.Namespace, places: list[tuple[str, str, str]]
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    from rag.sources.bucket import BucketError, check_bucket_sources
+
+    try:
+        check_bucket_sources(args.source, bool(args.partition or args.partitioned))
+    except BucketError as err:
+        raise CliError(str(err)) from None
     for s in args.source:
-        if not Path(s).exists():
+        if not s.startswith("s3://") and not Path(s).exists():
             raise CliError(f"{s}: no such file or folder")
     from pipelines.ingest_run import run_ingest, run_partitions
     from rag.store.settings import IngestSettings

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from rag.sources.bucket import check_bucket_sources
 from rag.store.settings import IngestSettings
 from resources import CatalogResource, EmbedderResource, ReadSideResource, SourceSettings, VectorStoreResource
 from resources.llm import LLMResource
@@ -18,6 +19,7 @@ SAMPLE_CORPUS_ZH = REPO / "samples" / "corpus-zh"
 
 def workspace_resources(settings: IngestSettings) -> dict:
     """Resources for one workspace folder: `catalog.duckdb` and `lancedb/` inside it unless told otherwise."""
+    check_bucket_sources(settings.sources, settings.partitioned)
     ws = Path(settings.workspace).resolve()
     ws.mkdir(parents=True, exist_ok=True)
     settings = replace(settings, workspace=str(ws))

@@ -90,6 +90,16 @@ def load_folder(folder: Path, default_acl: tuple[str, ...] = (), collection: str
     return result
 
 
+def watched(rel: Path) -> bool:
+    """A document a load would read, or a folder ACL file (its edit changes who may read the documents below it)."""
+    if any(part.startswith(".") for part in rel.parts[:-1]):
+        return False
+    if rel.name == ACCESS_FILE:
+        return True
+    suffix = rel.suffix.lower()
+    return not rel.name.startswith(".") and (suffix in TEXT_SUFFIXES or suffix in READERS or suffix == ".jsonl")
+
+
 Passed = tuple[bool, str] | None  # (skipped on purpose rather than refused, reason); None: read it
 
 

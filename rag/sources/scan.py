@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from rag.sources.access import AccessOptions, fingerprint
+from rag.sources.bucket import Naming, naming
 from rag.sources.documents import Document, FormatReading, LoadResult, Rejected, add_readings, content_hash
 from rag.sources.formats import ExtractOptions
 from rag.sources.formatted import open_no_follow
@@ -114,6 +115,7 @@ class Scan:
     lines_parsed: int = 0
     warnings: list[Rejected] = field(default_factory=list)   # what the files read anew left out (scripts, images)
     formats: dict[str, FormatReading] = field(default_factory=dict)  # suffix → what its reader did
+    names: dict[str, Naming] = field(default_factory=dict)   # a bucket's mirror → how its paths are shown
 
 
 @dataclass(frozen=True)
@@ -143,9 +145,12 @@ def scan_sources(sources: list[str], read_as: ReadAs, known: dict[str, FileState
     access, folder_files = AccessOptions.of(select, options.acl_from), {}
     for source in sources:
         path = Path(source).resolve()
+        if name := naming(path):   # a bucket's mirror: its paths are shown as s3:// keys
+            scan.names[str(path)] = name
+            scan.passed_over.rejected += name.refusals()
         for file, root, problem in _listing(path, scan, select):
             if problem:
-                scan.passed_over.extend(problem)
+                scan.passed_over.extend(_renamed(problem, name))
                 continue
             now = _state(file, str(path), root, _with_folder_acl(settings, file, Path(root), folder_files, access))
             if now.path in scan.states:  # reached through two sources: read where first listed
@@ -216,15 +221,16 @@ def _read(now: FileState, old: FileState | None, before: list[Record], how: Read
         one = (load_jsonl(path, default_acl, collection, Path(now.root), access) if path.suffix == ".jsonl"
                else _load_files([path], Path(now.root), default_acl, collection, how.options, access))
         _keep(scan, state, 0, digest, (one.documents or one.rejected)[0])
-        scan.warnings += one.warnings
+        scan.warnings += _renamed(one, scan.names.get(now.source)).warnings
         add_readings(scan.formats, one.formats)
         return
     reuse = {r.line_hash: r for r in before} if old is not None and old.same_reading(now) else {}
+    shown = scan.names.get(now.source, str)
     scan.changed[now.path] = []
     for lineno, line in lines:
         h = _line_hash(line)
         if h in reuse and line is not None:
-            scan.changed[now.path].append(reuse[h].at(lineno, f"{path}:{lineno}"))
+            scan.changed[now.path].append(reuse[h].at(lineno, shown(f"{path}:{lineno}")))
         else:
             scan.lines_parsed += 1
             _keep(scan, state, lineno, h, jsonl_record(path, lineno, line, default_acl, collection, Path(now.root),
@@ -234,10 +240,23 @@ def _read(now: FileState, old: FileState | None, before: list[Record], how: Read
 
 
 def _keep(scan: Scan, state: FileState, position: int, line_hash: str, outcome: Document | Rejected) -> None:
+    name = scan.names.get(state.source)
     if isinstance(outcome, Document):
-        outcome = replace(outcome, source=state.source)
+        outcome = replace(outcome, source=state.source,
+                          source_path=name(outcome.source_path) if name else outcome.source_path)
         scan.parsed[(state.path, position)] = outcome
+    elif name:
+        outcome = name.rejected(outcome)
     scan.changed.setdefault(state.path, []).append(record_of(outcome, state, position, line_hash))
+
+
+def _renamed(result: LoadResult, name: Naming | None) -> LoadResult:
+    """A bucket mirror's rejections, skips and warnings, shown by their s3:// keys."""
+    if name is None:
+        return result
+    return replace(result, rejected=[name.rejected(r) for r in result.rejected],
+                   skipped=[name.rejected(r) for r in result.skipped],
+                   warnings=[name.rejected(r) for r in result.warnings])
 
 
 def _file_hash(path: Path) -> str:

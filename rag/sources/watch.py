@@ -1,5 +1,6 @@
-"""Cheap change detection for a source: a fingerprint of file names, sizes and modification times, and the cursor
-that names each change a sensor requests a run for."""
+"""Cheap change detection for a source: a fingerprint of file names, sizes, modification and status-change times
+(a folder) or of object keys, ETags and sizes (a bucket prefix), and the cursor that names each change a sensor
+requests a run for."""
 from __future__ import annotations
 
 import hashlib
@@ -10,18 +11,25 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rag.sources.access import ACCESS_FILE
-from rag.sources.formats.registry import READERS
-from rag.sources.loaders import TEXT_SUFFIXES
+from rag.sources.bucket import is_bucket, listing_snapshot
+from rag.sources.loaders import watched
 from rag.sources.partitions import Selection
 
+Stamp = tuple[int | str, ...]
 
-def snapshot(source: str | Path, select: Selection | None = None) -> dict[str, tuple[int, int]]:
-    """relative path → (mtime_ns, size) of every file a load of this source (or of one partition) would read, and of
-    every folder ACL file."""
+
+def snapshot(source: str | Path, select: Selection | None = None) -> dict[str, Stamp]:
+    """relative path → (mtime_ns, ctime_ns, size) of every file a load of this source (or of one partition) would
+    read, and of every folder ACL file; of an s3:// source, key → (ETag, size), from the listing alone.
+
+    The ctime moves on a chmod or chgrp, which may change who may read a file (`--acl-from posix`) and leaves the
+    mtime as it was.
+    """
+    if is_bucket(source):
+        return listing_snapshot(str(source))
     root = Path(source)
     if root.is_file():
-        st = root.stat()
-        return {root.name: (st.st_mtime_ns, st.st_size)}
+        return {root.name: _stamp(root)}
     if not root.is_dir():
         return {}
     out = {}
@@ -29,37 +37,30 @@ def snapshot(source: str | Path, select: Selection | None = None) -> dict[str, t
         rel = p.relative_to(root)
         if select and not select.admits(rel.as_posix()):
             continue
-        if p.is_file() and _watched(rel):
-            st = p.stat()
-            out[rel.as_posix()] = (st.st_mtime_ns, st.st_size)
+        if p.is_file() and watched(rel):
+            out[rel.as_posix()] = _stamp(p)
     return out | _folder_files_above(root, select)
 
 
-def _folder_files_above(root: Path, select: Selection | None) -> dict[str, tuple[int, int]]:
+def _stamp(path: Path) -> Stamp:
+    st = path.stat()
+    return st.st_mtime_ns, st.st_ctime_ns, st.st_size
+
+
+def _folder_files_above(root: Path, select: Selection | None) -> dict[str, Stamp]:
     """A partition's folder ACL files in the source folder above its collection (their edit changes it too)."""
     top, root = Path(select.top if select is not None and select.top else root).resolve(), root.resolve()
     out = {}
     for folder in (f for f in root.parents if f.is_relative_to(top)):
         if (path := folder / ACCESS_FILE).is_file():
-            st = path.stat()
-            out[os.path.relpath(path, root)] = (st.st_mtime_ns, st.st_size)
+            out[os.path.relpath(path, root)] = _stamp(path)
     return out
 
 
-def _watched(rel: Path) -> bool:
-    """A document a load would read, or a folder ACL file (its edit changes who may read the documents below it)."""
-    if any(part.startswith(".") for part in rel.parts[:-1]):
-        return False
-    if rel.name == ACCESS_FILE:
-        return True
-    suffix = rel.suffix.lower()
-    return not rel.name.startswith(".") and (suffix in TEXT_SUFFIXES or suffix in READERS or suffix == ".jsonl")
-
-
-def fingerprint(snap: dict[str, tuple[int, int]]) -> str:
+def fingerprint(snap: dict[str, Stamp]) -> str:
     h = hashlib.sha256()
-    for name, (mtime, size) in sorted(snap.items()):
-        h.update(f"{name}\0{mtime}\0{size}\n".encode())
+    for name, stamp in sorted(snap.items()):
+        h.update("\0".join(map(str, (name, *stamp))).encode() + b"\n")
     return h.hexdigest()[:24]
 
 

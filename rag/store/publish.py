@@ -9,6 +9,7 @@ import numpy as np
 
 from rag.models.embedders import DEFAULT_EMBEDDER, EMBEDDER_SETTING, embedder_spec
 from rag.models.tokens import TokenCounter
+from rag.sources.bucket import local_sources
 from rag.sources.documents import LoadResult, Rejected, content_hash
 from rag.sources.formats import ExtractOptions
 from rag.store import doc_partitions
@@ -55,7 +56,7 @@ def publish_documents(catalog: Catalog, settings: IngestSettings) -> tuple[DocCh
     With no readable document at all the run stops (nothing is deleted), unless empty sources are allowed
     and at least one source was read: then its documents are deleted, which is how a source is emptied.
     """
-    sources = [str(Path(s).resolve()) for s in settings.sources]
+    sources = local_sources(settings.sources, Path(catalog.path).parent)   # a bucket's mirror brought up to date
     publish_id = catalog.begin_publish(sources)
     view = read_sources(catalog, sources, settings.default_acl, settings.collection, settings.rescan,
                         settings.select, ExtractOptions(settings.ocr, settings.acl_from))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 
+from rag.sources.bucket import split_sources
 from rag.sources.file_groups import ACL_FROM
 from rag.sources.partitions import PartitionSpec, Selection
 from rag.store.url_settings import ENDPOINT_URL, LANCE_URI, index_location, setting
@@ -79,7 +80,7 @@ class IngestSettings:
         `workspace` and `sources` are the defaults when unset."""
         return cls(
             workspace=environ.get("RAG_WORKSPACE") or workspace,
-            sources=[s for s in environ.get("RAG_SOURCES", os.pathsep.join(sources)).split(os.pathsep) if s],
+            sources=split_sources(environ.get("RAG_SOURCES", os.pathsep.join(sources))),
             default_acl=tuple(g for g in environ.get("RAG_DEFAULT_ACL", "").split(",") if g),
             collection=environ.get("RAG_COLLECTION") or None,
             derive_links=environ.get("RAG_DERIVE_LINKS", "") == "titles",
