@@ -6,7 +6,7 @@ import struct
 import numpy as np
 import pytest
 
-from rag.evaluation.decision import decisions
+from rag.evaluation.decision import decision_brief, decision_line, decisions
 from rag.evaluation.plots import MAX_WIDTH_PX, draw_plots, figures
 from rag.evaluation.report import render_brief, render_markdown
 from rag.evaluation.run import EvalConfig, Evaluation, Row
@@ -117,3 +117,21 @@ def test_the_ui_brief_is_the_verdict_and_one_table_short_enough_to_open_at_its_t
     assert [line for line in brief.splitlines() if line.startswith("- **budget")] \
         == [line for line in full.splitlines() if line.startswith("- **budget")]
     assert "| longrag | 0.750 | " in brief
+
+
+def test_a_verdict_says_how_many_questions_it_rests_on_and_why_the_others_were_left_out():
+    """Questions that expect nothing found, or have no gold documents, have no completeness: the verdict line and the
+    UI's brief both count them and say why, and the brief keeps the report's reason (the faster of the two)."""
+    replace = __import__("dataclasses").replace
+    rows = [row(q, m, b) for b in BUDGETS for m in METHODS for q in range(N)]
+    rows = [replace(r, complete=None, evidence_recall=None, expect="not_found") if int(r.qid[1:]) < 6 else
+            replace(r, complete=None, evidence_recall=None) if int(r.qid[1:]) < 8 else r for r in rows]
+    found = decisions(Evaluation("synthetic", EvalConfig(METHODS, BUDGETS), "none", "offline", N, 0, rows))
+    why = "52 of 60 questions (8 left out: 6 expect nothing found (permission or version checks), " \
+          "2 have no gold documents)"
+    for d in found:
+        assert d["difference"]["n"] == 52
+        assert f"on the same {why}" in decision_line(d) and decision_brief(d).endswith(f"on {why}")
+    assert not found[1]["real"] and "no real difference to" in decision_brief(found[1])
+    assert "shortchunk is the faster of the two" in decision_brief(found[1])   # 4 ms against longrag's 12 ms
+    assert "shortchunk is the faster of the two" in decision_line(found[1])

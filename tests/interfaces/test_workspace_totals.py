@@ -86,7 +86,9 @@ def test_the_partitioned_sample_corpus_has_no_missing_links_and_one_page_of_tota
     assert totals["missing_links"] == 0
     assert totals["cross_collection_links"] == sum(c[1] for c in expected.values())
     assert totals["partitions"] == len(keys)
-    rows = {r.data["partition"]: r.data for r in totals["by_partition"].records}
+    rows = {r.data["partition"]: dict(r.data) for r in totals["by_partition"].records}
+    for r in totals["links_and_history_by_partition"].records:   # the second table: links and history
+        rows[r.data["partition"]] |= r.data
     assert {k: (r["links_within"], r["cross_collection_links"], r["missing_links"]) for k, r in rows.items()} \
         == expected
     assert totals["documents_current"] == sum(r["documents_current"] for r in rows.values()) \
