@@ -44,15 +44,19 @@ def counts_line(changes, documents, current: dict[str, str]) -> str:
         (kinds["older"], "older (kept for as-of reads)"),
         (kinds["quarantined"], "quarantined (a duplicate id with other text, or a refused version)"),
         (kinds["copies"], "identical copies of a version read twice (stored once)")) if n]
-    read = (f"{len(documents)} document versions read from {files} new or changed files"
+    read = (f"{_n(len(documents), 'document version')} read from {_n(files, 'new or changed file')}"
             + (f": {', '.join(parts)}" if parts else "") if documents or files
             else "No new or changed file since the last run, so no document was read")
-    current_part = (f"{changes.current} documents are current in the catalog: {kinds['current']} read in this run, "
+    current_part = (f"{_n(changes.current, 'document')} current in the catalog: {kinds['current']} read in this run, "
                     f"{changes.current - kinds['current']} from unchanged files")
     other = len(changes.rejected) - kinds["quarantined"]
     others = (f". {other} other quarantined input{'s' if other != 1 else ''}: files not readable as documents, or "
               "refusals decided again from unchanged files" if other else "")
     return f"{read}. {current_part}{others}."
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def quarantine_md(rejected, sources: list[str], served: dict[str, str] | None = None) -> str:
