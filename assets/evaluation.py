@@ -4,6 +4,7 @@ Lineage is true: `workspace_evaluation` reads the catalog and index that `subchu
 `retrieval_evaluation` partition reads the workspace its `benchmark_workspace` partition ingested.
 """
 import base64
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -53,6 +54,12 @@ class EvaluationDefinitions:
     jobs: list  # define_asset_job results (resolved when Definitions loads)
     schedules: list[dg.ScheduleDefinition]
     sensors: list[dg.SensorDefinition]
+
+
+def in_words(cron: str) -> str:
+    """A schedule as a person says it: '0 4 * * *' is 'every day at 04:00 UTC'; other schedules keep their cron."""
+    found = re.fullmatch(r"(\d{1,2}) (\d{1,2}) \* \* \*", cron.strip())
+    return f"every day at {int(found[2]):02d}:{int(found[1]):02d} UTC" if found else f"on cron '{cron}' (UTC)"
 
 
 def benchmark_names(root: Path) -> list[str]:
@@ -145,18 +152,21 @@ def evaluation_definitions(benchmarks: Path | None = None, cron: str = "0 4 * * 
 
     @dg.schedule(job=job, cron_schedule=cron, name="nightly_evaluation",
                  default_status=dg.DefaultScheduleStatus.RUNNING,
-                 description=f"ON by default: at {cron} (cron, UTC) evaluates every known benchmark partition, "
+                 description=f"ON by default: {in_words(cron)} evaluates every known benchmark partition, "
                              "after the 02:00 re-index.")
     def nightly_evaluation(context: dg.ScheduleEvaluationContext):
         day = context.scheduled_execution_time.strftime("%Y-%m-%d")
         names = context.instance.get_dynamic_partitions(BENCHMARK_PARTITIONS.name)
+        if not names:
+            return dg.SkipReason("no benchmark partition yet: start the benchmark_folders sensor to ingest the "
+                                 "benchmark folders")
         # The workspace tag shares dagster.yaml's limit of one run per workspace with the ingest runs.
         return [dg.RunRequest(run_key=f"{name}@{day}", partition_key=name,
                               tags={"rag/workspace": str(default_root / name)}) for name in names]
 
     @dg.schedule(job=workspace_job, cron_schedule=cron, name="nightly_workspace_evaluation",
                  default_status=dg.DefaultScheduleStatus.RUNNING,
-                 description=f"ON by default: at {cron} (cron, UTC) evaluates the production workspace on the "
+                 description=f"ON by default: {in_words(cron)} evaluates the production workspace on the "
                              "questions.jsonl beside its sources, after the 02:00 re-index; skips without one.")
     def nightly_workspace(context: dg.ScheduleEvaluationContext):
         if sources is not None and questions_beside(sources) is None:
@@ -174,9 +184,11 @@ def evaluation_definitions(benchmarks: Path | None = None, cron: str = "0 4 * * 
         stamps = {n: str((benchmarks / n / "docs.jsonl").stat().st_mtime_ns) for n in names}
         seen = Changes.load(context.cursor, benchmarks)
         now = seen.after(stamps)
+        runs = [dg.RunRequest(run_key=now.run_key(n), partition_key=n) for n in seen.changed(stamps)]
+        quiet = (f"no change since the last run request in any of the {len(names)} benchmark folders" if names else
+                 f"no benchmark folder (docs.jsonl and questions.jsonl) under {benchmarks}")
         return dg.SensorResult(
-            cursor=now.dump(),
-            run_requests=[dg.RunRequest(run_key=now.run_key(n), partition_key=n) for n in seen.changed(stamps)],
+            cursor=now.dump(), run_requests=runs, skip_reason=None if runs else quiet,
             dynamic_partitions_requests=[BENCHMARK_PARTITIONS.build_add_request([n for n in names if n not in known])]
             if set(names) - known else [])
 
