@@ -64,7 +64,7 @@ def quarantine_md(rejected, sources: list[str], served: dict[str, str] | None = 
     if not rejected:
         return "Nothing quarantined."
     served = served or {}
-    rows = [[short_text(r.reason, sources), short_path(r.source_path, sources),
+    rows = [[_short_paths_in(r.reason, sources), short_path(r.source_path, sources),
              (f"{r.doc_id} v{served[r.doc_id]}" if r.doc_id in served else "")] for r in rejected[:TABLE_ROWS]]
     more = (f"\n\n…and {len(rejected) - TABLE_ROWS} more (see the catalog's `quarantine` table)."
             if len(rejected) > TABLE_ROWS else "")
@@ -127,7 +127,19 @@ def storage_table(stored: Storage) -> dg.TableMetadataValue:
 def short_path(path: str, sources: list[str]) -> str:
     """The path below the source folder holding it (with that folder's name), its tail if still long."""
     shown = short_text(path, sources)
-    return shown if len(shown) <= PATH_CHARS else "…" + shown[-(PATH_CHARS - 1):]
+    if len(shown) <= PATH_CHARS:
+        return shown
+    tail = shown.rsplit("/", 1)[-1]
+    for part in reversed(shown.split("/")[:-1]):   # whole folder names, as many as fit
+        if len(part) + len(tail) + 3 > PATH_CHARS:
+            break
+        tail = f"{part}/{tail}"
+    return "…/" + tail if len(tail) + 2 <= PATH_CHARS else "…" + tail[-(PATH_CHARS - 1):]
+
+
+def _short_paths_in(text: str, sources: list[str]) -> str:
+    """`text` with each path in it shortened as `short_path` does: a reason wraps at spaces, a path does not."""
+    return " ".join(short_path(word, sources) if "/" in word else word for word in text.split(" "))
 
 
 def short_text(text: str, sources: list[str]) -> str:

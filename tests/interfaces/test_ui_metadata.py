@@ -4,9 +4,11 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from assets.ingest import ingest_assets, ingest_checks
-from assets.ingest_metadata import FIRST_RUN, SAME_EMBEDDER
+from assets.ingest_metadata import FIRST_RUN, PATH_CHARS, SAME_EMBEDDER, short_path
 from pipelines.definitions import build_definitions
 from pipelines.workspace_resources import workspace_resources
 from rag.store.settings import IngestSettings
@@ -129,3 +131,13 @@ def test_each_partition_and_the_workspace_totals_say_what_they_counted(tmp_path)
             for k, r in rows.items()} == {"docs/one": (1, 1, 1, 1), "docs/two": (1, 0, 0, 1)}
     assert totals["mb_on_disk"] == pytest.approx(sum(r["mb_on_disk"] for r in rows.values()), abs=0.02)
     assert "size_on_disk" not in totals
+
+
+@given(st.lists(st.text(st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs",)), min_size=1,
+                        max_size=30), min_size=1, max_size=8))
+def test_a_path_cell_is_at_most_its_column_and_ends_as_the_path_does(parts):
+    path = "/srv/sources/" + "/".join(parts)
+    shown = short_path(path, ["/srv/sources"])
+    assert len(shown) <= PATH_CHARS
+    assert ("sources/" + "/".join(parts)).endswith(shown.removeprefix("…"))
+    assert shown.endswith(parts[-1][-(PATH_CHARS - 1):])   # the file's name, or as much of it as fits, is kept
