@@ -206,7 +206,8 @@ def report_metadata(outcome: Outcome) -> dict:
         **{f"use_at_{d['budget']}": decision_brief(d) for d in summary.get("decisions", [])},
         # The UI's dialog focuses its Close button, at the bottom: a long report opens scrolled to its middle.
         "report": dg.MetadataValue.md(render_brief(summary, str(files.report_md))),
-        "report_file": dg.MetadataValue.url(files.report_md.resolve().as_uri()),
+        # A path, not a file:// link: the file is on the server's disk, which the browser's machine cannot open.
+        "report_file": dg.MetadataValue.path(str(files.report_md.resolve())),
         "report_full": dg.MetadataValue.md(render_markdown(summary, images)),
         **{f"plot_{name}": dg.MetadataValue.md(f"![{name}]({uri})") for name, uri in images.items()},
         "reader": summary["reader"],
