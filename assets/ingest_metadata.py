@@ -88,9 +88,8 @@ def formats_md(formats) -> str:
     """Files, pages (slides, sheets) and reading seconds per format read in this run."""
     if not formats:
         return "No PDF, Office, HTML or e-mail file was read in this run."
-    rows = [[suffix.lstrip("."), r.files, r.pages or "", f"{r.seconds:.2f}",
-             f"{r.files / r.seconds:.1f}" if r.seconds else ""] for suffix, r in sorted(formats.items())]
-    return markdown_table(["format", "files", "pages, slides or sheets", "seconds", "files/s"], rows)
+    rows = [[suffix.lstrip("."), r.files, r.pages or "", f"{r.seconds:.2f}"] for suffix, r in sorted(formats.items())]
+    return markdown_table(["format", "files", "pages, slides or sheets", "seconds"], rows)
 
 
 def missing_links_md(missing: list[tuple[str, str]], partitioned: bool) -> str:

@@ -125,11 +125,12 @@ def test_each_partition_and_the_workspace_totals_say_what_they_counted(tmp_path)
     assert two["long_units"]["missing_links_by_document"] == "No link points to a missing document."
     assert {m["subchunk_index"]["embedder_replaced"] for m in meta.values()} == {FIRST_RUN}
     rows = {r.data["partition"]: dict(r.data) for r in totals["by_partition"].records}
-    for r in totals["links_and_history_by_partition"].records:
-        rows[r.data["partition"]] |= r.data
-    assert {k: (r["documents_current"], r["superseded"], r["missing_links"], r["cross_collection_links"])
-            for k, r in rows.items()} == {"docs/one": (1, 1, 1, 1), "docs/two": (1, 0, 0, 1)}
-    assert totals["mb_on_disk"] == pytest.approx(sum(r["mb_on_disk"] for r in rows.values()), abs=0.02)
+    for table in ("links_by_partition", "storage_by_partition", "published_by_partition"):
+        for r in totals[table].records:
+            rows[r.data["partition"]] |= r.data
+    assert {k: (r["documents"], r["superseded"], r["missing"], r["across"]) for k, r in rows.items()} \
+        == {"docs/one": (1, 1, 1, 1), "docs/two": (1, 0, 0, 1)}
+    assert totals["mb_on_disk"] == pytest.approx(sum(r["mb"] for r in rows.values()), abs=0.02)
     assert "size_on_disk" not in totals
 
 
