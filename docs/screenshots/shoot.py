@@ -4,7 +4,8 @@ tests/interfaces/test_ui_browser.py measures the UI's tables with.
     python docs/screenshots/shoot.py PORT OUT_DIR name=/path[|height][|js][|width] ...
 
 Each page loads at its width (default 1440 px), waits until the UI shows its content, runs its optional JavaScript
-(a click), waits again, and is captured at the given height.
+(a click; or an expression giving [x, y], where the mouse then hovers), waits again, and is captured at the given
+height.
 """
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from pathlib import Path
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars"]
 WIDTH = 1440
-# The UI has drawn a page once its main area holds text beyond the navigation (an asset's metadata, a table).
-SETTLED = "document.querySelectorAll('table tr, [role=dialog], canvas, svg text').length > 3"
+# The UI has drawn a page once it holds text beyond the navigation's (an asset's metadata, a graph's node names).
+SETTLED = "document.body.innerText.length > 400"
 
 
 class Page:
@@ -31,7 +32,7 @@ class Page:
     def __init__(self, url: str):
         from websockets.sync.client import connect
 
-        self.ws, self.ids = connect(url, max_size=None), itertools.count(1)
+        self.ws, self.ids = connect(url, max_size=None).__enter__(), itertools.count(1)
 
     def call(self, method: str, **params) -> dict:
         n = next(self.ids)
@@ -104,7 +105,9 @@ def shoot(port: int, out: Path, specs: list[str]) -> None:
             path, height, script, width = (rest.split("|", 3) + ["", "", ""])[:4]
             page.goto(f"http://127.0.0.1:{port}{path}", int(width or WIDTH), int(height or 1000))
             if script:
-                page.evaluate(script)
+                point = page.evaluate(script)
+                if isinstance(point, list):   # the script found where to point: hover there (shows a tooltip)
+                    page.call("Input.dispatchMouseEvent", type="mouseMoved", x=point[0], y=point[1])
                 time.sleep(3)
             page.screenshot(out / f"{name}.png")
             print(out / f"{name}.png")
