@@ -1,6 +1,7 @@
 """The asset pages in a real browser: Debian's headless chromium opens the Dagster UI at 1,440 px on a workspace
 ingested in the partitioned layout (the sample corpus, and the broken inputs of samples/bad as a collection of
-their own), and no metadata table is wider than its box, inline or in the dialog a long Markdown value opens in."""
+their own) and evaluated on its question set, and no metadata table is wider than its box, inline or in the dialog
+a long Markdown value opens in."""
 from __future__ import annotations
 
 import os
@@ -25,7 +26,8 @@ sys.path.insert(0, str(REPO / "docs" / "screenshots"))
 from shoot import Browser  # noqa: E402  (docs/screenshots/shoot.py: the browser take.sh uses too)
 
 BIN = Path(sys.executable).parent   # the environment's dagster-webserver
-PAGES = ("source_documents", "long_units", "subchunk_index", "workspace_totals")
+PAGES = ("source_documents", "long_units", "subchunk_index", "workspace_totals", "workspace_evaluation")
+EVALUATION = {"methods": ["longrag", "elite"], "budgets": [1000, 2000]}
 # For every table inside the metadata table's value column: the width the metadata table would need if that table
 # were the widest thing in its column, and the width of the box that holds the metadata table.
 INLINE = """(() => {
@@ -59,8 +61,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def populate(environ: dict[str, str]) -> None:
-    """Every collection ingested (samples/bad last, so the asset pages show its quarantine), then the totals."""
+def populate(environ: dict[str, str], reports: Path) -> None:
+    """Every collection ingested (samples/bad last, so the asset pages show its quarantine), the totals, and the
+    workspace evaluated on the sample questions beside its sources."""
     settings = IngestSettings.from_env(environ, environ["RAG_WORKSPACE"], [])
     defs = build_definitions(workspace_resources(settings))
     instance = dg.DagsterInstance.from_config(environ["DAGSTER_HOME"])
@@ -73,6 +76,9 @@ def populate(environ: dict[str, str]) -> None:
         totals = defs.resolve_implicit_global_asset_job_def().get_subset(
             asset_selection={dg.AssetKey("workspace_totals")})
         assert totals.execute_in_process(instance=instance).success
+        config = {"ops": {"workspace_evaluation": {"config": EVALUATION | {"out_root": str(reports)}}}}
+        assert defs.resolve_job_def("evaluate_workspace").execute_in_process(instance=instance,
+                                                                            run_config=config).success
     finally:
         instance.dispose()
 
@@ -86,9 +92,11 @@ def ui(tmp_path, corpus):
     home.mkdir()
     shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
     bad = shutil.copytree(SAMPLES / "bad", tmp_path / "bad")
+    for name in ("questions.jsonl", "users.yaml"):   # the question set beside the sources, and its askers
+        shutil.copy(SAMPLES / name, tmp_path / name)
     environ = {"DAGSTER_HOME": str(home), "RAG_PARTITIONS": "collections", "RAG_WORKSPACE": str(tmp_path / "ws"),
                "RAG_SOURCES": os.pathsep.join([str(corpus), str(bad)]), "RAG_DEFAULT_ACL": "support"}
-    populate(environ)
+    populate(environ, tmp_path / "reports")
     port = free_port()
     env = os.environ | environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     server = subprocess.Popen([str(BIN / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(port), "-w",
@@ -113,10 +121,8 @@ def test_no_metadata_table_of_an_asset_page_is_wider_than_its_box_at_1440_px(ui)
     with Browser() as page:
         for asset in PAGES:
             page.goto(f"{ui}/assets/{asset}", width=1440, height=1000)
-            page.wait_for("document.querySelectorAll('table').length > 0 && "
-                          "[...document.querySelectorAll('td')].some(td => td.textContent.trim() === 'partitions' "
-                          "|| td.textContent.trim() === 'units' || td.textContent.trim() === 'subchunks' "
-                          "|| td.textContent.trim() === 'documents_current')")
+            page.wait_for("[...document.querySelectorAll('td')].some(td => td.textContent.trim() === 'Value') || "
+                          "document.querySelectorAll('table tr').length > 5")
             for key, need, box in page.evaluate(INLINE):
                 measured.append((asset, key))
                 if need > box:
@@ -133,5 +139,5 @@ def test_no_metadata_table_of_an_asset_page_is_wider_than_its_box_at_1440_px(ui)
                 page.wait_for("document.querySelector('[role=dialog]') === null", settle_s=0.5)
     # The tables a team reads first were there to measure: totals per partition, sizes, the quarantine.
     keys = {key for _, key in measured}
-    assert {"by_partition", "links_by_partition", "storage_by_part", "quarantine"} <= keys, keys
+    assert {"by_partition", "links_by_partition", "storage_by_part", "quarantine", "report", "report_full"} <= keys, keys
     assert not too_wide, too_wide
