@@ -11,6 +11,7 @@ from typing import Optional
 
 import dagster as dg
 
+from assets.ingest_metadata import any_of
 from rag.evaluation import EvalConfig, Evaluator, Outcome, evaluate_workspace, ingest_benchmark, open_prepared
 from rag.evaluation.decision import decision_brief
 from rag.evaluation.report import render_brief, render_markdown
@@ -185,7 +186,7 @@ def evaluation_definitions(benchmarks: Path | None = None, cron: str = "0 4 * * 
         seen = Changes.load(context.cursor, benchmarks)
         now = seen.after(stamps)
         runs = [dg.RunRequest(run_key=now.run_key(n), partition_key=n) for n in seen.changed(stamps)]
-        quiet = (f"no change since the last run request in any of the {len(names)} benchmark folders" if names else
+        quiet = (f"no change since the last run request in {any_of(len(names), 'benchmark folder')}" if names else
                  f"no benchmark folder (docs.jsonl and questions.jsonl) under {benchmarks}")
         return dg.SensorResult(
             cursor=now.dump(), run_requests=runs, skip_reason=None if runs else quiet,

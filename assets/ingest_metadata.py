@@ -59,6 +59,11 @@ def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
+def any_of(count: int, noun: str) -> str:
+    """'its one collection', 'any of the 3 collections': a skip reason's words."""
+    return f"its one {noun}" if count == 1 else f"any of the {count} {noun}s"
+
+
 def quarantine_md(rejected, sources: list[str], served: dict[str, str] | None = None) -> str:
     """The inputs passed over: reason first, the file below its source folder, the last good version served."""
     if not rejected:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from assets.ingest_metadata import any_of
 from rag.sources.partitions import PartitionError, discover, retire_store, retired_keys, store, vanished
 from rag.sources.watch import Changes, fingerprint, scope_id, snapshot
 
@@ -104,7 +105,7 @@ def quiet_reason(sources: list[str], prints: dict[str, str], retired: list[str])
     """Why a tick of the collection sensor requests no run, in one line for the tick's page."""
     if not prints and not retired:
         return f"no collection in {', '.join(sources)}: nothing to ingest"
-    reason = (f"no change since the last run request in any of the {len(prints)} collections"
+    reason = (f"no change since the last run request in {any_of(len(prints), 'collection')}"
               if prints else "no collection left in the sources")
     return reason + (f"; retired the store of {', '.join(retired)}, whose deletion is published" if retired else "")
 

@@ -101,7 +101,7 @@ def test_the_benchmark_sensor_and_the_nightly_evaluation_say_why_they_request_no
         first = tick(defs, sensor.name, instance)
         assert [r.partition_key for r in first.run_requests] == ["tiny"]
         quiet = tick(defs, sensor.name, instance, first.cursor)
-        assert quiet.skip_message == "no change since the last run request in any of the 1 benchmark folders"
+        assert quiet.skip_message == "no change since the last run request in its one benchmark folder"
         assert quiet.cursor == first.cursor
         skipped = nightly.evaluate_tick(dg.build_schedule_context(instance=instance, scheduled_execution_time=NIGHT))
         assert "start the benchmark_folders sensor" in skipped.skip_message
