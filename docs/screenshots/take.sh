@@ -19,7 +19,7 @@ export PYTHONPATH=$repo${PYTHONPATH:+:$PYTHONPATH}
 (cd "$tmp/home" && exec setsid "$venv/bin/dagster" dev -h 127.0.0.1 -p "$port" -w "$repo/workspace.yaml" \
     > "$tmp/dev.log" 2>&1) & echo $! > "$tmp/dev.pid"
 # dagster dev started from a script ignores SIGTERM: the whole group gets SIGKILL.
-trap 'kill -KILL -- -"$(cat "$tmp/dev.pid")" 2>/dev/null || true' EXIT
+trap 'kill -KILL -- -"$(cat "$tmp/dev.pid")" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 for _ in $(seq 120); do curl -sf "http://127.0.0.1:$port/server_info" > /dev/null && break; sleep 2; done
 
 # A metadata dialog is opened by a click, as a person would (dagster.yaml turns the community dialog off).
