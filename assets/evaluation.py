@@ -4,12 +4,14 @@ Lineage is true: `workspace_evaluation` reads the catalog and index that `subchu
 `retrieval_evaluation` partition reads the workspace its `benchmark_workspace` partition ingested.
 """
 import base64
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import dagster as dg
 
+from assets.ingest_metadata import any_of
 from rag.evaluation import EvalConfig, Evaluator, Outcome, evaluate_workspace, ingest_benchmark, open_prepared
 from rag.evaluation.decision import decision_brief
 from rag.evaluation.report import render_brief, render_markdown
@@ -53,6 +55,12 @@ class EvaluationDefinitions:
     jobs: list  # define_asset_job results (resolved when Definitions loads)
     schedules: list[dg.ScheduleDefinition]
     sensors: list[dg.SensorDefinition]
+
+
+def in_words(cron: str) -> str:
+    """A schedule as a person says it: '0 4 * * *' is 'every day at 04:00 UTC'; other schedules keep their cron."""
+    found = re.fullmatch(r"(\d{1,2}) (\d{1,2}) \* \* \*", cron.strip())
+    return f"every day at {int(found[2]):02d}:{int(found[1]):02d} UTC" if found else f"on cron '{cron}' (UTC)"
 
 
 def benchmark_names(root: Path) -> list[str]:
@@ -145,18 +153,21 @@ def evaluation_definitions(benchmarks: Path | None = None, cron: str = "0 4 * * 
 
     @dg.schedule(job=job, cron_schedule=cron, name="nightly_evaluation",
                  default_status=dg.DefaultScheduleStatus.RUNNING,
-                 description=f"ON by default: at {cron} (cron, UTC) evaluates every known benchmark partition, "
+                 description=f"ON by default: {in_words(cron)} evaluates every known benchmark partition, "
                              "after the 02:00 re-index.")
     def nightly_evaluation(context: dg.ScheduleEvaluationContext):
         day = context.scheduled_execution_time.strftime("%Y-%m-%d")
         names = context.instance.get_dynamic_partitions(BENCHMARK_PARTITIONS.name)
+        if not names:
+            return dg.SkipReason("no benchmark partition yet: start the benchmark_folders sensor to ingest the "
+                                 "benchmark folders")
         # The workspace tag shares dagster.yaml's limit of one run per workspace with the ingest runs.
         return [dg.RunRequest(run_key=f"{name}@{day}", partition_key=name,
                               tags={"rag/workspace": str(default_root / name)}) for name in names]
 
     @dg.schedule(job=workspace_job, cron_schedule=cron, name="nightly_workspace_evaluation",
                  default_status=dg.DefaultScheduleStatus.RUNNING,
-                 description=f"ON by default: at {cron} (cron, UTC) evaluates the production workspace on the "
+                 description=f"ON by default: {in_words(cron)} evaluates the production workspace on the "
                              "questions.jsonl beside its sources, after the 02:00 re-index; skips without one.")
     def nightly_workspace(context: dg.ScheduleEvaluationContext):
         if sources is not None and questions_beside(sources) is None:
@@ -174,9 +185,11 @@ def evaluation_definitions(benchmarks: Path | None = None, cron: str = "0 4 * * 
         stamps = {n: str((benchmarks / n / "docs.jsonl").stat().st_mtime_ns) for n in names}
         seen = Changes.load(context.cursor, benchmarks)
         now = seen.after(stamps)
+        runs = [dg.RunRequest(run_key=now.run_key(n), partition_key=n) for n in seen.changed(stamps)]
+        quiet = (f"no change since the last run request in {any_of(len(names), 'benchmark folder')}" if names else
+                 f"no benchmark folder (docs.jsonl and questions.jsonl) under {benchmarks}")
         return dg.SensorResult(
-            cursor=now.dump(),
-            run_requests=[dg.RunRequest(run_key=now.run_key(n), partition_key=n) for n in seen.changed(stamps)],
+            cursor=now.dump(), run_requests=runs, skip_reason=None if runs else quiet,
             dynamic_partitions_requests=[BENCHMARK_PARTITIONS.build_add_request([n for n in names if n not in known])]
             if set(names) - known else [])
 
@@ -194,7 +207,8 @@ def report_metadata(outcome: Outcome) -> dict:
         **{f"use_at_{d['budget']}": decision_brief(d) for d in summary.get("decisions", [])},
         # The UI's dialog focuses its Close button, at the bottom: a long report opens scrolled to its middle.
         "report": dg.MetadataValue.md(render_brief(summary, str(files.report_md))),
-        "report_file": dg.MetadataValue.url(files.report_md.resolve().as_uri()),
+        # A path, not a file:// link: the file is on the server's disk, which the browser's machine cannot open.
+        "report_file": dg.MetadataValue.path(str(files.report_md.resolve())),
         "report_full": dg.MetadataValue.md(render_markdown(summary, images)),
         **{f"plot_{name}": dg.MetadataValue.md(f"![{name}]({uri})") for name, uri in images.items()},
         "reader": summary["reader"],

@@ -2,15 +2,14 @@
 
 import time
 import warnings
-from collections import Counter
 
 import dagster as dg
 from tqdm import tqdm
 
+from assets import ingest_metadata as say
 from assets.workspace_totals import published_elsewhere
 from rag.models.embedders import workspace_embedder_name
 from rag.query.workspace import shared_ids
-from rag.sources.formats.registry import kind_of
 from rag.sources.partitions import unpublished
 from rag.store import consistency
 from rag.store.publish import NothingToPublish, publish_documents, publish_index, publish_units
@@ -18,13 +17,13 @@ from rag.store.settings import IngestSettings
 from rag.store.storage import measure
 from rag.store.union_catalog import shared_ids_markdown
 from rag.store.url_settings import masked
-from rag.text.tables import histogram, human_size, markdown_table
+from rag.text.tables import histogram, markdown_table
 from rag.units.linking import LinkTargets, targets_in
 from resources import CatalogResource, EmbedderResource, SourceSettings, VectorStoreResource
 
 # Each collection of the sources (or hash shard of a large one) is a partition with a store of its own.
 COLLECTIONS = dg.DynamicPartitionsDefinition(name="collections")
-NOT_REPLACED = "no (the same embedder as the last run)"
+NOT_REPLACED = say.NOT_REPLACED
 
 
 def build_ingest(partitions: dg.PartitionsDefinition | None = None) -> tuple[list, list]:
@@ -47,8 +46,10 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
             try:
                 changes, loaded = publish_documents(cat, settings)
             except NothingToPublish as err:
-                raise dg.Failure(str(err), metadata={"quarantine": dg.MetadataValue.md(_quarantine_md(err.rejected))})
+                raise dg.Failure(str(err), metadata={"quarantine": dg.MetadataValue.md(
+                    say.quarantine_md(err.rejected, settings.sources))})
             served = cat.current_versions_of([r.doc_id for r in changes.rejected if r.doc_id])
+            current = cat.current_versions_of(sorted({d.doc_id for d in loaded.documents}))
             for r in changes.rejected + changes.warnings:
                 context.log.warning(f"{r.source_path}: {r.reason}")
             return dg.MaterializeResult(metadata={
@@ -62,14 +63,14 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
                 "warnings": len(changes.warnings),
                 "skipped": len(loaded.skipped),
                 **changes.reading,
-                "counts_explained": _counts_line(changes, loaded.documents),
-                "quarantine": dg.MetadataValue.md(_quarantine_md(changes.rejected + changes.warnings + loaded.skipped,
-                                                                  served)),
+                "counts_explained": say.counts_line(changes, loaded.documents, current),
+                "quarantine": dg.MetadataValue.md(say.quarantine_md(
+                    changes.rejected + changes.warnings + loaded.skipped, settings.sources, served)),
                 "last_good_served": sum(r.doc_id in served for r in changes.rejected),
-                "quarantined_by_kind": dg.MetadataValue.md(_kinds_md(changes.rejected)),
-                "quarantine_lines": dg.MetadataValue.json([_quarantine_line(r, served)
+                "quarantined_by_kind": dg.MetadataValue.md(say.kinds_md(changes.rejected)),
+                "quarantine_lines": dg.MetadataValue.json([say.quarantine_line(r, served)
                                                            for r in changes.rejected[:QUARANTINE_LINES]]),
-                "formats_read": dg.MetadataValue.md(_formats_md(loaded.formats)),
+                "formats_read": dg.MetadataValue.md(say.formats_md(loaded.formats)),
                 "catalog": dg.MetadataValue.path(cat.path),
                 **_shared_ids_metadata(source_settings, part),
                 **({"collection_vanished": True} if settings.select is not None and settings.select.vanished else {}),
@@ -98,6 +99,7 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
             "mean_members_per_unit": round(sum(n for _, n in units) / max(len(units), 1), 2),
             "max_unit_tokens": max(sizes, default=0),
             "missing_links": len(plan.missing_links),
+            "missing_links_by_document": dg.MetadataValue.md(say.missing_links_md(plan.missing_links, bool(part))),
             **({"cross_collection_links": len(plan.cross_links)} if part else {}),
             "components": plan.components,
             "components_replanned": plan.replanned,
@@ -121,8 +123,10 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
                 return model.encode(texts, progress=bar.update)
 
         with catalog.open(part) as cat:
-            report = publish_index(cat, vector_store.open(part), embed, embedder.counter(), settings, name,
-                               lambda: vector_store.siblings(part))
+            index = vector_store.open(part)
+            first_run = index.count() == 0   # nothing indexed yet: no embedder to replace
+            report = publish_index(cat, index, embed, embedder.counter(), settings, name,
+                                   lambda: vector_store.siblings(part))
             stored = measure(cat.path, vector_store.uri_of(part), cat.raw_text_bytes())
         if report.replaced_embedder:
             context.log.warning(f"embedder changed from {report.replaced_embedder} to {name}: the index was emptied "
@@ -135,18 +139,16 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
             "subchunks": report.subchunks,
             "embedded": report.embedded,
             "embedder": name,
-            "embedder_replaced": report.replaced_embedder or NOT_REPLACED,
+            "embedder_replaced": say.embedder_replaced(report.replaced_embedder, first_run),
             "reused_vectors": report.reused,
             "units_indexed": report.units_indexed,
             "rows_removed": report.rows_removed,
             "rows_rekeyed": report.rekeyed,
             "foreign_rows_removed": report.foreign_rows_removed,
             "lance_version": report.lance_version,
-            "size_on_disk": f"{human_size(stored.total())} (catalog {human_size(stored.catalog_bytes)}, read state "
-                            f"{human_size(stored.read_state_bytes)}, index {human_size(stored.index_bytes)})",
             "mb_on_disk": dg.MetadataValue.float(round(stored.total() / 1e6, 2)),
             "storage_ratio_to_raw_text": stored.ratio(),
-            "storage_shares_of_raw_text": dg.MetadataValue.json(stored.shares()),
+            "storage_by_part": say.storage_table(stored),
             "table_uri": dg.MetadataValue.path(masked(vector_store.uri_of(part))),
         })
 
@@ -215,47 +217,6 @@ def _finding(finding: consistency.Finding) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(passed=finding.passed, description=finding.summary,
                                metadata={"examples": dg.MetadataValue.json(finding.examples),
                                          "checked_at": dg.MetadataValue.timestamp(time.time())})
-
-
-def _counts_line(changes, documents) -> str:
-    """Why documents read and current differ: a run reads only changed files, and older versions are not current."""
-    older = len(documents) - len({d.doc_id for d in documents})
-    return (f"{len(documents)} document versions read from {changes.reading.get('files_read', 0)} new or changed "
-            f"files ({older} of them older versions of a document read in the same run, kept for as-of reads); "
-            f"{changes.current} documents are current in the catalog, counting those in unchanged files.")
-
-
-def _quarantine_md(rejected, served: dict[str, str] | None = None) -> str:
-    """The inputs passed over, each with its reason and whether the last good version of its document is served."""
-    if not rejected:
-        return "Nothing quarantined."
-    served = served or {}
-    rows = [[r.reason, r.source_path, r.doc_id or "",
-             f"v{served[r.doc_id]} (last good)" if r.doc_id in served else ""] for r in rejected[:50]]
-    more = f"\n\n…and {len(rejected) - 50} more (see the catalog's `quarantine` table)." if len(rejected) > 50 else ""
-    return markdown_table(["reason", "input", "doc id", "served instead"], rows) + more
-
-
-def _quarantine_line(r, served: dict[str, str]) -> str:
-    last_good = f" (its last good version, v{served[r.doc_id]}, is still served)" if r.doc_id in served else ""
-    return f"{r.source_path}: {r.reason}{last_good}"
-
-
-def _kinds_md(rejected) -> str:
-    """Refused inputs counted by kind (encrypted, no text layer, zip bomb, …); 'other' for the text loaders' reasons."""
-    kinds = Counter(kind_of(r.reason) for r in rejected)
-    if not kinds:
-        return "Nothing refused."
-    return markdown_table(["kind", "inputs"], [[k, n] for k, n in kinds.most_common()])
-
-
-def _formats_md(formats) -> str:
-    """Files, pages (slides, sheets) and reading seconds per format read in this run."""
-    if not formats:
-        return "No PDF, Office, HTML or e-mail file was read in this run."
-    rows = [[suffix.lstrip("."), r.files, r.pages or "", f"{r.seconds:.2f}",
-             f"{r.files / r.seconds:.1f}" if r.seconds else ""] for suffix, r in sorted(formats.items())]
-    return markdown_table(["format", "files read", "pages, slides or sheets", "seconds", "files/s"], rows)
 
 
 QUARANTINE_LINES = 20  # the run's output names this many refused inputs; the metadata table and catalog hold all

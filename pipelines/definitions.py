@@ -34,7 +34,7 @@ def _whole_ingest(settings, workspace: str) -> dg.Definitions:
         description="Load sources, re-group affected units and bring the sub-chunk index up to date.")
     nightly = dg.ScheduleDefinition(
         name="nightly_reindex", job=job, cron_schedule="0 2 * * *", default_status=dg.DefaultScheduleStatus.RUNNING,
-        description="ON by default: at 02:00 UTC sweeps every source and repairs drift; the asset checks run after it.")
+        description="ON by default: every day at 02:00 UTC sweeps every source and repairs drift; the asset checks run after it.")
     names = sensor_names(list(settings.sources))
     return dg.Definitions(assets=assets, asset_checks=checks, jobs=[job], schedules=[nightly],
                           sensors=[source_sensor(s, workspace, job, settings.sensor_interval_s, names[s]) for s in settings.sources])
@@ -51,11 +51,14 @@ def _partitioned_ingest(settings, workspace: str) -> dg.Definitions:
 
     @dg.schedule(job=job, cron_schedule="0 2 * * *", name="nightly_reindex",
                  default_status=dg.DefaultScheduleStatus.RUNNING,
-                 description="ON by default: at 02:00 UTC sweeps every collection and repairs drift; the asset checks "
+                 description="ON by default: every day at 02:00 UTC sweeps every collection and repairs drift; the asset checks "
                              "run after each.")
     def nightly(context: dg.ScheduleEvaluationContext):
+        keys = context.instance.get_dynamic_partitions(COLLECTIONS.name)
+        if not keys:
+            return dg.SkipReason("no collection partition yet: the collection_changes sensor adds each collection")
         return [dg.RunRequest(partition_key=k, run_key=f"{k}:{context.scheduled_execution_time:%Y%m%d}")
-                for k in context.instance.get_dynamic_partitions(COLLECTIONS.name)]
+                for k in keys]
 
     sensor = collection_sensor(list(settings.sources), workspace, job, COLLECTIONS, settings.shard_files,
                                settings.sensor_interval_s)

@@ -108,7 +108,7 @@ def _counts(result, partition: str | None = None) -> dict:
     replaced = index["embedder_replaced"]  # the UI's sentence when nothing was replaced; None for the CLI's JSON
     return {"documents": docs["documents_current"], "units": units["units"], "subchunks": index["subchunks"],
             "embedded": index["embedded"], "rows_rekeyed": index.get("rows_rekeyed", 0), "quarantined": docs["quarantined"], "deleted": docs["deleted"],
-            "embedder": index["embedder"], "embedder_replaced": None if replaced == NOT_REPLACED else replaced,
+            "embedder": index["embedder"], "embedder_replaced": None if replaced in NOT_REPLACED else replaced,
             "checks_passed": bool(checks) and all(checks.values()), "quarantine_lines": docs["quarantine_lines"]}
 
 

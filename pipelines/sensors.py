@@ -6,6 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from assets.ingest_metadata import any_of
 from rag.sources.partitions import PartitionError, discover, retire_store, retired_keys, store, vanished
 from rag.sources.watch import Changes, fingerprint, scope_id, snapshot
 
@@ -76,9 +77,11 @@ def collection_sensor(sources: list[str], workspace: str, job: dg.UnresolvedAsse
             return dg.SkipReason(str(err))
         seen = Changes.load(context.cursor, workspace)
         prints = {s.key: fingerprint(snapshot(s.folder, s.selection)) for s in specs}
+        retired = []
         for key in gone:
             if seen.prints.get(key) == VANISHED and _deleted(context.instance, key, workspace):
                 retire_store(store(workspace, key))
+                retired.append(key)
             else:
                 prints[key] = VANISHED
         for key in set(prints) & retired_keys(workspace):   # a retired collection came back
@@ -90,10 +93,21 @@ def collection_sensor(sources: list[str], workspace: str, job: dg.UnresolvedAsse
                               tags={"rag/fingerprint": prints[key], WORKSPACE_ID: scope_id(workspace)}
                               | ({"rag/vanished": "1"} if prints[key] == VANISHED else {}))
                 for key in seen.changed(prints)]
+        # A tick that requests nothing still keeps its cursor (a retired store leaves it), and says why on the tick.
         return dg.SensorResult(run_requests=runs, cursor=now.dump(),
+                               skip_reason=None if runs else quiet_reason(sources, prints, retired),
                                dynamic_partitions_requests=[partitions.build_add_request(new)] if new else [])
 
     return _sensor
+
+
+def quiet_reason(sources: list[str], prints: dict[str, str], retired: list[str]) -> str:
+    """Why a tick of the collection sensor requests no run, in one line for the tick's page."""
+    if not prints and not retired:
+        return f"no collection in {', '.join(sources)}: nothing to ingest"
+    reason = (f"no change since the last run request in {any_of(len(prints), 'collection')}"
+              if prints else "no collection left in the sources")
+    return reason + (f"; retired the store of {', '.join(retired)}, whose deletion is published" if retired else "")
 
 
 def _deleted(instance: dg.DagsterInstance, key: str, workspace: str) -> bool:

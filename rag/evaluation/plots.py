@@ -1,7 +1,8 @@
 """PNG plots of a summary: quality vs budget, latency, storage (matplotlib's Agg backend, no display needed).
 
 Every figure fits the Dagster UI's metadata dialog (about 1,040 px of content in a 1,400 px window): panels wrap onto
-rows instead of widening.
+rows instead of widening. Legends sit below the panels, outside every axis, so they never cover a point or a bar, and
+the constrained layout keeps the figure's title clear of the panels' titles.
 """
 from __future__ import annotations
 
@@ -44,8 +45,9 @@ def figures(summary: dict) -> dict[str, Figure]:
     if any(c["expectation_met"] for c in summary["results"]):
         metrics.append(("expectation_met", "expectations met"))
     return {"quality": _by_budget(summary, metrics, ylim=(0, 1.02)), "by_type": _by_type(summary),
-            "latency": _by_budget(summary, [("retrieve_s", "retrieval seconds (mean)"),
-                                            ("avg_query_seconds", "AvgQueryTime seconds")]),
+            "latency": _by_budget(summary, [("retrieve_s", "retrieval: seconds to find the context\n(mean per question)"),
+                                            ("avg_query_seconds", "AvgQueryTime: seconds per question with\n"
+                                                                  "preparation and answering shared out")]),
             "storage": _storage(summary)}
 
 
@@ -54,7 +56,8 @@ def _grid(panels: int, panel_w: float, panel_h: float, **kwargs):
     fit = max(1, min(panels, int(MAX_WIDTH_PX / DPI // panel_w)))
     rows = math.ceil(panels / fit)
     cols = math.ceil(panels / rows)   # balanced: four panels are 2 × 2, not 3 + 1
-    fig, axes = _pyplot().subplots(rows, cols, figsize=(panel_w * cols, panel_h * rows), squeeze=False, **kwargs)
+    fig, axes = _pyplot().subplots(rows, cols, figsize=(panel_w * cols, panel_h * rows), squeeze=False,
+                                   layout="constrained", **kwargs)
     flat = list(axes.flat)
     for ax in flat[panels:]:
         ax.set_visible(False)
@@ -88,9 +91,8 @@ def _by_budget(summary: dict, metrics: list[tuple[str, str]], ylim: tuple | None
         if ylim:
             ax.set_ylim(*ylim)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
+    _legend_below(fig, axes[0], fontsize=8)
     fig.suptitle(f"{summary['benchmark']} ({summary['questions']} questions; bars: 95% bootstrap CI)", fontsize=10)
-    fig.tight_layout()
     return fig
 
 
@@ -115,9 +117,8 @@ def _by_type(summary: dict) -> Figure:
         ax.set_ylim(0, 1.05)
         ax.grid(alpha=0.3, axis="y")
     axes[0].set_ylabel("source completeness")
-    axes[0].legend(fontsize=7)
+    _legend_below(fig, axes[0], fontsize=7)
     fig.suptitle(f"{summary['benchmark']}: completeness by question type (bars: 95% bootstrap CI)", fontsize=10)
-    fig.tight_layout()
     return fig
 
 
@@ -125,7 +126,7 @@ def _storage(summary: dict) -> Figure:
     """Horizontal bars: method names on their own axis, each bar's ratio to the raw text beyond its end."""
     methods = list(summary["methods"])
     megabytes = [summary["methods"][m]["storage_bytes"] / 1e6 for m in methods]
-    fig, ax = _pyplot().subplots(figsize=(6.4, 1.2 + 0.45 * len(methods)))
+    fig, ax = _pyplot().subplots(figsize=(6.4, 1.5 + 0.45 * len(methods)), layout="constrained")
     bars = ax.barh(methods, megabytes, color="tab:blue")
     ax.bar_label(bars, [f" {summary['methods'][m]['storage_ratio_to_raw_text']:.1f}× raw text" for m in methods],
                  fontsize=8)
@@ -134,6 +135,12 @@ def _storage(summary: dict) -> Figure:
     ax.invert_yaxis()
     ax.set_xlabel("MB on disk")
     ax.set_title(f"{summary['benchmark']}: storage", fontsize=10)
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
+    _legend_below(fig, ax, fontsize=8)
     return fig
+
+
+def _legend_below(fig: Figure, ax, fontsize: int) -> None:
+    """One legend for the figure, in a row below its panels: outside the data, whatever the values."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(max(len(labels), 1), 4), fontsize=fontsize,
+               frameon=False)

@@ -174,7 +174,9 @@ def decision_section(summary: dict) -> list[str]:
     return ["## Which method to use", "", *[f"- **{decision_line(d)}**" for d in found], "",
             "The deciding figure is answer F1 where a reader answered at that budget, else source completeness, "
             "averaged over the same questions; the interval is a paired bootstrap of the difference (first − second). "
-            "An interval that includes 0 is no real difference: then the faster method is named too.", ""]
+            "An interval that includes 0 is no real difference: then the faster method is named too. A question with no "
+            "value for the deciding figure (it expects nothing found, it has no gold documents, or, for answer F1, the "
+            "reader was not given it) is left out, and each verdict counts those left out by reason.", ""]
 
 
 def _differences(diffs: list[dict]) -> list[str]:

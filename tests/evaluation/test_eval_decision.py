@@ -6,7 +6,7 @@ import struct
 import numpy as np
 import pytest
 
-from rag.evaluation.decision import decisions
+from rag.evaluation.decision import decision_brief, decision_line, decisions
 from rag.evaluation.plots import MAX_WIDTH_PX, draw_plots, figures
 from rag.evaluation.report import render_brief, render_markdown
 from rag.evaluation.run import EvalConfig, Evaluation, Row
@@ -92,14 +92,76 @@ def test_the_report_opens_with_a_decision_per_budget_that_matches_an_independent
     assert "a real difference" in lines[0] and "no real difference; shortchunk is the faster" in lines[1]
 
 
-def test_plots_fit_the_ui_viewer_and_no_two_labels_overlap(evaluation, tmp_path):
+def legend_overlaps(fig) -> list[str]:
+    """What a legend of `fig` covers: a plotted point (line markers, error-bar ends), a bar, a label or a panel."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legends = [*fig.legends, *[ax.get_legend() for ax in fig.axes if ax.get_legend()]]
+    found = []
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        if not fig.bbox.contains(box.x0, box.y0) or not fig.bbox.contains(box.x1, box.y1):
+            found.append("a legend outside the figure (cut off)")
+        for ax in (a for a in fig.axes if a.get_visible()):
+            points = [line.get_transform().transform(np.column_stack(line.get_data()).astype(float)) for line in ax.lines
+                      if len(line.get_xdata())]
+            points += [c.get_transform().transform(path.vertices) for c in ax.collections for path in c.get_paths()]
+            found += [f"point {tuple(p.round())} of {ax.get_title()!r}" for pts in points for p in pts
+                      if box.contains(*p)]
+            found += [f"a bar of {ax.get_title()!r}" for patch in ax.patches
+                      if patch.get_window_extent(renderer).overlaps(box)]
+            found += [f"label {t.get_text()!r}" for t in [*ax.texts, ax.title, ax.xaxis.label, ax.yaxis.label,
+                                                           *ax.get_xticklabels()]
+                      if t.get_visible() and t.get_text() and t.get_window_extent(renderer).overlaps(box)]
+            if ax.get_window_extent(renderer).overlaps(box):
+                found.append(f"the panel {ax.get_title()!r}")
+    return found
+
+
+def drawn_ticklabels(ax) -> list:
+    """The tick labels inside the axis' limits: matplotlib keeps labels for ticks beyond them, never drawn."""
+    def inside(ticks, labels, limits):
+        lo, hi = sorted(limits)
+        return [label for tick, label in zip(ticks, labels) if lo <= tick <= hi]
+
+    return (inside(ax.get_xticks(), ax.get_xticklabels(), ax.get_xlim())
+            + inside(ax.get_yticks(), ax.get_yticklabels(), ax.get_ylim()))
+
+
+def test_the_legend_check_sees_a_legend_drawn_over_the_data():
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([0, 1, 2], [0, 1, 2], marker="o", label="a")
+    ax.bar([0, 1, 2], [2, 2, 2], label="b")
+    ax.legend(loc="center")
+    assert any(f.startswith("point") for f in legend_overlaps(fig))
+    assert any(f.startswith("a bar") for f in legend_overlaps(fig))
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("methods", [METHODS, ("longrag", "longrag-extract", "longrag-1hop", "longrag-units",
+                                                "shortchunk", "elite", "hybrid")], ids=["three", "seven"])
+def test_plots_fit_the_ui_viewer_and_no_legend_or_label_covers_anything(evaluation, tmp_path, methods):
     summary = summary_of(evaluation)
+    if len(methods) > len(METHODS):   # every method the registry has, each with its own values
+        renamed = {m: summary["results"] for m in methods}
+        summary["config"]["methods"] = list(methods)
+        seconds = [{"mean": 0.004 * (i + 1), "low": 0.003 * (i + 1), "high": 0.005 * (i + 1), "n": N}
+                   for i in range(len(methods))]
+        summary["results"] = [c | {"method": m, "retrieve_s": seconds[i]}
+                              for i, m in enumerate(methods) for c in renamed[m] if c["method"] == METHODS[i % 3]]
+        summary["by_type"] = [c | {"method": m} for i, m in enumerate(methods) for c in summary["by_type"]
+                              if c["method"] == METHODS[i % 3]]
+        summary["methods"] = {m: summary["methods"][METHODS[i % 3]] for i, m in enumerate(methods)}
     for name, fig in figures(summary).items():
-        fig.canvas.draw()
+        assert legend_overlaps(fig) == [], name
+        assert fig.legends, name   # each figure names its methods, below the panels
         renderer = fig.canvas.get_renderer()
         texts = [t for ax in fig.axes if ax.get_visible()
-                 for t in [*ax.get_xticklabels(), *ax.get_yticklabels(), *ax.texts, ax.title, ax.xaxis.label]
+                 for t in [*drawn_ticklabels(ax), *ax.texts, ax.title, ax.xaxis.label]
                  if t.get_visible() and t.get_text()]
+        texts += [fig._suptitle] if fig._suptitle else []
         boxes = [t.get_window_extent(renderer) for t in texts]
         for i, a in enumerate(boxes):
             for j in range(i + 1, len(boxes)):
@@ -117,3 +179,21 @@ def test_the_ui_brief_is_the_verdict_and_one_table_short_enough_to_open_at_its_t
     assert [line for line in brief.splitlines() if line.startswith("- **budget")] \
         == [line for line in full.splitlines() if line.startswith("- **budget")]
     assert "| longrag | 0.750 | " in brief
+
+
+def test_a_verdict_says_how_many_questions_it_rests_on_and_why_the_others_were_left_out():
+    """Questions that expect nothing found, or have no gold documents, have no completeness: the verdict line and the
+    UI's brief both count them and say why, and the brief keeps the report's reason (the faster of the two)."""
+    replace = __import__("dataclasses").replace
+    rows = [row(q, m, b) for b in BUDGETS for m in METHODS for q in range(N)]
+    rows = [replace(r, complete=None, evidence_recall=None, expect="not_found") if int(r.qid[1:]) < 6 else
+            replace(r, complete=None, evidence_recall=None) if int(r.qid[1:]) < 8 else r for r in rows]
+    found = decisions(Evaluation("synthetic", EvalConfig(METHODS, BUDGETS), "none", "offline", N, 0, rows))
+    why = "52 of 60 questions (8 left out: 6 expect nothing found (permission or version checks), " \
+          "2 have no gold documents)"
+    for d in found:
+        assert d["difference"]["n"] == 52
+        assert f"on the same {why}" in decision_line(d) and decision_brief(d).endswith(f"on {why}")
+    assert not found[1]["real"] and "no real difference to" in decision_brief(found[1])
+    assert "shortchunk is the faster of the two" in decision_brief(found[1])   # 4 ms against longrag's 12 ms
+    assert "shortchunk is the faster of the two" in decision_line(found[1])

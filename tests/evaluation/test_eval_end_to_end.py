@@ -198,6 +198,8 @@ def test_the_benchmark_workspace_and_its_evaluation_materialise_as_one_partition
     assert (tmp_path / "bench" / "tiny" / "catalog.duckdb").exists()  # what the evaluation read
     assert "# Retrieval evaluation: tiny" in metadata["report"] and "## Which method to use" in metadata["report"]
     assert "data:image/png;base64," in metadata["report_full"] and metadata["use_at_500"]
+    assert metadata["use_at_500"].endswith("questions") or "left out:" in metadata["use_at_500"]   # its count
+    assert metadata["report_file"].endswith("report.md") and "://" not in metadata["report_file"]
     assert metadata["plot_quality"].startswith("![quality](data:image/png;base64,")
     assert metadata["reader"] == "none" and metadata["questions"] == 2
     for method in config["methods"]:  # the trend: one float per metric × method × budget

@@ -220,6 +220,7 @@ def test_the_sensor_and_the_nightly_schedule_delete_a_vanished_collection(tmp_pa
         assert not {"pager", "backup"} & ids(ws, "When does the pager rotation change? backups drill")
         retired = tick(gone.cursor)
         assert retired.run_requests == [] and "src/ops" in retired_keys(ws)
+        assert retired.skip_reason.skip_message.endswith("retired the store of src/ops, whose deletion is published")
         assert tick(retired.cursor).run_requests == []
 
         shutil.rmtree(src / "eng")   # the nightly schedule alone (no sensor tick) applies this one

@@ -1,12 +1,13 @@
 """What a team finds in the Dagster UI before anything ran: which schedules and sensors are on, under readable names."""
 import re
+import shutil
 from datetime import datetime, timezone
 
 import dagster as dg
 import pytest
-from conftest import SAMPLES
+from conftest import REPO, SAMPLES
 
-from assets.evaluation import evaluation_definitions
+from assets.evaluation import evaluation_definitions, in_words
 from pipelines.definitions import build_definitions
 from pipelines.sensors import sensor_names
 from pipelines.workspace_resources import workspace_resources
@@ -77,3 +78,20 @@ def test_the_nightly_workspace_evaluation_skips_with_a_reason_when_no_question_s
         (tmp_path / "questions.jsonl").write_text("")
         ran = schedule.evaluate_tick(dg.build_schedule_context(instance=instance, scheduled_execution_time=night))
         assert len(ran.run_requests) == 1
+
+
+def test_the_instance_config_loads_and_opens_the_ui_without_the_community_dialog(tmp_path):
+    shutil.copy(REPO / "dagster.yaml", tmp_path / "dagster.yaml")
+    instance = dg.DagsterInstance.from_config(str(tmp_path))   # validated against Dagster's instance schema
+    try:
+        assert instance.nux_enabled is False and instance.telemetry_enabled is False
+    finally:
+        instance.dispose()
+
+
+def test_schedule_descriptions_say_when_in_words_not_cron(tmp_path):
+    for partitioned in (False, True):
+        settings = IngestSettings(workspace=tmp_path / "ws", sources=[SAMPLES / "corpus"], partitioned=partitioned)
+        for schedule in build_definitions(workspace_resources(settings)).schedules:
+            assert "every day at" in schedule.description and "*" not in schedule.description, schedule.name
+    assert in_words("30 23 * * *") == "every day at 23:30 UTC"

@@ -86,10 +86,13 @@ def test_the_partitioned_sample_corpus_has_no_missing_links_and_one_page_of_tota
     assert totals["missing_links"] == 0
     assert totals["cross_collection_links"] == sum(c[1] for c in expected.values())
     assert totals["partitions"] == len(keys)
-    rows = {r.data["partition"]: r.data for r in totals["by_partition"].records}
-    assert {k: (r["links_within"], r["cross_collection_links"], r["missing_links"]) for k, r in rows.items()} \
+    rows = {r.data["partition"]: dict(r.data) for r in totals["by_partition"].records}
+    for table in ("links_by_partition", "storage_by_partition", "published_by_partition"):   # narrow tables
+        for r in totals[table].records:
+            rows[r.data["partition"]] |= r.data
+    assert {k: (r["within"], r["across"], r["missing"]) for k, r in rows.items()} \
         == expected
-    assert totals["documents_current"] == sum(r["documents_current"] for r in rows.values()) \
+    assert totals["documents_current"] == sum(r["documents"] for r in rows.values()) \
         == len(current_documents(corpus))
     assert totals["units"] == sum(m["units"] for m in nightly.values())
-    assert all(r["subchunks"] > 0 and r["units"] > 0 and r["last_published"] != "never" for r in rows.values())
+    assert all(r["sub_chunks"] > 0 and r["units"] > 0 and r["last_published"] != "never" for r in rows.values())

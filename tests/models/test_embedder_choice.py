@@ -67,7 +67,8 @@ def test_changing_the_embedder_re_embeds_every_sub_chunk_in_the_new_space_only(t
 
 @pytest.mark.slow
 def test_the_ingest_asset_says_when_it_re_embedded_for_another_embedder(tmp_path):
-    from assets.ingest import NOT_REPLACED, ingest_assets
+    from assets.ingest import ingest_assets
+    from assets.ingest_metadata import FIRST_RUN, SAME_EMBEDDER
     from pipelines.workspace_resources import workspace_resources
 
     def ingest(name):
@@ -77,12 +78,12 @@ def test_the_ingest_asset_says_when_it_re_embedded_for_another_embedder(tmp_path
         return {k: v.value for k, v in event.materialization.metadata.items()}
 
     first = ingest(None)
-    assert (first["embedder"], first["embedder_replaced"]) == ("minilm", NOT_REPLACED)
+    assert (first["embedder"], first["embedder_replaced"]) == ("minilm", FIRST_RUN)
     switched = ingest("use-multilingual")
     assert (switched["embedder"], switched["embedder_replaced"]) == ("use-multilingual", "minilm")
     assert switched["embedded"] == switched["subchunks"] == first["subchunks"]
     kept = ingest(None)
-    assert (kept["embedder"], kept["embedder_replaced"], kept["embedded"]) == ("use-multilingual", NOT_REPLACED, 0)
+    assert (kept["embedder"], kept["embedder_replaced"], kept["embedded"]) == ("use-multilingual", SAME_EMBEDDER, 0)
 
 
 def test_unknown_embedders_are_refused_with_one_line(tmp_path):

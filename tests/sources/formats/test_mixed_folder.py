@@ -154,4 +154,5 @@ def test_the_ui_shows_formats_read_refusals_by_kind_and_the_last_good_version_se
     (folder / "finance" / "report.pdf").write_bytes(pdf_samples.report()[:2500])
     meta = materialize()
     assert meta["last_good_served"] == 1
-    assert "(last good)" in meta["quarantine"] and "| pdf | 1 |" in meta["formats_read"]
+    served = [line for line in meta["quarantine"].splitlines() if "finance/report.pdf |" in line]
+    assert len(served) == 1 and " v" in served[0].rsplit("|", 2)[1] and "| pdf | 1 |" in meta["formats_read"]
