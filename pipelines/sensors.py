@@ -7,6 +7,7 @@ from pathlib import Path
 import dagster as dg
 
 from assets.ingest_metadata import any_of
+from rag.sources.bucket import BucketError
 from rag.sources.partitions import PartitionError, discover, retire_store, retired_keys, store, vanished
 from rag.sources.watch import Changes, fingerprint, scope_id, snapshot
 
@@ -44,7 +45,10 @@ def source_sensor(source: str, workspace: str, job: dg.UnresolvedAssetJobDefinit
                description=f"ON by default: every {interval_s} s, watches {source} for new, changed and deleted "
                            "documents and requests an ingest run when something changed.")
     def _sensor(context: dg.SensorEvaluationContext):
-        snap = snapshot(source)
+        try:   # a store that is down or refuses the credentials is the tick's one line, not a trace
+            snap = snapshot(source)
+        except BucketError as err:
+            return dg.SkipReason(f"{err}; the next tick tries again")
         seen = Changes.load(context.cursor, workspace)
         now = seen.after({slug: fingerprint(snap)})
         if not seen.changed(now.prints):

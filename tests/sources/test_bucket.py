@@ -213,6 +213,10 @@ def test_the_sensor_fingerprints_the_listing_and_reads_no_object_body(s3_env, tm
         assert tick(cursor)[0] == []
         put(bucket, "corp/finance/.access.yaml", "acl: [finance]\n")
         assert len(tick(cursor)[0]) == 1
+        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{topology.free_port()}")   # the store is down
+        skipped = sensor(dg.build_sensor_context(instance=instance, cursor=cursor))
+        assert isinstance(skipped, dg.SkipReason) and "cannot reach the object store" in skipped.skip_message
+        assert "\n" not in skipped.skip_message
     assert reads.take() == []
 
 
