@@ -165,6 +165,24 @@ def read_state(data: dict) -> str:
     return f"{data['memory_mb']['read_state_rss_mb'] / 1000:.2f} GB ({data['subchunks']:,} sub-chunks)"
 
 
+def workers(data: dict) -> str:
+    """Serving workers sharing one mapped read state, against workers of the code before that each built their own."""
+    after, runs = data["summary"]["after"], data["runs"]
+    most = max(after, key=int)
+    extra = after[most]["uss_mb_each"][1:]
+    fresh = runs["after"]["workers"][1:]
+    text = (f"an extra worker USS {min(extra):.0f}–{max(extra):.0f} MB; {most} workers' PSS "
+            f"{after[most]['pss_mb_total']:,.0f} MB; a fresh worker's read state "
+            f"{max(w['read_state_cpu_seconds'] for w in fresh):g} CPU s to its first answer")
+    if "before" in runs:
+        before = data["summary"]["before"]
+        built = runs["before"]["workers"]
+        text += (f" (each building its own: USS {max(before['1']['uss_mb_each']):,.0f} MB, "
+                 f"{max(before, key=int)} workers' PSS {before[max(before, key=int)]['pss_mb_total']:,.0f} MB, "
+                 f"{min(w['read_state_cpu_seconds'] for w in built):g} CPU s)")
+    return text + ("; same answers" if data["same_answers_before_after"] else "; ANSWERS DIFFER")
+
+
 def vector_search(data: dict) -> str:
     """The in-memory sub-chunk search alone."""
     rows = []
@@ -262,6 +280,8 @@ def sections() -> dict[str, list[Figure]]:
                    serve_load, "goal ≥ 60 requests/s, p99 ≤ 300 ms", True),
             Figure("`rag serve`, one worker, CPU per request", ("serve-cpu.json",), serve_cpu),
             Figure("`rag serve` memory across publishes", ("serve-memory.json",), serve_memory, "flat"),
+            Figure("workers on one host mapping one read state, 110K sub-chunks", ("read-state-workers-110k.json",),
+                   workers),
         ],
         "Storage and ingest": [
             Figure("storage ÷ raw text, first ingest / after five 10% re-publishes", ("storage-hotpotqa.json",

@@ -131,7 +131,8 @@ def main() -> None:
     shutil.rmtree(args.workspace / "read_state", ignore_errors=True)
     runs["after"] = run(REPO, args.workspace.resolve(), questions, args.workers)
     state = args.workspace / "read_state"
-    figures = {"command": "python bench/read_state_workers.py " + " ".join(sys.argv[1:]),
+    shown = ["OTHER_CHECKOUT" if a == str(args.before) else a for a in sys.argv[1:]]
+    figures = {"command": "python bench/read_state_workers.py " + " ".join(shown),
                "commits": {"after": commit(str(REPO))} | ({"before": commit(str(args.before))} if args.before else {}),
                "questions": len(questions), "load_average": os.getloadavg(),
                "read_state_files_mb": round(sum(f.stat().st_size for f in state.rglob("*") if f.is_file()) / 2**20, 1),
