@@ -172,6 +172,7 @@ def main() -> None:
     subchunks = snap.index.count()
     totals = {part: round(sum(r["numpy_mb"] + r["python_mb"] for r in rows if r["part"] == part), 1)
               for part in values}
+    mapped = {part: round(sum(r["mapped_mb"] for r in rows if r["part"] == part), 1) for part in values}
     figures = {"command": "python bench/read_state_memory.py " + " ".join(sys.argv[1:]),
                "code": os.environ.get("RAG_BENCH_CODE", str(REPO)),
                "commit": commit(os.environ.get("RAG_BENCH_CODE", str(REPO))), "subchunks": subchunks,
@@ -180,12 +181,12 @@ def main() -> None:
                "memory_mb": {"opened": opened, "built": built, "arrow_pool": arrow,
                              "after_arrow_release_unused": arrow_released, "after_malloc_trim": trimmed,
                              "read_state_rss_mb": round(built["rss_mb"] - opened["rss_mb"], 1)},
-               "build": build, "fields": rows, "part_totals_mb": totals,
+               "build": build, "fields": rows, "part_totals_mb": totals, "part_mapped_mb": mapped,
                "bytes_per_subchunk": round(sum(totals.values()) * MB / max(subchunks, 1))}
     write_results(figures, "read-state-memory", args.tag)
-    print(markdown_table(["part", "CPU s", "RSS added MB", "peak above start MB", "held MB (walked)"],
-                         [[k, v["cpu_seconds"], v["rss_added_mb"], v["peak_above_start_mb"], totals.get(k, "")]
-                          for k, v in build.items()]))
+    print(markdown_table(["part", "CPU s", "RSS added MB", "peak above start MB", "held MB (walked)", "mapped MB"],
+                         [[k, v["cpu_seconds"], v["rss_added_mb"], v["peak_above_start_mb"], totals.get(k, ""),
+                           mapped.get(k, "")] for k, v in build.items()]))
     print(markdown_table(["part", "field", "numpy MB", "mapped MB", "Python MB", "Python objects"],
                          [list(r.values()) for r in sorted(rows, key=lambda r: -(r["numpy_mb"] + r["python_mb"]))]))
     print(f"{subchunks} sub-chunks, {figures['documents']} documents, {figures['members']} members; "

@@ -41,7 +41,13 @@ class Strings(Sequence):
 
     def code(self, value: str) -> int:
         """The string's code, -1 when the table lacks it (or it is not a string)."""
-        return int(self.codes([value])[0]) if isinstance(value, str) else -1
+        if not isinstance(value, str) or not len(self.table):
+            return -1
+        raw = value.encode()
+        if len(raw) > self.table.dtype.itemsize:  # a longer string than any in the table
+            return -1
+        at = int(self.table.searchsorted(raw))
+        return at if at < len(self.table) and self.table[at] == raw else -1
 
     def codes(self, values: Sequence[str]) -> np.ndarray:
         """Each string's code (int64), -1 for one the table lacks."""
@@ -129,6 +135,13 @@ class RowsByKey(Mapping):
         if code < 0 or self.bounds[code + 1] == self.bounds[code]:  # a table's string whose rows were all left out
             return default
         return self.order[self.bounds[code]:self.bounds[code + 1]]
+
+    def rows(self, keys: list[str]) -> list[np.ndarray]:
+        """The rows of each key the table holds rows of, in the keys' order (one search for all)."""
+        codes = self.strings.codes(keys)
+        codes = codes[codes >= 0]
+        lo, hi = self.bounds[codes].tolist(), self.bounds[codes + 1].tolist()
+        return [self.order[a:b] for a, b in zip(lo, hi) if b > a]
 
     def __getitem__(self, key):
         found = self.get(key)

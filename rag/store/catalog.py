@@ -89,8 +89,7 @@ class Catalog(DocumentTables, UnitReads):
 
     @classmethod
     def snapshot(cls, workspace: str | Path, info: SnapshotInfo, shared: Path | None = None) -> "Catalog":
-        """A read-only connection to a published snapshot; it never takes the writer's lock. With a `shared` folder,
-        its tables are one file there that every reader of the host opens (rag.store.held_read_state)."""
+        """A read-only connection to a published snapshot, never taking the writer's lock (`shared`: open_held's)."""
         return cls(Path(workspace) / "catalog.duckdb", snapshot=info.path(workspace), shared=shared)
 
     @property
