@@ -49,8 +49,9 @@ from rag.store.rows import CurrentVersion, MemberRow
 from rag.store.snapshot_files import SnapshotInfo
 from rag.store.union_catalog import UnionCatalog
 
-# What a query reads from memory, each built once per snapshot, in the order they depend on one another.
 T = TypeVar("T")
+# What a query reads, each built once per snapshot (and written to files for the host), in the order they depend on
+# one another.
 WARM_PARTS = ("current", "member_table", "vectors", "code_rows", "unit_codes", "lexical", "lookups")
 
 
@@ -154,8 +155,8 @@ class Snapshot:
         return state
 
     def _current_state(self) -> CurrentState:
-        if not isinstance(self.catalog, UnionCatalog):
-            return current_state(self.catalog)
+        if not isinstance(self.catalog, UnionCatalog):  # the versions a swap read already (published), not again
+            return current_state(self.catalog, self.__dict__.get("published"))
         # A partition's snapshot never changes, so its state is read once per process; only changed ones are.
         states = []
         for key, info in self.parts.items():

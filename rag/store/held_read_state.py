@@ -10,9 +10,9 @@ keeps what it sees fixed while later publishes patch the tables. Anything else (
 keyless table that changed, an older manifest) is built in full, as before. Deleted rows keep their memory until
 the database is rebuilt, once they reach `DEAD_SHARE` of the live ones, so memory stays flat across publishes.
 A workspace's reader (rag.query.workspace) asks for the shared file instead: the first reader of a manifest builds
-the tables and writes them under a lock through a renamed temporary
-file; every other worker opens the file read-only, and DuckDB reads only the blocks its queries touch, so the
-workers of a host do not each hold the whole catalog.
+the tables and writes them under a lock through a renamed temporary file; every other worker opens the file
+read-only, and DuckDB reads only the blocks its queries touch, so the workers of a host do not each hold the whole
+catalog. Each publish's file is written whole by one worker (not patched).
 """
 from __future__ import annotations
 
