@@ -81,15 +81,17 @@ class PublishedState:
     acl_sets: list[tuple[str, ...]]
     units: np.ndarray  # per document, the code (in table.units) of the first unit by key holding it, -1 for none
 
-    @cached_property
+    # Made on each read, never kept: a kept view of the state would be a reference cycle holding its mapped files
+    # open until the cyclic collector ran.
+    @property
     def members(self) -> "UnitMembers":
         return UnitMembers(self.table)
 
-    @cached_property
+    @property
     def unit_of(self) -> "DocUnits":
         return DocUnits(self)
 
-    @cached_property
+    @property
     def versions(self) -> "Versions":
         return Versions(self)
 

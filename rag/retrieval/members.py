@@ -58,21 +58,29 @@ class MemberTable:
     def doc_code_of(self) -> Codes:
         return Codes(self.doc_ids.strings)
 
-    @cached_property
+    # Made on each read, never kept on the table: a kept one would be a reference cycle, and a table whose arrays
+    # are mapped would hold its files open until the cyclic collector ran.
+    @property
     def rows(self) -> "LazyRows":
         """Row i as a MemberRow, built when read."""
         return LazyRows(len(self), self.row)
 
-    @cached_property
+    @property
     def heads(self) -> "LazyRows":
         """A row's Candidate fields before the score."""
-        return LazyRows(len(self), lambda i: (self.doc_ids[i], self.versions[i], self.titles[i], "",
-                                               int(self.tokens[i]), ((int(self.starts[i]), int(self.ends[i])),)))
+        return LazyRows(len(self), self.head)
 
-    @cached_property
+    @property
     def tails(self) -> "LazyRows":
         """And after it."""
-        return LazyRows(len(self), lambda i: (self.units[int(self.unit_rank[i])], None, int(self.parts[i])))
+        return LazyRows(len(self), self.tail)
+
+    def head(self, i: int) -> tuple:
+        return (self.doc_ids[i], self.versions[i], self.titles[i], "", int(self.tokens[i]),
+                ((int(self.starts[i]), int(self.ends[i])),))
+
+    def tail(self, i: int) -> tuple:
+        return self.units[int(self.unit_rank[i])], None, int(self.parts[i])
 
     def row(self, i: int) -> MemberRow:
         return MemberRow(self.units[int(self.unit_rank[i])], int(self.position[i]), self.doc_ids[i], self.versions[i],
