@@ -184,6 +184,28 @@ def read_state(data: dict) -> str:
     return f"{data['memory_mb']['read_state_rss_mb'] / 1000:.2f} GB ({data['subchunks']:,} sub-chunks)"
 
 
+def workers(data: dict) -> str:
+    """Serving workers sharing one mapped read state, against workers of the code before that each built their own."""
+    after, runs = data["summary"]["after"], data["runs"]
+    most = max(after, key=int)
+    extra, pss = after[most]["uss_mb_each"][1:], after[most]["pss_mb_each"][1:]
+    fresh = runs["after"]["workers"][1:]
+
+    def span(values: list[float], unit: str) -> str:
+        return f"{min(values):,.0f}–{max(values):,.0f} {unit}" if unit == "MB" else f"{min(values):g}–{max(values):g} {unit}"
+
+    text = (f"an extra worker USS {span(extra, 'MB')}, PSS {span(pss, 'MB')}; {most} workers' PSS "
+            f"{after[most]['pss_mb_total']:,.0f} MB; a fresh worker's first answer "
+            f"{span([w['first_answer_seconds'] for w in fresh], 's')}, "
+            f"{span([w['first_answer_cpu_seconds'] for w in fresh], 'CPU s')} (its read state "
+            f"{span([w['read_state_cpu_seconds'] for w in fresh], 'CPU s')})")
+    if "before" in runs:
+        alone = data["summary"]["before"]["1"]["uss_mb_each"][0]
+        built = min(w["read_state_cpu_seconds"] for w in runs["before"]["workers"])
+        text += f"; a worker building its own: USS {alone:,.0f} MB, read state {built:g} CPU s"
+    return text + ("; same answers" if data["same_answers_before_after"] else "; ANSWERS DIFFER")
+
+
 def vector_search(data: dict) -> str:
     """The in-memory sub-chunk search alone."""
     rows = []
@@ -281,6 +303,10 @@ def sections() -> dict[str, list[Figure]]:
                    serve_load, "goal ≥ 60 requests/s, p99 ≤ 300 ms", True),
             Figure("`rag serve`, one worker, CPU per request", ("serve-cpu.json",), serve_cpu),
             Figure("`rag serve` memory across publishes", ("serve-memory.json",), serve_memory, "flat"),
+            Figure("workers on one host mapping one read state, 110K sub-chunks", ("read-state-workers-110k.json",),
+                   workers),
+            Figure("workers on one host mapping one read state, 832K sub-chunks", ("read-state-workers-832k.json",),
+                   workers, "goal at 1M: an extra worker ≤ 300 MB; a fresh worker ≤ 5 s, ≤ 5 CPU s"),
         ],
         "Storage and ingest": [
             Figure("storage ÷ raw text, first ingest / after five 10% re-publishes", ("storage-hotpotqa.json",

@@ -6,7 +6,10 @@ resident memory after it, and the peak reached while building it (VmHWM, reset b
 every object each part holds and splits the bytes by field: numpy arrays by nbytes, Python objects (strings,
 tuples, dicts, dataclass rows) by sys.getsizeof, each object counted once, under the first part that reaches it.
 Last, what of the resident growth is free memory the allocators keep: RSS after Arrow's pool releases its unused
-memory, then after glibc's malloc_trim.
+memory, then after glibc's malloc_trim. Arrays mapped from the read state's files (rag.retrieval.state_files) are
+counted apart ("mapped MB": page cache every worker of the host shares); `--fresh` removes the workspace's
+`read_state` folder first, so that the parts are built and written, not mapped. bench/read_state_workers.py measures
+several workers side by side.
 `RAG_BENCH_CODE=DIR` measures another checkout's code on the same workspace. Prints the tables and writes
 bench/results/read-state-memory[-TAG].json.
 """
@@ -15,7 +18,9 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
+import mmap
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -53,9 +58,10 @@ class Sizer:
     def __init__(self):
         self.seen: set[int] = set()
 
-    def size(self, root) -> tuple[int, int, int]:
-        """(numpy bytes, Python object bytes, Python objects) reachable from root and not counted before."""
-        arrays = python = objects = 0
+    def size(self, root) -> tuple[int, int, int, int]:
+        """(numpy bytes in memory, numpy bytes mapped from files, Python object bytes, Python objects) reachable from
+        root and not counted before."""
+        arrays = mapped = python = objects = 0
         stack = [root]
         while stack:
             obj = stack.pop()
@@ -63,7 +69,9 @@ class Sizer:
                 continue
             self.seen.add(id(obj))
             if isinstance(obj, np.ndarray):
-                if obj.base is None or not isinstance(obj.base, np.ndarray):
+                if is_mapped(obj):
+                    mapped += obj.nbytes if not isinstance(obj.base, np.ndarray) or is_file(obj.base) else 0
+                elif obj.base is None or not isinstance(obj.base, np.ndarray):
                     arrays += obj.nbytes
                 if obj.dtype == object:
                     python += obj.size * 8
@@ -83,19 +91,30 @@ class Sizer:
                 stack.append(vars(obj))
             elif hasattr(obj, "__slots__"):
                 stack.extend(getattr(obj, s, None) for s in obj.__slots__)
-        return arrays, python, objects
+        return arrays, mapped, python, objects
+
+
+def is_mapped(array: np.ndarray) -> bool:
+    """Whether the array's memory is a mapped file (a read-state part)."""
+    while isinstance(array, np.ndarray):
+        array = array.base
+    return isinstance(array, mmap.mmap)
+
+
+def is_file(array: np.ndarray) -> bool:
+    """Whether the array is the whole mapped file (np.load's memmap), not a slice of one."""
+    return isinstance(array, np.memmap) and isinstance(array.base, mmap.mmap)
 
 
 def fields(part: str, value) -> dict:
     """A part's fields worth splitting: dataclass fields and the attributes its properties keep."""
     if part == "lexical":
-        out = {"vocab.ids": value.vocab.ids}
+        out = {"vocab": getattr(value.vocab, "ids", value.vocab)}
         for i, p in enumerate(value.parts):
             out |= {f"parts[{i}].texts (token ids per text)": p.texts,
                     f"parts[{i}].doc_ids": p.doc_ids, f"parts[{i}].counts.indptr": p.counts.indptr,
                     f"parts[{i}].counts.indices": p.counts.indices, f"parts[{i}].counts.data": p.counts.data,
                     f"parts[{i}].lengths": p.lengths}
-        out["norms"] = value.norms
         return out
     if isinstance(value, np.ndarray):
         return {"": value}
@@ -109,7 +128,10 @@ def main() -> None:
     p.add_argument("--workspace", type=Path, required=True, help="a built workspace (bench/replicated.py's)")
     p.add_argument("--benchmark", default="musique", help="the benchmark the workspace was copied from")
     p.add_argument("--tag", default="")
+    p.add_argument("--fresh", action="store_true", help="remove the workspace's read-state files first")
     args = p.parse_args()
+    if args.fresh:
+        shutil.rmtree(args.workspace / "read_state", ignore_errors=True)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from rag.models.embedders import Embedder
 
@@ -142,13 +164,15 @@ def main() -> None:
     values["shared cache (texts, unit rows)"] = {"texts": snap._shared.texts, "units": snap._shared.units}
     for part, value in values.items():
         for name, field in (fields(part, value) if part in WARM_PARTS else value).items():
-            arrays, python, objects = sizer.size(field)
-            if arrays + python:
+            arrays, mapped, python, objects = sizer.size(field)
+            if arrays + mapped + python:
                 rows.append({"part": part, "field": name, "numpy_mb": round(arrays / MB, 1),
-                             "python_mb": round(python / MB, 1), "python_objects": objects})
+                             "mapped_mb": round(mapped / MB, 1), "python_mb": round(python / MB, 1),
+                             "python_objects": objects})
     subchunks = snap.index.count()
     totals = {part: round(sum(r["numpy_mb"] + r["python_mb"] for r in rows if r["part"] == part), 1)
               for part in values}
+    mapped = {part: round(sum(r["mapped_mb"] for r in rows if r["part"] == part), 1) for part in values}
     figures = {"command": "python bench/read_state_memory.py " + " ".join(sys.argv[1:]),
                "code": os.environ.get("RAG_BENCH_CODE", str(REPO)),
                "commit": commit(os.environ.get("RAG_BENCH_CODE", str(REPO))), "subchunks": subchunks,
@@ -157,13 +181,13 @@ def main() -> None:
                "memory_mb": {"opened": opened, "built": built, "arrow_pool": arrow,
                              "after_arrow_release_unused": arrow_released, "after_malloc_trim": trimmed,
                              "read_state_rss_mb": round(built["rss_mb"] - opened["rss_mb"], 1)},
-               "build": build, "fields": rows, "part_totals_mb": totals,
+               "build": build, "fields": rows, "part_totals_mb": totals, "part_mapped_mb": mapped,
                "bytes_per_subchunk": round(sum(totals.values()) * MB / max(subchunks, 1))}
     write_results(figures, "read-state-memory", args.tag)
-    print(markdown_table(["part", "CPU s", "RSS added MB", "peak above start MB", "held MB (walked)"],
-                         [[k, v["cpu_seconds"], v["rss_added_mb"], v["peak_above_start_mb"], totals.get(k, "")]
-                          for k, v in build.items()]))
-    print(markdown_table(["part", "field", "numpy MB", "Python MB", "Python objects"],
+    print(markdown_table(["part", "CPU s", "RSS added MB", "peak above start MB", "held MB (walked)", "mapped MB"],
+                         [[k, v["cpu_seconds"], v["rss_added_mb"], v["peak_above_start_mb"], totals.get(k, ""),
+                           mapped.get(k, "")] for k, v in build.items()]))
+    print(markdown_table(["part", "field", "numpy MB", "mapped MB", "Python MB", "Python objects"],
                          [list(r.values()) for r in sorted(rows, key=lambda r: -(r["numpy_mb"] + r["python_mb"]))]))
     print(f"{subchunks} sub-chunks, {figures['documents']} documents, {figures['members']} members; "
           f"RSS opened {opened['rss_mb']:.0f} MB, built {built['rss_mb']:.0f} MB, after Arrow's release "

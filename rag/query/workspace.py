@@ -23,6 +23,7 @@ from rag.retrieval.callers import Caller
 from rag.retrieval.context import RetrievalResult, located
 from rag.retrieval.read_state import WARM_PARTS, SharedCache, Snapshot
 from rag.retrieval.request import Request, Tools
+from rag.retrieval.state_files import STATE_DIR
 from rag.sources.partitions import PARTITIONS_DIR, Store, is_partitioned, published_stores
 from rag.store import doc_partitions
 from rag.store.catalog import Catalog, CatalogError
@@ -83,7 +84,7 @@ class Workspace:
         self.lance_uri = str(lance_uri or self.root / "lancedb")
         self._embedder = _Serialised(embedder) if embedder is not None else None
         self.counter = counter or default_counter()
-        self._shared = SharedCache()
+        self._shared = SharedCache(files=self.root / STATE_DIR)
         self._snapshot: Snapshot | None = None
         self._stamp: tuple | None = None
         self._lock = threading.Lock()
@@ -173,7 +174,7 @@ class Workspace:
             if not info.path(self.root).exists() and attempt < 2:
                 continue
             try:
-                catalog = Catalog.snapshot(self.root, info)
+                catalog = Catalog.snapshot(self.root, info, self.root / STATE_DIR)
             except CatalogError as err:
                 raise WorkspaceError(str(err)) from None
             try:

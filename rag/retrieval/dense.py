@@ -83,8 +83,7 @@ class Dense:
 
     def unit_rows(self, unit_keys: list[str]) -> np.ndarray:
         """Every readable sub-chunk of these units, in the units' order, each with its score."""
-        rows_of = self.state.rows_of_unit
-        rows = np.concatenate([r[self.mask[r]] for k in unit_keys if (r := rows_of.get(k)) is not None]
+        rows = np.concatenate([r[self.mask[r]] for r in self.state.rows_of_unit.rows(unit_keys)]
                               or [np.zeros(0, dtype=np.int64)])
         if self.query is not None:
             todo = rows[np.isnan(self.scores[rows])]

@@ -46,10 +46,25 @@ def hop_queries(snap: Snapshot, embedder, question: str, source: list[Entry], se
         yield query, vector, placed
 
 
-def readable_title(snap: Snapshot, groups: frozenset[str]) -> Callable[[str], bool]:
+@dataclass(frozen=True)
+class ReadableTitle:
     """Whether a name is exactly the title of a current document these groups may read (others stay unseen)."""
-    titles = snap.current.titles
-    return lambda name: name in titles and bool(snap.readable_ids(titles[name], groups))
+
+    snap: Snapshot
+    groups: frozenset[str]
+
+    def __call__(self, name: str) -> bool:
+        titles = self.snap.current.titles
+        return name in titles and bool(self.snap.readable_ids(titles[name], self.groups))
+
+    def among(self, names: list[str]) -> set[str]:
+        """The names that are such titles: one search for all, then the readable check for the few found."""
+        found = self.snap.current.titles.keys_table.codes(names)
+        return {n for n, code in zip(names, found.tolist()) if code >= 0 and self(n)}
+
+
+def readable_title(snap: Snapshot, groups: frozenset[str]) -> ReadableTitle:
+    return ReadableTitle(snap, groups)
 
 
 def no_title(name: str) -> bool:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from rag.retrieval.state_files import Arrays
+from rag.retrieval.strings import Column, Strings, as_column, strings_of
 from rag.retrieval.vectors import readable_sets, remember, top_positions
 from rag.store.catalog import Catalog
 from rag.text.analysis import check_question, lexical_tokens
@@ -33,16 +35,84 @@ TEXTS_AT_ONCE = 8192
 
 
 class Vocabulary:
-    """Token → id for this process."""
+    """Token → id, growing as texts are encoded."""
 
-    def __init__(self):
-        self.ids: dict[str, int] = {}
+    def __init__(self, ids: dict[str, int] | None = None):
+        self.ids: dict[str, int] = {} if ids is None else ids
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
     def encode(self, tokens: list[str]) -> np.ndarray:
         return np.fromiter((self.ids.setdefault(t, len(self.ids)) for t in tokens), TOKEN, len(tokens))
 
     def known(self, tokens: list[str]) -> np.ndarray:
         return np.array([self.ids[t] for t in tokens if t in self.ids], TOKEN)
+
+    def growable(self) -> "Vocabulary":
+        return self
+
+
+@dataclass(frozen=True)
+class TermTable:
+    """A vocabulary as arrays (mapped from a read-state file): the sorted terms and each one's id."""
+
+    terms: Strings
+    term_ids: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+    def known(self, tokens: list[str]) -> np.ndarray:
+        codes = self.terms.codes(tokens)
+        return self.term_ids[codes[codes >= 0]].astype(TOKEN)
+
+    def growable(self) -> Vocabulary:
+        """A vocabulary holding these ids, to encode more texts with (a past state's, the next snapshot's)."""
+        return Vocabulary(dict(zip(self.terms[:], self.term_ids.tolist())))
+
+
+def term_table(vocab: Vocabulary | TermTable) -> TermTable:
+    if isinstance(vocab, TermTable):
+        return vocab
+    column = strings_of(list(vocab.ids))
+    ids = np.empty(len(column.strings), dtype=TOKEN)
+    ids[column.codes] = np.fromiter(vocab.ids.values(), TOKEN, len(vocab.ids))
+    return TermTable(column.strings, ids)
+
+
+@dataclass(frozen=True)
+class TokenTexts(Mapping):
+    """Content hash → the token ids of its text, as arrays (mapped from a read-state file)."""
+
+    hashes: Strings
+    offsets: np.ndarray
+    tokens: np.ndarray
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        code = self.hashes.code(key) if isinstance(key, str) else -1
+        if code < 0:
+            raise KeyError(key)
+        return self.tokens[self.offsets[code]:self.offsets[code + 1]]
+
+    def __iter__(self):
+        return iter(self.hashes)
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+
+def token_texts(texts: Mapping[str, np.ndarray]) -> TokenTexts:
+    if isinstance(texts, TokenTexts):
+        return texts
+    column = strings_of(list(texts))
+    rows = list(texts.values())
+    order = np.argsort(column.codes, kind="stable")
+    lengths = np.array([len(rows[i]) for i in order.tolist()], dtype=np.int64)
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    tokens = np.concatenate([rows[i] for i in order.tolist()]) if rows else np.zeros(0, TOKEN)
+    return TokenTexts(column.strings, offsets, tokens.astype(TOKEN))
 
 
 @dataclass(frozen=True)
@@ -80,10 +150,10 @@ class Postings:
     token ids by content hash (a version's text never changes)."""
 
     fingerprint: str
-    doc_ids: list[str]
+    doc_ids: Sequence[str]
     counts: TermColumns
     lengths: np.ndarray
-    texts: dict[str, np.ndarray]
+    texts: Mapping[str, np.ndarray]
 
     def matches(self, terms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every term's postings at once: their documents, counts and the term's position in `terms`."""
@@ -102,8 +172,7 @@ def postings(fingerprint: str, docs: list[tuple[str, str]], text_of, vocab: Voca
     the others' texts."""
     # Only these documents' token ids are kept: a cache of every text ever tokenised grew with each version
     # published while the process lived (the versions it replaced and their token ids stayed)
-    known = known or {}
-    texts = {h: known[h] for _, h in docs if h in known}
+    texts = _known_texts([h for _, h in docs], known or {})
     missing = list(dict.fromkeys(h for _, h in docs if h not in texts))
     for lo in range(0, len(missing), TEXTS_AT_ONCE):
         for h, text in text_of(missing[lo:lo + TEXTS_AT_ONCE]).items():
@@ -112,8 +181,18 @@ def postings(fingerprint: str, docs: list[tuple[str, str]], text_of, vocab: Voca
     lengths = np.array([len(r) for r in rows], dtype=np.float64)
     cols = np.concatenate(rows) if rows else np.zeros(0, TOKEN)
     which = np.repeat(np.arange(len(rows), dtype=TOKEN), lengths.astype(np.int64))
-    counts = term_columns(which, cols, (len(rows), len(vocab.ids)))
+    counts = term_columns(which, cols, (len(rows), len(vocab)))
     return Postings(fingerprint, [d for d, _ in docs], counts, lengths, texts)
+
+
+def _known_texts(hashes: list[str], known: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The token ids `known` holds of these texts (one search for all in a mapped table)."""
+    if not isinstance(known, TokenTexts):
+        return {h: known[h] for h in hashes if h in known}
+    codes = known.hashes.codes(hashes)
+    at = np.flatnonzero(codes >= 0)
+    lo, hi = known.offsets[codes[at]].tolist(), known.offsets[codes[at] + 1].tolist()
+    return {hashes[i]: known.tokens[a:b] for i, a, b in zip(at.tolist(), lo, hi)}
 
 
 @dataclass(frozen=True)
@@ -131,9 +210,10 @@ class LexicalIndex:
     for nobody with id -1 (a past state's view leaves out the versions that were not current then)."""
 
     parts: list[Postings]
-    vocab: Vocabulary
+    vocab: Vocabulary | TermTable
     acl_ids: list[np.ndarray]  # per part, per document
     acl_sets: list[frozenset[str]]
+    keys: tuple[str, ...] = ()  # per part, its partition ("" in a whole workspace): what the next build reuses by
     _counted: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -186,32 +266,62 @@ class LexicalIndex:
 def acl_codes(doc_ids: list[str], acl_of: Mapping[str, tuple[str, ...]],
               sets: dict[frozenset[str], int]) -> np.ndarray:
     """Per document its ACL's number in `sets` (added when new), -1 for one without an ACL here (not current)."""
+    if hasattr(acl_of, "acl_codes"):  # a read state's arrays: all at once
+        return acl_of.acl_codes(doc_ids, sets)
     return np.fromiter((-1 if (acl := acl_of.get(d)) is None else sets.setdefault(frozenset(acl), len(sets))
                         for d in doc_ids), dtype=np.int32, count=len(doc_ids))
 
 
-_VOCAB = Vocabulary()
-_PARTS: dict[tuple[str, str], Postings] = {}
-
-
-def lexical_index(catalog: Catalog, acl_of: Mapping[str, tuple[str, ...]] | None = None) -> LexicalIndex:
+def lexical_index(catalog: Catalog, acl_of: Mapping[str, tuple[str, ...]] | None = None,
+                  previous: LexicalIndex | None = None) -> LexicalIndex:
     """The BM25 index of the catalog's current documents, each readable under `acl_of` (doc_id → ACL; None: counted
-    for no group, only for a search without groups); a partition is re-read only when its documents changed."""
-    parts = []
+    for no group, only for a search without groups); of `previous` (the last snapshot's), a partition whose
+    documents are unchanged is reused and the others' unchanged texts are not tokenised again."""
+    vocab = previous.vocab.growable() if previous is not None else Vocabulary()
+    kept = dict(zip(previous.keys, previous.parts)) if previous is not None else {}
+    parts, keys = [], []
     for key, docs in catalog.current_hashes().items():
         fingerprint = hashlib.sha256(repr(docs).encode()).hexdigest()
-        cached = _PARTS.get((catalog.path, key))
+        cached = kept.get(key)
         if cached is None or cached.fingerprint != fingerprint:
-            cached = postings(fingerprint, docs, catalog.texts_by_hash, _VOCAB, cached.texts if cached else None)
-            _PARTS[(catalog.path, key)] = cached
+            cached = postings(fingerprint, docs, catalog.texts_by_hash, vocab, cached.texts if cached else None)
         parts.append(cached)
-    return index_of_parts(parts, _VOCAB, acl_of)
+        keys.append(key)
+    return index_of_parts(parts, vocab, acl_of, tuple(keys))
 
 
-def index_of_parts(parts: list[Postings], vocab: Vocabulary,
-                   acl_of: Mapping[str, tuple[str, ...]] | None) -> LexicalIndex:
+def index_of_parts(parts: list[Postings], vocab: Vocabulary | TermTable,
+                   acl_of: Mapping[str, tuple[str, ...]] | None, keys: tuple[str, ...] = ()) -> LexicalIndex:
     """An index of these parts, each document readable under its ACL in `acl_of` (None: an empty ACL for all)."""
     sets: dict[frozenset[str], int] = {}
     codes = [acl_codes(p.doc_ids, acl_of, sets) if acl_of is not None else np.zeros(len(p.doc_ids), np.int32)
              for p in parts]
-    return LexicalIndex(parts, vocab, codes, list(sets) if acl_of is not None else [frozenset()])
+    return LexicalIndex(parts, vocab, codes, list(sets) if acl_of is not None else [frozenset()], keys)
+
+
+def lexical_arrays(index: LexicalIndex) -> Arrays:
+    """The index as arrays for a read-state file."""
+    vocab, arrays = term_table(index.vocab), {}
+    arrays |= {"terms": vocab.terms.table, "term_ids": vocab.term_ids}
+    for i, (part, acl_ids) in enumerate(zip(index.parts, index.acl_ids)):
+        texts, ids = token_texts(part.texts), as_column(part.doc_ids)
+        arrays |= {f"{i}.indptr": part.counts.indptr, f"{i}.indices": part.counts.indices,
+                   f"{i}.data": part.counts.data, f"{i}.lengths": part.lengths, f"{i}.doc_codes": ids.codes,
+                   f"{i}.doc_ids": ids.strings.table, f"{i}.hashes": texts.hashes.table,
+                   f"{i}.offsets": texts.offsets, f"{i}.tokens": texts.tokens, f"{i}.acl_ids": acl_ids}
+    return Arrays(arrays, {"fingerprints": [p.fingerprint for p in index.parts], "keys": list(index.keys),
+                           "shapes": [list(p.counts.shape) for p in index.parts],
+                           "acl_sets": [sorted(a) for a in index.acl_sets]})
+
+
+def lexical_of(found: Arrays) -> LexicalIndex:
+    """The index of lexical_arrays' arrays (mapped from a file: no copy is made)."""
+    parts = []
+    for i, (fingerprint, shape) in enumerate(zip(found.meta["fingerprints"], found.meta["shapes"])):
+        counts = TermColumns(found[f"{i}.indptr"], found[f"{i}.indices"], found[f"{i}.data"], tuple(shape))
+        texts = TokenTexts(Strings(found[f"{i}.hashes"]), found[f"{i}.offsets"], found[f"{i}.tokens"])
+        parts.append(Postings(fingerprint, Column(found[f"{i}.doc_codes"], Strings(found[f"{i}.doc_ids"])), counts,
+                              found[f"{i}.lengths"], texts))
+    return LexicalIndex(parts, TermTable(Strings(found["terms"]), found["term_ids"]),
+                        [found[f"{i}.acl_ids"] for i in range(len(parts))],
+                        [frozenset(a) for a in found.meta["acl_sets"]], tuple(found.meta["keys"]))

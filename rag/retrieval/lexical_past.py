@@ -38,12 +38,13 @@ def past_view(current: LexicalIndex, newer: list[tuple[str, str]], older: list[t
         ids = ids.copy()
         ids[_rows_of(part.doc_ids, gone)] = -1
         acl_ids.append(ids)
-    parts, sets = list(current.parts), {s: i for i, s in enumerate(current.acl_sets)}
+    parts, sets, vocab = list(current.parts), {s: i for i, s in enumerate(current.acl_sets)}, current.vocab
     if older:
         known = ChainMap(*(p.texts for p in current.parts))  # tokenised already: only the texts of then are read
-        parts.append(postings("then", [(d, h) for d, h, _ in older], text_of, current.vocab, known))
+        vocab = vocab.growable()  # a mapped vocabulary is read-only: its ids, and the texts' of then after them
+        parts.append(postings("then", [(d, h) for d, h, _ in older], text_of, vocab, known))
         acl_ids.append(acl_codes(parts[-1].doc_ids, {d: acl for d, _, acl in older}, sets))
-    return LexicalIndex(parts, current.vocab, acl_ids, list(sets))
+    return LexicalIndex(parts, vocab, acl_ids, list(sets))
 
 
 def _rows_of(ids: list[str], wanted: list[str]) -> np.ndarray:

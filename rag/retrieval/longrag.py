@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import partial
-from itertools import repeat
 
 import numpy as np
 
@@ -269,7 +268,7 @@ def _own_scores(code_rows: np.ndarray, own: MemberHits, rows: np.ndarray, floor:
 
 def _lexical_scores(table: MemberTable, lexical: dict[str, float], rows: np.ndarray) -> np.ndarray:
     """Each row's document's scaled BM25 score (0 without one)."""
-    docs = np.fromiter(map(table.doc_code_of.get, lexical, repeat(-1)), dtype=np.int64, count=len(lexical))
+    docs = table.doc_ids.strings.codes(list(lexical))
     scores = np.fromiter(lexical.values(), dtype=np.float64, count=len(lexical))
     return at_keys(docs[docs >= 0], scores[docs >= 0], table.doc_codes[rows], 0.0)
 

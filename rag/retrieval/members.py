@@ -1,46 +1,106 @@
 """Unit members as arrays: a LongRAG hop scores, filters and orders its candidate members with numpy.
 
-The current snapshot's table is built once (members never change within a snapshot); an as-of read builds one
-from the members the catalog returns for that point in time. Rows are grouped by unit key in sorted order, and
-by position within a unit, as `Snapshot.members` returns them.
+The current snapshot's table is written once and mapped by every worker (rag.retrieval.state_files); an as-of read
+builds one from the members the catalog returns for that point in time. Rows are grouped by unit key in sorted
+order, and by position within a unit, as `Snapshot.members` returns them; a row's MemberRow or Candidate fields are
+made when read.
 """
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
 from rag.retrieval.context import Candidate
-from rag.retrieval.vectors import acl_mask, concatenated_ranges, first_seen_codes, remember
+from rag.retrieval.strings import Column, Strings, encoded, strings_of
+from rag.retrieval.vectors import acl_mask, concatenated_ranges, remember
 from rag.store.rows import MemberRow
 
 
 @dataclass
 class MemberTable:
-    rows: list[MemberRow]
-    bounds: dict[str, tuple[int, int]]         # unit key → its rows' slice
-    index: dict[tuple[str, str, int], int]     # (unit key, doc_id, part) → row
-    unit_rank: np.ndarray                      # the unit key's rank in sorted order, per row
+    """Members as arrays (mapped from the snapshot's read-state files, or built for a past state): rows grouped by
+    unit key in sorted order, by position within a unit; a row's strings are codes into tables (rag.retrieval.strings)."""
+
+    units: Strings                             # sorted unit keys: a row's unit code is the key's rank
+    unit_bounds: np.ndarray                    # unit code → its rows' slice [bounds[u], bounds[u + 1])
+    unit_rank: np.ndarray                      # per row, its unit code
     position: np.ndarray
-    acl_ids: np.ndarray                        # index into acl_sets
-    acl_sets: list[frozenset[str]]
-    heads: list[tuple]                         # a row's Candidate fields before the score
-    tails: list[tuple]                         # and after it
+    doc_ids: Column
+    versions: Column
+    titles: Column
+    hashes: Column
+    parts: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
     tokens: np.ndarray                         # of the row's rendered block
+    acl_ids: np.ndarray                        # index into acl_sets
+    acl_sets: list[tuple[str, ...]]
     entry_codes: np.ndarray                    # one number per (doc_id, doc_version, ranges): packing's identity
-    doc_codes: np.ndarray                      # one number per doc_id
-    doc_code_of: dict[str, int]
+    keys: np.ndarray                           # sorted (unit code, doc code, part) of every row, packed
+    key_rows: np.ndarray                       # per packed key, its row
     _masks: dict = field(default_factory=dict, repr=False)
     _densities: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    def __len__(self) -> int:
+        return len(self.unit_rank)
+
+    @property
+    def doc_codes(self) -> np.ndarray:
+        """One number per doc_id."""
+        return self.doc_ids.codes
+
+    @cached_property
+    def doc_code_of(self) -> Codes:
+        return Codes(self.doc_ids.strings)
+
+    # Made on each read, never kept on the table: a kept one would be a reference cycle, and a table whose arrays
+    # are mapped would hold its files open until the cyclic collector ran.
+    @property
+    def rows(self) -> "LazyRows":
+        """Row i as a MemberRow, built when read."""
+        return LazyRows(len(self), self.row)
+
+    @property
+    def heads(self) -> "LazyRows":
+        """A row's Candidate fields before the score."""
+        return LazyRows(len(self), self.head)
+
+    @property
+    def tails(self) -> "LazyRows":
+        """And after it."""
+        return LazyRows(len(self), self.tail)
+
+    def head(self, i: int) -> tuple:
+        return (self.doc_ids[i], self.versions[i], self.titles[i], "", int(self.tokens[i]),
+                ((int(self.starts[i]), int(self.ends[i])),))
+
+    def tail(self, i: int) -> tuple:
+        return self.units[int(self.unit_rank[i])], None, int(self.parts[i])
+
+    def row(self, i: int) -> MemberRow:
+        return MemberRow(self.units[int(self.unit_rank[i])], int(self.position[i]), self.doc_ids[i], self.versions[i],
+                         int(self.parts[i]), int(self.starts[i]), int(self.ends[i]), int(self.tokens[i]),
+                         self.titles[i], self.acl_sets[int(self.acl_ids[i])], self.hashes[i])
+
     def of_units(self, unit_keys: list[str]) -> np.ndarray:
         """Rows of these units, units in key order (each once), positions in order."""
-        spans = [self.bounds[k] for k in sorted(set(unit_keys)) if k in self.bounds]
-        lo, hi = np.array(spans, dtype=np.int64).reshape(-1, 2).T
-        return concatenated_ranges(lo, hi)
+        codes = self.units.codes(sorted(set(unit_keys)))
+        codes = codes[codes >= 0]
+        return concatenated_ranges(self.unit_bounds[codes], self.unit_bounds[codes + 1])
+
+    def rows_of(self, units: np.ndarray, docs: np.ndarray, parts: np.ndarray) -> np.ndarray:
+        """The row of each (unit code, doc code, part), -1 where the table has none (or a code is -1)."""
+        packed = member_keys(units, docs, parts, len(self.doc_ids.strings))
+        if not len(self.keys):
+            return np.full(len(packed), -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.keys, packed), len(self.keys) - 1)
+        found = (self.keys[at] == packed) & (units >= 0) & (docs >= 0) & (parts >= 0) & (parts < PART_SPAN)
+        return np.where(found, self.key_rows[at], -1)
 
     def readable(self, groups: frozenset[str]) -> np.ndarray:
         """Rows whose member ACL admits one of the groups (rule 1's read-time check), once per group set."""
@@ -51,32 +111,102 @@ class MemberTable:
         link boost a caller gets follows the units as the caller sees them, not members it may not read."""
         found = self._densities.get(groups)
         if found is None:
-            sizes = np.bincount(self.unit_rank[self.readable(groups)], minlength=len(self.bounds))
+            sizes = np.bincount(self.unit_rank[self.readable(groups)], minlength=len(self.units))
             found = remember(self._densities, self._lock, groups, linked_share(sizes.tolist()))
         return found
 
 
-def member_table(members: dict[str, list[MemberRow]]) -> MemberTable:
+@dataclass(frozen=True)
+class Codes:
+    """A string table's code lookup as a mapping's `get` (None for a string it lacks)."""
+
+    strings: Strings
+
+    def get(self, key, default=None):
+        code = self.strings.code(key)
+        return default if code < 0 else code
+
+
+@dataclass(frozen=True)
+class LazyRows(Sequence):
+    """A sequence whose items are made when read."""
+
+    size: int
+    make: Callable[[int], object]
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self.make(j) for j in range(*i.indices(self.size))]
+        if not -self.size <= i < self.size:
+            raise IndexError(i)
+        return self.make(i % self.size)
+
+
+PART_SPAN = 1 << 12  # a member's part (its place in a document split across units) is far below this
+
+
+def member_keys(units: np.ndarray, docs: np.ndarray, parts: np.ndarray, documents: int) -> np.ndarray:
+    """(unit code, doc code, part) packed into one integer each."""
+    return (units.astype(np.int64) * documents + docs) * PART_SPAN + parts
+
+
+def member_table(members: Mapping[str, list[MemberRow]]) -> MemberTable:
     """The table of unit key → members in position order."""
-    rows: list[MemberRow] = []
-    bounds: dict[str, tuple[int, int]] = {}
-    ranks: list[int] = []
-    for rank, key in enumerate(sorted(members)):
-        bounds[key] = (len(rows), len(rows) + len(members[key]))
-        rows += members[key]
-        ranks += [rank] * len(members[key])
-    acl_sets: dict[frozenset[str], int] = {}
-    acl_ids = np.fromiter((acl_sets.setdefault(frozenset(r.acl), len(acl_sets)) for r in rows), dtype=np.int32,
+    keys = sorted(members)
+    rows = [r for key in keys for r in members[key]]
+    counts = np.fromiter((len(members[k]) for k in keys), dtype=np.int64, count=len(keys))
+    bounds = np.zeros(len(keys) + 1, dtype=np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    acl_sets: dict[tuple[str, ...], int] = {}
+    acl_ids = np.fromiter((acl_sets.setdefault(tuple(r.acl), len(acl_sets)) for r in rows), dtype=np.int32,
                           count=len(rows))
-    heads = [(r.doc_id, r.doc_version, r.title, "", r.tokens, ((r.start, r.end),)) for r in rows]
-    entries: dict[tuple, int] = {}
-    docs: dict[str, int] = {}
-    return MemberTable(rows, bounds, {(r.unit_key, r.doc_id, r.part): i for i, r in enumerate(rows)},
-                       np.asarray(ranks, dtype=np.int64), np.asarray([r.position for r in rows], dtype=np.int64),
-                       acl_ids, list(acl_sets), heads,
-                       [(r.unit_key, None, r.part) for r in rows], np.asarray([r.tokens for r in rows], dtype=np.int64),
-                       first_seen_codes(entries, ((h[0], h[1], h[5]) for h in heads), len(rows)),
-                       first_seen_codes(docs, (r.doc_id for r in rows), len(rows)), docs)
+    doc_ids, versions = strings_of([r.doc_id for r in rows]), strings_of([r.doc_version for r in rows])
+    unit_rank = np.repeat(np.arange(len(keys), dtype=np.int64), counts)
+    if len(keys) * len(doc_ids.strings) * PART_SPAN >= 2**63:
+        raise ValueError(f"{len(keys)} units of {len(doc_ids.strings)} documents are too many to key in 64 bits")
+    ints = {name: np.fromiter((getattr(r, name) for r in rows), dtype=np.int64, count=len(rows))
+            for name in ("position", "part", "start", "end", "tokens")}
+    packed = member_keys(unit_rank, doc_ids.codes, ints["part"], len(doc_ids.strings))
+    order = np.argsort(packed, kind="stable")
+    entries = np.stack([doc_ids.codes, versions.codes, ints["start"], ints["end"]], axis=1)
+    return MemberTable(Strings(encoded(keys)), bounds, unit_rank, ints["position"], doc_ids, versions,
+                       strings_of([r.title for r in rows]), strings_of([r.content_hash for r in rows]), ints["part"],
+                       ints["start"], ints["end"], ints["tokens"], acl_ids, list(acl_sets), first_seen_rows(entries),
+                       packed[order], order)
+
+
+def first_seen_rows(rows: np.ndarray) -> np.ndarray:
+    """One number per distinct row of a 2-d array, in order of first appearance."""
+    if not len(rows):
+        return np.zeros(0, dtype=np.int64)
+    _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inverse.reshape(-1)]
+
+
+COLUMNS = ("doc_ids", "versions", "titles", "hashes")
+NUMBERS = ("unit_bounds", "unit_rank", "position", "parts", "starts", "ends", "tokens", "acl_ids", "entry_codes",
+           "keys", "key_rows")
+
+
+def table_arrays(table: MemberTable, prefix: str = "") -> dict[str, np.ndarray]:
+    """The table as arrays for a read-state file (its ACLs go in the file's meta)."""
+    out = {f"{prefix}units": table.units.table} | {f"{prefix}{n}": getattr(table, n) for n in NUMBERS}
+    for name in COLUMNS:
+        column = getattr(table, name)
+        out |= {f"{prefix}{name}.codes": column.codes, f"{prefix}{name}.strings": column.strings.table}
+    return out
+
+
+def table_of(arrays: Mapping[str, np.ndarray], acl_sets: list, prefix: str = "") -> MemberTable:
+    """The table of table_arrays' arrays."""
+    columns = {n: Column(arrays[f"{prefix}{n}.codes"], Strings(arrays[f"{prefix}{n}.strings"])) for n in COLUMNS}
+    return MemberTable(units=Strings(arrays[f"{prefix}units"]), acl_sets=[tuple(a) for a in acl_sets],
+                       **{n: arrays[f"{prefix}{n}"] for n in NUMBERS}, **columns)
 
 
 @dataclass(frozen=True)

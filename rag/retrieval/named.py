@@ -20,14 +20,17 @@ def named_titles(question: str, is_title: Callable[[str], bool]) -> list[str]:
     (the earlier on a tie). A title of stop words alone ("The", "Who") names nothing. `is_title` knows the caller's
     readable titles only: the choice between two overlapping titles must not reveal one the caller may not read."""
     bounds = sorted(word_bounds(question))
-    found = []
+    spans = []
     for i, start in enumerate(bounds):
         for end in bounds[i + 1:]:
             if end - start > MAX_TITLE_CHARS:
                 break
-            title = question[start:end]
-            if is_title(title) and not all(is_stop(w) for w in words(title)):
-                found.append((start, end, title))
+            spans.append((start, end, question[start:end]))
+    among = getattr(is_title, "among", None)  # a table of titles answers for every slice at once
+    titled = among([t for _, _, t in spans]) if among is not None else None
+    found = [(start, end, title) for start, end, title in spans
+             if (title in titled if titled is not None else is_title(title))
+             and not all(is_stop(w) for w in words(title))]
     taken: list[tuple[int, int, str]] = []
     for start, end, title in sorted(found, key=lambda f: (f[0] - f[1], f[0])):
         if all(end <= s or start >= e for s, e, _ in taken):

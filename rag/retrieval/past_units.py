@@ -40,8 +40,10 @@ def past_units(state: VectorState, members: dict[str, list[MemberRow]]) -> State
 def code_rows(state: VectorState, table: MemberTable) -> np.ndarray:
     """Per member code of the state's rows (VectorState.member_codes), its row in the table; -1 for a member the
     table does not hold (its document deleted or replaced since the index step)."""
-    index = table.index
-    return np.fromiter((index.get(key, -1) for key in state.code_of), dtype=np.int64, count=len(state.code_of))
+    first = state.code_of.first_rows
+    units = table.units.codes_of(state.unit_keys.strings.table)[state.unit_keys.codes[first]]
+    docs = table.doc_ids.strings.codes_of(state.doc_ids.strings.table)[state.doc_ids.codes[first]]
+    return table.rows_of(units, docs, state.parts[first].astype(np.int64))
 
 
 def per_state(kept: dict[tuple[int, datetime], tuple], state: VectorState, moment: datetime,

@@ -1,29 +1,46 @@
-"""One published state of a workspace, read-only: the catalog snapshot, the index at its version, lookups in memory.
+"""One published state of a workspace, read-only: the catalog snapshot, the index at its version, its read state.
 
-A snapshot file never changes, so everything read from it can be kept for the snapshot's life: the current
-members of every unit and the current ACLs are loaded once, and per-query permission and version checks
-become dictionary look-ups instead of DuckDB scans. Document texts are keyed by content hash and shared
-across snapshots (a version's text never changes), so a new publish re-reads only new texts.
+A snapshot file never changes, so everything read from it is built once for the snapshot's life: the current
+members and ACLs, the serving vectors, unit codes and BM25 (WARM_PARTS), as arrays, so that per-query permission
+and version checks are array look-ups instead of DuckDB scans. A workspace's reader writes each part to files the
+first time it is built (rag.retrieval.state_files), and every other worker of the host maps those files instead of
+building its own copy. Building a part reuses what the last snapshot this process served holds (the vectors of
+unchanged units, the token ids of unchanged texts), mapped or not. Document texts are keyed by content hash and
+shared across snapshots (a version's text never changes), so a new publish re-reads only new texts.
 """
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import weakref
+from collections.abc import Mapping
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property, partial
+from pathlib import Path
+from typing import Callable, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
 from rag.models.embedders import workspace_embedder_name
-from rag.retrieval.lexical import LexicalIndex, lexical_index
+from rag.retrieval.current import (
+    CurrentState,
+    PublishedState,
+    current_arrays,
+    current_state,
+    merged_state,
+    published_state,
+    sharing_strings,
+)
+from rag.retrieval.lexical import LexicalIndex, lexical_arrays, lexical_index, lexical_of
 from rag.retrieval.lexical_past import past_lexical
-from rag.retrieval.members import MemberTable, first_unit_of, linked_share, member_table, rows_by_unit
+from rag.retrieval.members import MemberTable, rows_by_unit
 from rag.retrieval.past_units import StateUnits, code_rows, kept_last, past_units, per_state
-from rag.retrieval.unit_ranking import UnitCodes, unit_codes
-from rag.retrieval.vectors import VectorState, load_state, union
+from rag.retrieval.state_files import Arrays, StateFiles, snapshot_key
+from rag.retrieval.unit_ranking import UnitCodes, unit_code_arrays, unit_codes, unit_codes_of
+from rag.retrieval.vectors import VectorState, load_state, union, vector_arrays, vector_state
 from rag.store.catalog import Catalog
 from rag.store.index import SubchunkIndex
 from rag.store.index_union import IndexUnion
@@ -32,14 +49,17 @@ from rag.store.rows import CurrentVersion, MemberRow
 from rag.store.snapshot_files import SnapshotInfo
 from rag.store.union_catalog import UnionCatalog
 
-# What a query reads from memory, each built once per snapshot, in the order they depend on one another.
+T = TypeVar("T")
+# What a query reads, each built once per snapshot (and written to files for the host), in the order they depend on
+# one another.
 WARM_PARTS = ("current", "member_table", "vectors", "code_rows", "unit_codes", "lexical", "lookups")
 
 
 @dataclass
 class SharedCache:
-    """What one workspace's snapshots may share: texts by content hash, sub-chunk rows by unit version, and
-    each partition's current state by its snapshot.
+    """What one workspace's snapshots may share: texts by content hash, sub-chunk rows by unit version, each
+    partition's current state by its snapshot, the last vectors and BM25 built or mapped (what the next snapshot's
+    build starts from), and the folder the read states' files go to.
 
     All are immutable for their key: a version's text never changes, a unit version's members never change (and
     with them the rows its members hold), and a partition's snapshot file is never rewritten.
@@ -51,8 +71,10 @@ class SharedCache:
     vectors: dict[str, tuple[int, VectorState]] = field(default_factory=dict)  # index URI → (table version, rows)
     past: dict[tuple[str, int], VectorState] = field(default_factory=dict)  # (index URI, past version) → rows
     past_codes: dict[tuple[int, datetime], tuple[weakref.ref, StateUnits]] = field(default_factory=dict)  # per_state's
+    lexical: LexicalIndex | None = None  # the last snapshot's BM25, what the next one reuses
+    files: Path | None = None  # where the snapshots' read states are written and mapped (None: kept in memory)
 
-    def keep_current(self, state: CurrentState) -> None:
+    def keep_current(self, state: PublishedState) -> None:
         """Forget the texts and sub-chunk rows of versions `state` does not hold: kept, those of every version a
         long-lived server had read stayed, a little more memory with each publish. Rebound, not cleared: a read on
         the snapshot still served keeps the dict it holds (a past version is read again on need)."""
@@ -70,74 +92,6 @@ class UnitRows:
     ends: list[int]
     acls: list[frozenset[str]]
     vectors: np.ndarray
-
-
-@dataclass(frozen=True)
-class CurrentState:
-    """The current units' readable members and the current documents' ACLs, as one snapshot has them."""
-
-    members: dict[str, list[MemberRow]]     # unit key → members in order
-    unit_of: dict[str, str]                 # doc_id → the current unit holding its current version
-    versions: dict[str, CurrentVersion]     # doc_id → its current version (indexed in a unit or not yet)
-
-    def content_hash(self, doc_id: str, version: str) -> str | None:
-        """The content hash of a current version, for the text cache (None for any other version)."""
-        current = self.versions.get(doc_id)
-        return current.content_hash if current is not None and current.version == version else None
-
-    @property
-    def acls(self) -> dict[str, tuple[str, ...]]:
-        return {d: v.acl for d, v in self.versions.items()}
-
-    @cached_property
-    def link_density(self) -> float:
-        """The current units' mean 1/k over linked members (members.linked_share), all members counted: the corpus's
-        figure; a query's boost counts the members its caller may read (MemberTable.link_density)."""
-        return linked_share(len(rows) for rows in self.members.values())
-
-    @cached_property
-    def titles(self) -> dict[str, list[str]]:
-        """Title → the current documents carrying it, to tell a name that has a document of its own."""
-        out: dict[str, list[str]] = {}
-        for d, v in self.versions.items():
-            out.setdefault(v.title, []).append(d)
-        return out
-
-    @cached_property
-    def unindexed_ids(self) -> frozenset[str]:
-        """Documents whose current version no current unit holds yet (between the documents and index steps)."""
-        return frozenset(self.versions.keys() - self.unit_of.keys())
-
-
-def current_state(catalog: Catalog, versions: dict[str, CurrentVersion] | None = None) -> CurrentState:
-    versions = catalog.current_versions() if versions is None else versions
-    members = rows_by_unit(map(partial(_sharing_strings, versions), catalog.current_members()))
-    return CurrentState(members, first_unit_of(members), versions)
-
-
-def _sharing_strings(versions: dict[str, CurrentVersion], row: MemberRow) -> MemberRow:
-    """The member with its document's strings taken from its current version: one copy per document (a member's
-    id, version, title and hash were a second copy, ~300 bytes of each member)."""
-    v = versions.get(row.doc_id)
-    if v is None or v.version != row.doc_version:
-        return row
-    return MemberRow(row.unit_key, row.position, v.doc_id, v.version, row.part, row.start, row.end, row.tokens,
-                     v.title, v.acl, v.content_hash)
-
-
-def merged_state(states: list[CurrentState], hidden: set[str]) -> CurrentState:
-    """The partitions' states as one, without the documents two partitions claim (see rag.store.union_catalog)."""
-    members: dict[str, list[MemberRow]] = {}
-    unit_of: dict[str, str] = {}
-    versions: dict[str, CurrentVersion] = {}
-    for state in states:
-        for key, rows in state.members.items():
-            kept = [r for r in rows if r.doc_id not in hidden]
-            if kept:
-                members[key] = kept
-        unit_of.update((d, u) for d, u in state.unit_of.items() if d not in hidden)
-        versions.update((d, v) for d, v in state.versions.items() if d not in hidden)
-    return CurrentState(members, unit_of, versions)
 
 
 def _keep_unit_rows(cache: dict[str, UnitRows], table: pa.Table, vectors: np.ndarray, keys: np.ndarray) -> None:
@@ -187,21 +141,22 @@ class Snapshot:
         return f"{len(self.parts)} partitions (" + ", ".join(f"{k}: {i.seq}" for k, i in self.parts.items()) + ")"
 
     @cached_property
-    def published(self) -> dict[str, CurrentVersion]:
-        """doc_id → its current version and ACL, what a query may return: one catalog read, before the members."""
-        if isinstance(self.catalog, UnionCatalog):
+    def published(self) -> Mapping[str, CurrentVersion]:
+        """doc_id → its current version and ACL, what a query may return: from the read state when its files are
+        written, else one catalog read, before the members."""
+        if isinstance(self.catalog, UnionCatalog) or (self._files is not None and self._files.has("current")):
             return self.current.versions  # without the documents two partitions claim
         return self.catalog.current_versions()
 
     @cached_property
-    def current(self) -> CurrentState:
-        state = self._current_state()
+    def current(self) -> PublishedState:
+        state = self._part("current", lambda: current_arrays(self._current_state()), published_state)
         self._shared.keep_current(state)
         return state
 
     def _current_state(self) -> CurrentState:
-        if not isinstance(self.catalog, UnionCatalog):
-            return current_state(self.catalog, self.published)
+        if not isinstance(self.catalog, UnionCatalog):  # the versions a swap read already (published), not again
+            return current_state(self.catalog, self.__dict__.get("published"))
         # A partition's snapshot never changes, so its state is read once per process; only changed ones are.
         states = []
         for key, info in self.parts.items():
@@ -218,8 +173,8 @@ class Snapshot:
         if as_of is not None:  # from the past state's table, read once (past_units_at), not a query per call
             table = self.past_units_at(as_of)[1].table
             return [table.rows[i] for i in table.of_units(unit_keys).tolist()]
-        current = self.current.members
-        return [row for key in sorted(set(unit_keys)) for row in current.get(key, ())]
+        table = self.member_table
+        return [table.row(i) for i in table.of_units(unit_keys).tolist()]
 
     def units_of(self, doc_ids: list[str]) -> dict[str, str]:
         unit_of = self.current.unit_of
@@ -227,8 +182,7 @@ class Snapshot:
 
     def readable_ids(self, doc_ids: list[str], groups: frozenset[str]) -> set[str]:
         """Which of these documents have a current version whose ACL admits one of the groups."""
-        versions = self.current.versions
-        return {d for d in doc_ids if d in versions and not groups.isdisjoint(versions[d].acl)}
+        return self.current.readable(doc_ids, groups)
 
     def unindexed(self, doc_ids: list[str]) -> list[CurrentVersion]:
         """Current versions no current unit holds yet: recorded by the documents step, not yet indexed."""
@@ -260,21 +214,23 @@ class Snapshot:
         """The embedder whose vector space this snapshot's index holds (the catalog's recorded choice)."""
         return workspace_embedder_name(self.catalog)
 
-    @cached_property
+    @property
     def member_table(self) -> MemberTable:
-        """The current members as arrays, for a hop's scoring (built once per snapshot)."""
-        return member_table(self.current.members)
+        """The current members as arrays, for a hop's scoring (a part of the current state's files)."""
+        return self.current.table
 
     @cached_property
     def code_rows(self) -> np.ndarray:
         """Per member code of the serving vectors (VectorState.member_codes), its row in member_table; -1 for rows of a
         member that is not current (its document deleted since the index step)."""
-        return code_rows(self.vectors, self.member_table)
+        return self._part("code_rows", lambda: Arrays({"rows": code_rows(self.vectors, self.member_table)}, {}),
+                          lambda found: found["rows"])
 
     @cached_property
     def unit_codes(self) -> UnitCodes:
         """The serving vectors' units and documents as numbers, for ranking a hop's units (built once per snapshot)."""
-        return unit_codes(self.vectors, self.current.unit_of)
+        return self._part("unit_codes", lambda: unit_code_arrays(unit_codes(self.vectors, self.current.unit_of)),
+                          unit_codes_of)
 
     @property
     def state_units(self) -> StateUnits:
@@ -293,7 +249,27 @@ class Snapshot:
     def lexical(self) -> LexicalIndex:
         """BM25 over the current documents, each counted for the groups its ACL admits (the postings are reused
         across snapshots while the documents are unchanged)."""
-        return lexical_index(self.catalog, self.current.acls)
+        found = self._part("lexical", lambda: lexical_arrays(
+            lexical_index(self.catalog, self.current.acls, self._shared.lexical)), lexical_of)
+        self._shared.lexical = found
+        return found
+
+    @cached_property
+    def _files(self) -> StateFiles | None:
+        """Where this snapshot's read state is written once and mapped (None: a snapshot over the writer's own
+        catalog, whose state a transaction may still change)."""
+        if self._shared.files is None:
+            return None
+        index = self.index.parts if isinstance(self.index, IndexUnion) else {"": self.index}
+        return StateFiles(self._shared.files, snapshot_key(
+            sorted((k, dataclasses.astuple(i)) for k, i in self.parts.items()),
+            sorted((k, i.uri, i.version) for k, i in index.items())))
+
+    def _part(self, name: str, build: Callable[[], Arrays], load: Callable[[Arrays], T]) -> T:
+        """A part of the read state as arrays: mapped from its files (written first by the worker that builds it),
+        or kept in memory where there is no folder for them."""
+        files = self._files
+        return load(build() if files is None else files.part(name, build))
 
     def unit_rows(self, unit_keys: list[str], as_of: datetime | None = None) -> dict[str, UnitRows]:
         """Sub-chunk rows of these unit versions, read from the index once per process and then kept."""
@@ -311,8 +287,14 @@ class Snapshot:
 
     @cached_property
     def vectors(self) -> VectorState:
-        """The in-memory serving copy of this snapshot's index; a partition's or table's rows are read once per
-        table version, and a new version re-reads only the units it added."""
+        """The serving copy of this snapshot's index; a partition's or table's rows are read once per table version,
+        and a new version re-reads only the units it added."""
+        state = self._part("vectors", lambda: vector_arrays(self._vector_rows()), vector_state)
+        if not isinstance(self.index, IndexUnion):  # what the next table version's copy starts from: the mapped one
+            self._shared.vectors[self.index.uri] = (self.index.version, state)
+        return state
+
+    def _vector_rows(self) -> VectorState:
         parts = self.index.parts if isinstance(self.index, IndexUnion) else {"": self.index}
         states = []
         for key, index in parts.items():
@@ -342,7 +324,7 @@ class Snapshot:
 
     def _members_at(self, as_of: datetime) -> dict[str, list[MemberRow]]:
         """Unit key → the members current at `as_of`, those of a version still current sharing its strings."""
-        return rows_by_unit(map(partial(_sharing_strings, self.current.versions),
+        return rows_by_unit(map(partial(sharing_strings, self.current.versions),
                                 self.catalog.current_members(None, as_of)))
 
     def lexical_at(self, as_of: datetime, state: VectorState) -> LexicalIndex:

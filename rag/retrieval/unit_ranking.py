@@ -6,37 +6,67 @@ document code, where unit codes follow the keys' sorted order, so a tie on the c
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from itertools import repeat
 
 import numpy as np
 
-from rag.retrieval.vectors import VectorState, first_seen_codes, run_starts
+from rag.retrieval.state_files import Arrays
+from rag.retrieval.strings import Column, Strings, strings_of
+from rag.retrieval.vectors import VectorState, run_starts
 
 
 @dataclass(frozen=True)
 class UnitCodes:
-    """Per row of the serving vectors its (unit, document) pair; per document its code and its current unit's pair."""
+    """Per row of the serving vectors its (unit, document) pair; per document its current unit's pair."""
 
-    unit_keys: list[str]                # sorted: a unit's code is its position
+    unit_keys: Strings                  # sorted: a unit's code is its position
+    docs: Strings                       # a document's code is its position
     row_pairs: np.ndarray               # per vector row, unit code × documents + document code
-    doc_code: dict[str, int]            # doc_id → its code
-    doc_pair: dict[str, int]            # doc_id → the pair of the unit holding its current version (when one does)
-    documents: int
+    doc_pair: np.ndarray                # per document code, the pair of the unit holding its current version (or -1)
+
+    @property
+    def documents(self) -> int:
+        return max(len(self.docs), 1)
 
 
-def unit_codes(state: VectorState, unit_of: dict[str, str]) -> UnitCodes:
+def unit_codes(state: VectorState, unit_of: Mapping[str, str]) -> UnitCodes:
     """The codes of the vector rows' units and documents and of the current documents' units."""
-    keys, inverse = np.unique(np.concatenate([state.unit_keys, np.asarray(list(unit_of.values()), dtype=object)]),
-                              return_inverse=True)
-    inverse = inverse.reshape(-1)
-    doc_code: dict[str, int] = {}
-    row_docs = first_seen_codes(doc_code, state.doc_ids.tolist(), len(state))
-    lexical_docs = first_seen_codes(doc_code, unit_of, len(unit_of))
-    documents = max(len(doc_code), 1)
-    row_units = inverse[: len(state)].astype(np.int64)
-    pairs = dict(zip(unit_of, (inverse[len(state):].astype(np.int64) * documents + lexical_docs).tolist()))
-    return UnitCodes(keys.tolist(), row_units * documents + row_docs, doc_code, pairs, documents)
+    docs, units = doc_units(unit_of)
+    all_units = union_of([state.unit_keys.strings.table, units.strings.table])
+    all_docs = union_of([state.doc_ids.strings.table, docs.table])
+    documents = max(len(all_docs), 1)
+    row_units = all_units.codes_of(state.unit_keys.strings.table)[state.unit_keys.codes]
+    row_docs = all_docs.codes_of(state.doc_ids.strings.table)[state.doc_ids.codes]
+    doc_pair = np.full(len(all_docs), -1, dtype=np.int64)
+    held = all_docs.codes_of(docs.table)
+    doc_pair[held] = all_units.codes_of(units.strings.table)[units.codes] * documents + held
+    return UnitCodes(all_units, all_docs, row_units * documents + row_docs, doc_pair)
+
+
+def unit_code_arrays(codes: UnitCodes) -> Arrays:
+    return Arrays({"units": codes.unit_keys.table, "docs": codes.docs.table, "row_pairs": codes.row_pairs,
+                   "doc_pair": codes.doc_pair}, {})
+
+
+def unit_codes_of(found: Arrays) -> UnitCodes:
+    return UnitCodes(Strings(found["units"]), Strings(found["docs"]), found["row_pairs"], found["doc_pair"])
+
+
+def doc_units(unit_of: Mapping[str, str]) -> tuple[Strings, Column]:
+    """Documents (sorted) and each one's unit, as arrays (a mapped mapping gives its own)."""
+    if hasattr(unit_of, "arrays"):
+        return unit_of.arrays()
+    docs = strings_of(list(unit_of))
+    order = np.argsort(docs.codes, kind="stable")
+    units = list(unit_of.values())
+    return docs.strings, strings_of([units[i] for i in order.tolist()])
+
+
+def union_of(tables: list[np.ndarray]) -> Strings:
+    """The distinct strings of these tables, sorted."""
+    width = max(t.dtype.itemsize for t in tables)
+    return Strings(np.unique(np.concatenate([t.astype(f"S{width}") for t in tables])))
 
 
 def rank_units(codes: UnitCodes, near: np.ndarray, scores: np.ndarray, lexical: dict[str, float], weight: float,
@@ -65,11 +95,10 @@ def rank_units(codes: UnitCodes, near: np.ndarray, scores: np.ndarray, lexical: 
 def _lexical_codes(codes: UnitCodes, lexical: dict[str, float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The BM25 documents that have a code (every other has no row and no unit): their codes, their units' pairs
     (-1 without one) and their scores."""
-    n = len(lexical)
-    docs = np.fromiter(map(codes.doc_code.get, lexical, repeat(-1)), dtype=np.int64, count=n)
-    pairs = np.fromiter(map(codes.doc_pair.get, lexical, repeat(-1)), dtype=np.int64, count=n)
+    docs = codes.docs.codes(list(lexical))
     known = docs >= 0
-    return docs[known], pairs[known], np.fromiter(lexical.values(), dtype=np.float64, count=n)[known]
+    scores = np.fromiter(lexical.values(), dtype=np.float64, count=len(lexical))
+    return docs[known], codes.doc_pair[docs[known]], scores[known]
 
 
 def at_keys(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, missing: float) -> np.ndarray:

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import simsimd
 
 from rag.retrieval.int8_rows import Int8Rows, concat, empty, quantize, quantize_query
+from rag.retrieval.state_files import Arrays
+from rag.retrieval.strings import Column, RowsByKey, Strings, as_column, concat_columns, rows_by_key, strings_of
 from rag.store.index import SubchunkIndex, row_columns
 from rag.store.row_units import Membership, place
 
@@ -49,13 +50,58 @@ def run_starts(ordered: np.ndarray) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True)
+class MemberCodes:
+    """(unit key, doc_id, part) → the member code of its rows: the key packed into one integer, found by bisection."""
+
+    units: Strings
+    docs: Strings
+    packed: np.ndarray      # sorted distinct packed keys
+    codes: np.ndarray       # per packed key, its member code
+    first_rows: np.ndarray  # per member code, the first row holding it
+    parts: int              # one more than the largest part
+
+    def get(self, key: tuple[str, str, int], default=None):
+        unit, doc = self.units.code(key[0]), self.docs.code(key[1])
+        if unit < 0 or doc < 0 or not isinstance(key[2], (int, np.integer)) or not 0 <= key[2] < self.parts or not len(self.packed):
+            return default
+        wanted = (unit * len(self.docs) + doc) * self.parts + key[2]
+        at = min(int(np.searchsorted(self.packed, wanted)), len(self.packed) - 1)
+        return int(self.codes[at]) if self.packed[at] == wanted else default
+
+    def __getitem__(self, key):
+        found = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __contains__(self, key) -> bool:
+        return self.get(key) is not None
+
+    def __len__(self) -> int:
+        return len(self.first_rows)
+
+
+def member_numbering(units: Column, docs: Column, parts: np.ndarray) -> tuple[np.ndarray, MemberCodes]:
+    """Per row a number shared by the rows of one (unit key, doc_id, part), in order of first appearance."""
+    span = int(parts.max()) + 1 if len(parts) else 1
+    if len(units.strings) * len(docs.strings) * span >= 2**62:
+        raise ValueError("too many units, documents and parts to number their members in 64 bits")
+    packed = (units.codes.astype(np.int64) * len(docs.strings) + docs.codes) * span + parts
+    keys, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(keys))
+    return rank[inverse.reshape(-1)], MemberCodes(units.strings, docs.strings, keys, rank, np.sort(first), span)
+
+
 @dataclass
 class VectorState:
-    """Every row of one table version: where it lies, who may read it, its unit-length vector."""
+    """Every row of one table version: where it lies, who may read it, its unit-length vector. Its arrays may be
+    mapped from a read-state file (rag.retrieval.state_files); strings are columns of codes (rag.retrieval.strings)."""
 
     matrix: np.ndarray            # (rows, dimension) float16, unit length; rows in order of acl_ids
-    unit_keys: np.ndarray         # object array of str
-    doc_ids: np.ndarray           # object array of str
+    unit_keys: Column             # object arrays of str are taken too, and coded
+    doc_ids: Column
     parts: np.ndarray             # int32
     starts: np.ndarray            # int32
     ends: np.ndarray              # int32
@@ -66,29 +112,27 @@ class VectorState:
     _ranges: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    def __post_init__(self):
+        self.unit_keys, self.doc_ids = as_column(self.unit_keys), as_column(self.doc_ids)
+
     @property
-    def rows_of_unit(self) -> dict[str, np.ndarray]:
+    def rows_of_unit(self) -> RowsByKey:
         """Unit key → its rows (built on first use, then kept)."""
         if not hasattr(self, "_rows_of_unit"):
-            keys, inverse = np.unique(self.unit_keys, return_inverse=True)
-            order = np.argsort(inverse, kind="stable")
-            bounds = np.searchsorted(inverse[order], np.arange(len(keys) + 1))
-            self._rows_of_unit = {k: order[bounds[i]:bounds[i + 1]] for i, k in enumerate(keys.tolist())}
+            self._rows_of_unit = rows_by_key(self.unit_keys)
         return self._rows_of_unit
 
     @property
     def member_codes(self) -> np.ndarray:
         """Per row, a number shared by the rows of one (unit key, doc_id, part) (built on first use, then kept)."""
         if not hasattr(self, "_member_codes"):
-            codes: dict[tuple, int] = {}
-            found = first_seen_codes(codes, zip(self.unit_keys.tolist(), self.doc_ids.tolist(), self.parts.tolist()),
-                                     len(self))
+            found, codes = member_numbering(self.unit_keys, self.doc_ids, self.parts)
             self._code_of = codes  # first: a thread that sees _member_codes finds _code_of too
             self._member_codes = found
         return self._member_codes
 
     @property
-    def code_of(self) -> dict[tuple[str, str, int], int]:
+    def code_of(self) -> MemberCodes:
         """(unit key, doc_id, part) → its member code (see member_codes)."""
         self.member_codes
         return self._code_of
@@ -246,13 +290,13 @@ def load_state(index: SubchunkIndex, previous: VectorState | None = None,
     previous state already holds."""
     dataset = index.table.to_lance()
     order, unit_keys = place(dataset.to_table(columns=row_columns(dataset.schema)), membership)
-    wanted = pc.unique(pa.array(unit_keys, pa.string()))
     kept = previous if previous is not None and len(previous) else None
     if kept is not None:
         have = previous.rows_of_unit
-        keep_rows = np.flatnonzero(pc.is_in(pa.array(previous.unit_keys, pa.string()),
-                                            value_set=wanted).to_numpy(zero_copy_only=False))
-        new = np.fromiter((k not in have for k in unit_keys), dtype=bool, count=len(unit_keys))
+        placed = have.strings.codes(unit_keys.tolist())
+        wanted = np.unique(placed[placed >= 0])
+        keep_rows = np.flatnonzero(np.isin(previous.unit_keys.codes, wanted))
+        new = (placed < 0) | (np.diff(have.bounds)[np.maximum(placed, 0)] == 0)
         order, unit_keys = order[new], unit_keys[new]
     else:
         keep_rows = np.zeros(0, dtype=np.int64)
@@ -271,8 +315,9 @@ def _read(index: SubchunkIndex, dataset, rows: np.ndarray, unit_keys: np.ndarray
     acl_sets: dict[frozenset[str], int] = {}
     acl_ids = np.fromiter((acl_sets.setdefault(frozenset(a), len(acl_sets)) for a in data.column("acl").to_pylist()),
                           dtype=np.int32, count=data.num_rows)
-    return VectorState(matrix, unit_keys, _objects(data, "doc_id"), _ints(data, "part"),
-                       _ints(data, "char_start"), _ints(data, "char_end"), acl_ids, list(acl_sets), quantize(matrix))
+    return VectorState(matrix, strings_of(unit_keys.tolist()), strings_of(data.column("doc_id").to_pylist()),
+                       _ints(data, "part"), _ints(data, "char_start"), _ints(data, "char_end"), acl_ids, list(acl_sets),
+                       quantize(matrix))
 
 
 def _unit_rows(column: pa.Array, dimension: int, at: np.ndarray) -> np.ndarray:
@@ -293,22 +338,18 @@ def _by_acl(state: VectorState) -> VectorState:
     return state
 
 
-def _objects(data: pa.Table, name: str) -> np.ndarray:
-    return np.asarray(data.column(name).to_pylist(), dtype=object)
-
-
 def _ints(data: pa.Table, name: str) -> np.ndarray:
     return data.column(name).to_numpy().astype(np.int32)
 
 
 def _empty(dimension: int) -> VectorState:
     none = np.zeros(0, dtype=np.int32)
-    return VectorState(np.zeros((0, dimension), dtype=np.float16), np.zeros(0, dtype=object),
-                       np.zeros(0, dtype=object), none, none, none, none, [], empty(dimension))
+    return VectorState(np.zeros((0, dimension), dtype=np.float16), strings_of([]), strings_of([]), none, none, none,
+                       none, [], empty(dimension))
 
 
 def _take(state: VectorState, rows: np.ndarray) -> VectorState:
-    return VectorState(state.matrix[rows], state.unit_keys[rows], state.doc_ids[rows], state.parts[rows],
+    return VectorState(state.matrix[rows], state.unit_keys.take(rows), state.doc_ids.take(rows), state.parts[rows],
                        state.starts[rows], state.ends[rows], state.acl_ids[rows], state.acl_sets,
                        state.quantized.take(rows))
 
@@ -318,8 +359,8 @@ def _concat(a: VectorState, b: VectorState) -> VectorState:
     sets = {s: i for i, s in enumerate(a.acl_sets)}
     remap = np.array([sets.setdefault(s, len(sets)) for s in b.acl_sets], dtype=np.int32)
     b_ids = remap[b.acl_ids] if len(b.acl_ids) else b.acl_ids
-    return VectorState(np.concatenate([a.matrix, b.matrix]), np.concatenate([a.unit_keys, b.unit_keys]),
-                       np.concatenate([a.doc_ids, b.doc_ids]), np.concatenate([a.parts, b.parts]),
+    return VectorState(np.concatenate([a.matrix, b.matrix]), concat_columns([a.unit_keys, b.unit_keys]),
+                       concat_columns([a.doc_ids, b.doc_ids]), np.concatenate([a.parts, b.parts]),
                        np.concatenate([a.starts, b.starts]), np.concatenate([a.ends, b.ends]),
                        np.concatenate([a.acl_ids, b_ids]).astype(np.int32), list(sets),
                        concat(a.quantized, b.quantized))
@@ -331,3 +372,28 @@ def union(states: list[VectorState], dimension: int) -> VectorState:
     for state in states:
         out = _concat(out, state)
     return _by_acl(out)
+
+
+def vector_arrays(state: VectorState) -> Arrays:
+    """The state as arrays for a read-state file, with its unit rows and member codes built."""
+    int8, units, codes = state.quantized, state.rows_of_unit, state.code_of
+    return Arrays({"matrix": state.matrix, "unit_codes": state.unit_keys.codes, "units": state.unit_keys.strings.table,
+                   "doc_codes": state.doc_ids.codes, "docs": state.doc_ids.strings.table, "parts": state.parts,
+                   "starts": state.starts, "ends": state.ends, "acl_ids": state.acl_ids, "int8_codes": int8.codes,
+                   "int8_scales": int8.scales, "int8_errors": int8.errors, "int8_norms": int8.norms,
+                   "unit_order": units.order, "unit_bounds": units.bounds, "member_codes": state.member_codes,
+                   "member_keys": codes.packed, "member_key_codes": codes.codes, "member_first_rows": codes.first_rows},
+                  {"acl_sets": [sorted(a) for a in state.acl_sets], "parts_span": codes.parts})
+
+
+def vector_state(found: Arrays) -> VectorState:
+    """The state of vector_arrays' arrays (mapped from a file: no copy is made)."""
+    units, docs = Column(found["unit_codes"], Strings(found["units"])), Column(found["doc_codes"], Strings(found["docs"]))
+    state = VectorState(found["matrix"], units, docs, found["parts"], found["starts"], found["ends"], found["acl_ids"],
+                        [frozenset(a) for a in found.meta["acl_sets"]],
+                        Int8Rows(found["int8_codes"], found["int8_scales"], found["int8_errors"], found["int8_norms"]))
+    state._rows_of_unit = RowsByKey(units.strings, found["unit_order"], found["unit_bounds"])
+    state._code_of = MemberCodes(units.strings, docs.strings, found["member_keys"], found["member_key_codes"],
+                                 found["member_first_rows"], found.meta["parts_span"])
+    state._member_codes = found["member_codes"]
+    return state

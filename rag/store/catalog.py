@@ -54,7 +54,7 @@ class Catalog(DocumentTables, UnitReads):
     _held: HeldState | None = None  # a reader's tables, kept alive while its cursor reads them
 
     def __init__(self, path: str | Path, *, snapshot: Path | None = None, entry: str = "rag",
-                 wait_s: float | None = None):
+                 wait_s: float | None = None, shared: Path | None = None):
         self.path = str(path)
         self.file = str(snapshot or path)
         self.read_only = snapshot is not None
@@ -68,7 +68,7 @@ class Catalog(DocumentTables, UnitReads):
             if not self.read_only:
                 self.con = connect_writer(Path(self.file))
             elif self.file.endswith(".json"):  # the store's tables held in memory, patched by each publish
-                self.con, self._held = open_held(Path(self.file))
+                self.con, self._held = open_held(Path(self.file), shared)
             else:  # a whole-catalog copy (the format before segments)
                 self.con = duckdb.connect(self.file, read_only=True)
         except (duckdb.Error, OSError, ValueError, KeyError) as err:
@@ -88,9 +88,9 @@ class Catalog(DocumentTables, UnitReads):
                                f"{'' if self.read_only else DAMAGED_HINT}") from None
 
     @classmethod
-    def snapshot(cls, workspace: str | Path, info: SnapshotInfo) -> "Catalog":
-        """A read-only connection to a published snapshot; it never takes the writer's lock."""
-        return cls(Path(workspace) / "catalog.duckdb", snapshot=info.path(workspace))
+    def snapshot(cls, workspace: str | Path, info: SnapshotInfo, shared: Path | None = None) -> "Catalog":
+        """A read-only connection to a published snapshot, never taking the writer's lock (`shared`: open_held's)."""
+        return cls(Path(workspace) / "catalog.duckdb", snapshot=info.path(workspace), shared=shared)
 
     @property
     def with_texts(self) -> str:

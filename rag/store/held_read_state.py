@@ -1,4 +1,5 @@
-"""A reader's catalog tables held in memory per published store, patched by each newer publish's segments.
+"""A reader's catalog tables held in memory per published store, patched by each newer publish's segments, or
+written once per published store as a database file that every reader of a host opens read-only.
 
 `load_read_state` builds every table from all its segments: the whole corpus, at every publish, in every worker.
 Here one in-memory database per store holds the tables of the newest manifest the process opened. A newer
@@ -8,9 +9,17 @@ reads through its own cursor, pinned to a transaction begun right after its mani
 keeps what it sees fixed while later publishes patch the tables. Anything else (merged segments, a new column, a
 keyless table that changed, an older manifest) is built in full, as before. Deleted rows keep their memory until
 the database is rebuilt, once they reach `DEAD_SHARE` of the live ones, so memory stays flat across publishes.
+A workspace's reader (rag.query.workspace) asks for the shared file instead: the first reader of a manifest builds
+the tables and writes them under a lock through a renamed temporary file; every other worker opens the file
+read-only, and DuckDB reads only the blocks its queries touch, so the workers of a host do not each hold the whole
+catalog. Each publish's file is written whole by one worker (not patched).
 """
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import json
+import os
 import threading
 import weakref
 from pathlib import Path
@@ -25,6 +34,7 @@ from rag.store.snapshot_files import (
     held_name,
     live_rows,
     newest_rows,
+    quote,
     read_manifest,
     sql_files,
     texts_query,
@@ -32,6 +42,7 @@ from rag.store.snapshot_files import (
 from rag.store.snapshot_repair import whole_parquet
 
 DEAD_SHARE = 0.25
+KEPT_FILES = 3  # shared table files kept: the snapshot served, the one swapped in, one more for a slow reader
 _GUARD = threading.Lock()  # one patch at a time; a snapshot's cursor is pinned before the next patch starts
 
 
@@ -119,18 +130,37 @@ class HeldState:
 _HELD: "weakref.WeakValueDictionary[str, HeldState]" = weakref.WeakValueDictionary()
 
 
-def open_held(manifest: Path) -> tuple[duckdb.DuckDBPyConnection, HeldState]:
+def open_held(manifest: Path, shared: Path | None = None) -> tuple[duckdb.DuckDBPyConnection, HeldState | None]:
     """A connection reading this manifest's tables as a reader sees them, and the state its holder must keep.
 
     The store's held state is patched when the manifest is newer than it and extends it, rebuilt otherwise; a
-    manifest older than the held one gets a state of its own."""
-    key, seq = str(Path(manifest).parent.resolve()), int(Path(manifest).stem)
+    manifest older than the held one gets a state of its own. With a `shared` folder, the tables are written there
+    once as a database file that every reader of the host opens read-only (no state to keep)."""
     tables = read_manifest(manifest)
     tables.setdefault("texts", [])
     for text_file in tables["texts"]:   # read lazily, at a query: a damaged one is refused here, in one line
         if not whole_parquet(Path(text_file)):
             raise ValueError(f"text file {SEGMENT_DIR}/{Path(text_file).name} is lost or damaged; the next ingest "
                              "reads its texts again from the sources")
+    if shared is None:
+        return _held(manifest, tables)
+    found = shared / f"catalog-{_digest(tables)}.duckdb"
+    if not found.exists():
+        try:
+            _write_shared(manifest, tables, found)
+        except (OSError, duckdb.Error):  # a read-only or full folder: this reader holds its own tables
+            return _held(manifest, tables)
+    try:
+        con = duckdb.connect(str(found), read_only=True)
+    except duckdb.Error:  # removed since (a newer publish's files replaced it): this reader holds its own
+        return _held(manifest, tables)
+    con.execute(f"CREATE TEMP VIEW texts AS {texts_query(tables['texts'])}")
+    con.execute(f"CREATE TEMP VIEW documents AS {documents_view()}")
+    return con, None
+
+
+def _held(manifest: Path, tables: dict[str, list[str]]) -> tuple[duckdb.DuckDBPyConnection, HeldState]:
+    key, seq = str(Path(manifest).parent.resolve()), int(Path(manifest).stem)
     with _GUARD:
         held = _HELD.get(key)
         if held is not None and seq < held.seq:
@@ -140,6 +170,37 @@ def open_held(manifest: Path) -> tuple[duckdb.DuckDBPyConnection, HeldState]:
         elif held is None or seq != held.seq or held.tables != tables or not held.same_files():
             held = _HELD[key] = HeldState(tables, seq)
         return held.pinned(tables["texts"]), held
+
+
+def _digest(tables: dict[str, list[str]]) -> str:
+    """A name for these tables: their segments and each one's file identity (a store made anew reuses names)."""
+    stamps = {f: _stamp(f) for files in tables.values() for f in files}
+    return hashlib.sha256(json.dumps([sorted(tables.items()), sorted(stamps.items())]).encode()).hexdigest()[:24]
+
+
+def _write_shared(manifest: Path, tables: dict[str, list[str]], found: Path) -> None:
+    """Build (or patch) the held tables and write them to `found` through a renamed temporary file, one writer at
+    a time; the other readers wait for it. Only the newest KEPT_FILES such files stay."""
+    found.parent.mkdir(parents=True, exist_ok=True)
+    with open(found.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if found.exists():
+            return
+        tmp = found.with_name(f".{found.stem}.{os.getpid()}.tmp")
+        tmp.unlink(missing_ok=True)
+        con, held = _held(manifest, tables)
+        try:
+            held.con.execute(f"ATTACH '{quote(str(tmp))}' AS shared_copy")
+            held.con.execute("COPY FROM DATABASE memory TO shared_copy")
+            held.con.execute("DETACH shared_copy")
+            os.rename(tmp, found)
+        finally:
+            con.close()
+            tmp.unlink(missing_ok=True)
+    older = sorted(found.parent.glob("catalog-*.duckdb"), key=lambda p: p.stat().st_mtime_ns)[:-KEPT_FILES]
+    for old in older:
+        old.unlink(missing_ok=True)
+        old.with_suffix(".lock").unlink(missing_ok=True)
 
 
 def _patched(held: HeldState, tables: dict[str, list[str]], seq: int) -> bool:
