@@ -22,7 +22,7 @@ import json
 import os
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -74,6 +74,7 @@ class SnapshotInfo:
     publish_id: int
     lance_version: int | None
     created_at: str
+    epoch: int | None = None  # the writer lease's epoch it was made under (rag.store.writer_lease)
 
     def path(self, workspace: Path) -> Path:
         return Path(workspace) / SNAPSHOT_DIR / self.file
@@ -151,8 +152,8 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection, catalog_path: str | Path, p
     _write_atomic(folder / name, json.dumps({"seq": seq, "publish_id": publish_id, "tables": tables}))
     info = SnapshotInfo(seq, name, publish_id, lance_version,
                         datetime.now(timezone.utc).isoformat(timespec="milliseconds"))
+    info = replace(info, epoch=check_held(folder.parent))
     pointer = json.dumps(asdict(info))
-    check_held(folder.parent)
     objects.push(folder.parent, seq, name, pointer, seen)
     _write_atomic(folder / POINTER, pointer)
     _prune(folder, seq, snapshots_kept() if keep is None else keep)
@@ -331,27 +332,34 @@ def pull(workspace: str | Path, every_s: float | None = None) -> None:
         if time.monotonic() - _PULLED.get(root, -1e9) < every_s:
             return
         for prefix in objects.stores(bucket):
-            _pull_store(bucket, Path(root) / prefix, prefix)
+            pull_store(bucket, Path(root) / prefix, prefix)
         _PULLED[root] = time.monotonic()
 
 
-def _pull_store(bucket, store_folder: Path, prefix: str) -> None:
-    """The segments first, the manifest next, the pointer last: a local reader never sees half a publish."""
+def pull_store(bucket, store_folder: Path, prefix: str) -> int:
+    """The segments first, the manifest next, the pointer last: a local reader never sees half a publish. Bytes
+    downloaded; a pointer naming the publish held here already (stamped with a new epoch) is not rewritten."""
     folder = store_folder / SNAPSHOT_DIR
     etag_file = folder / objects.ETAG_FILE
     have = lambda names: [n for n in names if not (folder / SEGMENT_DIR / n).exists()]  # noqa: E731
     fetched = objects.fetch_newer(bucket, prefix, etag_file.read_text() if etag_file.exists() else None, have)
     if fetched is None:
-        return
+        return 0
     (folder / SEGMENT_DIR).mkdir(parents=True, exist_ok=True)
     for name, body in fetched.segments.items():
         _write_atomic(folder / SEGMENT_DIR / name, body)
     if fetched.store_info is not None:
         _write_atomic(store_folder / objects.STORE_INFO, fetched.store_info)
     _write_atomic(folder / fetched.info["file"], fetched.manifest)
-    _write_atomic(folder / POINTER, fetched.pointer.body)
+    try:
+        held = read_pointer(store_folder).file == fetched.info["file"]
+    except NoSnapshot:
+        held = False
+    if not held:
+        _write_atomic(folder / POINTER, fetched.pointer.body)
     etag_file.write_text(fetched.pointer.etag)
     _prune(folder, fetched.info["seq"], snapshots_kept())
+    return sum(map(len, fetched.segments.values())) + len(fetched.manifest) + len(fetched.pointer.body)
 
 
 def _write_atomic(path: Path, text: str | bytes) -> None:

@@ -71,6 +71,19 @@ def push(store_folder: Path, seq: int, manifest: str, pointer: str, seen: Versio
     (folder / ETAG_FILE).write_text(etag)
 
 
+def stamp(store_folder: Path, epoch: int) -> None:
+    """Name the lease's epoch in the bucket's pointer, if there is one: its version changes, so a writer that lost
+    the lease, whose swap names the version it read before, can no longer make a publish current."""
+    objects, name = bucket(), f"{store_prefix(Path(store_folder))}snapshots/CURRENT"
+    for _ in range(3):   # only a writer that lost its lease can swap meanwhile: its publish is then found later
+        found = objects.get(name) if objects else None
+        if found is None or objects.swap(name, json.dumps(json.loads(found.body) | {"epoch": epoch}).encode(),
+                                         found.etag) is not None:
+            return
+    raise PointerMoved(f"{masked(objects.uri)}/{name}: changed three times while this writer stamped it; another "
+                       "writer is publishing without the lease")
+
+
 def prune_remote(store_folder: Path) -> None:
     """Delete the bucket's snapshot files the local (just pruned) folder no longer has."""
     objects, folder, prefix = bucket(), Path(store_folder) / "snapshots", store_prefix(Path(store_folder))

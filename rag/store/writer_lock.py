@@ -32,6 +32,7 @@ class _Held:
     fd: int
     depth: int
     lease: PostgresLease | None = None
+    restored: object = None   # what the store's restore took from the bucket (rag.store.store_checkpoint)
 
 
 _HELD: dict[str, _Held] = {}
@@ -77,11 +78,18 @@ class WriterLock:
                                      f"({_describe(self.path)}); gave up after {self.wait_s:g} s") from None
                 time.sleep(0.1)
         lease = self._lease(fd, deadline)
+        try:
+            restored = self._restore(lease)
+        except BaseException:
+            if lease is not None:
+                lease.close()
+            os.close(fd)
+            raise
         since = datetime.now(timezone.utc).isoformat(timespec="seconds")
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps({"pid": os.getpid(), "entry": self.entry, "since": since}).encode(), 0)
         with _GUARD:
-            _HELD[key] = _Held(fd, 1, lease)
+            _HELD[key] = _Held(fd, 1, lease, restored)
 
     def release(self) -> None:
         key = str(self.path)
@@ -93,10 +101,21 @@ class WriterLock:
             if held.depth:
                 return
             del _HELD[key]
-        if held.lease is not None:
-            held.lease.close()
-        os.ftruncate(held.fd, 0)
-        os.close(held.fd)  # closing the descriptor releases the flock
+        try:
+            if held.restored is not None:   # checkpointed while the lease is still held, fenced by its check
+                from rag.store.store_checkpoint import save
+                save(self.path.parent, held.restored, held.lease.check if held.lease else lambda: None)
+        finally:
+            if held.lease is not None:
+                held.lease.close()
+            os.ftruncate(held.fd, 0)
+            os.close(held.fd)  # closing the descriptor releases the flock
+
+    def _restore(self, lease: PostgresLease | None):
+        """The store's state of record from the bucket, if there is one (rag.store.store_checkpoint)."""
+        from rag.store.store_checkpoint import restore  # it reads snapshots, which check this lock
+
+        return restore(self.path.parent, lease.epoch if lease else None)
 
     def _lease(self, fd: int, deadline: float) -> PostgresLease | None:
         """The cross-machine lease, named by where the store's snapshots are published (not by a local path)."""
@@ -120,9 +139,12 @@ class WriterLock:
         self.release()
 
 
-def check_held(store_folder: str | Path) -> None:
-    """Raise LeaseLost if this process holds the store's writer lock through a lease that has ended."""
+def check_held(store_folder: str | Path) -> int | None:
+    """Raise LeaseLost if this process holds the store's writer lock through a lease that has ended; else the
+    lease's epoch (None without a lease)."""
     with _GUARD:
         held = _HELD.get(str(Path(store_folder).resolve() / LOCK_FILE))
-    if held is not None and held.lease is not None:
-        held.lease.check()
+    if held is None or held.lease is None:
+        return None
+    held.lease.check()
+    return held.lease.epoch
