@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import threading
 import time
@@ -18,9 +19,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rag.store.snapshot_objects import SNAPSHOT_URI_ENV, store_prefix
-from rag.store.writer_lease import PostgresLease, lease_url
+from rag.store.writer_lease import LeaseLost, PostgresLease, lease_url
 
 LOCK_FILE = "writer.lock"
+_LOG = logging.getLogger("rag.store")
 
 
 class WriterBusy(RuntimeError):
@@ -102,14 +104,23 @@ class WriterLock:
                 return
             del _HELD[key]
         try:
-            if held.restored is not None:   # checkpointed while the lease is still held, fenced by its check
-                from rag.store.store_checkpoint import save
-                save(self.path.parent, held.restored, held.lease.check if held.lease else lambda: None)
+            self._checkpoint(held)
         finally:
             if held.lease is not None:
                 held.lease.close()
             os.ftruncate(held.fd, 0)
             os.close(held.fd)  # closing the descriptor releases the flock
+
+    def _checkpoint(self, held: _Held) -> None:
+        """Checkpoint the store while the lease is still held; a lost lease checkpoints nothing (the publish that
+        found it lost failed already; one made before is in the bucket, and the next writer continues from it)."""
+        if held.restored is None:
+            return
+        from rag.store.store_checkpoint import save
+        try:
+            save(self.path.parent, held.restored, held.lease.check if held.lease else lambda: None)
+        except LeaseLost as err:
+            _LOG.warning("%s; its catalog was not checkpointed", err)
 
     def _restore(self, lease: PostgresLease | None):
         """The store's state of record from the bucket, if there is one (rag.store.store_checkpoint)."""
