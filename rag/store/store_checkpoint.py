@@ -53,6 +53,7 @@ def restore(folder: Path, epoch: int | None) -> Restored | None:
     if epoch is not None:   # first, so that what is pulled next is what no earlier holder can change any more
         objects.stamp(folder, epoch)
     done = Restored(downloaded=pull_store(bucket, folder, prefix))
+    objects.drop_unpublished(folder)
     found = bucket.get(prefix + POINTER)
     if found is None:
         return done   # never checkpointed: a first run, or a store from before checkpoints (its folder is kept)
