@@ -3,7 +3,7 @@
 With `RAG_SNAPSHOT_URI=s3://bucket/prefix` the writer uploads a publish's new segments and manifest, then
 swaps the bucket's `snapshots/CURRENT` with a conditional write (If-Match the version it read before the
 publish began, If-None-Match for the first): a second writer that published meanwhile makes the swap fail
-instead of being overwritten. Readers (`snapshot_files.pull`) copy what the bucket's pointer names into their
+instead of being overwritten. Readers (rag.store.snapshot_pull) copy what the bucket's pointer names into their
 local folder (segments are immutable, so a copy is never stale) and swap their local pointer last, so local
 reads stay atomic.
 Objects mirror the workspace's layout: `snapshots/…`, or `partitions/<slug>/snapshots/…` and its store file.

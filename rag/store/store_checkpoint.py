@@ -20,6 +20,7 @@ from pathlib import Path
 
 from rag.store import snapshot_objects as objects
 from rag.store.object_store import ObjectStore
+from rag.store.snapshot_pull import pull_store
 
 CHUNK_BYTES = 256 * 1024   # 16 catalog blocks: a change rewrites few chunks, and a store has few objects
 PRIVATE = ("catalog.duckdb", "catalog.duckdb.wal", "catalog.duckdb.compacted", "doc_ids.json")
@@ -43,8 +44,6 @@ class Restored:
 
 def restore(folder: Path, epoch: int | None) -> Restored | None:
     """Bring the store's published snapshot and private files from the bucket into `folder` (None: no bucket)."""
-    from rag.store.snapshot_files import pull_store
-
     bucket = objects.bucket()
     if bucket is None:
         return None

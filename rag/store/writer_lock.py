@@ -4,7 +4,9 @@ The kernel releases a `flock` when its holder dies, so a killed run never leaves
 re-entrant within a process, so a Dagster run can hold it from its first step to its last while each step
 opens the catalog again. Where pods share no disk, $RAG_WRITER_LOCK_URL adds a Postgres lease on the store's
 name (rag.store.writer_lease), which a writer on another machine sees too; `check_held` before a publish swaps
-its pointer makes a lost lease an error, never a silent second writer.
+its pointer makes a lost lease an error, never a silent second writer. With $RAG_SNAPSHOT_URI the outermost
+acquire restores the store from the bucket and the outermost release checkpoints it back, lease still held
+(rag.store.store_checkpoint): any run may start in an empty folder.
 """
 from __future__ import annotations
 
@@ -12,33 +14,22 @@ import fcntl
 import json
 import logging
 import os
-import threading
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from rag.store.snapshot_objects import SNAPSHOT_URI_ENV, store_prefix
+from rag.store.store_checkpoint import restore, save
+from rag.store.writer_held import GUARD as _GUARD
+from rag.store.writer_held import HELD as _HELD
+from rag.store.writer_held import LOCK_FILE, Held, check_held  # noqa: F401 (its callers import it here)
 from rag.store.writer_lease import LeaseLost, PostgresLease, lease_url
 
-LOCK_FILE = "writer.lock"
 _LOG = logging.getLogger("rag.store")
 
 
 class WriterBusy(RuntimeError):
     """Another process holds the workspace's writer lock and did not release it in time."""
-
-
-@dataclass
-class _Held:
-    fd: int
-    depth: int
-    lease: PostgresLease | None = None
-    restored: object = None   # what the store's restore took from the bucket (rag.store.store_checkpoint)
-
-
-_HELD: dict[str, _Held] = {}
-_GUARD = threading.Lock()
 
 
 def _describe(path: Path) -> str:
@@ -91,7 +82,7 @@ class WriterLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps({"pid": os.getpid(), "entry": self.entry, "since": since}).encode(), 0)
         with _GUARD:
-            _HELD[key] = _Held(fd, 1, lease, restored)
+            _HELD[key] = Held(fd, 1, lease, restored)
 
     def release(self) -> None:
         key = str(self.path)
@@ -111,12 +102,11 @@ class WriterLock:
             os.ftruncate(held.fd, 0)
             os.close(held.fd)  # closing the descriptor releases the flock
 
-    def _checkpoint(self, held: _Held) -> None:
+    def _checkpoint(self, held: Held) -> None:
         """Checkpoint the store while the lease is still held; a lost lease checkpoints nothing (the publish that
         found it lost failed already; one made before is in the bucket, and the next writer continues from it)."""
         if held.restored is None:
             return
-        from rag.store.store_checkpoint import save
         try:
             save(self.path.parent, held.restored, held.lease.check if held.lease else lambda: None)
         except LeaseLost as err:
@@ -124,8 +114,6 @@ class WriterLock:
 
     def _restore(self, lease: PostgresLease | None):
         """The store's state of record from the bucket, if there is one (rag.store.store_checkpoint)."""
-        from rag.store.store_checkpoint import restore  # it reads snapshots, which check this lock
-
         return restore(self.path.parent, lease.epoch if lease else None)
 
     def _lease(self, fd: int, deadline: float) -> PostgresLease | None:
@@ -148,14 +136,3 @@ class WriterLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
-
-
-def check_held(store_folder: str | Path) -> int | None:
-    """Raise LeaseLost if this process holds the store's writer lock through a lease that has ended; else the
-    lease's epoch (None without a lease)."""
-    with _GUARD:
-        held = _HELD.get(str(Path(store_folder).resolve() / LOCK_FILE))
-    if held is None or held.lease is None:
-        return None
-    held.lease.check()
-    return held.lease.epoch

@@ -7,7 +7,7 @@ import pytest
 from conftest import SAMPLES
 from servers import postgres, s3_env, s3_server  # noqa: F401 (fixtures)
 
-from rag.sources.partitions import claim_store, resolve, store
+from rag.sources.partitions import claim_store, discover, resolve, retire_store, retired_keys, store, vanished
 from rag.store.catalog import Catalog
 from rag.store.object_store import ObjectStore
 from rag.store.publish import IngestSettings, publish_documents
@@ -46,3 +46,26 @@ def test_a_second_run_in_an_empty_folder_publishes_from_what_the_bucket_holds(bu
     assert len(second.new) == 1 and not second.deleted
     pointer = json.loads(bucket_env.get(f"partitions/{store('ws', KEY).folder.name}/snapshots/CURRENT").body)
     assert pointer["seq"] == 2
+
+
+def test_a_fresh_folder_plans_from_the_buckets_layout_and_stores(bucket_env, tmp_path, monkeypatch):
+    """The sensor's code server starts in an empty folder: shard keys made elsewhere resolve after the collection
+    grew, and a collection deleted from the source is found vanished."""
+    monkeypatch.setenv("RAG_SNAPSHOT_POLL_S", "0")
+    src = tmp_path / "src"
+    for name in ("coll", "gone"):
+        (src / name).mkdir(parents=True)
+    for i in range(3):
+        (src / "coll" / f"d{i}.md").write_text(f"---\nid: c{i}\nacl: [staff]\n---\nDocument {i} of the collection.\n")
+    (src / "gone" / "g.md").write_text("---\nid: g\nacl: [staff]\n---\nA collection that will vanish.\n")
+    assert [s.key for s in discover([str(src)], tmp_path / "sensor-1" / "ws", 2)] == \
+        ["src/coll~0of2", "src/coll~1of2", "src/gone"]
+    run_partition(tmp_path / "pod-1" / "ws", src, "src/gone")
+    for i in range(3, 9):
+        (src / "coll" / f"d{i}.md").write_text(f"---\nid: c{i}\nacl: [staff]\n---\nDocument {i}.\n")
+    shutil.rmtree(src / "gone")
+    fresh = tmp_path / "sensor-2" / "ws"
+    assert resolve([str(src)], "src/coll~0of2", fresh, 2).selection.shard == (0, 2)
+    assert vanished([str(src)], tmp_path / "sensor-3" / "ws", 2) == ["src/gone"]
+    retire_store(store(tmp_path / "sensor-3" / "ws", "src/gone"))
+    assert retired_keys(tmp_path / "sensor-4" / "ws") == {"src/gone"}
