@@ -8,9 +8,11 @@ from conftest import SAMPLES
 from servers import postgres, s3_env, s3_server  # noqa: F401 (fixtures)
 
 from rag.sources.partitions import claim_store, discover, resolve, retire_store, retired_keys, store, vanished
+from rag.store import doc_partitions
 from rag.store.catalog import Catalog
 from rag.store.object_store import ObjectStore
 from rag.store.publish import IngestSettings, publish_documents
+from rag.units.linking import LinkTargets
 
 KEY = "corpus/security"
 
@@ -69,3 +71,18 @@ def test_a_fresh_folder_plans_from_the_buckets_layout_and_stores(bucket_env, tmp
     assert vanished([str(src)], tmp_path / "sensor-3" / "ws", 2) == ["src/gone"]
     retire_store(store(tmp_path / "sensor-3" / "ws", "src/gone"))
     assert retired_keys(tmp_path / "sensor-4" / "ws") == {"src/gone"}
+
+
+def test_a_link_out_of_a_partition_is_looked_up_in_the_record_not_in_other_snapshots(bucket_env, tmp_path):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLES / "corpus", corpus)
+    run_partition(tmp_path / "pod-1" / "ws", corpus)
+    fresh = tmp_path / "pod-2" / "ws"
+    targets = ["certificate-rotation", "SSH hardening and service port access", "nowhere"]
+    found = doc_partitions.link_targets(fresh, "corpus/operations", targets)
+    assert found.ids == {"certificate-rotation"} and found.titles == {"SSH hardening and service port access"}
+    assert doc_partitions.link_targets(fresh, KEY, targets) == LinkTargets()   # its own documents are not elsewhere
+    assert not list(fresh.parent.rglob("*.parquet"))   # no snapshot of another partition was read
+    (corpus / "security" / "ssh-hardening.md").unlink()
+    run_partition(tmp_path / "pod-3" / "ws", corpus)
+    assert doc_partitions.link_targets(fresh, "corpus/operations", targets).titles == set()
