@@ -22,9 +22,10 @@ from rag.store import snapshot_objects as objects
 from rag.store.object_store import ObjectStore
 from rag.store.snapshot_pull import pull_store
 
-CHUNK_BYTES = 256 * 1024   # 16 catalog blocks: a change rewrites few chunks, and a store has few objects
+CHUNK_BYTES = 64 * 1024   # 4 catalog blocks: a change rewrites few chunks, and a store has few objects
 PRIVATE = ("catalog.duckdb", "catalog.duckdb.wal", "catalog.duckdb.compacted", "doc_ids.json")
 POINTER = "checkpoint/CURRENT"
+MOVED = ".checkpoint-io.json"   # in the folder: the bytes the last restore downloaded and its checkpoint uploaded
 REQUESTS_IN_FLIGHT = 16
 
 
@@ -121,6 +122,8 @@ def save(folder: Path, restored: Restored, check) -> None:
     for gone in sorted(restored.chunks - kept):
         bucket.delete(f"{prefix}checkpoint/chunks/{gone}")
     restored.etag, restored.chunks = etag, kept
+    (folder / MOVED).write_text(json.dumps({"restored_bytes": restored.downloaded,
+                                            "checkpointed_bytes": restored.uploaded}))
 
 
 def _pieces(path: Path):
