@@ -19,7 +19,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -49,32 +48,21 @@ def make_corpus(root: Path, n: int) -> Path:
 
 
 class PeakConnections:
-    """Postgres sessions sampled twice a second: client backends at peak, and writer leases at peak."""
+    """Postgres sessions, sampled at each poll of a sweep: client backends at peak, and writer leases at peak."""
 
     def __init__(self, url: str):
-        self.url, self.peak, self.leases = url, 0, 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join(10)
-
-    def _loop(self) -> None:
         import psycopg2
 
-        with psycopg2.connect(self.url) as con:
-            con.autocommit = True
-            while not self._stop.wait(0.5):
-                with con.cursor() as cur:
-                    cur.execute("SELECT count(*) FILTER (WHERE backend_type = 'client backend'), "
-                                "count(*) FILTER (WHERE application_name LIKE 'rag writer%%') FROM pg_stat_activity")
-                    clients, leases = cur.fetchone()
-                self.peak, self.leases = max(self.peak, clients - 1), max(self.leases, leases)
+        self.peak = self.leases = 0
+        self.con = psycopg2.connect(url)
+        self.con.autocommit = True   # each sample its own transaction: pg_stat_activity is read afresh
+
+    def sample(self) -> None:
+        with self.con.cursor() as cur:
+            cur.execute("SELECT count(*) FILTER (WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()), "
+                        "count(*) FILTER (WHERE application_name LIKE 'rag writer%') FROM pg_stat_activity")
+            clients, leases = cur.fetchone()
+        self.peak, self.leases = max(self.peak, clients), max(self.leases, leases)
 
 
 def sweep_figures(instance, ids: set[str], pods: Path, before: set[Path]) -> dict:
@@ -117,13 +105,16 @@ def sweep(n: int, concurrency: int, root: Path) -> dict:
         stack.callback(lambda: (os.environ.clear(), os.environ.update(saved)))
         os.environ.update({k: v for k, v in env.items() if k.startswith(("AWS_", "RAG_", "DAGSTER_HOME"))})
         instance = stack.enter_context(dg.DagsterInstance.from_config(str(home)))
-        peak = stack.enter_context(PeakConnections(pg_url))
+        peak = PeakConnections(pg_url)
+        stack.callback(peak.con.close)
         daemon = stack.enter_context(topology.dagster_daemon(env, root / "daemon.log", root / "code-server"))
-        finished = lambda ids: [r for r in ingest_runs(instance) if r.dagster_run.run_id in ids  # noqa: E731
-                                and r.dagster_run.is_finished]
+        def finished(ids):
+            peak.sample()
+            return [r for r in ingest_runs(instance) if r.dagster_run.run_id in ids and r.dagster_run.is_finished]
+
         first = {r.dagster_run.run_id for r in wait_for(f"the sensor's {n} runs", lambda: (
             lambda s: s if len(s) >= n else None)(ingest_runs(instance)), 1800, daemon)}
-        wait_for("the first sweep", lambda: len(finished(first)) == len(first), 7200, daemon, every_s=2)
+        wait_for("the first sweep", lambda: len(finished(first)) == len(first), 7200, daemon, every_s=0.5)
         out = {"partitions": n, "concurrency": concurrency, "first": sweep_figures(instance, first, pods, set())}
         out["first"]["peak_postgres_connections"], out["first"]["peak_writer_leases"] = peak.peak, peak.leases
         before = {p for p in pods.iterdir()}
@@ -135,7 +126,7 @@ def sweep(n: int, concurrency: int, root: Path) -> dict:
             raise RuntimeError(f"dagster job backfill failed: {backfill.stderr[-500:]}")
         again = wait_for("the no-change sweep's runs", lambda: (lambda s: s if len(s) >= n else None)(
             {r.dagster_run.run_id for r in ingest_runs(instance)} - first), 1800, daemon)
-        wait_for("the no-change sweep", lambda: len(finished(again)) == len(again), 7200, daemon, every_s=2)
+        wait_for("the no-change sweep", lambda: len(finished(again)) == len(again), 7200, daemon, every_s=0.5)
         out["no_change"] = sweep_figures(instance, again, pods, before)
         out["no_change"]["peak_postgres_connections"], out["no_change"]["peak_writer_leases"] = peak.peak, peak.leases
         out["bucket_bytes"] = {"snapshots_and_checkpoints": _bucket_size("s3://rag-sweep/ws"),
