@@ -12,6 +12,7 @@ from rag.store import doc_partitions
 from rag.store.catalog import Catalog
 from rag.store.object_store import ObjectStore
 from rag.store.publish import IngestSettings, publish_documents
+from rag.store.store_checkpoint import MOVED
 from rag.units.linking import LinkTargets
 
 KEY = "corpus/security"
@@ -48,6 +49,20 @@ def test_a_second_run_in_an_empty_folder_publishes_from_what_the_bucket_holds(bu
     assert len(second.new) == 1 and not second.deleted
     pointer = json.loads(bucket_env.get(f"partitions/{store('ws', KEY).folder.name}/snapshots/CURRENT").body)
     assert pointer["seq"] == 2
+    cold = moved(tmp_path / "pod-2" / "ws")
+    assert cold["restored_bytes"] > 0 and cold["checkpointed_bytes"] > 0
+
+    # The same pod's folder again: it holds every chunk already, so only the pointer and manifest are read.
+    (corpus / "security" / "more.md").write_text("---\nid: more\ntitle: More\nacl: [security-team]\n---\n"
+                                                 "Another document, about key escrow.\n")
+    assert [d for d, _ in run_partition(tmp_path / "pod-2" / "ws", corpus).new] == ["more"]
+    warm = moved(tmp_path / "pod-2" / "ws")
+    assert 0 < warm["restored_bytes"] < cold["restored_bytes"] / 10
+
+
+def moved(ws):
+    """What the store's last restore downloaded and its checkpoint uploaded (rag.store.store_checkpoint)."""
+    return json.loads((store(ws, KEY).folder / MOVED).read_text())
 
 
 def test_a_fresh_folder_plans_from_the_buckets_layout_and_stores(bucket_env, tmp_path, monkeypatch):
