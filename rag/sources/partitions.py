@@ -39,16 +39,17 @@ def default_shard_files() -> int:
 class Mirror(Protocol):
     """Another place that holds the workspace's partition files (the layout, each store's file and pointer)."""
 
-    def refresh(self, workspace: Path) -> None: ...   # bring them into the folder
+    def refresh(self, workspace: Path, slugs: list[str] | None) -> None: ...   # bring them (these stores') here
     def wrote(self, workspace: Path, relative: str) -> None: ...   # copy a file just written in the folder there
 
 
 MIRRORS: list[Mirror] = []   # rag.store adds the bucket's, when $RAG_SNAPSHOT_URI names one
 
 
-def _refresh(workspace: str | Path | None) -> None:
+def _refresh(workspace: str | Path | None, key: str | None = None) -> None:
+    """The layout and every store's files, or only `key`'s store's (a run plans its own partition alone)."""
     for mirror in MIRRORS if workspace is not None else []:
-        mirror.refresh(Path(workspace))
+        mirror.refresh(Path(workspace), None if key is None else [slug(key)])
 
 
 @dataclass(frozen=True)
@@ -270,7 +271,7 @@ def resolve(sources: list[str], key: str, workspace: str | Path | None = None,
     With the workspace, a published store whose collection has vanished resolves to a selection that deletes
     everything it published. Anything else is refused with one line naming the known keys.
     """
-    specs, layout, changed = _plan(sources, workspace, shard_files)
+    specs, layout, changed = _plan(sources, workspace, shard_files, key)
     by_key = {unicodedata.normalize("NFC", s.key): s for s in specs}
     published = ({s.key for s in published_stores(workspace)} | set(_damaged_keys(workspace, layout)[0])
                  if workspace is not None else set())
@@ -303,11 +304,11 @@ def _readable_source(sources: list[str], key: str) -> Path | None:
     return None
 
 
-def _plan(sources: list[str], workspace: str | Path | None, shard_files: int | None
+def _plan(sources: list[str], workspace: str | Path | None, shard_files: int | None, only: str | None = None
           ) -> tuple[list[PartitionSpec], dict, bool]:
     """The partitions the sources hold now, with the layout (shard counts) they imply and whether it is new."""
     shard_files = shard_files or default_shard_files()
-    _refresh(workspace)
+    _refresh(workspace, only)
     layout, problem = _read_layout(workspace) if workspace is not None else ({}, None)
     before = dict(layout)
     specs: list[PartitionSpec] = []

@@ -32,18 +32,20 @@ class BucketView:
         self._refreshed: dict[str, float] = {}
         self._guard = threading.Lock()
 
-    def refresh(self, workspace: Path) -> None:
-        """Read the bucket's layout and stores into the folder, at most once per $RAG_SNAPSHOT_POLL_S (1 s)."""
+    def refresh(self, workspace: Path, slugs: list[str] | None = None) -> None:
+        """Read the bucket's layout and stores (or only these stores: a run's own) into the folder, at most once per
+        $RAG_SNAPSHOT_POLL_S (1 s): a run reads in proportion to its partition, the sensor to the workspace."""
         objects = bucket()
         root = str(Path(workspace).resolve())
         every_s = float(os.environ.get("RAG_SNAPSHOT_POLL_S", "1"))
         with self._guard:
-            if objects is None or time.monotonic() - self._refreshed.get(root, -1e9) < every_s:
+            if objects is None or time.monotonic() - self._refreshed.get(f"{root}#{slugs}", -1e9) < every_s:
                 return
             seen_file = Path(root) / PARTITIONS_DIR / SEEN
             seen = _read_json(seen_file) or {}
-            names = [LAYOUT_NAME] + [f"{p}/{n}" for p in objects.folders(f"{PARTITIONS_DIR}/")
-                                     for n in (STORE_INFO, "snapshots/CURRENT")]
+            folders = objects.folders(f"{PARTITIONS_DIR}/") if slugs is None else \
+                [f"{PARTITIONS_DIR}/{s}" for s in slugs]
+            names = [LAYOUT_NAME] + [f"{p}/{n}" for p in folders for n in (STORE_INFO, "snapshots/CURRENT")]
             with ThreadPoolExecutor(max_workers=REQUESTS_IN_FLIGHT) as pool:
                 found = dict(zip(names, pool.map(lambda n: objects.get_if_changed(n, seen.get(n)), names)))
             for name, got in found.items():
@@ -52,7 +54,7 @@ class BucketView:
                 _write(Path(root) / name, got.body)
                 seen[name] = got.etag
             _write(seen_file, json.dumps(seen).encode())
-            self._refreshed[root] = time.monotonic()
+            self._refreshed[f"{root}#{slugs}"] = time.monotonic()
 
     def wrote(self, workspace: Path, relative: str) -> None:
         """Copy a file just written in the folder to the bucket; the layout is merged with the bucket's."""
