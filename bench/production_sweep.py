@@ -178,7 +178,7 @@ def main() -> None:
     p.add_argument("--concurrency", type=int, nargs="+", default=[2, 4])
     p.add_argument("--out", default=str(results_path("production-sweep")))
     args = p.parse_args()
-    results = {"sweeps": []}
+    results = {"command": "python bench/production_sweep.py " + " ".join(sys.argv[1:]), "sweeps": []}
     with tempfile.TemporaryDirectory(prefix="rag-lease-") as tmp:
         results["paused_writer"] = lease_expiry(Path(tmp))
         print(json.dumps(results["paused_writer"]), flush=True)
