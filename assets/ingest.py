@@ -199,7 +199,7 @@ def _link_targets(source_settings: SourceSettings, settings: IngestSettings, par
     """The targets of these links that other partitions' documents are: the published ones', then, for what is still
     unfound, those in the files of partitions never published (a first run comes before them). A run reads no other
     partition's files once every partition has published."""
-    published = published_elsewhere(source_settings.workspace, part)
+    published = published_elsewhere(source_settings.workspace, part, links)
     rest = published.split(links)[1]
     if not rest:
         return published

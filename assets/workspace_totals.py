@@ -5,8 +5,9 @@ whole workspace, and where links are counted against every partition's published
 """
 import dagster as dg
 
-from rag.query.workspace import Workspace, WorkspaceError, published_catalog
+from rag.query.workspace import Workspace, WorkspaceError
 from rag.sources.partitions import store
+from rag.store import doc_partitions
 from rag.store.storage import measure
 from rag.units.linking import LinkTargets, count_links
 from resources import SourceSettings, VectorStoreResource
@@ -28,12 +29,12 @@ TABLES = {
 }
 
 
-def published_elsewhere(workspace: str | None, partition: str) -> LinkTargets:
-    """The documents that partitions other than `partition` have published (none before any has)."""
-    if not workspace:
+def published_elsewhere(workspace: str | None, partition: str, links: list[tuple[str, str]]) -> LinkTargets:
+    """The targets of these (doc id, link) pairs that partitions other than `partition` have published, looked up in
+    the workspace's id and title record (rag.store.doc_partitions), never in their snapshots."""
+    if not workspace or not links:
         return LinkTargets()
-    with published_catalog(workspace) as catalog:
-        return catalog.link_targets(exclude=partition) if catalog is not None else LinkTargets()
+    return doc_partitions.link_targets(workspace, partition, [link for _, link in links])
 
 
 def workspace_totals_definitions() -> tuple[dg.AssetsDefinition, dg.SensorDefinition]:

@@ -2,7 +2,8 @@
 
 Production: Dagster's instance on PostgreSQL, the daemon's queued run coordinator (max_concurrent_runs 2, one run
 per partition), LanceDB and the published snapshots in an S3-compatible bucket (moto on loopback), the writer lease
-in Postgres, and `rag serve` in a folder of its own that shares no disk with the writers (it pulls from the bucket).
+in Postgres; every run in an empty folder of its own with its own HOME (bench/pod_launcher.py), the code server and
+its sensor in another, and `rag serve` in a third that shares no disk with the writers (it pulls from the bucket).
 Local: the same daemon and limits with SQLite storage and everything in one workspace folder.
 
 Scenario: the sensor discovers 4 collections and the daemon runs them, two at a time; `dagster job launch` queues
@@ -246,6 +247,9 @@ def launch(env: dict, partition: str) -> subprocess.Popen:
 def serve(env: dict, reader_ws: Path, root: Path) -> tuple[subprocess.Popen, str]:
     (root / "users.yaml").write_text(yaml.safe_dump(USERS))
     port = topology.free_port()
+    if env.get("RAG_SNAPSHOT_URI"):   # a pod of its own: an empty folder and HOME
+        (reader_ws.parent / "home").mkdir(parents=True, exist_ok=True)
+        env = {**env, "HOME": str(reader_ws.parent / "home"), "RAG_WORKSPACE": str(reader_ws)}
     proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "serve", "--workspace", str(reader_ws),
                              "--port", str(port), "--users-file", str(root / "users.yaml")], cwd=REPO, env=env,
                             stdout=subprocess.DEVNULL, stderr=open(root / "serve.log", "w"))
@@ -289,10 +293,15 @@ def run(mode: str, root: Path, clients: int = 8, think_s: float = 0.0) -> dict:
             topology.create_bucket(s3, "rag-production")
             env |= s3 | {"RAG_LANCE_URI": "s3://rag-production/index", "RAG_SNAPSHOT_URI": "s3://rag-production/ws",
                          "RAG_WRITER_LOCK_URL": pg_url}  # the reader polls the bucket at its default, 1 s
-            reader_ws = root / "reader" / "ws"  # another pod: nothing of the writers' folders
+            # Pods: the code server (and its sensor) in an empty folder, each run in another (bench/pod_launcher.py),
+            # `rag serve` in a third; only the image's model cache is shared, built before anything runs.
+            env |= {"RAG_MODEL_CACHE": str(topology.build_model_cache(root / "image" / "model-cache", env)),
+                    "HOME": str(root / "code-server" / "home"), "RAG_WORKSPACE": str(root / "code-server" / "ws")}
+            writer_ws, reader_ws, pods = root / "pods", root / "reader" / "ws", root / "pods"
+            (root / "code-server" / "home").mkdir(parents=True)
         else:
-            reader_ws = writer_ws
-        topology.write_instance(home, pg_url)
+            reader_ws, pods = writer_ws, None
+        topology.write_instance(home, pg_url, pods, env.get("RAG_MODEL_CACHE"))
         # The in-process instance reads them too; restored at the end, so a test process is left as it was.
         saved = dict(os.environ)
         stack.callback(lambda: (os.environ.clear(), os.environ.update(saved)))
@@ -300,7 +309,8 @@ def run(mode: str, root: Path, clients: int = 8, think_s: float = 0.0) -> dict:
         instance = stack.enter_context(dg.DagsterInstance.from_config(str(home)))
         mark("servers_up")
         started = time.time()
-        daemon = stack.enter_context(topology.dagster_daemon(env, root / "daemon.log"))
+        daemon = stack.enter_context(topology.dagster_daemon(env, root / "daemon.log",
+                                                             (root / "code-server") if pods else REPO))
         runs = lambda ids: [r for r in ingest_runs(instance) if r.dagster_run.run_id in ids]  # noqa: E731
         ok = lambda ids: [r for r in runs(ids) if r.dagster_run.status == dg.DagsterRunStatus.SUCCESS]  # noqa: E731
         discovered = {r.dagster_run.run_id for r in wait_for("the sensor's 4 partition runs", lambda: (
@@ -366,7 +376,9 @@ def run(mode: str, root: Path, clients: int = 8, think_s: float = 0.0) -> dict:
 def stored(mode: str, writer_ws: Path, reader_ws: Path, home: Path, pg_url: str | None) -> dict:
     """Bytes stored where: the writers' local folder (catalogs), the reader's copy, the bucket, Dagster's storage."""
     catalogs = bytes_on_disk(*writer_ws.rglob("catalog.duckdb*"))
-    out = {"writer_catalogs": catalogs, "writer_snapshots": bytes_on_disk(*writer_ws.rglob("snapshots")),
+    moved = [json.loads(p.read_text()) for p in writer_ws.rglob(".checkpoint-io.json")]
+    out = {"runs_restored_bytes": [m["restored_bytes"] for m in moved],
+           "runs_checkpointed_bytes": [m["checkpointed_bytes"] for m in moved],"writer_catalogs": catalogs, "writer_snapshots": bytes_on_disk(*writer_ws.rglob("snapshots")),
            "writer_local_index": bytes_on_disk(*writer_ws.rglob("lancedb"))}
     if mode == "production":
         import psycopg2

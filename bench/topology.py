@@ -110,9 +110,12 @@ def postgres_server():
         shutil.rmtree(data, ignore_errors=True)
 
 
-def write_instance(home: Path, postgres_url: str | None) -> Path:
+def write_instance(home: Path, postgres_url: str | None, pods: Path | None = None, model_cache: Path | None = None,
+                   max_concurrent_runs: int | None = None) -> Path:
     """DAGSTER_HOME with the repository's dagster.yaml (queued run coordinator and its limits), its storage
-    in Postgres when a URL is given (what dagster.yaml's production section says), SQLite otherwise."""
+    in Postgres when a URL is given (what dagster.yaml's production section says), SQLite otherwise. With `pods`,
+    each run starts in an empty folder under it (bench/pod_launcher.py), and run monitoring fails a run whose
+    process is gone, as Kubernetes' launcher does for a lost pod."""
     config = yaml.safe_load((REPO / "dagster.yaml").read_text())
     if postgres_url:  # SQLAlchemy 2.1 defaults postgresql:// to psycopg 3; dagster-postgres brings psycopg2
         config["storage"] = {"postgres": {"postgres_url": postgres_url.replace("postgresql://",
@@ -120,6 +123,12 @@ def write_instance(home: Path, postgres_url: str | None) -> Path:
     # Test instances only: a freed slot is filled within 2 s, not Dagster's default 5 (a scenario's runs wait on it);
     # 1 s doubled the queue's polling (two Postgres sessions and a daemon wake-up a second) for no shorter scenario.
     config["run_coordinator"]["config"]["dequeue_interval_seconds"] = 2
+    if max_concurrent_runs:
+        config["run_coordinator"]["config"]["max_concurrent_runs"] = max_concurrent_runs
+    if pods is not None:
+        config["run_launcher"] = {"module": "bench.pod_launcher", "class": "EmptyFolderRunLauncher",
+                                  "config": {"root": str(pods), "model_cache": str(model_cache) if model_cache else None}}
+        config["run_monitoring"] = {"enabled": True, "poll_interval_seconds": 2}
     home.mkdir(parents=True, exist_ok=True)
     (home / "dagster.yaml").write_text(yaml.safe_dump(config))
     return home
@@ -156,13 +165,21 @@ def kill_tree(pid: int, sig: signal.Signals) -> list[int]:
     return tree
 
 
+def build_model_cache(folder: Path, env: dict) -> Path:
+    """The embedder's exported graphs in `folder`, built once before any run, as the image's build step does."""
+    subprocess.run([sys.executable, "-c", "from rag.models.onnx_export import onnx_path, openvino_ir_paths; "
+                    "onnx_path(); openvino_ir_paths()"], cwd=REPO, check=True, capture_output=True,
+                   env={**env, "RAG_MODEL_CACHE": str(folder)})
+    return folder
+
+
 @contextmanager
-def dagster_daemon(env: dict, log: Path):
+def dagster_daemon(env: dict, log: Path, cwd: Path = REPO):
     """`dagster-daemon run` on the repository's code location (sensors, run queue, launcher); stopping it stops
     every process it started: its code server and the runs that one launched."""
     with open(log, "w") as out:
-        proc = subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", "workspace.yaml"],
-                                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w",
+                                 str(REPO / "workspace.yaml")], cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             yield proc
         finally:

@@ -29,7 +29,8 @@ from rag.store import doc_partitions
 from rag.store.catalog import Catalog, CatalogError
 from rag.store.index import SubchunkIndex
 from rag.store.index_union import IndexUnion
-from rag.store.snapshot_files import NoSnapshot, SnapshotInfo, pointer_stamp, pull, read_pointer
+from rag.store.snapshot_files import NoSnapshot, SnapshotInfo, pointer_stamp, read_pointer
+from rag.store.snapshot_pull import pull
 from rag.store.union_catalog import UnionCatalog
 
 log = logging.getLogger("rag.query.workspace")

@@ -4,6 +4,8 @@ A source folder's sub-folders are its collections, and its top-level files form 
 the source. A collection with more files than `shard_files` when first seen is split into a power of two of
 hash shards, fixed from then on (`partitions/layout.json`), so growth never moves a file to another shard.
 Each partition writes only its own store, so partitions never contend; readers see the union of all stores.
+Where pods share no disk, a `Mirror` (rag.store.bucket_view) keeps these files in object storage: planning reads
+the bucket's layout and stores first, and every file written here is copied there.
 """
 from __future__ import annotations
 
@@ -16,14 +18,15 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Protocol
+
+from rag.sources.partition_keys import MAX_KEY_CHARS, PartitionError, check_key, listing, show_key  # noqa: F401
 
 PARTITIONS_DIR = "partitions"
 LAYOUT = "layout.json"
 STORE_INFO = "partition.json"
 _SHARD = re.compile(r"^(?P<name>.+)~(?P<k>\d+)of(?P<n>\d+)$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-MAX_KEY_CHARS = 400
 _LOG = logging.getLogger("rag.store")
 _WARNED: set[str] = set()
 
@@ -33,8 +36,20 @@ def default_shard_files() -> int:
     return int(os.environ.get("RAG_SHARD_FILES", "20000"))
 
 
-class PartitionError(ValueError):
-    """A partition key that names no collection or shard of the configured sources; the message is one line."""
+class Mirror(Protocol):
+    """Another place that holds the workspace's partition files (the layout, each store's file and pointer)."""
+
+    def refresh(self, workspace: Path, slugs: list[str] | None) -> None: ...   # bring them (these stores') here
+    def wrote(self, workspace: Path, relative: str) -> None: ...   # copy a file just written in the folder there
+
+
+MIRRORS: list[Mirror] = []   # rag.store adds the bucket's, when $RAG_SNAPSHOT_URI names one
+
+
+def _refresh(workspace: str | Path | None, key: str | None = None) -> None:
+    """The layout and every store's files, or only `key`'s store's (a run plans its own partition alone)."""
+    for mirror in MIRRORS if workspace is not None else []:
+        mirror.refresh(Path(workspace), None if key is None else [slug(key)])
 
 
 @dataclass(frozen=True)
@@ -153,6 +168,7 @@ def warn_once(line: str) -> None:
 
 def retired_keys(workspace: str | Path) -> set[str]:
     """Stores whose collection vanished and whose deletion was published (kept for as-of reads)."""
+    _refresh(workspace)
     return {s.key for s, meta in _scan(workspace)[0] if meta.get("retired_at")}
 
 
@@ -186,6 +202,8 @@ def _write_info(s: Store, meta: dict) -> None:
     tmp = s.folder / f".{STORE_INFO}.tmp"
     tmp.write_text(json.dumps(meta))
     os.replace(tmp, s.folder / STORE_INFO)
+    for mirror in MIRRORS:
+        mirror.wrote(s.folder.parent.parent, f"{PARTITIONS_DIR}/{s.folder.name}/{STORE_INFO}")
 
 
 def is_partitioned(workspace: str | Path) -> bool:
@@ -246,26 +264,6 @@ def unpublished(sources: list[str], workspace: str | Path, shard_files: int | No
     return [s for s in _plan(sources, workspace, shard_files)[0] if s.key not in published]
 
 
-def check_key(key: str) -> str:
-    """The key, Unicode-normalised (NFC), or a one-line PartitionError if it holds anything a path acts on."""
-    if not isinstance(key, str) or not key:
-        raise PartitionError("a partition key must be a non-empty string")
-    k = unicodedata.normalize("NFC", key)
-    problem = (f"is longer than {MAX_KEY_CHARS} characters" if len(k) > MAX_KEY_CHARS else
-               "holds a control character" if _CONTROL.search(k) else
-               "holds a backslash" if "\\" in k else
-               "starts or ends with '/'" if k.startswith("/") or k.endswith("/") else
-               "has an empty, '.' or '..' part" if any(p in ("", ".", "..") for p in k.split("/")) else None)
-    if problem:
-        raise PartitionError(f"partition {show_key(key)} {problem}; a key names a collection or shard exactly")
-    return k
-
-
-def show_key(key: str) -> str:
-    """A key as one printable line: control characters escaped, cut at 80 characters."""
-    return "'" + key[:80].encode("unicode_escape").decode("ascii") + ("…'" if len(key) > 80 else "'")
-
-
 def resolve(sources: list[str], key: str, workspace: str | Path | None = None,
             shard_files: int | None = None) -> PartitionSpec:
     """The partition a key names exactly (after NFC normalisation; never resolved as a path).
@@ -273,7 +271,7 @@ def resolve(sources: list[str], key: str, workspace: str | Path | None = None,
     With the workspace, a published store whose collection has vanished resolves to a selection that deletes
     everything it published. Anything else is refused with one line naming the known keys.
     """
-    specs, layout, changed = _plan(sources, workspace, shard_files)
+    specs, layout, changed = _plan(sources, workspace, shard_files, key)
     by_key = {unicodedata.normalize("NFC", s.key): s for s in specs}
     published = ({s.key for s in published_stores(workspace)} | set(_damaged_keys(workspace, layout)[0])
                  if workspace is not None else set())
@@ -284,20 +282,13 @@ def resolve(sources: list[str], key: str, workspace: str | Path | None = None,
     try:
         k = check_key(key)
     except PartitionError as err:
-        raise PartitionError(f"{err}; known: {_listing(sorted(by_key))}") from None
+        raise PartitionError(f"{err}; known: {listing(sorted(by_key))}") from None
     if k in by_key:
         if changed and workspace is not None:
             _write_layout(workspace, layout)
         return by_key[k]
     raise PartitionError(f"partition {show_key(key)} is not a collection or shard of the sources; known: "
-                         f"{_listing(sorted(by_key))}")
-
-
-def _listing(keys: list[str], most: int = 12) -> str:
-    if not keys:
-        return "none (the sources hold no collection)"
-    shown = ", ".join(show_key(k)[1:-1] for k in keys[:most])
-    return shown + (f" and {len(keys) - most} more" if len(keys) > most else "")
+                         f"{listing(sorted(by_key))}")
 
 
 def _readable_source(sources: list[str], key: str) -> Path | None:
@@ -313,10 +304,11 @@ def _readable_source(sources: list[str], key: str) -> Path | None:
     return None
 
 
-def _plan(sources: list[str], workspace: str | Path | None, shard_files: int | None
+def _plan(sources: list[str], workspace: str | Path | None, shard_files: int | None, only: str | None = None
           ) -> tuple[list[PartitionSpec], dict, bool]:
     """The partitions the sources hold now, with the layout (shard counts) they imply and whether it is new."""
     shard_files = shard_files or default_shard_files()
+    _refresh(workspace, only)
     layout, problem = _read_layout(workspace) if workspace is not None else ({}, None)
     before = dict(layout)
     specs: list[PartitionSpec] = []
@@ -398,3 +390,5 @@ def _write_layout(workspace: str | Path, layout: dict[str, int]) -> None:
     tmp = folder / f".{LAYOUT}.tmp"
     tmp.write_text(json.dumps(layout, indent=1, sort_keys=True))
     os.replace(tmp, folder / LAYOUT)
+    for mirror in MIRRORS:
+        mirror.wrote(Path(workspace), f"{PARTITIONS_DIR}/{LAYOUT}")

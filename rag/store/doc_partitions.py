@@ -3,7 +3,9 @@
 Ids are meant to be unique across partitions. Checking that by loading every partition's published catalog grew
 with the corpus; instead each partition keeps one small object per id it publishes, `ids/<id hash>/<its slug>.json`
 (with the version and source file the report names), and a publish checks only the ids it changed: an id that two
-partitions publish also gets `shared/<id hash>.json`, so the report reads the shared ids alone. Each partition
+partitions publish also gets `shared/<id hash>.json`, so the report reads the shared ids alone. Titles are kept the
+same way (`titles/<title hash>/<its slug>.json`), so a link out of a partition is resolved by looking up its target
+(`link_targets`: two requests a target), never by reading another partition's snapshot. Each partition
 writes only its own objects (partitions never contend); a `shared` object is re-checked after it is removed, so an
 id another partition adds meanwhile is never lost. The record lives in $RAG_SNAPSHOT_URI's bucket when one is set
 (pods share no disk), else in the workspace folder (`doc_ids/`).
@@ -18,12 +20,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
-from rag.sources.partitions import PARTITIONS_DIR, load_json, read_info, warn_once
+from rag.sources.partitions import PARTITIONS_DIR, load_json, read_info, slug, warn_once
 from rag.store.catalog import Catalog
 from rag.store.snapshot_objects import bucket
+from rag.units.linking import LinkTargets
 
 RECORD_DIR = "doc_ids"
-RECORDED = "doc_ids.json"   # in a partition's store folder: the ids (version, source file) it last wrote to the record
+RECORDED = "doc_ids.json"   # in a partition's store folder: the ids (version, source file, title) it last recorded
 Place = tuple[str, str, str]   # partition, version, source path
 REQUESTS_IN_FLIGHT = 16
 _LOG = logging.getLogger("rag.store")
@@ -34,7 +37,7 @@ class _Record(Protocol):
     def put(self, name: str, body: bytes) -> None: ...
     def delete(self, name: str) -> None: ...
     def names(self, under: str) -> list[str]: ...
-    def holders(self, marker: str) -> list[str]: ...
+    def holders(self, marker: str, under: str = "ids") -> list[str]: ...
 
 
 class _Folder:
@@ -63,8 +66,8 @@ class _Folder:
         folder = self.root / under
         return sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
 
-    def holders(self, marker: str) -> list[str]:
-        return sorted(p.parent.name for p in (self.root / "ids").glob(f"*/{marker}"))
+    def holders(self, marker: str, under: str = "ids") -> list[str]:
+        return sorted(p.parent.name for p in (self.root / under).glob(f"*/{marker}"))
 
 
 class _Bucket:
@@ -86,8 +89,8 @@ class _Bucket:
     def names(self, under: str) -> list[str]:
         return sorted(k.rsplit("/", 1)[1] for k in self.objects.keys(f"{RECORD_DIR}/{under}/"))
 
-    def holders(self, marker: str) -> list[str]:
-        return sorted(k.split("/")[-2] for k in self.objects.keys(f"{RECORD_DIR}/ids/") if k.endswith(f"/{marker}"))
+    def holders(self, marker: str, under: str = "ids") -> list[str]:
+        return sorted(k.split("/")[-2] for k in self.objects.keys(f"{RECORD_DIR}/{under}/") if k.endswith(f"/{marker}"))
 
 
 def _record(workspace: Path) -> _Record:
@@ -109,27 +112,31 @@ def sync(catalog: Catalog) -> int:
     if meta is None:
         return 0
     key, name = meta["key"], f"{store_folder.name}.json"
-    current = {d: (v, p) for d, v, p in catalog.rows(
-        f"SELECT doc_id, version, {catalog.source_path_sql} FROM documents WHERE status = 'current'")}
+    current = {d: (v, p, t) for d, v, p, t in catalog.rows(
+        f"SELECT doc_id, version, {catalog.source_path_sql}, title FROM documents WHERE status = 'current'")}
     mine = store_folder / RECORDED
     before, problem = _recorded(mine)
     record = _record(store_folder.parent.parent)
     stale: list[str] = []
+    titles = {_hash(t): t for _, _, t in current.values() if t}
+    titled = {_hash(e[2]) for e in (before or {}).values() if len(e) > 2 and e[2]}
     if before is None:
         # What this partition last wrote is read back from the record itself: its markers of ids no longer current
         # are removed, every current id written again.
         held = {_hash(d) for d in current}
         stale, before = [h for h in record.holders(name) if h not in held], {}
+        titled = set(record.holders(name, "titles"))
         if problem != "is lost":
             _LOG.warning("%s: %s; its partition's whole id record is written again", mine, problem)
     changed = sorted(d for d in before.keys() | current.keys() if before.get(d) != current.get(d))
-    if not changed and not stale:
+    retitled = sorted(titled ^ titles.keys())
+    if not changed and not stale and not retitled:
         return 0
 
     def write(doc_id: str) -> None:
         marker = f"ids/{_hash(doc_id)}/{name}"
         if doc_id in current:
-            version, path = current[doc_id]
+            version, path, _ = current[doc_id]
             record.put(marker, json.dumps({"doc_id": doc_id, "partition": key, "version": version,
                                            "source_path": path}).encode())
         else:
@@ -140,15 +147,22 @@ def sync(catalog: Catalog) -> int:
         record.delete(f"ids/{h}/{name}")
         _settle(record, h, None)
 
+    def title(h: str) -> None:
+        if h in titles:
+            record.put(f"titles/{h}/{name}", json.dumps({"title": titles[h], "partition": key}).encode())
+        else:
+            record.delete(f"titles/{h}/{name}")
+
     # Ids are independent and each costs a few object-store round trips, so a first ingest of a large partition
     # waits on the network unless they overlap (boto3's client is thread-safe).
     with ThreadPoolExecutor(max_workers=REQUESTS_IN_FLIGHT) as pool:
         list(pool.map(write, changed))
         list(pool.map(drop, stale))
+        list(pool.map(title, retitled))
     tmp = mine.with_name(f".{RECORDED}.tmp")
     tmp.write_text(json.dumps(current))
     os.replace(tmp, mine)   # a publish killed before this line is applied again by the next one
-    return len(changed) + len(stale)
+    return len(changed) + len(stale) + len(retitled)
 
 
 def _recorded(path: Path) -> tuple[dict[str, tuple] | None, str | None]:
@@ -156,7 +170,8 @@ def _recorded(path: Path) -> tuple[dict[str, tuple] | None, str | None]:
     ids, problem = load_json(path)
     if problem:
         return None, problem
-    if not isinstance(ids, dict) or not all(isinstance(p, list) and len(p) == 2 for p in ids.values()):
+    # An entry without its title (2 items) is from before titles were recorded: it differs, so it is written again.
+    if not isinstance(ids, dict) or not all(isinstance(p, list) and len(p) in (2, 3) for p in ids.values()):
         return None, "does not hold a version and source file per id"
     return {d: tuple(p) for d, p in ids.items()}, None
 
@@ -170,6 +185,19 @@ def _settle(record: _Record, h: str, doc_id: str | None) -> None:
         record.delete(hint)
         if len(record.names(f"ids/{h}")) > 1:
             record.put(hint, body)
+
+
+def link_targets(workspace: str | Path, partition: str, links: list[str]) -> LinkTargets:
+    """Which of these link targets another partition publishes, as an id or as a title: looked up in the record,
+    two requests a target, so a run reads in proportion to its links out of its partition, not to the workspace."""
+    record, mine, wanted = _record(Path(workspace)), f"{slug(partition)}.json", sorted(set(links))
+
+    def elsewhere(target: str) -> tuple[bool, bool]:
+        return tuple(any(n != mine for n in record.names(f"{under}/{_hash(target)}")) for under in ("ids", "titles"))
+
+    with ThreadPoolExecutor(max_workers=REQUESTS_IN_FLIGHT) as pool:
+        found = dict(zip(wanted, pool.map(elsewhere, wanted)))
+    return LinkTargets(frozenset(t for t, (i, _) in found.items() if i), frozenset(t for t, (_, n) in found.items() if n))
 
 
 def shared(workspace: str | Path) -> dict[str, list[Place]]:

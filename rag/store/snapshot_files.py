@@ -8,7 +8,7 @@ are the writer's own text files keyed by content hash (rag.store.text_store), na
 lists each table's segments; the `snapshots/CURRENT` pointer names the manifest and the LanceDB table version
 that goes with it, and is swapped with an atomic rename: a reader sees the old state or the new one, never half
 of either. With $RAG_SNAPSHOT_URI the bucket holds the same files and its pointer is swapped first, with a
-conditional write (rag.store.snapshot_objects); readers on other machines `pull` them.
+conditional write (rag.store.snapshot_objects); readers on other machines pull them (rag.store.snapshot_pull).
 A reader builds each table as the newest row per key over its segments (`load_read_state`).
 
 Segments are never rewritten, so a manifest is an immutable state. When a table has more than
@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -30,14 +28,12 @@ import duckdb
 
 from rag.store import snapshot_objects as objects
 from rag.store.schema import source_path_sql
-from rag.store.writer_lock import check_held
+from rag.store.writer_held import check_held
 
 SNAPSHOT_DIR = "snapshots"
 SEGMENT_DIR = "segments"
 POINTER = "CURRENT"
 MAX_SEGMENTS = 16
-_PULLED: dict[str, float] = {}
-_PULL_LOCK = threading.Lock()
 # Table → key columns (empty: the whole row is its own key). `texts` lists the text files (rag.store.text_store).
 READ_TABLES: dict[str, tuple[str, ...]] = {
     "documents": ("doc_id", "version"), "texts": ("content_hash",), "units": ("unit_id", "unit_version"),
@@ -74,6 +70,7 @@ class SnapshotInfo:
     publish_id: int
     lance_version: int | None
     created_at: str
+    epoch: int | None = None  # the writer lease's epoch it was made under (rag.store.writer_lease)
 
     def path(self, workspace: Path) -> Path:
         return Path(workspace) / SNAPSHOT_DIR / self.file
@@ -131,7 +128,7 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection, catalog_path: str | Path, p
         if not objects.made_here(folder.parent, seen):
             raise objects.PointerMoved(f"{folder}: the bucket's pointer names a publish this catalog never made "
                                        f"(seq {json.loads(seen.body)['seq']}); another writer owns this store")
-        _write_atomic(folder / POINTER, seen.body)  # our last publish died between its swap and this write
+        write_atomic(folder / POINTER, seen.body)  # our last publish died between its swap and this write
         previous = read_pointer(folder.parent)
     # A pointer to a whole-catalog copy (the format before segments) starts the segments afresh.
     manifest = previous.path(folder.parent) if previous and previous.file.endswith(".json") else None
@@ -148,14 +145,14 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection, catalog_path: str | Path, p
         elif table in present:
             tables[table] = _publish_table(con, folder / SEGMENT_DIR, table, key, tables.get(table, []), seq)
     name = f"{seq:08d}.json"
-    _write_atomic(folder / name, json.dumps({"seq": seq, "publish_id": publish_id, "tables": tables}))
+    write_atomic(folder / name, json.dumps({"seq": seq, "publish_id": publish_id, "tables": tables}))
     info = SnapshotInfo(seq, name, publish_id, lance_version,
                         datetime.now(timezone.utc).isoformat(timespec="milliseconds"))
+    info = replace(info, epoch=check_held(folder.parent))
     pointer = json.dumps(asdict(info))
-    check_held(folder.parent)
     objects.push(folder.parent, seq, name, pointer, seen)
-    _write_atomic(folder / POINTER, pointer)
-    _prune(folder, seq, snapshots_kept() if keep is None else keep)
+    write_atomic(folder / POINTER, pointer)
+    prune(folder, seq, snapshots_kept() if keep is None else keep)
     objects.prune_remote(folder.parent)
     return info
 
@@ -320,48 +317,14 @@ def write_parquet(con, query: str, dest: Path) -> None:
     os.replace(tmp, dest)
 
 
-def pull(workspace: str | Path, every_s: float | None = None) -> None:
-    """Copy publishes newer than the local ones from $RAG_SNAPSHOT_URI (at most once per $RAG_SNAPSHOT_POLL_S)."""
-    bucket = objects.bucket()
-    if bucket is None:
-        return
-    every_s = float(os.environ.get("RAG_SNAPSHOT_POLL_S", "1")) if every_s is None else every_s
-    root = str(Path(workspace).resolve())
-    with _PULL_LOCK:
-        if time.monotonic() - _PULLED.get(root, -1e9) < every_s:
-            return
-        for prefix in objects.stores(bucket):
-            _pull_store(bucket, Path(root) / prefix, prefix)
-        _PULLED[root] = time.monotonic()
-
-
-def _pull_store(bucket, store_folder: Path, prefix: str) -> None:
-    """The segments first, the manifest next, the pointer last: a local reader never sees half a publish."""
-    folder = store_folder / SNAPSHOT_DIR
-    etag_file = folder / objects.ETAG_FILE
-    have = lambda names: [n for n in names if not (folder / SEGMENT_DIR / n).exists()]  # noqa: E731
-    fetched = objects.fetch_newer(bucket, prefix, etag_file.read_text() if etag_file.exists() else None, have)
-    if fetched is None:
-        return
-    (folder / SEGMENT_DIR).mkdir(parents=True, exist_ok=True)
-    for name, body in fetched.segments.items():
-        _write_atomic(folder / SEGMENT_DIR / name, body)
-    if fetched.store_info is not None:
-        _write_atomic(store_folder / objects.STORE_INFO, fetched.store_info)
-    _write_atomic(folder / fetched.info["file"], fetched.manifest)
-    _write_atomic(folder / POINTER, fetched.pointer.body)
-    etag_file.write_text(fetched.pointer.etag)
-    _prune(folder, fetched.info["seq"], snapshots_kept())
-
-
-def _write_atomic(path: Path, text: str | bytes) -> None:
+def write_atomic(path: Path, text: str | bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_bytes(text.encode() if isinstance(text, str) else text)
     fsync(tmp)
     os.replace(tmp, path)
 
 
-def _prune(folder: Path, seq: int, keep: int) -> None:
+def prune(folder: Path, seq: int, keep: int) -> None:
     """Delete manifests older than the newest `keep` and every segment none of the kept ones names."""
     kept: set[str] = set()
     for path in folder.glob("*.json"):

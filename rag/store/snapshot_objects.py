@@ -3,7 +3,7 @@
 With `RAG_SNAPSHOT_URI=s3://bucket/prefix` the writer uploads a publish's new segments and manifest, then
 swaps the bucket's `snapshots/CURRENT` with a conditional write (If-Match the version it read before the
 publish began, If-None-Match for the first): a second writer that published meanwhile makes the swap fail
-instead of being overwritten. Readers (`snapshot_files.pull`) copy what the bucket's pointer names into their
+instead of being overwritten. Readers (rag.store.snapshot_pull) copy what the bucket's pointer names into their
 local folder (segments are immutable, so a copy is never stale) and swap their local pointer last, so local
 reads stay atomic.
 Objects mirror the workspace's layout: `snapshots/…`, or `partitions/<slug>/snapshots/…` and its store file.
@@ -52,16 +52,18 @@ def made_here(store_folder: Path, pointer: Versioned) -> bool:
 
 
 def push(store_folder: Path, seq: int, manifest: str, pointer: str, seen: Versioned | None) -> None:
-    """Upload this publish's files, then swap the bucket's pointer if nobody else did since `seen`."""
+    """Upload this publish's files, then swap the bucket's pointer if nobody else did since `seen`.
+
+    Files are created, never overwritten: a writer that lost its lease cannot replace what the holder published
+    (the holder deleted any files of a publish that never became current when it restored the store)."""
     objects, folder, prefix = bucket(), Path(store_folder) / "snapshots", store_prefix(Path(store_folder))
     if objects is None:
         return
     if (Path(store_folder) / STORE_INFO).exists():
         objects.put(prefix + STORE_INFO, (Path(store_folder) / STORE_INFO).read_bytes())
-    # Files of this sequence number are new (or left by a publish that died before its swap: rewrite them).
     for path in sorted((folder / "segments").glob(f"{seq:08d}-*.parquet")):
-        objects.put(f"{prefix}snapshots/segments/{path.name}", path.read_bytes())
-    objects.put(f"{prefix}snapshots/{manifest}", (folder / manifest).read_bytes())
+        _create(objects, f"{prefix}snapshots/segments/{path.name}", path.read_bytes())
+    _create(objects, f"{prefix}snapshots/{manifest}", (folder / manifest).read_bytes())
     body = pointer.encode()
     etag = objects.create(prefix + "snapshots/CURRENT", body) if seen is None else \
         objects.swap(prefix + "snapshots/CURRENT", body, seen.etag)
@@ -69,6 +71,38 @@ def push(store_folder: Path, seq: int, manifest: str, pointer: str, seen: Versio
         raise PointerMoved(f"{masked(objects.uri)}/{prefix}snapshots/CURRENT: another writer published while this one "
                            "ran; its publish was not made current (one writer per partition: check the lease)")
     (folder / ETAG_FILE).write_text(etag)
+
+
+def _create(objects: ObjectStore, name: str, body: bytes) -> None:
+    """Create the object; one with the same bytes is this publish's own, written before a retry."""
+    if objects.create(name, body) is None and getattr(objects.get(name), "body", None) != body:
+        raise PointerMoved(f"{masked(objects.uri)}/{name}: another writer wrote this file of the publish; this "
+                           "publish stops (one writer per partition: check the lease)")
+
+
+def drop_unpublished(store_folder: Path) -> None:
+    """Delete the bucket's snapshot files of publishes after the current one: a writer's that never became
+    current (it died, or lost its lease, before its swap); the next publish of that number creates its own."""
+    objects, prefix = bucket(), store_prefix(Path(store_folder))
+    pointer = objects.get(f"{prefix}snapshots/CURRENT") if objects else None
+    current = json.loads(pointer.body)["seq"] if pointer else 0
+    for key in objects.keys(f"{prefix}snapshots/") if objects else []:
+        name = key.rsplit("/", 1)[1]
+        if name[:8].isdigit() and int(name[:8]) > current:
+            objects.delete(key[len(objects.key("")):])
+
+
+def stamp(store_folder: Path, epoch: int) -> None:
+    """Name the lease's epoch in the bucket's pointer, if there is one: its version changes, so a writer that lost
+    the lease, whose swap names the version it read before, can no longer make a publish current."""
+    objects, name = bucket(), f"{store_prefix(Path(store_folder))}snapshots/CURRENT"
+    for _ in range(3):   # only a writer that lost its lease can swap meanwhile: its publish is then found later
+        found = objects.get(name) if objects else None
+        if found is None or objects.swap(name, json.dumps(json.loads(found.body) | {"epoch": epoch}).encode(),
+                                         found.etag) is not None:
+            return
+    raise PointerMoved(f"{masked(objects.uri)}/{name}: changed three times while this writer stamped it; another "
+                       "writer is publishing without the lease")
 
 
 def prune_remote(store_folder: Path) -> None:

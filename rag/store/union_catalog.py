@@ -16,7 +16,6 @@ import duckdb
 
 from rag.store.catalog import Catalog, CatalogError
 from rag.store.snapshot_files import load_read_state, quote
-from rag.units.linking import LinkTargets
 
 _TABLES = ("documents", "units", "unit_members", "publish_log", "quarantine", "store_identity", "workspace_settings",
            "acl_changes")
@@ -106,12 +105,6 @@ class UnionCatalog(Catalog):
                                                      "ORDER BY 1, 2", [doc_id, doc_id]):
             places.setdefault(d, []).append((partition, version, path))
         return places
-
-    def link_targets(self, exclude: str | None = None) -> LinkTargets:
-        """Ids and titles of the current documents that the partitions other than `exclude` publish."""
-        rows = [r for key, a in self._aliases.items() if key != exclude
-                for r in self.rows(f"SELECT doc_id, title FROM {a}.documents WHERE status = 'current'")]
-        return LinkTargets(frozenset(d for d, _ in rows), frozenset(t for _, t in rows if t))
 
     def current_links(self) -> dict[str, list[tuple[str, str, list[str]]]]:
         """partition → (doc id, title, explicit links) of each current document it publishes."""

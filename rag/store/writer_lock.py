@@ -4,38 +4,32 @@ The kernel releases a `flock` when its holder dies, so a killed run never leaves
 re-entrant within a process, so a Dagster run can hold it from its first step to its last while each step
 opens the catalog again. Where pods share no disk, $RAG_WRITER_LOCK_URL adds a Postgres lease on the store's
 name (rag.store.writer_lease), which a writer on another machine sees too; `check_held` before a publish swaps
-its pointer makes a lost lease an error, never a silent second writer.
+its pointer makes a lost lease an error, never a silent second writer. With $RAG_SNAPSHOT_URI the outermost
+acquire restores the store from the bucket and the outermost release checkpoints it back, lease still held
+(rag.store.store_checkpoint): any run may start in an empty folder.
 """
 from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
-import threading
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from rag.store.snapshot_objects import SNAPSHOT_URI_ENV, store_prefix
-from rag.store.writer_lease import PostgresLease, lease_url
+from rag.store.store_checkpoint import restore, save
+from rag.store.writer_held import GUARD as _GUARD
+from rag.store.writer_held import HELD as _HELD
+from rag.store.writer_held import LOCK_FILE, Held, check_held  # noqa: F401 (its callers import it here)
+from rag.store.writer_lease import LeaseLost, PostgresLease, lease_url
 
-LOCK_FILE = "writer.lock"
+_LOG = logging.getLogger("rag.store")
 
 
 class WriterBusy(RuntimeError):
     """Another process holds the workspace's writer lock and did not release it in time."""
-
-
-@dataclass
-class _Held:
-    fd: int
-    depth: int
-    lease: PostgresLease | None = None
-
-
-_HELD: dict[str, _Held] = {}
-_GUARD = threading.Lock()
 
 
 def _describe(path: Path) -> str:
@@ -77,11 +71,18 @@ class WriterLock:
                                      f"({_describe(self.path)}); gave up after {self.wait_s:g} s") from None
                 time.sleep(0.1)
         lease = self._lease(fd, deadline)
+        try:
+            restored = self._restore(lease)
+        except BaseException:
+            if lease is not None:
+                lease.close()
+            os.close(fd)
+            raise
         since = datetime.now(timezone.utc).isoformat(timespec="seconds")
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps({"pid": os.getpid(), "entry": self.entry, "since": since}).encode(), 0)
         with _GUARD:
-            _HELD[key] = _Held(fd, 1, lease)
+            _HELD[key] = Held(fd, 1, lease, restored)
 
     def release(self) -> None:
         key = str(self.path)
@@ -93,10 +94,27 @@ class WriterLock:
             if held.depth:
                 return
             del _HELD[key]
-        if held.lease is not None:
-            held.lease.close()
-        os.ftruncate(held.fd, 0)
-        os.close(held.fd)  # closing the descriptor releases the flock
+        try:
+            self._checkpoint(held)
+        finally:
+            if held.lease is not None:
+                held.lease.close()
+            os.ftruncate(held.fd, 0)
+            os.close(held.fd)  # closing the descriptor releases the flock
+
+    def _checkpoint(self, held: Held) -> None:
+        """Checkpoint the store while the lease is still held; a lost lease checkpoints nothing (the publish that
+        found it lost failed already; one made before is in the bucket, and the next writer continues from it)."""
+        if held.restored is None:
+            return
+        try:
+            save(self.path.parent, held.restored, held.lease.check if held.lease else lambda: None)
+        except LeaseLost as err:
+            _LOG.warning("%s; its catalog was not checkpointed", err)
+
+    def _restore(self, lease: PostgresLease | None):
+        """The store's state of record from the bucket, if there is one (rag.store.store_checkpoint)."""
+        return restore(self.path.parent, lease.epoch if lease else None)
 
     def _lease(self, fd: int, deadline: float) -> PostgresLease | None:
         """The cross-machine lease, named by where the store's snapshots are published (not by a local path)."""
@@ -118,11 +136,3 @@ class WriterLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
-
-
-def check_held(store_folder: str | Path) -> None:
-    """Raise LeaseLost if this process holds the store's writer lock through a lease that has ended."""
-    with _GUARD:
-        held = _HELD.get(str(Path(store_folder).resolve() / LOCK_FILE))
-    if held is not None and held.lease is not None:
-        held.lease.check()

@@ -192,7 +192,8 @@ def test_an_id_in_two_partitions_is_an_error_in_both_partitions_the_totals_and_h
     for s in published_stores(ws):
         shutil.rmtree(s.lance_uri)
     assert list(shared_ids(ws)) == ["pay-bands"]
-    assert published_elsewhere(str(ws), "docs/hr").ids == {"pay-bands", "canteen"}
+    links = [("x", "pay-bands"), ("x", "canteen"), ("x", "nowhere")]
+    assert published_elsewhere(str(ws), "docs/hr", links).ids == {"pay-bands", "canteen"}
 
 
 @pytest.mark.slow

@@ -1,8 +1,10 @@
 """The production topology's scenario on real servers (bench/production.py): Dagster's instance on PostgreSQL, the
-daemon's queued run coordinator launching the sensor's partition runs two at a time, the index and the snapshots in
-an S3-compatible bucket, and `rag serve` in a folder of its own answering 8 clients throughout; a run launched for a
-partition whose sensor run is still queued or running waits for it; a run killed while it publishes is failed by the
-code server, retried by the daemon, and its retry publishes what it was publishing.
+daemon's queued run coordinator launching the sensor's partition runs two at a time, each in an empty folder with its
+own HOME (bench/pod_launcher.py), the code server and its sensor in another, the index, the snapshots and each
+store's checkpoint in an S3-compatible bucket, and `rag serve` in a folder of its own answering 8 clients
+throughout; a run launched for a partition whose sensor run is still queued or running waits for it; a run killed
+while it publishes is failed by the daemon's run monitoring, retried, and its retry (in another empty folder)
+publishes what it was publishing.
 
 The clients pause two seconds between requests: the rule is that every answer is readable by its caller while
 publishes swap snapshots, not how many answers a saturated server gives (bench/production.py measures that with no
@@ -36,3 +38,5 @@ def test_the_daemon_runs_four_partitions_two_at_a_time_while_serve_answers_from_
     stored = result["bytes"]
     assert stored["bucket_index"] > 0 and stored["bucket_snapshots"] > 0 and stored["writer_local_index"] == 0
     assert stored["reader_local_snapshots"] > 0 and stored["postgres_dagster"] > 0
+    # Every run checkpointed its store; a partition's later runs (the launched one, the retry) restored theirs.
+    assert len(stored["runs_checkpointed_bytes"]) >= 6 and sum(b > 0 for b in stored["runs_restored_bytes"]) >= 2

@@ -1,7 +1,9 @@
 """One writer per store across machines (no shared disk): a Postgres advisory lease on the store's name, on a real
 PostgreSQL server started by the test; a killed holder frees it, and a lost lease stops the publish."""
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -67,3 +69,64 @@ def test_a_writer_whose_lease_ended_does_not_publish(pods, tmp_path):
         publish_documents(catalog, IngestSettings(sources=[str(corpus)]))
     assert json.loads(bucket.get("snapshots/CURRENT").body) == before
     catalog.close()
+
+
+PAUSED = """
+import sys, time
+from rag.store import snapshot_objects
+from rag.store.catalog import Catalog
+from rag.store.publish import IngestSettings, publish_documents
+
+push = snapshot_objects.push
+def paused_push(*args):
+    print("publishing", flush=True)   # past the lease check, before its files and its swap: the test stops it here
+    time.sleep(1)
+    push(*args)
+snapshot_objects.push = paused_push
+catalog = Catalog(sys.argv[1] + "/catalog.duckdb", entry="pod a")
+try:
+    publish_documents(catalog, IngestSettings(sources=[sys.argv[2]]))
+except Exception as err:
+    print(f"{type(err).__name__}: {err}", flush=True)
+    sys.exit(1)
+finally:
+    catalog.close()
+print("published", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_paused_writer_loses_its_lease_on_the_server_and_cannot_publish_when_it_wakes(pods, tmp_path, monkeypatch):
+    """SIGSTOP is a machine that stops answering: its connection stays open, so only the server's idle-session
+    timeout ends the lease. Another pod then publishes; the paused writer, woken, fails in one line."""
+    monkeypatch.setenv("RAG_WRITER_LEASE_TIMEOUT_S", "4")
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLES / "corpus", corpus)
+    catalog = Catalog(pods["a"] / "catalog.duckdb")
+    publish_documents(catalog, IngestSettings(sources=[str(corpus)]))
+    catalog.close()
+    (corpus / "operations" / "error-codes.md").unlink()
+    writer = subprocess.Popen([sys.executable, "-c", PAUSED, str(pods["a"]), str(corpus)], cwd=REPO, text=True,
+                              env={**pods["env"], "RAG_WRITER_LEASE_TIMEOUT_S": "4"}, stdout=subprocess.PIPE)
+    try:
+        assert writer.stdout.readline().strip() == "publishing"
+        os.kill(writer.pid, signal.SIGSTOP)
+        catalog = Catalog(pods["b"] / "catalog.duckdb", entry="pod b", wait_s=60)  # an empty folder: a new pod
+        with psycopg2.connect(pods["url"]) as con, con.cursor() as cur:   # the server ended the paused session
+            cur.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE %s", (f"%{writer.pid}%",))
+            assert cur.fetchone()[0] == 0 and writer.poll() is None
+        changes = publish_documents(catalog, IngestSettings(sources=[str(corpus)]))[0]
+        catalog.close()
+        assert [d for d, _ in changes.deleted] == ["error-codes-reference"]
+        bucket = ObjectStore(pods["env"]["RAG_SNAPSHOT_URI"])
+        published = bucket.get("snapshots/CURRENT").body
+        os.kill(writer.pid, signal.SIGCONT)
+        out, _ = writer.communicate(timeout=120)
+    finally:
+        writer.kill()
+    assert writer.returncode == 1 and len(out.strip().splitlines()) == 1, out
+    assert out.startswith("PointerMoved: ") and "another writer" in out
+    assert bucket.get("snapshots/CURRENT").body == published
+    manifest = json.loads(published)["file"]
+    tables = json.loads(bucket.get(f"snapshots/{manifest}").body)["tables"]
+    assert all(bucket.get(f"snapshots/segments/{f}") for files in tables.values() for f in files)
