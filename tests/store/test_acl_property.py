@@ -1,6 +1,6 @@
 """The permission property over random folder trees: after any sequence of folder ACL file edits, document ACL edits,
 chmod and chgrp (with `--acl-from posix`) and deletions, each followed by a publish, no caller receives a byte of a
-document its effective ACL excludes."""
+document its effective ACL excludes, from any method."""
 import grp
 import os
 import re
@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_acl_changes import publish
 
+from rag.query.methods import METHODS
 from rag.query.workspace import Workspace
 from rag.retrieval.callers import Caller
 from rag.sources.access import ACCESS_FILE
@@ -87,14 +88,19 @@ def write_tree(src: Path, docs: dict, folder_files: dict) -> None:
 
 
 def check(ws: Path, embedder, published: dict, groups=GROUPS) -> None:
+    """Every method at two budgets, the way the evaluation asks (`rag retrieve` and `rag serve` ask one budget of
+    the same call): no item, and no marker inside an item's text, of a document the caller may not read."""
     reader = Workspace(ws, embedder=embedder)
     try:
         for caller in [{g} for g in groups] + [set(groups)]:
+            for name in METHODS:
+                for result, _ in reader.retrieve_at_budgets(name, Caller(frozenset(caller)),
+                                                            "gateway quarterly report revenue", (1000, 4000)):
+                    for item in result.items:
+                        assert set(published.get(item.doc_id, ())) & caller, (name, item.doc_id, caller, published)
+                        for leaked in MARKER.findall(item.text):
+                            assert set(published.get(leaked, ())) & caller, (name, leaked, caller, published)
             result = reader.retrieve("longrag", Caller(frozenset(caller)), "gateway quarterly report revenue", 4000)
-            for item in result.items:
-                assert set(published.get(item.doc_id, ())) & caller, (item.doc_id, caller, published)
-                for leaked in MARKER.findall(item.text):
-                    assert set(published.get(leaked, ())) & caller, (leaked, caller, published)
             if caller == set(groups):
                 assert {i.doc_id for i in result.items} == set(published)
     finally:
