@@ -179,11 +179,6 @@ def cold_retrieve(data: dict) -> str:
     return f"{after['cpu_seconds_median']:g} CPU s, {after['peak_mb_median']} MB peak"
 
 
-def read_state(data: dict) -> str:
-    """The read state's resident memory at 1M sub-chunks."""
-    return f"{data['memory_mb']['read_state_rss_mb'] / 1000:.2f} GB ({data['subchunks']:,} sub-chunks)"
-
-
 def workers(data: dict) -> str:
     """Serving workers sharing one mapped read state, against workers of the code before that each built their own."""
     after, runs = data["summary"]["after"], data["runs"]
@@ -295,7 +290,6 @@ def sections() -> dict[str, list[Figure]]:
             Figure("vector search alone, CPU ms p50, a caller reading 20% / all", ("vector-search.json",), vector_search),
             Figure("a cold `rag retrieve` (whole process, demo workspace)", ("cold-retrieve.json",), cold_retrieve,
                    "goal ≤ 2 s, ≤ 400 MB"),
-            Figure("a serving worker's read state, resident", ("read-state-memory-1m.json",), read_state),
             Figure("ELITE collect round", ("elite-collect.json",), elite_collect),
         ],
         "Serving": [
