@@ -171,7 +171,8 @@ def _recorded(path: Path) -> tuple[dict[str, tuple] | None, str | None]:
     if problem:
         return None, problem
     # An entry without its title (2 items) is from before titles were recorded: it differs, so it is written again.
-    if not isinstance(ids, dict) or not all(isinstance(p, list) and len(p) in (2, 3) for p in ids.values()):
+    if not isinstance(ids, dict) or not all(isinstance(p, list) and len(p) in (2, 3)
+                                            and all(isinstance(s, str) or s is None for s in p) for p in ids.values()):
         return None, "does not hold a version and source file per id"
     return {d: tuple(p) for d, p in ids.items()}, None
 
