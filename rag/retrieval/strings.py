@@ -122,8 +122,21 @@ def concat_columns(columns: list[Column]) -> Column:
     return Column(np.concatenate(codes or [np.zeros(0, np.int32)]).astype(np.int32), Strings(union))
 
 
+class FoundByGet:
+    """`[key]` and `in` from the class's `get` (a search that finds a key's value or None, no dict behind it)."""
+
+    def __getitem__(self, key):
+        found = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __contains__(self, key) -> bool:
+        return self.get(key) is not None
+
+
 @dataclass(frozen=True)
-class RowsByKey(Mapping):
+class RowsByKey(FoundByGet, Mapping):
     """Key → the rows holding it (ascending), from a column's codes: `order` lists rows by code, `bounds` cuts it."""
 
     strings: Strings
@@ -142,15 +155,6 @@ class RowsByKey(Mapping):
         codes = codes[codes >= 0]
         lo, hi = self.bounds[codes].tolist(), self.bounds[codes + 1].tolist()
         return [self.order[a:b] for a, b in zip(lo, hi) if b > a]
-
-    def __getitem__(self, key):
-        found = self.get(key)
-        if found is None:
-            raise KeyError(key)
-        return found
-
-    def __contains__(self, key) -> bool:
-        return self.get(key) is not None
 
     def __iter__(self):
         return (self.strings[c] for c in np.flatnonzero(np.diff(self.bounds)).tolist())

@@ -22,7 +22,16 @@ import simsimd
 
 from rag.retrieval.int8_rows import Int8Rows, concat, empty, quantize, quantize_query
 from rag.retrieval.state_files import Arrays
-from rag.retrieval.strings import Column, RowsByKey, Strings, as_column, concat_columns, rows_by_key, strings_of
+from rag.retrieval.strings import (
+    Column,
+    FoundByGet,
+    RowsByKey,
+    Strings,
+    as_column,
+    concat_columns,
+    rows_by_key,
+    strings_of,
+)
 from rag.store.index import SubchunkIndex, row_columns
 from rag.store.row_units import Membership, place
 
@@ -51,7 +60,7 @@ def run_starts(ordered: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class MemberCodes:
+class MemberCodes(FoundByGet):
     """(unit key, doc_id, part) → the member code of its rows: the key packed into one integer, found by bisection."""
 
     units: Strings
@@ -68,15 +77,6 @@ class MemberCodes:
         wanted = (unit * len(self.docs) + doc) * self.parts + key[2]
         at = min(int(np.searchsorted(self.packed, wanted)), len(self.packed) - 1)
         return int(self.codes[at]) if self.packed[at] == wanted else default
-
-    def __getitem__(self, key):
-        found = self.get(key)
-        if found is None:
-            raise KeyError(key)
-        return found
-
-    def __contains__(self, key) -> bool:
-        return self.get(key) is not None
 
     def __len__(self) -> int:
         return len(self.first_rows)
