@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import random
+import shlex
 import shutil
 import socket
 import string
@@ -174,16 +175,17 @@ def main() -> None:
                     help="instead of publishing, ask N questions of one distinct 1,990-letter word each")
     ap.add_argument("--out", type=Path, default=results_path("serve-memory"))
     args = ap.parse_args()
+    command = shlex.join(["python", "bench/serve_memory.py", *sys.argv[1:]])   # the figures table cites it
     if args.long_words:
         with tempfile.TemporaryDirectory(prefix="serve-memory-") as tmp:
             result = measure_words(args.long_words, Path(tmp))
-        write_json(args.out, result)
+        write_json(args.out, result | {"command": command})
         print(f"{args.long_words} long-word requests: RSS {result['rss_mib_after_250']} MiB after 250 → "
               f"{result['final_rss_mib']} MiB, {result['kib_a_request_after_250']} KiB a request")
         return
     with tempfile.TemporaryDirectory(prefix="serve-memory-") as tmp:
         result = measure(args.publishes, args.warmup, Path(tmp), args.as_of, args.same_size)
-    write_json(args.out, result)
+    write_json(args.out, result | {"command": command})
     print(f"{result['publishes']} publishes: RSS {result['baseline_rss_mib']} MiB after {result['warmup']} → "
           f"{result['final_rss_mib']} MiB ({result['rss_growth']:+.1%}), peak {result['peak_rss_mib']} MiB; open files "
           f"{result['open_files_baseline']} → {result['open_files_final']} (max {result['open_files_max']})")
