@@ -30,7 +30,7 @@ def answer_question(context: dg.OpExecutionContext, config: AskConfig, read_side
         "answer": dg.MetadataValue.md(reply.long_answer), "short_answer": reply.short_answer,
         "citations": reply.citations, "citations_valid": reply.citations_valid,
         "citation_locatable": reply.citation_locatable, "citations_attributed": reply.attributed,
-        "short_answer_check": reply.short_answer_check, "reader": reply.reader, "method": result.method,
+        "short_answer_check": reply.short_answer_check, "withheld": reply.withheld, "reader": reply.reader, "method": result.method,
         "context_tokens": result.tokens, "documents": [f"{i.doc_id} v{i.doc_version}" for i in result.items]})
     return reply.to_json()
 

@@ -255,8 +255,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(json.dumps({"answer": reply.to_json(), "retrieval": result.to_json()}, ensure_ascii=False))
         return 0
     print(reply.long_answer or "(no long answer)")
-    flag = "" if reply.short_answer_check != "not found" else " (not found in the cited text or the context)"
-    print(f"\nShort answer: {reply.short_answer}{flag}")
+    if reply.abstained:
+        print("\nShort answer: none (the reader's reply, found nowhere in the sources, is withheld; --json shows it)")
+    else:
+        flag = "" if reply.short_answer_check != "not found" else " (not found in the cited text or the context)"
+        print(f"\nShort answer: {reply.short_answer}{flag}")
     print(format_citations(reply))
     print(f"Reader: {reply.reader}; method: {result.method}; context {result.tokens}/{args.budget} tokens; "
           f"{reply.llm_calls} LLM calls, {reply.seconds:.1f} s")

@@ -3,7 +3,9 @@
 The LLM reader sees the context as numbered sources and cites `[1]` (rag.answer.sources); where the chat model
 constrains output to a JSON schema (`schema_output`), the long answer is statements with source numbers. Every
 answer's citations then go through rag.answer.citations: unusable ones are dropped, uncited statements and an
-unsupported short answer are attributed to the context sentence they are found in, or left plainly uncited.
+unsupported short answer are attributed to the context sentence they are found in, or left plainly uncited. A
+reply that nothing in the context supports (no statement located, the short answer found nowhere) is withheld: the
+answer says the sources do not answer the question, and keeps the reader's words only as `withheld`.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rag.answer.citations import (
+    SHORT_UNSUPPORTED,
     Citation,
     check_citations,
     cite,
@@ -56,6 +59,7 @@ SHORT_EXAMPLE = [
     {"role": "assistant", "content": "93 degrees"},
 ]
 _WORDS = re.compile(r"[a-z0-9]+")
+NOT_IN_SOURCES = "The sources you may read do not answer this question."
 
 
 @dataclass(frozen=True)
@@ -76,13 +80,18 @@ class Answer:
     dropped: tuple[str, ...] = ()       # the reader's citations left out: not in the context, or not found there
     uncited: int = 0                    # statements of the long answer with no citation
     short_answer_check: str = ""        # "in cited text", "attributed" or "not found" (flagged)
+    withheld: str = ""                  # a reply nothing in the context supports, kept from the answer
+
+    @property
+    def abstained(self) -> bool:
+        return bool(self.withheld)
 
     @property
     def attributed(self) -> int:
         return sum(c.origin == "attributed" for c in self.sources)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return asdict(self) | {"abstained": self.abstained}
 
 
 def _clean_short(text: str) -> str:
@@ -102,6 +111,10 @@ def answer(question: str, result: RetrievalResult, model: ChatModel | None, embe
         long_answer, short_answer, calls, tokens_in, tokens_out = _two_step(question, result, model)
         reader = f"{getattr(model, 'kind', 'endpoint')}:{model.name}"
     cited = cite(long_answer, short_answer, result.items)
+    if not cited.citations and cited.short_answer_check == SHORT_UNSUPPORTED and (long_answer or short_answer):
+        return Answer(NOT_IN_SOURCES, "", [], False, 0.0, reader, calls, tokens_in, tokens_out,
+                      time.perf_counter() - start, dropped=cited.dropped, uncited=cited.uncited,
+                      short_answer_check=SHORT_UNSUPPORTED, withheld=_withheld(long_answer, short_answer))
     citations, _, locatable = check_citations(cited.text, result.items)
     if not citations and cited.citations:
         locatable = 1.0  # only the short answer is cited, and it is found in the cited sentence by construction
@@ -112,6 +125,10 @@ def answer(question: str, result: RetrievalResult, model: ChatModel | None, embe
                   llm_calls=calls, input_tokens=tokens_in, output_tokens=tokens_out,
                   seconds=time.perf_counter() - start, sources=cited.citations, dropped=cited.dropped,
                   uncited=cited.uncited, short_answer_check=cited.short_answer_check)
+
+
+def _withheld(long_answer: str, short_answer: str) -> str:
+    return f"{strip_citations(long_answer).strip()} (short answer: {short_answer})".strip()
 
 
 def _two_step(question: str, result: RetrievalResult, model: ChatModel) -> tuple[str, str, int, int, int]:

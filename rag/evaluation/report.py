@@ -206,10 +206,13 @@ def _localisation(cells: list[dict]) -> list[str]:
     return ["## Evidence localisation (answered questions)", "",
             markdown_table(["method", "budget", "cited a gold document", "answer span inside a gold document",
                             "citation recall", "citation precision", "citations attributed",
-                            "short answer supported"],
+                            "short answer supported", "withheld"],
                            [[c["method"], c["budget"], _ci(c["cited_gold"]), _ci(c["answer_in_gold"]),
                              _ci(c.get("citation_recall")), _ci(c.get("citation_precision")),
-                             _ci(c.get("citations_attributed")), _ci(c.get("short_answer_supported"))]
+                             _ci(c.get("citations_attributed")), _ci(c.get("short_answer_supported")),
+                             _ci(c.get("abstained"))]
                             for c in answered]), "",
             "Citation recall and precision are against the gold documents. An *attributed* citation was not written "
-            "by the reader: its statement was found in that document afterwards (docs/citations.md).", ""]
+            "by the reader: its statement was found in that document afterwards. A *withheld* reply is one nothing in the "
+            "context supports: the answer says the sources do not answer, and the citation figures leave it out "
+            "(docs/citations.md).", ""]

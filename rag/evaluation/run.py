@@ -77,6 +77,7 @@ class Row:
     complete: bool | None            # every gold document present (None: not_found)
     expectation_met: bool | None     # not_found / absent_version: nothing forbidden shown (None: plain question)
     answered: bool                   # in the reader's sample at this budget
+    abstained: bool | None           # the reader's reply was withheld: nothing in the context supports it
     short_answer: str | None
     exact_match: float | None
     f1: float | None
@@ -249,17 +250,19 @@ def _row(q: EvalQuestion, result: RetrievalResult, tokens: int, seconds: float, 
     llm = result.trace.get("llm_totals", {})
     answers = (q.answer, *q.aliases)
     scored = q.expect != "not_found" and bool(q.gold_doc_ids)
+    claimed = reply is not None and not reply.abstained  # an abstention makes no claim for citations to back
     return Row(
         qid=q.qid, method=result.method, budget=result.budget, kind=q.kind, hops=q.hops, asked_as=asker_label(q),
         expect=q.expect, tokens=tokens, retrieved_doc_ids=ids,
         evidence_recall=evidence_recall(set(ids), q.gold_doc_ids) if scored else None,
         sentence_recall=sentence_recall(result.items, q.supporting_sentences),
         complete=complete(set(ids), q.gold_doc_ids) if scored else None, expectation_met=met,
-        answered=reply is not None, short_answer=reply.short_answer if reply else None,
+        answered=reply is not None, abstained=reply.abstained if reply else None,
+        short_answer=reply.short_answer if reply else None,
         exact_match=exact_match(reply.short_answer, answers) if reply else None,
         f1=f1(reply.short_answer, answers) if reply else None,
-        citations_valid=reply.citations_valid if reply else None,
-        citation_locatable=reply.citation_locatable if reply else None,
+        citations_valid=reply.citations_valid if claimed else None,
+        citation_locatable=reply.citation_locatable if claimed else None,
         cited_gold=bool(set(reply.citations) & set(q.gold_doc_ids)) if reply else None,
         **_against_gold(reply, q),
         answer_in_gold=_answer_in_gold(reply, result, q) if reply else None,
@@ -278,7 +281,7 @@ def _against_gold(reply: Answer | None, q: EvalQuestion) -> dict:
     return {"citation_recall": len(cited & gold) / len(gold) if gold else None,
             "citation_precision": len(cited & gold) / len(cited) if cited and gold else None,
             "citations_attributed": reply.attributed / len(reply.sources) if reply.sources else None,
-            "short_answer_supported": reply.short_answer_check != "not found"}
+            "short_answer_supported": None if reply.abstained else reply.short_answer_check != "not found"}
 
 
 def _answer_in_gold(reply: Answer, result: RetrievalResult, q: EvalQuestion) -> bool:

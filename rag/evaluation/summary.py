@@ -20,6 +20,7 @@ METRICS = {"evidence_recall": "evidence_recall", "sentence_recall": "sentence_re
            "cited_gold": "cited_gold", "answer_in_gold": "answer_in_gold",
            "citation_recall": "citation_recall", "citation_precision": "citation_precision",
            "citations_attributed": "citations_attributed", "short_answer_supported": "short_answer_supported",
+           "abstained": "abstained",
            "retrieve_s": "retrieve_s", "generate_s": "generate_s"}
 COMPARED = ("evidence_recall", "complete", "f1")  # the paired method-vs-method differences a decision rests on
 BY_TYPE = ("evidence_recall", "complete", "f1")

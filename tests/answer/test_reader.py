@@ -6,7 +6,7 @@ from test_llm import FakeOpenAI, Reply  # the loopback OpenAI stand-in (tests/ i
 
 from rag.answer.citations import Citation
 from rag.answer.llm import OpenAIChat
-from rag.answer.reader import Answer, answer, check_citations, context_sentences, short_span
+from rag.answer.reader import NOT_IN_SOURCES, Answer, answer, check_citations, context_sentences, short_span
 from rag.answer.sources import numbered_context
 from rag.retrieval.context import ContextItem, RetrievalResult
 from rag.units.long_units import render_header
@@ -147,3 +147,21 @@ def test_the_reader_name_says_when_the_model_is_the_local_one(result):
         got = answer("How often do logs rotate?", result, OpenAIChat(server.base_url, "qwen", kind="local"))
     assert got.reader == "local:qwen"
     assert got.short_answer == "Logs rotate daily"
+
+
+def test_a_reply_nothing_in_the_context_supports_is_withheld_and_says_so(result):
+    replies = [Reply(text="Warranties last ten years."), Reply(text="10 years")]
+    with FakeOpenAI(replies) as server:
+        got = answer("How long is the warranty?", result, OpenAIChat(server.base_url, "tiny", max_retries=0))
+    assert got.abstained and got.long_answer == NOT_IN_SOURCES and got.short_answer == ""
+    assert (got.citations, got.sources, got.citations_valid) == ([], (), False)
+    assert "ten years" in got.withheld and "10 years" in got.withheld
+    assert got.to_json()["abstained"] is True
+
+
+def test_a_reply_whose_short_answer_is_in_the_context_is_kept_and_cited(result):
+    replies = [Reply(text="Nobody knows."), Reply(text="40 GB")]
+    with FakeOpenAI(replies) as server:
+        got = answer("How much does the cache hold?", result, OpenAIChat(server.base_url, "tiny", max_retries=0))
+    assert not got.abstained and got.short_answer == "40 GB"
+    assert [(c.doc_id, c.origin) for c in got.sources] == [("edge-cache", "attributed")]

@@ -34,7 +34,7 @@ def row(qid: int, method: str, budget: int) -> Row:
     return Row(qid=f"q{qid}", method=method, budget=budget, kind="bridge" if qid % 3 else "comparison",
                hops=2, asked_as="staff", expect="answer", tokens=budget - 10, retrieved_doc_ids=[],
                evidence_recall=float(complete), sentence_recall=None, complete=complete, expectation_met=None,
-               answered=False, short_answer=None, exact_match=None, f1=None, citations_valid=None,
+               answered=False, abstained=None, short_answer=None, exact_match=None, f1=None, citations_valid=None,
                citation_locatable=None, cited_gold=None, citation_recall=None, citation_precision=None,
                citations_attributed=None, short_answer_supported=None, answer_in_gold=None, retrieve_s=SECONDS[method],
                generate_s=None, llm_calls=0, input_tokens=0, output_tokens=0)
