@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 from bench.results_file import RESULTS, write_results  # noqa: E402
 
 FIGURES = ("exact_match", "f1", "citations_valid", "citation_locatable", "citation_recall", "citation_precision",
-           "citations_attributed", "short_answer_supported", "cited_gold", "generate_s")
+           "citations_attributed", "short_answer_supported", "abstained", "cited_gold", "generate_s")
 SAMPLE_ARGS = ("--questions", "samples/questions.jsonl", "--users-file", "samples/users.yaml", "--reader", "local",
                "--answer-sample", "16", "--methods", "longrag", "--budgets", "2000")
 
