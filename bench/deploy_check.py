@@ -70,14 +70,17 @@ def manifest_errors(folder: Path, version: str = K8S_VERSION) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chart-schema", type=Path, help="the chart's values.schema.json (skipped if not given)")
+    parser.add_argument("--chart-schema", type=Path, help="the chart's values.schema.json, or its folder (skipped if not given)")
     args = parser.parse_args()
     problems = manifest_errors(ROOT / "deploy" / "manifests")
     print(f"deploy/manifests: {len(problems)} problem(s) against Kubernetes {K8S_VERSION} (strict)")
     if args.chart_schema:
+        schema = args.chart_schema / "values.schema.json" if args.chart_schema.is_dir() else args.chart_schema
+        if not schema.is_file():
+            parser.error(f"{schema}: no such file (the chart's values.schema.json, or the chart folder holding it)")
         values = yaml.safe_load((ROOT / "deploy" / "values.yaml").read_text())
-        found = values_errors(values, json.loads(args.chart_schema.read_text()))
-        print(f"deploy/values.yaml: {len(found)} problem(s) against {args.chart_schema}")
+        found = values_errors(values, json.loads(schema.read_text()))
+        print(f"deploy/values.yaml: {len(found)} problem(s) against {schema}")
         problems += found
     for line in problems:
         print("  " + line)
