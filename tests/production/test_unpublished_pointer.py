@@ -3,8 +3,13 @@ pointer naming its epoch and no publish, which fences a writer that lost the lea
 nothing published yet: a pull, the sensor's view of the bucket, `rag serve`'s workspace. The checkpoint's pointer is
 fenced the same way."""
 import json
+import tempfile
+import uuid
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from servers import postgres, s3_env, s3_server  # noqa: F401 (fixtures)
 from test_writer_lease import pods  # noqa: F401 (fixture)
 
@@ -30,7 +35,7 @@ def bucket(s3_env, monkeypatch):
     return ObjectStore(f"s3://{s3_env['bucket']}/ws")
 
 
-def collections(root, **texts):
+def source_with(root, **texts):
     """A source folder with one document per collection, readable by staff."""
     for name, text in texts.items():
         (root / name).mkdir(parents=True, exist_ok=True)
@@ -39,7 +44,7 @@ def collections(root, **texts):
 
 
 def test_a_store_a_writer_took_but_never_published_is_read_as_nothing_published(bucket, tmp_path):
-    src = collections(tmp_path / "docs", hr="The pay band for grade 7 is 91,000 euros.", public="Bands change.")
+    src = source_with(tmp_path / "docs", hr="The pay band for grade 7 is 91,000 euros.", public="Bands change.")
     taken = store(tmp_path / "pod-a" / "ws", "docs/hr")
     prefix = f"partitions/{taken.folder.name}/"
     claim_store(taken)
@@ -50,7 +55,7 @@ def test_a_store_a_writer_took_but_never_published_is_read_as_nothing_published(
     assert json.loads(bucket.get(prefix + "snapshots/CURRENT").body) == {"epoch": 2, "seq": 0}
     assert json.loads(bucket.get(prefix + "checkpoint/CURRENT").body) == {"epoch": 2}
     assert bucket.keys(prefix + "snapshots/") == [bucket.key(prefix + "snapshots/CURRENT")]
-    resolve([str(src)], "docs/hr", again.folder.parent.parent)   # the run's own view of its store
+    resolve([str(src)], "docs/hr", tmp_path / "pod-b" / "ws")   # the run's own view of its store
     assert not (again.folder / "snapshots" / "CURRENT").exists()
 
     reader = tmp_path / "reader-pod" / "ws"
@@ -95,6 +100,39 @@ def test_a_writer_that_lost_its_lease_after_its_last_check_cannot_make_its_check
     assert (pod("pod-c") / "doc_ids.json").read_text() == '"holder"'
 
 
+@pytest.mark.slow
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["take", "checkpoint"]), st.integers(0, 2)), min_size=1, max_size=8))
+def test_a_checkpoint_is_made_current_only_by_a_writer_nobody_took_the_store_from_since_it_last_wrote(
+        s3_env, monkeypatch, steps):
+    """Writers take the store (a lease grant, with the next epoch) and checkpoint in any order, each as if its lease
+    check passed: a checkpoint succeeds exactly when no grant and no other checkpoint came since its writer's own
+    grant or last checkpoint, and a new writer restores the last one that succeeded."""
+    monkeypatch.setenv("RAG_SNAPSHOT_URI", f"s3://{s3_env['bucket']}/{uuid.uuid4().hex}")
+    with tempfile.TemporaryDirectory() as tmp:
+        pod = lambda w: Path(tmp) / f"pod-{w}" / "ws"  # noqa: E731
+        taken, expects, version, epoch, kept = {}, {}, 0, 0, None
+        for step, w in steps:
+            if step == "take":
+                epoch, version = epoch + 1, version + 1
+                taken[w], expects[w] = restore(pod(w), epoch), version
+            elif w in taken:
+                body = json.dumps([w, version])
+                (pod(w) / "doc_ids.json").write_text(body)
+                try:
+                    save(pod(w), taken[w], lambda: None)
+                    made = True
+                except CheckpointMoved:
+                    made = False
+                assert made == (expects[w] == version), (step, w)
+                if made:
+                    version, kept = version + 1, body
+                    expects[w] = version
+        restore(pod("new"), epoch + 1)
+        restored = pod("new") / "doc_ids.json"
+        assert (restored.read_text() if restored.exists() else None) == kept
+
+
 def publish_partition(ws, src, key, lance, embedder, catalog=None):
     """One partition's three steps, as its run does them (the catalog opened here unless given)."""
     s = store(ws, key, lance)
@@ -112,7 +150,7 @@ def test_serve_answers_from_the_published_partitions_while_another_is_taken_and_
         pods, tmp_path, monkeypatch, embedder):  # noqa: F811 (the fixture)
     monkeypatch.setenv("RAG_SNAPSHOT_POLL_S", "0")
     lance = pods["env"]["RAG_SNAPSHOT_URI"].rsplit("/", 1)[0] + "/index"
-    src = collections(tmp_path / "docs", hr="The pay band for grade 7 is 91,000 euros.",
+    src = source_with(tmp_path / "docs", hr="The pay band for grade 7 is 91,000 euros.",
                       canteen="The canteen opens at noon and closes at three.")
     publish_partition(tmp_path / "pod-a" / "ws", src, "docs/hr", lance, embedder)
     taken = store(tmp_path / "pod-b" / "ws", "docs/canteen", lance)
