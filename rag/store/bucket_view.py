@@ -3,8 +3,10 @@
 The sensor, the code server and each run start in empty folders; the layout (`partitions/layout.json`), each store's
 `partition.json` and its pointer are read from the bucket into the folder before partitions are planned (each object
 asked for only if it changed since this folder last read it: one conditional request, no body when unchanged), and
-every one written in a folder is copied to the bucket. The layout is merged with a conditional write, so collections
-two pods add at once are both kept; a collection's shard count, once in the bucket, is never changed.
+every one written in a folder is copied to the bucket. A pointer that names no publish yet (a writer took the store
+and has not published) is not copied: the store counts as unpublished until its first publish. The layout is merged
+with a conditional write, so collections two pods add at once are both kept; a collection's shard count, once in the
+bucket, is never changed.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from rag.sources.partitions import LAYOUT, PARTITIONS_DIR, STORE_INFO
-from rag.store.snapshot_objects import ETAG_FILE, bucket
+from rag.store.snapshot_objects import ETAG_FILE, bucket, published
 
 SEEN = ".bucket-view.json"   # object → the version this folder last read
 LAYOUT_NAME = f"{PARTITIONS_DIR}/{LAYOUT}"
@@ -51,7 +53,8 @@ class BucketView:
             for name, got in found.items():
                 if got is None or _pulled_here(Path(root), name):
                     continue
-                _write(Path(root) / name, got.body)
+                if not _names_nothing(name, got.body):
+                    _write(Path(root) / name, got.body)
                 seen[name] = got.etag
             _write(seen_file, json.dumps(seen).encode())
             self._refreshed[f"{root}#{slugs}"] = time.monotonic()
@@ -85,6 +88,15 @@ class BucketView:
 def _pulled_here(root: Path, name: str) -> bool:
     """A pointer this folder pulls with its snapshot (a reader's, a writer's own store) is left to that pull."""
     return name.endswith("/CURRENT") and (root / name).with_name(ETAG_FILE).exists()
+
+
+def _names_nothing(name: str, body: bytes) -> bool:
+    """A pointer a lease grant made before the store's first publish: the store is not published, so no folder holds
+    it (a damaged one is copied as it is, for its readers to report)."""
+    try:
+        return name.endswith("/CURRENT") and published(body) is None
+    except ValueError:
+        return False
 
 
 def _read_json(path: Path):

@@ -77,15 +77,20 @@ class SnapshotInfo:
 
 
 def read_pointer(workspace: str | Path) -> SnapshotInfo:
+    """The publish the pointer names; NoSnapshot without one (no pointer, or one that names only a lease's epoch)."""
     path = Path(workspace) / SNAPSHOT_DIR / POINTER
     try:
-        return SnapshotInfo(**json.loads(path.read_text()))
+        info = objects.published(path.read_bytes())
+        if info is not None:
+            return SnapshotInfo(**info)
+        missing = "it names no publish yet"
     except FileNotFoundError:
-        raise NoSnapshot(f"{workspace}: nothing published yet (no {SNAPSHOT_DIR}/{POINTER}); run "
-                         f"`rag ingest --workspace {workspace}`, which also rewrites a lost pointer") from None
+        missing = f"no {SNAPSHOT_DIR}/{POINTER}"
     except (OSError, ValueError, TypeError, RecursionError) as err:
         raise NoSnapshot(f"{workspace}: unreadable snapshot pointer {SNAPSHOT_DIR}/{POINTER} "
                          f"({err.__class__.__name__}); nothing is served until the next publish") from None
+    raise NoSnapshot(f"{workspace}: nothing published yet ({missing}); run `rag ingest --workspace {workspace}`, "
+                     "which also rewrites a lost pointer")
 
 
 def pointer_stamp(workspace: str | Path) -> tuple[int, int] | None:
@@ -124,10 +129,11 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection, catalog_path: str | Path, p
     except NoSnapshot:
         previous = None
     seen = objects.remote_pointer(folder.parent)
-    if seen is not None and (previous is None or json.loads(seen.body)["seq"] != previous.seq):
+    remote = objects.published(seen.body) if seen is not None else None   # None: the bucket holds no publish yet
+    if remote is not None and (previous is None or remote["seq"] != previous.seq):
         if not objects.made_here(folder.parent, seen):
             raise objects.PointerMoved(f"{folder}: the bucket's pointer names a publish this catalog never made "
-                                       f"(seq {json.loads(seen.body)['seq']}); another writer owns this store")
+                                       f"(seq {remote['seq']}); another writer owns this store")
         write_atomic(folder / POINTER, seen.body)  # our last publish died between its swap and this write
         previous = read_pointer(folder.parent)
     # A pointer to a whole-catalog copy (the format before segments) starts the segments afresh.

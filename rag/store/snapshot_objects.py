@@ -3,9 +3,11 @@
 With `RAG_SNAPSHOT_URI=s3://bucket/prefix` the writer uploads a publish's new segments and manifest, then
 swaps the bucket's `snapshots/CURRENT` with a conditional write (If-Match the version it read before the
 publish began, If-None-Match for the first): a second writer that published meanwhile makes the swap fail
-instead of being overwritten. Readers (rag.store.snapshot_pull) copy what the bucket's pointer names into their
-local folder (segments are immutable, so a copy is never stale) and swap their local pointer last, so local
-reads stay atomic.
+instead of being overwritten. Each lease grant stamps its epoch into the pointer, creating one that names no
+publish where the store never published (`stamp`), so a writer that lost its lease cannot make even a first publish
+current; every reader takes such a pointer for "nothing published yet" (`published`). Readers
+(rag.store.snapshot_pull) copy what the bucket's pointer names into their local folder (segments are immutable, so a
+copy is never stale) and swap their local pointer last, so local reads stay atomic.
 Objects mirror the workspace's layout: `snapshots/…`, or `partitions/<slug>/snapshots/…` and its store file.
 """
 from __future__ import annotations
@@ -24,6 +26,15 @@ ETAG_FILE = ".CURRENT.etag"  # the bucket pointer's version that the local point
 
 class PointerMoved(RuntimeError):
     """Another writer swapped the bucket's pointer after this publish read it: this publish is not made current."""
+
+
+def published(body: bytes | str) -> dict | None:
+    """The publish a pointer names (its fields), or None for one a lease grant made before the store's first publish;
+    ValueError when it is not a JSON object."""
+    info = json.loads(body)
+    if not isinstance(info, dict):
+        raise ValueError("not a JSON object")
+    return info if "file" in info else None
 
 
 def bucket() -> ObjectStore | None:
@@ -59,6 +70,10 @@ def push(store_folder: Path, seq: int, manifest: str, pointer: str, seen: Versio
     objects, folder, prefix = bucket(), Path(store_folder) / "snapshots", store_prefix(Path(store_folder))
     if objects is None:
         return
+    # Before any file: a writer woken after losing its lease stops here, leaving no file in the holder's way.
+    if (objects.get(prefix + "snapshots/CURRENT") if seen is None else
+            objects.get_if_changed(prefix + "snapshots/CURRENT", seen.etag)) is not None:
+        raise _moved(objects, prefix)
     if (Path(store_folder) / STORE_INFO).exists():
         objects.put(prefix + STORE_INFO, (Path(store_folder) / STORE_INFO).read_bytes())
     for path in sorted((folder / "segments").glob(f"{seq:08d}-*.parquet")):
@@ -68,9 +83,14 @@ def push(store_folder: Path, seq: int, manifest: str, pointer: str, seen: Versio
     etag = objects.create(prefix + "snapshots/CURRENT", body) if seen is None else \
         objects.swap(prefix + "snapshots/CURRENT", body, seen.etag)
     if etag is None:
-        raise PointerMoved(f"{masked(objects.uri)}/{prefix}snapshots/CURRENT: another writer published while this one "
-                           "ran; its publish was not made current (one writer per partition: check the lease)")
+        raise _moved(objects, prefix)
     (folder / ETAG_FILE).write_text(etag)
+
+
+def _moved(objects: ObjectStore, prefix: str) -> PointerMoved:
+    return PointerMoved(f"{masked(objects.uri)}/{prefix}snapshots/CURRENT: another writer took the store or published "
+                        "while this one ran; its publish was not made current (one writer per partition: check the "
+                        "lease)")
 
 
 def _create(objects: ObjectStore, name: str, body: bytes) -> None:
@@ -85,21 +105,21 @@ def drop_unpublished(store_folder: Path) -> None:
     current (it died, or lost its lease, before its swap); the next publish of that number creates its own."""
     objects, prefix = bucket(), store_prefix(Path(store_folder))
     pointer = objects.get(f"{prefix}snapshots/CURRENT") if objects else None
-    current = json.loads(pointer.body)["seq"] if pointer else 0
+    current = (published(pointer.body) or {}).get("seq", 0) if pointer else 0
     for key in objects.keys(f"{prefix}snapshots/") if objects else []:
         name = key.rsplit("/", 1)[1]
         if name[:8].isdigit() and int(name[:8]) > current:
             objects.delete(key[len(objects.key("")):])
 
 
-def stamp(store_folder: Path, epoch: int) -> None:
-    """Name the lease's epoch in the bucket's pointer, if there is one: its version changes, so a writer that lost
-    the lease, whose swap names the version it read before, can no longer make a publish current."""
-    objects, name = bucket(), f"{store_prefix(Path(store_folder))}snapshots/CURRENT"
-    for _ in range(3):   # only a writer that lost its lease can swap meanwhile: its publish is then found later
-        found = objects.get(name) if objects else None
-        if found is None or objects.swap(name, json.dumps(json.loads(found.body) | {"epoch": epoch}).encode(),
-                                         found.etag) is not None:
+def stamp(objects: ObjectStore, name: str, epoch: int, first: dict) -> None:
+    """Name the lease's epoch in the pointer `name`, or create it naming the epoch and `first` (nothing published yet):
+    its version changes, or it exists, so a writer that lost the lease, whose swap names the version it read before
+    (or whose create expects none), can no longer make anything current."""
+    for _ in range(3):   # only a writer that lost its lease can write meanwhile: its publish is then pulled
+        found = objects.get(name)
+        body = json.dumps(json.loads(found.body) | {"epoch": epoch} if found else {"epoch": epoch, **first}).encode()
+        if (objects.create(name, body) if found is None else objects.swap(name, body, found.etag)) is not None:
             return
     raise PointerMoved(f"{masked(objects.uri)}/{name}: changed three times while this writer stamped it; another "
                        "writer is publishing without the lease")
@@ -135,12 +155,15 @@ class Fetched:
 def fetch_newer(objects: ObjectStore, prefix: str, local_etag: str | None, missing) -> Fetched | None:
     """The store's publish if the bucket's pointer is not `local_etag`; `missing(names)` says which segments to get.
 
-    None when nothing changed, or when a newer publish pruned what the pointer named (the next poll sees it).
+    None when nothing changed, when nothing is published yet, or when a newer publish pruned what the pointer named
+    (the next poll sees it).
     """
     pointer = objects.get_if_changed(f"{prefix}snapshots/CURRENT", local_etag)
     if pointer is None:
         return None
-    info = json.loads(pointer.body)
+    info = published(pointer.body)
+    if info is None:   # a lease was granted, nothing published yet
+        return None
     manifest = objects.get(f"{prefix}snapshots/{info['file']}")
     if manifest is None:
         return None

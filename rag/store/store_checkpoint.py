@@ -1,13 +1,15 @@
 """A writer's store restored from the bucket when it takes the store, and checkpointed back before it lets go.
 
 With $RAG_SNAPSHOT_URI a store's folder is a cache: any run may start in an empty one. Under the lease the writer
-pulls the store's published snapshot (segments, manifest, pointer, `partition.json`), stamps the pointer with its
-epoch (rag.store.snapshot_objects.stamp), and restores the files only the writer reads (`PRIVATE`: the catalog, its
-compaction record, the id record it last wrote). Those are kept as content-addressed chunks
+stamps its epoch into the store's two pointers, the snapshot's and the checkpoint's (creating either that does not
+exist yet, naming nothing but the epoch: rag.store.snapshot_objects.stamp), pulls the store's published snapshot
+(segments, manifest, pointer, `partition.json`), and restores the files only the writer reads (`PRIVATE`: the
+catalog, its compaction record, the id record it last wrote). Those are kept as content-addressed chunks
 (`checkpoint/chunks/<sha256>`) that `checkpoint/CURRENT` names file by file: a checkpoint uploads only the chunks the
 previous one lacks, so its bytes follow the change (DuckDB rewrites the blocks a change touches), and a restore
 downloads only the chunks the folder lacks (none, when the folder is the one the last run used). The checkpoint is
-swapped with a conditional write after the lease is checked, so a writer that lost its lease never overwrites one.
+swapped with a conditional write against the version the stamp left, so a writer that lost its lease never
+overwrites one, even when it lost the lease after its last check.
 """
 from __future__ import annotations
 
@@ -50,15 +52,17 @@ def restore(folder: Path, epoch: int | None) -> Restored | None:
         return None
     folder.mkdir(parents=True, exist_ok=True)
     prefix = objects.store_prefix(folder)
-    if epoch is not None:   # first, so that what is pulled next is what no earlier holder can change any more
-        objects.stamp(folder, epoch)
+    if epoch is not None:   # first, so that what is read next is what no earlier holder can change any more
+        objects.stamp(bucket, f"{prefix}snapshots/CURRENT", epoch, {"seq": 0})
+        objects.stamp(bucket, prefix + POINTER, epoch, {})
     done = Restored(downloaded=pull_store(bucket, folder, prefix))
     objects.drop_unpublished(folder)
     found = bucket.get(prefix + POINTER)
-    if found is None:
+    done.etag = found.etag if found else None
+    files = json.loads(found.body).get("files") if found else None
+    if files is None:
         return done   # never checkpointed: a first run, or a store from before checkpoints (its folder is kept)
-    files = json.loads(found.body)["files"]
-    done.etag, done.chunks = found.etag, {c for f in files.values() for c in f["chunks"]}
+    done.chunks = {c for f in files.values() for c in f["chunks"]}
     for name in PRIVATE:
         if name not in files:
             (folder / name).unlink(missing_ok=True)   # a log or record the checkpoint does not have must not apply

@@ -5,7 +5,7 @@ side: a thread of the holder runs a query every `timeout / 4` seconds, and the s
 ($RAG_WRITER_LEASE_TIMEOUT_S, 30 s), so a holder that stops answering (a paused process, a machine gone, a
 dropped network) loses the lock within that time; the session's server-side TCP keepalives (5 s idle, then 3 probes
 2 s apart) also end it once the peer's machine is unreachable. Each grant bumps the store's epoch
-(`rag_writer_epochs`), which the new holder stamps into the bucket's pointer before it writes anything (fencing,
+(`rag_writer_epochs`), which the new holder stamps into the bucket's pointers before it writes anything (fencing,
 rag.store.snapshot_objects), and the holder asks `check()` before it makes a publish current.
 Named by $RAG_WRITER_LOCK_URL (a libpq URL, e.g. the Dagster instance's database).
 """

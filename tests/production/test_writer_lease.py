@@ -13,9 +13,12 @@ import pytest
 from conftest import REPO, SAMPLES
 from servers import postgres, s3_env, s3_server  # noqa: F401 (fixtures)
 
+from rag.query.workspace import Workspace, WorkspaceError
 from rag.store.catalog import Catalog
 from rag.store.object_store import ObjectStore
 from rag.store.publish import IngestSettings, publish_documents
+from rag.store.snapshot_files import read_pointer
+from rag.store.snapshot_pull import pull
 from rag.store.writer_lease import LeaseLost
 from rag.store.writer_lock import WriterBusy, WriterLock
 
@@ -130,3 +133,42 @@ def test_a_paused_writer_loses_its_lease_on_the_server_and_cannot_publish_when_i
     manifest = json.loads(published)["file"]
     tables = json.loads(bucket.get(f"snapshots/{manifest}").body)["tables"]
     assert all(bucket.get(f"snapshots/segments/{f}") for files in tables.values() for f in files)
+
+
+@pytest.mark.slow
+def test_a_writer_paused_before_a_stores_first_publish_cannot_make_it_once_another_pod_holds_the_lease(
+        pods, tmp_path, monkeypatch):
+    """The lease grant creates the pointer, naming its epoch and no publish: the paused writer, woken, finds it
+    moved and stops before writing a file; readers see nothing published until the holder's first publish."""
+    monkeypatch.setenv("RAG_WRITER_LEASE_TIMEOUT_S", "4")
+    monkeypatch.setenv("RAG_SNAPSHOT_POLL_S", "0")
+    corpus, reader = tmp_path / "corpus", tmp_path / "reader-pod" / "ws"
+    shutil.copytree(SAMPLES / "corpus", corpus)
+    bucket = ObjectStore(pods["env"]["RAG_SNAPSHOT_URI"])
+    writer = subprocess.Popen([sys.executable, "-c", PAUSED, str(pods["a"]), str(corpus)], cwd=REPO, text=True,
+                              env={**pods["env"], "RAG_WRITER_LEASE_TIMEOUT_S": "4"}, stdout=subprocess.PIPE)
+    try:
+        assert writer.stdout.readline().strip() == "publishing"
+        os.kill(writer.pid, signal.SIGSTOP)
+        catalog = Catalog(pods["b"] / "catalog.duckdb", entry="pod b", wait_s=60)   # the lease's second grant
+        os.kill(writer.pid, signal.SIGCONT)
+        out, _ = writer.communicate(timeout=120)
+    finally:
+        writer.kill()
+    assert writer.returncode == 1 and len(out.strip().splitlines()) == 1, out
+    assert out.startswith("PointerMoved: ") and "another writer took the store" in out
+    assert json.loads(bucket.get("snapshots/CURRENT").body) == {"epoch": 2, "seq": 0}
+    assert bucket.keys("snapshots/") == [bucket.key("snapshots/CURRENT")]   # no file of its publish is left
+    with pytest.raises(WorkspaceError, match="nothing published yet"):
+        Workspace(reader)
+
+    changes = publish_documents(catalog, IngestSettings(sources=[str(corpus)]))[0]
+    catalog.close()
+    pointer = json.loads(bucket.get("snapshots/CURRENT").body)
+    assert (pointer["epoch"], pointer["seq"]) == (2, 1) and changes.new
+    pull(reader)
+    assert read_pointer(reader).file == pointer["file"]
+    served = Catalog.snapshot(reader, read_pointer(reader), tmp_path / "state")
+    assert {d for d, in served.rows("SELECT doc_id FROM documents WHERE status = 'current'")} == \
+        {d for d, _ in changes.new}
+    served.close()
