@@ -7,7 +7,7 @@ partitions publish also gets `shared/<id hash>.json`, so the report reads the sh
 same way (`titles/<title hash>/<its slug>.json`), so a link out of a partition is resolved by looking up its target
 (`link_targets`: two requests a target), never by reading another partition's snapshot. An id a partition stops
 publishing leaves `left/<id hash>/<its slug>.json`, so a run needing vectors for an id's texts opens only the indexes
-of the partitions that publish or published it (`publishers`), never every partition's. Each partition
+of the partitions that publish or published it (`publishers`), not the whole workspace's. Each partition
 writes only its own objects (partitions never contend); a `shared` object is re-checked after it is removed, so an
 id another partition adds meanwhile is never lost. The record lives in $RAG_SNAPSHOT_URI's bucket when one is set
 (pods share no disk), else in the workspace folder (`doc_ids/`).

@@ -145,7 +145,7 @@ def _index_step(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[st
     collections is embedded once; a copy under another id is embedded again.
     """
     publish_id = catalog.running_publish()
-    siblings = SiblingReads(siblings)
+    reads = SiblingReads(siblings)
     left = index.version
     index.separate_vectors()
     index.drop_unused_columns()
@@ -161,20 +161,20 @@ def _index_step(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[st
     leaving = catalog.leaving_documents(publish_id) | staged_docs if step else None
     missing = set(wanted) - index.member_keys(staged_docs)
     rows, texts = subchunk_rows(members_of(wanted, missing), catalog, counter, settings)
-    embedded = add_rows(index, rows, texts, embed, siblings)
+    embedded = add_rows(index, rows, texts, embed, reads)
     catalog.commit_units(publish_id, index.version, embedded)
     near = live_members(catalog.live_units(sorted(leaving))) if step else wanted
     removed, refill = index.remove_stale(set(near) if step else set(membership_keys(catalog.unit_membership())),
                                          leaving)
     if refill:  # rows of current members that shared a document version with stale ones: their vectors are kept
         embedded += add_rows(index, *subchunk_rows(members_of(near, refill), catalog, counter, settings), embed,
-                             siblings)
+                             reads)
     index.ensure_indexes(catalog.as_of_versions())  # this publish's too: an as-of read may have just opened it
     catalog.index_synced(publish_id, index.version)
     catalog.publish_snapshot(publish_id, index.version)
     indexed = sum(any(member_key(acl, coll, m) in missing for acl, coll, m in entries) for entries in live.values())
     return IndexReport(index.count(), embedded, len(rows) - embedded, indexed, removed, index.version,
-                       embedder, replaced, foreign, rechunked, rekeyed, len(siblings.opened))
+                       embedder, replaced, foreign, rechunked, rekeyed, len(reads.opened))
 
 
 def _in_step(catalog: Catalog, index: SubchunkIndex, settings: IngestSettings, publish_id: int, left: int,
