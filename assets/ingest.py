@@ -126,7 +126,7 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
             index = vector_store.open(part)
             first_run = index.count() == 0   # nothing indexed yet: no embedder to replace
             report = publish_index(cat, index, embed, embedder.counter(), settings, name,
-                                   lambda: vector_store.siblings(part))
+                                   lambda doc_ids: vector_store.siblings(part, doc_ids))
             stored = measure(cat.path, vector_store.uri_of(part), cat.raw_text_bytes())
         if report.replaced_embedder:
             context.log.warning(f"embedder changed from {report.replaced_embedder} to {name}: the index was emptied "
@@ -141,6 +141,7 @@ def _build_ingest(partitions: dg.PartitionsDefinition | None) -> tuple[list, lis
             "embedder": name,
             "embedder_replaced": say.embedder_replaced(report.replaced_embedder, first_run),
             "reused_vectors": report.reused,
+            "sibling_indexes_opened": report.sibling_indexes,
             "units_indexed": report.units_indexed,
             "rows_removed": report.rows_removed,
             "rows_rekeyed": report.rekeyed,

@@ -107,7 +107,9 @@ def _counts(result, partition: str | None = None) -> dict:
     docs, units, index = meta["source_documents"], meta["long_units"], meta["subchunk_index"]
     replaced = index["embedder_replaced"]  # the UI's sentence when nothing was replaced; None for the CLI's JSON
     return {"documents": docs["documents_current"], "units": units["units"], "subchunks": index["subchunks"],
-            "embedded": index["embedded"], "rows_rekeyed": index.get("rows_rekeyed", 0), "quarantined": docs["quarantined"], "deleted": docs["deleted"],
+            "embedded": index["embedded"], "rows_rekeyed": index.get("rows_rekeyed", 0),
+            "sibling_indexes": index.get("sibling_indexes_opened", 0), "quarantined": docs["quarantined"],
+            "deleted": docs["deleted"],
             "embedder": index["embedder"], "embedder_replaced": None if replaced in NOT_REPLACED else replaced,
             "checks_passed": bool(checks) and all(checks.values()), "quarantine_lines": docs["quarantine_lines"]}
 

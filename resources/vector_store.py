@@ -4,7 +4,8 @@ from typing import Optional
 
 from dagster import ConfigurableResource
 
-from rag.sources.partitions import partition_lance_uri, published_stores
+from rag.sources.partitions import partition_lance_uri, store_lance_uri
+from rag.store import doc_partitions
 from rag.store.index import SubchunkIndex
 
 
@@ -15,7 +16,7 @@ class VectorStoreResource(ConfigurableResource):
     """
 
     uri: str
-    workspace: Optional[str] = None  # where the partitions' stores are listed (for re-using their vectors)
+    workspace: Optional[str] = None  # where the partitions' id record is (for re-using their vectors)
 
     def uri_of(self, partition: str | None = None) -> str:
         return partition_lance_uri(self.uri, partition) if partition else self.uri
@@ -23,16 +24,20 @@ class VectorStoreResource(ConfigurableResource):
     def open(self, partition: str | None = None) -> SubchunkIndex:
         return SubchunkIndex(self.uri_of(partition))
 
-    def siblings(self, partition: str | None) -> list[SubchunkIndex]:
-        """Read-only views of the other partitions' published indexes (none for a whole workspace)."""
-        if not partition or not self.workspace:
+    def sibling_uris(self, partition: str | None, doc_ids: list[str]) -> list[str]:
+        """The indexes of the other partitions that publish or once published these ids (none for a whole
+        workspace): a document moved from one of them keeps its vectors; a copy under another id is embedded again."""
+        if not partition or not self.workspace or not doc_ids:
             return []
+        return [store_lance_uri(self.uri, folder)
+                for folder in doc_partitions.publishers(self.workspace, partition, doc_ids)]
+
+    def siblings(self, partition: str | None, doc_ids: list[str]) -> list[SubchunkIndex]:
+        """Read-only views of `sibling_uris`, leaving out a partition that has not indexed yet."""
         found = []
-        for s in published_stores(self.workspace):
-            if s.key == partition:
-                continue
+        for uri in self.sibling_uris(partition, doc_ids):
             try:
-                found.append(SubchunkIndex.reader(s.lance_uri, None))
+                found.append(SubchunkIndex.reader(uri, None))
             except LookupError:
-                continue   # a partition that has not indexed yet
+                continue
         return found

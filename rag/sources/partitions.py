@@ -114,7 +114,12 @@ def store(workspace: str | Path, key: str, lance_base: str | None = None) -> Sto
 
 def partition_lance_uri(lance_base: str, key: str) -> str:
     """A partition's own LanceDB database under the workspace's URI (a local path or object storage)."""
-    return f"{lance_base.rstrip('/')}/{PARTITIONS_DIR}/{slug(key)}"
+    return store_lance_uri(lance_base, slug(key))
+
+
+def store_lance_uri(lance_base: str, folder: str) -> str:
+    """The LanceDB database of the store whose folder is named `folder` (a partition key's slug)."""
+    return f"{lance_base.rstrip('/')}/{PARTITIONS_DIR}/{folder}"
 
 
 def claim_store(s: Store) -> None:

@@ -5,7 +5,9 @@ with the corpus; instead each partition keeps one small object per id it publish
 (with the version and source file the report names), and a publish checks only the ids it changed: an id that two
 partitions publish also gets `shared/<id hash>.json`, so the report reads the shared ids alone. Titles are kept the
 same way (`titles/<title hash>/<its slug>.json`), so a link out of a partition is resolved by looking up its target
-(`link_targets`: two requests a target), never by reading another partition's snapshot. Each partition
+(`link_targets`: two requests a target), never by reading another partition's snapshot. An id a partition stops
+publishing leaves `left/<id hash>/<its slug>.json`, so a run needing vectors for an id's texts opens only the indexes
+of the partitions that publish or published it (`publishers`), not the whole workspace's. Each partition
 writes only its own objects (partitions never contend); a `shared` object is re-checked after it is removed, so an
 id another partition adds meanwhile is never lost. The record lives in $RAG_SNAPSHOT_URI's bucket when one is set
 (pods share no disk), else in the workspace folder (`doc_ids/`).
@@ -140,11 +142,11 @@ def sync(catalog: Catalog) -> int:
             record.put(marker, json.dumps({"doc_id": doc_id, "partition": key, "version": version,
                                            "source_path": path}).encode())
         else:
-            record.delete(marker)
+            _leave(record, _hash(doc_id), name, key)
         _settle(record, _hash(doc_id), doc_id)
 
     def drop(h: str) -> None:
-        record.delete(f"ids/{h}/{name}")
+        _leave(record, h, name, key)
         _settle(record, h, None)
 
     def title(h: str) -> None:
@@ -177,6 +179,13 @@ def _recorded(path: Path) -> tuple[dict[str, tuple] | None, str | None]:
     return {d: tuple(p) for d, p in ids.items()}, None
 
 
+def _leave(record: _Record, h: str, name: str, key: str) -> None:
+    """Mark the id as once published here (its texts' vectors stay in this partition's index), then unmark it as
+    published: a run that reads the record meanwhile finds the partition under one of the two."""
+    record.put(f"left/{h}/{name}", json.dumps({"partition": key}).encode())
+    record.delete(f"ids/{h}/{name}")
+
+
 def _settle(record: _Record, h: str, doc_id: str | None) -> None:
     """Mark the id shared if two partitions hold it, else unmark it (and mark it again if one was added meanwhile)."""
     hint, body = f"shared/{h}.json", json.dumps({"doc_id": doc_id}).encode()
@@ -199,6 +208,19 @@ def link_targets(workspace: str | Path, partition: str, links: list[str]) -> Lin
     with ThreadPoolExecutor(max_workers=REQUESTS_IN_FLIGHT) as pool:
         found = dict(zip(wanted, pool.map(elsewhere, wanted)))
     return LinkTargets(frozenset(t for t, (i, _) in found.items() if i), frozenset(t for t, (_, n) in found.items() if n))
+
+
+def publishers(workspace: str | Path, partition: str, doc_ids: list[str]) -> list[str]:
+    """The store folders of the other partitions that publish or once published any of these ids: two listings an
+    id, so a run reads in proportion to the ids whose texts it embeds, not to the workspace."""
+    record, mine = _record(Path(workspace)), f"{slug(partition)}.json"
+
+    def holders(doc_id: str) -> set[str]:
+        return {n for under in ("ids", "left") for n in record.names(f"{under}/{_hash(doc_id)}")}
+
+    with ThreadPoolExecutor(max_workers=REQUESTS_IN_FLIGHT) as pool:
+        found = set().union(*pool.map(holders, sorted(set(doc_ids))))
+    return sorted(n.removesuffix(".json") for n in found - {mine})
 
 
 def shared(workspace: str | Path) -> dict[str, list[Place]]:

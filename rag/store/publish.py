@@ -1,7 +1,7 @@
 """The three publishing steps behind the assets: documents → units → index, each safe to re-run."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -39,6 +39,27 @@ class IndexReport:
     foreign_rows_removed: int = 0  # rows of an index built for another catalog (a lost or replaced store)
     replaced_recipe: str | None = None   # set when this run re-cut every unit by another sub-chunk recipe
     rekeyed: int = 0   # rows of an index keyed by unit version, re-written keyed by document version (once)
+    sibling_indexes: int = 0   # other partitions' indexes opened for vectors (those publishing the embedded ids)
+
+
+Siblings = Callable[[list[str]], list[SubchunkIndex]]   # doc ids → the other partitions' indexes that hold them
+
+
+def no_siblings(doc_ids: list[str]) -> list[SubchunkIndex]:
+    return []
+
+
+@dataclass
+class SiblingReads:
+    """Other partitions' indexes asked for by the ids whose texts need vectors; which ones were opened."""
+
+    find: Siblings
+    opened: set[str] = field(default_factory=set)
+
+    def __call__(self, doc_ids: list[str]) -> list[SubchunkIndex]:
+        found = self.find(doc_ids)
+        self.opened.update(i.uri for i in found)
+        return found
 
 
 class NothingToPublish(RuntimeError):
@@ -105,7 +126,7 @@ def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSetti
 
 def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[str]], np.ndarray],
                   counter: TokenCounter, settings: IngestSettings, embedder: str = DEFAULT_EMBEDDER,
-                  siblings: Callable[[], list[SubchunkIndex]] = list) -> IndexReport:
+                  siblings: Siblings = no_siblings) -> IndexReport:
     """`_index_step`, stopped in one line if Lance cannot read the index's files (rag.store.lance_folder.unreadable)."""
     try:
         return _index_step(catalog, index, embed, counter, settings, embedder, siblings)
@@ -115,14 +136,16 @@ def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[
 
 def _index_step(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[str]], np.ndarray],
                counter: TokenCounter, settings: IngestSettings, embedder: str = DEFAULT_EMBEDDER,
-               siblings: Callable[[], list[SubchunkIndex]] = list) -> IndexReport:
+               siblings: Siblings = no_siblings) -> IndexReport:
     """Bring the index to the catalog's live units, embedding only texts never embedded before, then commit.
 
     `embed` must be `embedder`'s; an index in another embedder's space is emptied first, so every unit is
-    re-embedded and no vector space is ever mixed with another. `siblings` gives other partitions' indexes,
-    whose vectors are re-used (a document moved between collections or copied into several is embedded once).
+    re-embedded and no vector space is ever mixed with another. `siblings` gives, for the ids whose texts need
+    vectors, the indexes of the other partitions that publish or published them: a document moved between
+    collections is embedded once; a copy under another id is embedded again.
     """
     publish_id = catalog.running_publish()
+    reads = SiblingReads(siblings)
     left = index.version
     index.separate_vectors()
     index.drop_unused_columns()
@@ -138,20 +161,20 @@ def _index_step(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[st
     leaving = catalog.leaving_documents(publish_id) | staged_docs if step else None
     missing = set(wanted) - index.member_keys(staged_docs)
     rows, texts = subchunk_rows(members_of(wanted, missing), catalog, counter, settings)
-    embedded = add_rows(index, rows, texts, embed, siblings)
+    embedded = add_rows(index, rows, texts, embed, reads)
     catalog.commit_units(publish_id, index.version, embedded)
     near = live_members(catalog.live_units(sorted(leaving))) if step else wanted
     removed, refill = index.remove_stale(set(near) if step else set(membership_keys(catalog.unit_membership())),
                                          leaving)
     if refill:  # rows of current members that shared a document version with stale ones: their vectors are kept
         embedded += add_rows(index, *subchunk_rows(members_of(near, refill), catalog, counter, settings), embed,
-                             siblings)
+                             reads)
     index.ensure_indexes(catalog.as_of_versions())  # this publish's too: an as-of read may have just opened it
     catalog.index_synced(publish_id, index.version)
     catalog.publish_snapshot(publish_id, index.version)
     indexed = sum(any(member_key(acl, coll, m) in missing for acl, coll, m in entries) for entries in live.values())
     return IndexReport(index.count(), embedded, len(rows) - embedded, indexed, removed, index.version,
-                       embedder, replaced, foreign, rechunked, rekeyed)
+                       embedder, replaced, foreign, rechunked, rekeyed, len(reads.opened))
 
 
 def _in_step(catalog: Catalog, index: SubchunkIndex, settings: IngestSettings, publish_id: int, left: int,
@@ -164,13 +187,16 @@ def _in_step(catalog: Catalog, index: SubchunkIndex, settings: IngestSettings, p
 
 
 def add_rows(index: SubchunkIndex, rows: list[SubchunkRow], texts: list[str], embed: Callable[[list[str]], np.ndarray],
-             siblings: Callable[[], list[SubchunkIndex]]) -> int:
-    """Add the rows with their texts' vectors, embedding only texts no index holds a vector for; how many."""
+             siblings: Siblings) -> int:
+    """Add the rows with their texts' vectors, embedding only texts neither this index nor the indexes of the
+    other partitions publishing their documents hold a vector for; how many."""
     hashes = [r.text_hash for r in rows]
     vectors = np.zeros((len(rows), index.dimension), dtype=np.float32)
     cached = index.cached_vectors(hashes)
-    if len(cached) < len(set(hashes)):
-        cached.update(index.cached_vectors([h for h in hashes if h not in cached], siblings()))
+    unknown = sorted({r.doc_id for r in rows if r.text_hash not in cached})
+    others = siblings(unknown) if unknown else []
+    if others:
+        cached.update(index.cached_vectors([h for h in hashes if h not in cached], others))
     first: dict[str, int] = {}  # identical texts (boilerplate, copies) are embedded once per run
     for i, h in enumerate(hashes):
         if h not in cached:

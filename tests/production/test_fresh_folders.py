@@ -101,3 +101,19 @@ def test_a_link_out_of_a_partition_is_looked_up_in_the_record_not_in_other_snaps
     (corpus / "security" / "ssh-hardening.md").unlink()
     run_partition(tmp_path / "pod-3" / "ws", corpus)
     assert doc_partitions.link_targets(fresh, "corpus/operations", targets).titles == set()
+
+
+def test_the_partitions_holding_an_id_are_read_from_the_buckets_record_in_a_fresh_folder(bucket_env, tmp_path):
+    """Which other partitions' indexes may hold an id's vectors, from the bucket alone: those that publish it and,
+    after it left them, still those (a document moved between collections is embedded once)."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLES / "corpus", corpus)
+    run_partition(tmp_path / "pod-1" / "ws", corpus)
+    security = store("ws", KEY).folder.name
+    assert doc_partitions.publishers(tmp_path / "pod-2" / "ws", "corpus/operations", ["ssh-hardening"]) == [security]
+    assert doc_partitions.publishers(tmp_path / "pod-2" / "ws", "corpus/operations", ["nowhere"]) == []
+    (corpus / "security" / "ssh-hardening.md").unlink()
+    run_partition(tmp_path / "pod-3" / "ws", corpus)
+    assert bucket_env.keys(f"doc_ids/left/{doc_partitions._hash('ssh-hardening')}/")
+    assert doc_partitions.publishers(tmp_path / "pod-4" / "ws", "corpus/operations", ["ssh-hardening"]) == [security]
+    assert doc_partitions.publishers(tmp_path / "pod-4" / "ws", KEY, ["ssh-hardening"]) == []   # its own

@@ -101,3 +101,24 @@ def test_a_store_published_before_the_record_fills_it_on_its_next_run_even_with_
     for key in ("docs/hr", "docs/public"):
         publish(ws, src, key)
     assert list(shared_ids(ws)) == ["pay-bands"]
+
+
+def test_the_publishers_of_an_id_are_the_other_partitions_that_hold_or_held_it_and_no_others(tmp_path):
+    src, ws = corpus(tmp_path), tmp_path / "ws"
+    for key in ("docs/hr", "docs/ops", "docs/public"):
+        publish(ws, src, key)
+    folder = {key: store(ws, key).folder.name for key in ("docs/hr", "docs/ops", "docs/public", "docs/new")}
+    assert doc_partitions.publishers(ws, "docs/new", ["never-published", "nor-this"]) == []
+    assert doc_partitions.publishers(ws, "docs/ops", ["pager"]) == []   # its own
+    assert doc_partitions.publishers(ws, "docs/new", ["canteen", "pager"]) == [folder["docs/ops"],
+                                                                             folder["docs/public"]]
+    assert doc_partitions.publishers(ws, "docs/ops", ["pay-bands"]) == [folder["docs/hr"], folder["docs/public"]]
+
+    (src / "public" / "canteen.md").unlink()   # its vectors stay in the public index: that partition is still named
+    publish(ws, src, "docs/public")
+    assert doc_partitions.publishers(ws, "docs/new", ["canteen"]) == [folder["docs/public"]]
+    doc(src / "ops" / "canteen.md", "canteen", "The canteen opens at 11:30 every weekday.", "everyone")
+    publish(ws, src, "docs/ops")
+    assert doc_partitions.publishers(ws, "docs/new", ["canteen"]) == [folder["docs/ops"], folder["docs/public"]]
+    assert doc_partitions.publishers(ws, "docs/ops", ["canteen"]) == [folder["docs/public"]]
+    assert list(shared_ids(ws)) == ["pay-bands"]   # an id a partition left is not shared with it
