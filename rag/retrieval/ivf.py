@@ -4,12 +4,13 @@ Spherical k-means centroids, trained on a sample of the rows, split the rows int
 the query's centroid scores and walks them in that order, keeping only the rows the caller may read: the ACL
 pre-filter is inside the search, so a caller of a rare group walks on until it holds enough of its own rows instead
 of losing its top k to a later filter. It stops once it has probed NPROBE lists and holds `limit × REFINE` readable
-candidates, ranks those by their int8 scores (the codes copied in list order, so a probe reads contiguous memory and
-the state's own int8 and float16 rows are read only for the rows rescored) and rescores the best `limit × REFINE`
-in float16: the scores returned are exact, only which rows are candidates is approximate. Each row keeps its list,
-so the next snapshot's state assigns only its new rows to the centroids (building costs what changed) and trains
-again only when the rows grew past RETRAIN_GROWTH times the count trained for. A caller who may read no more rows
-than a probe visits gets the exact pass: it reads fewer rows, and is exact.
+candidates, scores those with their int8 codes (copied in list order, so a probe reads contiguous memory and the
+state's own rows are read only for the rows rescored) and rescores in float16 every candidate the int8 error bound
+cannot rule out of the top `limit`: the scores and order returned are exact among the candidates, and only which
+rows are candidates is approximate. Each row keeps its list, so the next snapshot's state assigns only its new rows
+to the centroids (building costs what changed) and trains again only when the rows grew past RETRAIN_GROWTH times
+the count trained for. A caller who may read no more rows than a probe visits gets the exact pass: it reads fewer
+rows, and is exact.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from rag.retrieval.int8_rows import Int8Rows, quantize_query
 ANN_MIN_ROWS = 2_000_000  # rows from which dense search uses the IVF (RAG_ANN_MIN_ROWS)
 LISTS_PER_ROOT = 2        # lists = LISTS_PER_ROOT × √rows: a list holds ~√rows / 2 rows
 NPROBE = 32               # lists probed at least
-REFINE = 4                # candidates rescored in float16 per result asked for
+REFINE = 4                # readable candidates held per result asked for
 SAMPLE_ROWS = 262_144     # rows the centroids are trained on, at most
 SAMPLE_PER_LIST = 64      # ... and at most this many per list
 ITERATIONS = 10
@@ -156,16 +157,19 @@ def ann_search(state, q16: np.ndarray, groups: frozenset[str], limit: int) -> tu
 
 def search(ivf: Ivf, state, q16: np.ndarray, mask: np.ndarray, limit: int, nprobe: int = NPROBE,
            refine: int = REFINE) -> tuple[np.ndarray, np.ndarray]:
-    """The nearest readable rows the probed lists hold, best first (ties by row), with their exact float16 scores
-    (NaN on the rows not rescored); lists are probed until `limit × refine` readable candidates are held."""
-    want = limit * refine
-    candidates = probe(ivf, np.argsort(-(ivf.centroids @ q16[0].astype(np.float32))), mask, nprobe, want)
-    query = quantize_query(q16[0])  # its scale is the same for every row: it does not change their order
+    """The nearest readable rows among those the probed lists hold, best first (ties by row), with their exact
+    float16 scores (NaN on rows not rescored); lists are probed until `limit × refine` readable candidates are held."""
+    candidates = probe(ivf, np.argsort(-(ivf.centroids @ q16[0].astype(np.float32))), mask, nprobe, limit * refine)
+    query = quantize_query(q16[0])
     approx = np.asarray(simsimd.cdist(query.codes, ivf.codes[candidates], metric="dot", threads=1,
-                                      out_dtype="float32"))[0] * ivf.scales[candidates]
-    if len(candidates) > want:
-        candidates = candidates[np.argpartition(-approx, want - 1)[:want]]
-    rows = ivf.order[candidates]
+                                      out_dtype="float32"))[0]
+    approx *= ivf.scales[candidates]
+    approx *= query.scale
+    kept = np.argpartition(-approx, limit - 1)[:limit] if len(approx) > limit else np.arange(len(approx))
+    if len(approx) > limit:  # a candidate left out scores below the limit-th best of these by more than the bound
+        found = state.exact(q16, ivf.order[candidates[kept]])
+        kept = np.flatnonzero(approx >= float(found.min()) - state.quantized.bound(query))
+    rows = ivf.order[candidates[kept]]
     scores = np.full(len(state), np.nan, dtype=np.float32)
     scores[rows] = state.exact(q16, rows)
     return scores, rows[np.lexsort((rows, -scores[rows]))][:limit]

@@ -68,16 +68,21 @@ def test_the_ivf_finds_99_percent_of_the_exact_top_50(indexed):
 def test_a_caller_gets_limit_rows_it_may_read_with_their_exact_scores(indexed, seed, limit, groups):
     """The pre-filter is inside the walk: a caller of the group owning 1% of the rows probes on until it holds its
     candidates, so it gets `limit` rows (all it may read when fewer), never a row outside its mask, and each with
-    the score one float16 pass gives it; when its candidates are all its rows, the answer is the exact one."""
+    the score one float16 pass gives it: the exact answer among the rows its probe held (all its rows when it
+    holds fewer candidates than asked for)."""
     q = near_query(indexed, np.random.default_rng(seed))
-    mask, full = indexed.mask(groups), indexed.scores(q, groups)
-    scores, near = ivf.search(indexed.ann, indexed, indexed.query16(q), mask, limit)
+    mask, full, q16 = indexed.mask(groups), indexed.scores(q, groups), indexed.query16(q)
+    scores, near = ivf.search(indexed.ann, indexed, q16, mask, limit)
     assert len(near) == min(limit, int(mask.sum())) and mask[near].all()
     assert np.array_equal(scores[near], full[near]) and np.all(np.diff(scores[near]) <= 0)
     scored = np.flatnonzero(~np.isnan(scores))
     assert mask[scored].all() and np.array_equal(scores[scored], full[scored])
+    ranked = np.argsort(-(indexed.ann.centroids @ q16[0].astype(np.float32)))
+    held = np.zeros(len(indexed), dtype=bool)
+    held[indexed.ann.order[ivf.probe(indexed.ann, ranked, mask, ivf.NPROBE, limit * ivf.REFINE)]] = True
+    assert near.tolist() == indexed.nearest(full, held, limit).tolist()
     if limit * ivf.REFINE >= mask.sum():
-        assert near.tolist() == indexed.nearest(full, mask, limit).tolist()
+        assert held.sum() == mask.sum()
 
 
 def test_the_setting_turns_the_ivf_on_and_a_caller_of_few_rows_gets_the_exact_pass(monkeypatch):
