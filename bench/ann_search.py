@@ -144,23 +144,37 @@ def recall(folder: Path) -> float:
     return round(float(np.mean([len(set(a) & set(b)) / TOP for a, b in zip(exact.tolist(), ivf.tolist())])), 4)
 
 
+def full_array_ms(rows: int) -> float:
+    """CPU ms to allocate a search's per-row score array (NaN where not scored): the part of a search that grows
+    with the rows, not with √rows."""
+    used = []
+    for _ in range(15):
+        start = time.process_time()
+        scores = np.full(rows, np.nan, dtype=np.float32)
+        used.append(time.process_time() - start)
+        del scores
+    return round(float(np.median(used)) * 1000, 2)
+
+
 def projection(sizes: dict, target: int = 10_000_000) -> dict:
-    """p50 of the IVF at `target` rows: fitted as a + b·√rows (a probe visits NPROBE lists of √rows / 2 rows each,
-    and the per-row arrays a search allocates grow with rows); files and resident memory grow with rows."""
+    """The IVF's p50 at `target` rows: a + b·√rows (a probe visits NPROBE lists of ~√rows / 2 rows each), fitted on
+    the sizes measured less their score array's allocation, plus that allocation at `target` rows, measured here;
+    files and resident memory grow with the rows."""
     from rag.retrieval import ivf
 
     rows = np.array([int(s) for s in sizes], dtype=np.float64)
-    cpu = np.array([f["ivf"]["cpu_ms"]["p50"] for f in sizes.values()])
+    full = {int(n): full_array_ms(int(n)) for n in [*rows, target]}
+    cpu = np.array([f["ivf"]["cpu_ms"]["p50"] - full[int(n)] for n, f in zip(rows, sizes.values())])
     fit = np.polyfit(np.sqrt(rows), cpu, 1) if len(rows) > 1 else np.array([0.0, cpu[0]])
     largest = str(int(rows.max()))
     per_row = {k: sizes[largest][k] / rows.max() for k in ("ivf_bytes", "exact_bytes")}
     codes = DIMENSION + 4 + 8  # a row's list-ordered int8 codes, scale and place in the order: what a probe reads
-    return {"rows": target, "model": "p50 CPU ms = a + b·√rows, fitted on the sizes measured; a host keeps the "
-                                     "IVF's codes, scales and order resident (the probes read them) and reads the "
-                                     "float16 rows of the ~limit rows rescored and of the units ranked",
+    return {"rows": target, "model": "p50 CPU ms = a + b·√rows + the per-row score array's allocation; a host "
+                                     "keeps the IVF's codes, scales and order resident (the probes read them) and "
+                                     "reads the float16 rows of the rows rescored and of the units ranked",
             "lists": ivf.list_count(target), "rows_per_probe": round(ivf.NPROBE * target / ivf.list_count(target)),
-            "ivf_p50_cpu_ms": round(float(np.polyval(fit, np.sqrt(target))), 1),
-            "fit": [round(float(v), 5) for v in fit],
+            "ivf_p50_cpu_ms": round(float(np.polyval(fit, np.sqrt(target))) + full[target], 1),
+            "fit": [round(float(v), 5) for v in fit], "score_array_ms": {str(k): v for k, v in full.items()},
             "files_gb": round((per_row["ivf_bytes"] + per_row["exact_bytes"]) * target / 1e9, 1),
             "ivf_resident_gb": round(codes * target / 1e9, 1),
             "float16_rows_gb": round(2 * DIMENSION * target / 1e9, 1)}
