@@ -95,6 +95,19 @@ def ready(state) -> Ivf:
     return state.ann
 
 
+def share_lists(joined_state, states: list) -> None:
+    """Give each state that rag.retrieval.vectors.union joined (the rows of each in turn, then grouped by ACL set,
+    stably) the lists its rows have in the joined state's IVF, so the next snapshot's union keeps them."""
+    sets = {s: i for i, s in enumerate(joined_state.acl_sets)}
+    ids = np.concatenate([np.array([sets[s] for s in state.acl_sets], dtype=np.int64)[state.acl_ids] if len(state)
+                          else np.zeros(0, dtype=np.int64) for state in states])
+    lists = np.empty(len(ids), dtype=np.int32)
+    lists[np.argsort(ids, kind="stable")] = joined_state.ann.lists
+    bounds = np.cumsum([0, *map(len, states)])
+    for state, lo, hi in zip(states, bounds[:-1], bounds[1:]):
+        state.ann = Ivf(joined_state.ann.centroids, lists[lo:hi], joined_state.ann.trained)
+
+
 def indexed(ivf: Ivf | None, matrix: np.ndarray, int8: Int8Rows, seed: int = SEED) -> Ivf:
     """The complete IVF of these rows, keeping the lists of the rows `ivf` has assigned to centroids still fit."""
     n = len(matrix)

@@ -13,7 +13,7 @@ from rag.query.workspace import Workspace
 from rag.retrieval import ivf
 from rag.retrieval.callers import Caller
 from rag.retrieval.dense import dense_hits
-from rag.retrieval.vectors import VectorState, vector_arrays, vector_state
+from rag.retrieval.vectors import VectorState, union, vector_arrays, vector_state
 from rag.store.settings import IngestSettings
 
 COMMON, RARE = frozenset({"common"}), frozenset({"rare"})
@@ -28,7 +28,7 @@ def clustered(n: int, seed: int, dimension: int = 384) -> np.ndarray:
     return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float16)
 
 
-def state_of(matrix: np.ndarray, rare_share: float, seed: int) -> VectorState:
+def state_of(matrix: np.ndarray, rare_share: float, seed: int, sets=(COMMON, RARE)) -> VectorState:
     """One row per unit; a `rare_share` of the rows (drawn at random) readable by the rare group only, the rest by
     the common group; rows grouped by ACL set as a snapshot's are."""
     n = len(matrix)
@@ -37,7 +37,7 @@ def state_of(matrix: np.ndarray, rare_share: float, seed: int) -> VectorState:
     ids = np.arange(n)
     return VectorState(matrix[order], np.array([f"u{i}@1" for i in ids], dtype=object),
                        np.array([f"d{i}" for i in ids], dtype=object), np.zeros(n, np.int32), ids.astype(np.int32),
-                       ids.astype(np.int32) + 1, acl[order], [COMMON, RARE])
+                       ids.astype(np.int32) + 1, acl[order], list(sets))
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +121,23 @@ def test_the_next_snapshot_assigns_only_its_new_rows_and_keeps_the_centroids(tmp
     assert len(kept) == len(before) and all(lists[k] == x for k, x in kept)
     offsets, order = after.ann.offsets, after.ann.order
     assert np.array_equal(after.ann.lists[order], np.repeat(np.arange(len(offsets) - 1), np.diff(offsets)))
+
+
+def test_partitions_keep_the_lists_their_rows_have_in_the_union_and_the_next_union_assigns_only_new_rows(
+        monkeypatch):
+    parts = [state_of(clustered(3_000, 5), 0.3, 5), state_of(clustered(2_000, 6), 0.4, 6, (RARE, COMMON))]
+    joined = union(parts, 384)
+    ivf.ready(joined)
+    ivf.share_lists(joined, parts)
+    for part in parts:  # each row's list is its nearest centroid: the rows were mapped back to their partitions
+        assert np.array_equal(part.ann.lists, ivf.assign(joined.ann.centroids, part.matrix, np.arange(len(part))))
+    assert np.array_equal(union(parts, 384).ann.lists, joined.ann.lists)
+    assigned = []
+    real = ivf.assign
+    monkeypatch.setattr(ivf, "assign", lambda c, m, rows: assigned.append(len(rows)) or real(c, m, rows))
+    again = union([*parts, state_of(clustered(500, 7), 0.5, 7)], 384)
+    ivf.ready(again)
+    assert sum(assigned) == 500 and np.array_equal(again.ann.centroids, joined.ann.centroids)
 
 
 @pytest.mark.slow
