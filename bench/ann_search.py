@@ -169,9 +169,19 @@ def projection(sizes: dict, target: int = 10_000_000) -> dict:
     largest = str(int(rows.max()))
     per_row = {k: sizes[largest][k] / rows.max() for k in ("ivf_bytes", "exact_bytes")}
     codes = DIMENSION + 4 + 8  # a row's list-ordered int8 codes, scale and place in the order: what a probe reads
+    bytes_of = sizes[largest]["bytes"]
+    others = (sizes[largest]["exact_bytes"] - bytes_of["matrix"] - bytes_of["int8_codes"]) / rows.max()
+    # build: k-means on the sample, then every row against every centroid, at the rate the largest size's build ran
+    flops = {int(n): (min(int(n), ivf.SAMPLE_ROWS, ivf.SAMPLE_PER_LIST * ivf.list_count(int(n))) * ivf.ITERATIONS
+                      + int(n)) * ivf.list_count(int(n)) * 2 * DIMENSION for n in [rows.max(), target]}
+    rate = flops[int(rows.max())] / sizes[largest]["build"]["ivf"]["cpu_s"]
     return {"rows": target, "model": "p50 CPU ms = a + b·√rows + the per-row score array's allocation; a host "
                                      "keeps the IVF's codes, scales and order resident (the probes read them) and "
-                                     "reads the float16 rows of the rows rescored and of the units ranked",
+                                     "reads the float16 rows of the rows rescored and of the units ranked; a first "
+                                     "build's CPU seconds = its multiply-adds at the largest size's rate (a next "
+                                     "snapshot's costs its new rows only)",
+            "ivf_build_cpu_s": round(flops[target] / rate), "gflops_per_cpu_s": round(rate / 1e9, 1),
+            "other_per_row_arrays_gb": round(others * target / 1e9, 2),
             "lists": ivf.list_count(target), "rows_per_probe": round(ivf.NPROBE * target / ivf.list_count(target)),
             "ivf_p50_cpu_ms": round(float(np.polyval(fit, np.sqrt(target))) + full[target], 1),
             "fit": [round(float(v), 5) for v in fit], "score_array_ms": {str(k): v for k, v in full.items()},
