@@ -5,10 +5,10 @@ version a snapshot pins (or an as-of read asks for), and the ACL pre-filter is a
 group set. The matrix is half precision (SIMD kernels accumulate in float32) and its rows lie grouped by ACL set: a
 caller's readable rows are a few contiguous ranges, and only those are read. A search first reads an int8 copy of
 them (rag.retrieval.int8_rows: half the bytes, integer kernels), then scores in float16 every row that the int8
-scores' error bound cannot rule out, so it returns what one float16 pass would. Rows name no unit: the snapshot's
-unit membership places each in its unit (rag.store.row_units). A unit version's rows never change, so the next
-snapshot's copy keeps the rows of the units it shares with the previous one and reads only the new units' rows:
-building it costs what changed.
+scores' error bound cannot rule out, so it returns what one float16 pass would (past RAG_ANN_MIN_ROWS rows, it walks
+an IVF instead: rag.retrieval.ivf). Rows name no unit: the snapshot's unit membership places each in its unit
+(rag.store.row_units). A unit version's rows never change, so the next snapshot's copy keeps the rows of the units
+it shares with the previous one and reads only the new units' rows: building it costs what changed.
 """
 from __future__ import annotations
 
