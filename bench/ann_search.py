@@ -50,8 +50,22 @@ def draw(centres: np.ndarray, count: int, rng: np.random.Generator, noise: float
     return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float16)
 
 
-def write_state(size: int, folder: Path, seed: int, noise: float) -> dict:
-    """The size's rows and queries, and its read state's `vectors` part written with the IVF (times of each step)."""
+def real_vectors(workspace: Path, questions: list[Path]) -> tuple[np.ndarray, np.ndarray]:
+    """A workspace's stored sub-chunk vectors at unit length, and the questions embedded with MiniLM."""
+    from rag.models.embedders import load_embedder
+    from rag.sources.benchmarks import load_questions
+    from rag.store.index import SubchunkIndex
+    from rag.store.text_vectors import matrix
+
+    source = SubchunkIndex.reader(workspace / "lancedb", None)
+    base = matrix(source.rows(["doc_id"])[1], source.dimension)
+    asked = [q.question for path in questions for q in load_questions(path)]
+    return base / np.linalg.norm(base, axis=1, keepdims=True), load_embedder("minilm", threads=1).encode_queries(asked)
+
+
+def write_state(size: int, folder: Path, seed: int, noise: float, real: tuple | None) -> dict:
+    """The size's rows and queries (drawn around a mixture's subtopics, or around a real workspace's vectors and
+    its questions), and its read state's `vectors` part written with the IVF (times of each step)."""
     from rag.retrieval import ivf
     from rag.retrieval.state_files import StateFiles
     from rag.retrieval.strings import strings_of
@@ -59,8 +73,9 @@ def write_state(size: int, folder: Path, seed: int, noise: float) -> dict:
 
     folder.mkdir(parents=True, exist_ok=True)
     os.environ["RAG_ANN_MIN_ROWS"] = "0"  # the part is written with its IVF at every size
-    centres = mixture(size, seed)
-    np.save(folder / "queries.npy", draw(centres, 400, np.random.default_rng([seed, 1]), noise).astype(np.float32))
+    centres = mixture(size, seed) if real is None else real[0]
+    np.save(folder / "queries.npy", draw(centres, 400, np.random.default_rng([seed, 1]), noise).astype(np.float32)
+            if real is None else real[1].astype(np.float32))
     files = StateFiles(folder / "state", "rows")
     if files.has("vectors"):
         return json.loads((folder / "build.json").read_text())
@@ -196,7 +211,10 @@ def main() -> None:
     p.add_argument("--root", type=Path, default=REPO / ".rag" / "bench" / "ann-search")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--noise", type=float, default=0.5, help="a row's spread around its subtopic (per dimension; the "
-                   "subtopics lie 0.7 from their topic): more spread, nearest neighbours less distinct")
+                   "subtopics lie 0.7 from their topic), or around a --source vector: nearest neighbours less distinct")
+    p.add_argument("--source", type=Path, help="a workspace whose vectors are replicated with --noise instead")
+    p.add_argument("--questions", type=Path, nargs="+", default=[], help="questions.jsonl files: with --source, the "
+                   "queries (embedded with MiniLM)")
     p.add_argument("--clock", choices=("wall", "cpu"), default="cpu", help="which time the table shows")
     p.add_argument("--tag", default="")
     p.add_argument("--child", choices=("exact", "ivf"), help=argparse.SUPPRESS)
@@ -206,9 +224,12 @@ def main() -> None:
     figures = {"command": "python bench/ann_search.py " + " ".join(sys.argv[1:]), "clock": args.clock,
                "caller": "one group of five (20% of rows)", "limit": LIMIT, "noise": args.noise, "load_average": os.getloadavg(),
                "sizes": {}}
+    real = real_vectors(args.source, args.questions) if args.source else None
+    if real is not None:
+        figures.update(source=str(args.source.name), source_rows=len(real[0]), queries=len(real[1]))
     for size in args.sizes:
-        folder = args.root / f"{size}-{args.noise:g}-{args.seed}"
-        found = {"rows": size, **write_state(size, folder, args.seed, args.noise)}
+        folder = args.root / f"{size}-{args.noise:g}-{args.seed}{'-' + args.source.name if args.source else ''}"
+        found = {"rows": size, **write_state(size, folder, args.seed, args.noise, real)}
         for mode in ("exact", "ivf"):
             found[mode] = search_process(folder, mode)
         found["recall_at_50"] = recall(folder)

@@ -25,7 +25,7 @@ from rag.retrieval.int8_rows import Int8Rows, quantize_query
 
 ANN_MIN_ROWS = 2_000_000  # rows from which dense search uses the IVF (RAG_ANN_MIN_ROWS)
 LISTS_PER_ROOT = 2        # lists = LISTS_PER_ROOT × √rows: a list holds ~√rows / 2 rows
-NPROBE = 32               # lists probed at least
+NPROBE = 96               # lists probed at least: recall of the exact top 50 ≥ 0.99 on replicated MiniLM rows
 REFINE = 4                # readable candidates held per result asked for
 SAMPLE_ROWS = 262_144     # rows the centroids are trained on, at most
 SAMPLE_PER_LIST = 64      # ... and at most this many per list
