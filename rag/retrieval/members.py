@@ -15,8 +15,9 @@ from functools import cached_property
 import numpy as np
 
 from rag.retrieval.context import Candidate
+from rag.retrieval.ivf import concatenated_ranges
 from rag.retrieval.strings import Column, Strings, encoded, strings_of
-from rag.retrieval.vectors import acl_mask, concatenated_ranges, remember
+from rag.retrieval.vectors import acl_mask, remember
 from rag.store.rows import MemberRow
 
 

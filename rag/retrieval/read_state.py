@@ -34,6 +34,7 @@ from rag.retrieval.current import (
     published_state,
     sharing_strings,
 )
+from rag.retrieval.ivf import ann_min_rows, ready, share_lists
 from rag.retrieval.lexical import LexicalIndex, lexical_arrays, lexical_index, lexical_of
 from rag.retrieval.lexical_past import past_lexical
 from rag.retrieval.members import MemberTable, rows_by_unit
@@ -303,7 +304,13 @@ class Snapshot:
                 state = load_state(index, state, self._membership(key, index))
                 self._shared.vectors[index.uri] = (index.version, state)
             states.append(state)
-        return states[0] if len(states) == 1 else union(states, self.index.dimension)
+        if len(states) == 1:
+            return states[0]
+        joined = union(states, self.index.dimension)
+        if len(joined) >= max(ann_min_rows(), 1):  # the partitions keep the rows' lists: the next union assigns none
+            ready(joined)
+            share_lists(joined, states)
+        return joined
 
     def vectors_at(self, as_of: datetime) -> VectorState:
         """The in-memory vectors of the index as the last publish before `as_of` left it: the units it shares with

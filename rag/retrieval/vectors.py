@@ -5,10 +5,10 @@ version a snapshot pins (or an as-of read asks for), and the ACL pre-filter is a
 group set. The matrix is half precision (SIMD kernels accumulate in float32) and its rows lie grouped by ACL set: a
 caller's readable rows are a few contiguous ranges, and only those are read. A search first reads an int8 copy of
 them (rag.retrieval.int8_rows: half the bytes, integer kernels), then scores in float16 every row that the int8
-scores' error bound cannot rule out, so it returns what one float16 pass would. Rows name no unit: the snapshot's
-unit membership places each in its unit (rag.store.row_units). A unit version's rows never change, so the next
-snapshot's copy keeps the rows of the units it shares with the previous one and reads only the new units' rows:
-building it costs what changed.
+scores' error bound cannot rule out, so it returns what one float16 pass would (past RAG_ANN_MIN_ROWS rows, it walks
+an IVF instead: rag.retrieval.ivf). Rows name no unit: the snapshot's unit membership places each in its unit
+(rag.store.row_units). A unit version's rows never change, so the next snapshot's copy keeps the rows of the units
+it shares with the previous one and reads only the new units' rows: building it costs what changed.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ import pyarrow as pa
 import simsimd
 
 from rag.retrieval.int8_rows import Int8Rows, concat, empty, quantize, quantize_query
+from rag.retrieval.ivf import Ivf, ann_min_rows, ann_search, ivf_arrays, ivf_of, joined, ready
 from rag.retrieval.state_files import Arrays
 from rag.retrieval.strings import (
     Column,
@@ -40,16 +41,9 @@ MAX_RANGES = 64   # a caller readable in more separate row ranges than this has 
 BLOCK_ROWS = 8_192  # rows normalised at a time: no float32 copy of a whole table, nor of a large block
 
 
-
 def first_seen_codes(codes: dict, keys: Iterable, count: int) -> np.ndarray:
     """One number per distinct key, in order of first appearance; `codes` keeps the key → number map."""
     return np.fromiter((codes.setdefault(k, len(codes)) for k in keys), dtype=np.int64, count=count)
-
-
-def concatenated_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """The ranges [lo, hi) one after the other, without an arange per range."""
-    counts = hi - lo
-    return np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
 
 
 def run_starts(ordered: np.ndarray) -> np.ndarray:
@@ -108,6 +102,7 @@ class VectorState:
     acl_ids: np.ndarray           # int32: index into acl_sets, ascending
     acl_sets: list[frozenset[str]]
     int8: Int8Rows | None = None  # the first pass's copy of matrix (built on first search when not given)
+    ann: Ivf | None = None        # the IVF of a state past ann_min_rows() rows (rag.retrieval.ivf)
     _masks: dict = field(default_factory=dict, repr=False)
     _ranges: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -169,6 +164,9 @@ class VectorState:
         """nearest(scores(query), mask(groups), limit) without a float16 pass over every readable row: an int8 pass,
         then float16 scores for the rows it cannot rule out. Returns the scores (exact on the rows scored in
         float16, NaN on the rest) and the nearest rows."""
+        found = ann_search(self, q16, groups, limit)  # None below RAG_ANN_MIN_ROWS rows: the exact pass below
+        if found is not None:
+            return found
         scores = np.full(len(self), np.nan, dtype=np.float32)
         if limit <= 0:
             return scores, np.zeros(0, dtype=np.int64)
@@ -351,7 +349,7 @@ def _empty(dimension: int) -> VectorState:
 def _take(state: VectorState, rows: np.ndarray) -> VectorState:
     return VectorState(state.matrix[rows], state.unit_keys.take(rows), state.doc_ids.take(rows), state.parts[rows],
                        state.starts[rows], state.ends[rows], state.acl_ids[rows], state.acl_sets,
-                       state.quantized.take(rows))
+                       state.quantized.take(rows), state.ann.take(rows) if state.ann is not None else None)
 
 
 def _concat(a: VectorState, b: VectorState) -> VectorState:
@@ -363,7 +361,7 @@ def _concat(a: VectorState, b: VectorState) -> VectorState:
                        concat_columns([a.doc_ids, b.doc_ids]), np.concatenate([a.parts, b.parts]),
                        np.concatenate([a.starts, b.starts]), np.concatenate([a.ends, b.ends]),
                        np.concatenate([a.acl_ids, b_ids]).astype(np.int32), list(sets),
-                       concat(a.quantized, b.quantized))
+                       concat(a.quantized, b.quantized), joined(a.ann, b.ann, len(a), len(b)))
 
 
 def union(states: list[VectorState], dimension: int) -> VectorState:
@@ -377,13 +375,14 @@ def union(states: list[VectorState], dimension: int) -> VectorState:
 def vector_arrays(state: VectorState) -> Arrays:
     """The state as arrays for a read-state file, with its unit rows and member codes built."""
     int8, units, codes = state.quantized, state.rows_of_unit, state.code_of
+    ann, ann_meta = ivf_arrays(ready(state) if len(state) >= max(ann_min_rows(), 1) else None)
     return Arrays({"matrix": state.matrix, "unit_codes": state.unit_keys.codes, "units": state.unit_keys.strings.table,
                    "doc_codes": state.doc_ids.codes, "docs": state.doc_ids.strings.table, "parts": state.parts,
                    "starts": state.starts, "ends": state.ends, "acl_ids": state.acl_ids, "int8_codes": int8.codes,
                    "int8_scales": int8.scales, "int8_errors": int8.errors, "int8_norms": int8.norms,
                    "unit_order": units.order, "unit_bounds": units.bounds, "member_codes": state.member_codes,
-                   "member_keys": codes.packed, "member_key_codes": codes.codes, "member_first_rows": codes.first_rows},
-                  {"acl_sets": [sorted(a) for a in state.acl_sets], "parts_span": codes.parts})
+                   "member_keys": codes.packed, "member_key_codes": codes.codes, "member_first_rows": codes.first_rows,
+                   **ann}, {"acl_sets": [sorted(a) for a in state.acl_sets], "parts_span": codes.parts, **ann_meta})
 
 
 def vector_state(found: Arrays) -> VectorState:
@@ -391,7 +390,8 @@ def vector_state(found: Arrays) -> VectorState:
     units, docs = Column(found["unit_codes"], Strings(found["units"])), Column(found["doc_codes"], Strings(found["docs"]))
     state = VectorState(found["matrix"], units, docs, found["parts"], found["starts"], found["ends"], found["acl_ids"],
                         [frozenset(a) for a in found.meta["acl_sets"]],
-                        Int8Rows(found["int8_codes"], found["int8_scales"], found["int8_errors"], found["int8_norms"]))
+                        Int8Rows(found["int8_codes"], found["int8_scales"], found["int8_errors"], found["int8_norms"]),
+                        ivf_of(found.arrays, found.meta))
     state._rows_of_unit = RowsByKey(units.strings, found["unit_order"], found["unit_bounds"])
     state._code_of = MemberCodes(units.strings, docs.strings, found["member_keys"], found["member_key_codes"],
                                  found["member_first_rows"], found.meta["parts_span"])
