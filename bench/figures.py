@@ -229,7 +229,7 @@ def production_sweep(data: dict) -> str:
     runs = [f"{s['concurrency']} at a time: {s['first']['wall_s'] / 60:.1f} min ({s['first']['runs_per_min']:g} "
             f"runs/min), no change {s['no_change']['wall_s'] / 60:.1f} min" for s in data["sweeps"]]
     restored = max(s["no_change"]["restored_bytes_max"] for s in data["sweeps"])
-    peak = max(s["first"]["peak_postgres_connections"] for s in data["sweeps"])
+    peak = max(s[k]["peak_postgres_connections"] for s in data["sweeps"] for k in ("first", "no_change"))
     return f"{'; '.join(runs)}; ≤ {restored / 1e3:.0f} KB restored a run; ≤ {peak} Postgres sessions"
 
 
