@@ -22,7 +22,7 @@ KEY_SETTINGS = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "OPENAI_API_KEY", 
 MASK = "***"
 MIN_SECRET_CHARS = 4  # a shorter secret cannot be told from ordinary words in a message
 
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/{0,3}")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/{1,3}")  # no slash: "user:password@host", not a scheme
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _SECRET_PARAM = re.compile(r"pass|secret|token|key|signature|credential|auth", re.I)
 

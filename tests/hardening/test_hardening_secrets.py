@@ -14,7 +14,7 @@ import yaml
 from conftest import REPO
 from dagster._serdes import serialize_value
 from hardening_helpers import good, write
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from servers import postgres  # noqa: F401 (fixture)
 from test_server import free_port
@@ -211,6 +211,7 @@ SHAPES = ["postgresql://dagster:{pw}@127.0.0.1:5432/dagster", "postgresql:/dagst
 
 @given(password=st.text(st.characters(exclude_characters="@/?#&=", exclude_categories=["Cs"]), min_size=4),
        shape=st.sampled_from(SHAPES))
+@example(password="000:", shape="dagster:{pw}@127.0.0.1:1/dagster")  # a colon in the password of a URL without "//"
 def test_a_url_shown_masked_or_redacted_never_holds_its_password(password, shape):
     url = shape.format(pw=password)
     if password in shape.replace("{pw}", ""):
