@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 
 import psycopg2
 import pytest
@@ -98,6 +99,20 @@ print("published", flush=True)
 """
 
 
+@contextmanager
+def paused_while(writer: subprocess.Popen):
+    """The writer stopped (SIGSTOP) from when it says it is publishing until the block ends, then woken and waited
+    for (its few lines of output stay in its pipe)."""
+    try:
+        assert writer.stdout.readline().strip() == "publishing"
+        os.kill(writer.pid, signal.SIGSTOP)
+        yield
+        os.kill(writer.pid, signal.SIGCONT)
+        writer.wait(timeout=120)
+    finally:
+        writer.kill()
+
+
 @pytest.mark.slow
 def test_a_paused_writer_loses_its_lease_on_the_server_and_cannot_publish_when_it_wakes(pods, tmp_path, monkeypatch):
     """SIGSTOP is a machine that stops answering: its connection stays open, so only the server's idle-session
@@ -111,9 +126,7 @@ def test_a_paused_writer_loses_its_lease_on_the_server_and_cannot_publish_when_i
     (corpus / "operations" / "error-codes.md").unlink()
     writer = subprocess.Popen([sys.executable, "-c", PAUSED, str(pods["a"]), str(corpus)], cwd=REPO, text=True,
                               env={**pods["env"], "RAG_WRITER_LEASE_TIMEOUT_S": "4"}, stdout=subprocess.PIPE)
-    try:
-        assert writer.stdout.readline().strip() == "publishing"
-        os.kill(writer.pid, signal.SIGSTOP)
+    with paused_while(writer):
         catalog = Catalog(pods["b"] / "catalog.duckdb", entry="pod b", wait_s=60)  # an empty folder: a new pod
         with psycopg2.connect(pods["url"]) as con, con.cursor() as cur:   # the server ended the paused session
             cur.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE %s", (f"%{writer.pid}%",))
@@ -123,10 +136,7 @@ def test_a_paused_writer_loses_its_lease_on_the_server_and_cannot_publish_when_i
         assert [d for d, _ in changes.deleted] == ["error-codes-reference"]
         bucket = ObjectStore(pods["env"]["RAG_SNAPSHOT_URI"])
         published = bucket.get("snapshots/CURRENT").body
-        os.kill(writer.pid, signal.SIGCONT)
-        out, _ = writer.communicate(timeout=120)
-    finally:
-        writer.kill()
+    out = writer.stdout.read()
     assert writer.returncode == 1 and len(out.strip().splitlines()) == 1, out
     assert out.startswith("PointerMoved: ") and "another writer" in out
     assert bucket.get("snapshots/CURRENT").body == published
@@ -147,14 +157,9 @@ def test_a_writer_paused_before_a_stores_first_publish_cannot_make_it_once_anoth
     bucket = ObjectStore(pods["env"]["RAG_SNAPSHOT_URI"])
     writer = subprocess.Popen([sys.executable, "-c", PAUSED, str(pods["a"]), str(corpus)], cwd=REPO, text=True,
                               env={**pods["env"], "RAG_WRITER_LEASE_TIMEOUT_S": "4"}, stdout=subprocess.PIPE)
-    try:
-        assert writer.stdout.readline().strip() == "publishing"
-        os.kill(writer.pid, signal.SIGSTOP)
+    with paused_while(writer):
         catalog = Catalog(pods["b"] / "catalog.duckdb", entry="pod b", wait_s=60)   # the lease's second grant
-        os.kill(writer.pid, signal.SIGCONT)
-        out, _ = writer.communicate(timeout=120)
-    finally:
-        writer.kill()
+    out = writer.stdout.read()
     assert writer.returncode == 1 and len(out.strip().splitlines()) == 1, out
     assert out.startswith("PointerMoved: ") and "another writer took the store" in out
     assert json.loads(bucket.get("snapshots/CURRENT").body) == {"epoch": 2, "seq": 0}
