@@ -4,8 +4,10 @@
 then printed and written per half of the fixed tune/report split (rag.sources.benchmarks.half_of): quote the report half.
 `--half tune|report` evaluates one half only. Each benchmark is first brought up to date in its workspace
 (incremental; timed apart), then evaluated with `--reader none` through the same code as `rag eval`. Prints
-per-benchmark and total evaluation wall time and the figures; writes bench/results/eval-dev-retrieval.json and each
-benchmark's report under bench/results/eval/dev-retrieval/<name>/.
+per-benchmark and total evaluation wall time and the figures; writes bench/results/eval-dev-retrieval[-<tag>].json and
+each benchmark's report under bench/results/eval/dev-retrieval[-<tag>]/<name>/. `--ann-min-rows N` sets
+RAG_ANN_MIN_ROWS for the run (0: dense search walks the IVF at every size; rag.retrieval.ivf); the results record the
+setting, each workspace's sub-chunk rows, whether the IVF is used at that size, its lists and the share a search probes.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from rag.evaluation.benchmark import evaluate_prepared  # noqa: E402
 from rag.evaluation.bootstrap import bootstrap_ci  # noqa: E402
 from rag.models.embedders import Embedder  # noqa: E402
 from rag.models.tokens import default_counter  # noqa: E402
+from rag.retrieval import ivf  # noqa: E402
 from rag.sources.benchmarks import HALVES, add_benchmarks_option, benchmarks_option, half_of  # noqa: E402
 from rag.text.tables import markdown_table  # noqa: E402
 
@@ -38,22 +41,30 @@ def main() -> None:
     parser.add_argument("--half", choices=(*HALVES, "all"), default="all",
                         help="tune only to choose settings; report to quote; all: every dev question, figures per half")
     parser.add_argument("--workspace-root", default=str(REPO / ".rag" / "bench"))
-    parser.add_argument("--out", default=str(results_path("eval-dev-retrieval")))
+    parser.add_argument("--ann-min-rows", type=int,
+                        help="RAG_ANN_MIN_ROWS for the run: rows from which dense search uses the IVF (0: always)")
+    parser.add_argument("--tag", default="", help="suffix of the results file and report folder (e.g. ann-forced)")
+    parser.add_argument("--out", help="results file (default: bench/results/eval-dev-retrieval[-<tag>].json)")
     add_benchmarks_option(parser)
     args = parser.parse_args()
+    if args.ann_min_rows is not None:  # before any read state is built: the setting decides whether it holds an IVF
+        os.environ["RAG_ANN_MIN_ROWS"] = str(args.ann_min_rows)
+    out_file = args.out or results_path("eval-dev-retrieval", args.tag)
     root = benchmarks_option(parser, args)
     config = EvalConfig(tuple(args.methods.split(",")), tuple(int(b) for b in args.budgets.split(",")), args.limit)
     embedder, counter = Embedder(threads=1), default_counter()
     figures = {"command": "python bench/eval_dev.py " + " ".join(sys.argv[1:]), "cpus": os.cpu_count(),
                "load_average_at_start": os.getloadavg(), "methods": list(config.methods),
-               "budgets": list(config.budgets), "half": args.half, "benchmarks": {}}
+               "budgets": list(config.budgets), "half": args.half, "ann_min_rows": ivf.ann_min_rows(),
+               "benchmarks": {}}
     total = 0.0
     for name in args.names.split(","):
         start = time.perf_counter()
         prepared = prepare_workspace(root / name, Path(args.workspace_root) / name, embedder, counter)
         ingest = time.perf_counter() - start
         start = time.perf_counter()
-        out = RESULTS / "eval" / "dev-retrieval" / name
+        out = RESULTS / "eval" / f"dev-retrieval{'-' + args.tag if args.tag else ''}" / name
+        rows = prepared.subchunks
         questions = half_questions(root / name, args.half, Path(args.workspace_root))
         outcome = evaluate_prepared(Evaluator(config, embedder, counter, command=figures["command"]), prepared,
                                     questions, out)
@@ -63,6 +74,7 @@ def main() -> None:
         by_half = {h: half_cells(outcome.evaluation.rows, name, h) for h in HALVES}
         figures["benchmarks"][name] = {
             "questions": s["questions"], "ingest_wall_s": round(ingest, 1), "evaluation_wall_s": round(wall, 1),
+            "subchunk_rows": rows, "ivf": ivf_size(rows),
             "retrieval_rows": len(outcome.evaluation.rows), "prepare": {m: v["prepare_parts"]
                                                                         for m, v in s["methods"].items()},
             "halves": {h: cells for h, cells in by_half.items() if cells}}
@@ -72,13 +84,22 @@ def main() -> None:
             print(markdown_table(["method", "budget", "completeness", "evidence recall", "retrieve s mean"],
                                  [[c["method"], c["budget"], _ci(c["completeness"]), _ci(c["evidence_recall"]),
                                    f"{c['retrieve_s']:.3f}"] for c in cells]), flush=True)
-        write_json(args.out, figures | {"evaluation_wall_s_total": round(total, 1)})
+        write_json(out_file, figures | {"evaluation_wall_s_total": round(total, 1)})
     figures["evaluation_wall_s_total"] = round(total, 1)
     figures["load_average_at_end"] = os.getloadavg()
-    write_json(args.out, figures)
+    write_json(out_file, figures)
     print(f"total evaluation wall time: {total:.0f} s ({total / 60:.1f} min) for "
           f"{sum(b['questions'] for b in figures['benchmarks'].values())} questions; load average "
           f"{figures['load_average_at_start']} at start")
+
+
+def ivf_size(rows: int) -> dict:
+    """The IVF of this many rows: whether dense search walks it (RAG_ANN_MIN_ROWS), its lists, the lists a search
+    probes at least and the share of the rows those hold on average."""
+    lists = ivf.list_count(rows)
+    probed = min(ivf.NPROBE, lists)
+    return {"used": rows >= max(ivf.ann_min_rows(), 1), "lists": lists, "probed_lists": probed,
+            "probed_share": round(probed / lists, 3)}
 
 
 def half_cells(rows, name: str, half: str) -> list[dict]:

@@ -262,9 +262,11 @@ class Snapshot:
         if self._shared.files is None:
             return None
         index = self.index.parts if isinstance(self.index, IndexUnion) else {"": self.index}
+        # The setting decides whether the vectors part holds an IVF: a worker started with another one gets its
+        # own folder instead of mapping an IVF it was told not to use, or building one in memory beside the files.
         return StateFiles(self._shared.files, snapshot_key(
             sorted((k, dataclasses.astuple(i)) for k, i in self.parts.items()),
-            sorted((k, i.uri, i.version) for k, i in index.items())))
+            sorted((k, i.uri, i.version) for k, i in index.items()), ("ann_min_rows", ann_min_rows())))
 
     def _part(self, name: str, build: Callable[[], Arrays], load: Callable[[Arrays], T]) -> T:
         """A part of the read state as arrays: mapped from its files (written first by the worker that builds it),

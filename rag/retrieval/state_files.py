@@ -40,7 +40,8 @@ class Arrays:
 
 
 def snapshot_key(*identity) -> str:
-    """A folder name for what identifies a snapshot's read state (its catalog snapshots and index versions)."""
+    """A folder name for what identifies a snapshot's read state (its catalog snapshots, index versions and the
+    settings that change what its parts hold)."""
     return hashlib.sha256(repr((FORMAT, *identity)).encode()).hexdigest()[:24]
 
 

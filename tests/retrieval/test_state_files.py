@@ -1,11 +1,12 @@
 """A snapshot's read state is written once as files and mapped by every later worker: the same answers, no rebuild,
-no half-written part ever read, one build when workers race, old snapshots' files removed."""
+no half-written part ever read, one build when workers race, old snapshots' files removed, a folder per ANN setting."""
 import mmap
 import threading
 import time
 
 import numpy as np
 import pytest
+from conftest import SAMPLES
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -70,6 +71,20 @@ def test_a_publish_gets_files_of_its_own_and_readers_follow_it(corpus, workspace
     assert len(list(folder.glob("catalog-*.duckdb"))) == 2       # and their catalog tables
     assert after == answers(Workspace(workspace, embedder=embedder))
     assert all(i[0] != "time-sync" for result in after for i in result)
+
+
+def test_each_ann_setting_gets_a_folder_of_its_own_and_the_same_setting_the_same(tmp_path, embedder, monkeypatch):
+    run_ingest(IngestSettings(workspace=str(tmp_path / "workspace"), sources=[str(SAMPLES / "corpus" / "security")]))
+
+    def vectors_folder(setting: str):
+        monkeypatch.setenv("RAG_ANN_MIN_ROWS", setting)
+        snap = Workspace(tmp_path / "workspace", embedder=embedder).snapshot()  # a worker started with the setting
+        snap.vectors  # written by the first worker of a setting, mapped by the next
+        return snap._files.root / snap._files.key / "vectors"
+
+    exact, forced = vectors_folder("2000000"), vectors_folder("0")
+    assert exact != forced and vectors_folder("0") == forced and vectors_folder("2000000") == exact
+    assert not list(exact.glob("ivf_*.npy")) and list(forced.glob("ivf_*.npy"))
 
 
 def test_workers_racing_for_a_part_build_it_once(tmp_path):
