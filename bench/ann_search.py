@@ -7,8 +7,10 @@ codes) is written once with rag.retrieval.state_files, as a host's first worker 
 fresh process that maps those files, as every other worker does, and searches as a caller of one group (20% of the
 rows) for the nearest 200 rows (LongRAG's overfetch) of queries drawn from the same mixture (rows not stored):
 - exact: VectorState.search below RAG_ANN_MIN_ROWS (an int8 pass over the caller's rows, float16 where needed);
-- ivf: the same call with RAG_ANN_MIN_ROWS=0.
-Reports per mode p50/p95 ms per search (wall and CPU: the machine is shared), the IVF's recall of the exact top 50,
+- ivf: the same call with RAG_ANN_MIN_ROWS=0
+(with `--before`, both modes again with another checkout's code, on the same files).
+Reports per mode p50/p95 ms per search (wall and CPU: the machine is shared), the time from mapping the files to the
+first search's answer (the imports not counted), the IVF's recall of the exact top 50,
 its build seconds (training, assigning, ordering), the files' bytes, and each search process's peak RSS, USS and
 file-backed resident memory; then projects the IVF's p50 and a host's memory to 10M rows (the model is written with
 the figures). Writes bench/results/ann-search[-TAG].json.
@@ -107,9 +109,11 @@ def child(folder: Path, mode: str) -> None:
     from rag.retrieval.state_files import StateFiles
     from rag.retrieval.vectors import vector_state
 
+    began, began_cpu = time.perf_counter(), time.process_time()
     state = vector_state(StateFiles(folder / "state", "rows").part("vectors", refuse))
     queries, groups, mapped = np.load(folder / "queries.npy"), frozenset({"group-0"}), memory_mb()
     state.search(state.query16(queries[0]), groups, LIMIT)  # the caller's mask and row ranges, built once
+    first = {"wall_s": round(time.perf_counter() - began, 2), "cpu_s": round(time.process_time() - began_cpu, 2)}
     seconds, cpu, found = [], [], []
     for q in queries[1:]:
         wall, used = time.perf_counter(), time.process_time()
@@ -119,7 +123,7 @@ def child(folder: Path, mode: str) -> None:
         found.append(near[:TOP])
     np.save(folder / f"top-{mode}.npy", np.array(found))
     print(json.dumps({"wall_ms": percentiles(seconds), "cpu_ms": percentiles(cpu), "memory_mb": memory_mb(),
-                      "memory_mapped_mb": mapped}))
+                      "memory_mapped_mb": mapped, "first_search": first}))
 
 
 def refuse():
@@ -146,11 +150,12 @@ def memory_mb() -> dict:
             "peak_rss": round(int(status["VmHWM"].split()[0]) / 1024, 1)}
 
 
-def search_process(folder: Path, mode: str) -> dict:
+def search_process(folder: Path, mode: str, code: Path = REPO) -> dict:
+    """One mode's searches in a fresh process running the bench (and rag/) of the checkout `code`."""
     env = {**os.environ, "RAG_ANN_MIN_ROWS": "0" if mode == "ivf" else str(10**12), "OPENBLAS_NUM_THREADS": "1",
-           "PYTHONPATH": str(REPO)}
-    out = subprocess.run([sys.executable, __file__, "--child", mode, "--root", str(folder)],
-                         env=env, capture_output=True, text=True, check=True)
+           "PYTHONPATH": str(code)}
+    out = subprocess.run([sys.executable, str(code / "bench" / "ann_search.py"), "--child", mode, "--root",
+                          str(folder)], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -159,27 +164,14 @@ def recall(folder: Path) -> float:
     return round(float(np.mean([len(set(a) & set(b)) / TOP for a, b in zip(exact.tolist(), ivf.tolist())])), 4)
 
 
-def full_array_ms(rows: int) -> float:
-    """CPU ms to allocate a search's per-row score array (NaN where not scored): the part of a search that grows
-    with the rows, not with √rows."""
-    used = []
-    for _ in range(15):
-        start = time.process_time()
-        scores = np.full(rows, np.nan, dtype=np.float32)
-        used.append(time.process_time() - start)
-        del scores
-    return round(float(np.median(used)) * 1000, 2)
-
-
 def projection(sizes: dict, target: int = 10_000_000) -> dict:
-    """The IVF's p50 at `target` rows: a + b·√rows (a probe visits NPROBE lists of ~√rows / 2 rows each), fitted on
-    the sizes measured less their score array's allocation, plus that allocation at `target` rows, measured here;
-    files and resident memory grow with the rows."""
+    """The IVF's p50 at `target` rows: a + b·√rows (a probe visits NPROBE lists of ~√rows / 2 rows each; a search
+    keeps scores for the rows it scored only), fitted on the sizes measured; files and resident memory grow with
+    the rows."""
     from rag.retrieval import ivf
 
     rows = np.array([int(s) for s in sizes], dtype=np.float64)
-    full = {int(n): full_array_ms(int(n)) for n in [*rows, target]}
-    cpu = np.array([f["ivf"]["cpu_ms"]["p50"] - full[int(n)] for n, f in zip(rows, sizes.values())])
+    cpu = np.array([f["ivf"]["cpu_ms"]["p50"] for f in sizes.values()])
     fit = np.polyfit(np.sqrt(rows), cpu, 1) if len(rows) > 1 else np.array([0.0, cpu[0]])
     largest = str(int(rows.max()))
     per_row = {k: sizes[largest][k] / rows.max() for k in ("ivf_bytes", "exact_bytes")}
@@ -190,7 +182,7 @@ def projection(sizes: dict, target: int = 10_000_000) -> dict:
     flops = {int(n): (min(int(n), ivf.SAMPLE_ROWS, ivf.SAMPLE_PER_LIST * ivf.list_count(int(n))) * ivf.ITERATIONS
                       + int(n)) * ivf.list_count(int(n)) * 2 * DIMENSION for n in [rows.max(), target]}
     rate = flops[int(rows.max())] / sizes[largest]["build"]["ivf"]["cpu_s"]
-    return {"rows": target, "model": "p50 CPU ms = a + b·√rows + the per-row score array's allocation; a host "
+    return {"rows": target, "model": "p50 CPU ms = a + b·√rows; a host "
                                      "keeps the IVF's codes, scales and order resident (the probes read them) and "
                                      "reads the float16 rows of the rows rescored and of the units ranked; a first "
                                      "build's CPU seconds = its multiply-adds at the largest size's rate (a next "
@@ -198,8 +190,8 @@ def projection(sizes: dict, target: int = 10_000_000) -> dict:
             "ivf_build_cpu_s": round(flops[target] / rate), "gflops_per_cpu_s": round(rate / 1e9, 1),
             "other_per_row_arrays_gb": round(others * target / 1e9, 2),
             "lists": ivf.list_count(target), "rows_per_probe": round(ivf.NPROBE * target / ivf.list_count(target)),
-            "ivf_p50_cpu_ms": round(float(np.polyval(fit, np.sqrt(target))) + full[target], 1),
-            "fit": [round(float(v), 5) for v in fit], "score_array_ms": {str(k): v for k, v in full.items()},
+            "ivf_p50_cpu_ms": round(float(np.polyval(fit, np.sqrt(target))), 1),
+            "fit": [round(float(v), 5) for v in fit],
             "files_gb": round((per_row["ivf_bytes"] + per_row["exact_bytes"]) * target / 1e9, 1),
             "ivf_resident_gb": round(codes * target / 1e9, 1),
             "float16_rows_gb": round(2 * DIMENSION * target / 1e9, 1)}
@@ -216,6 +208,7 @@ def main() -> None:
     p.add_argument("--questions", type=Path, nargs="+", default=[], help="questions.jsonl files: with --source, the "
                    "queries (embedded with MiniLM)")
     p.add_argument("--clock", choices=("wall", "cpu"), default="cpu", help="which time the table shows")
+    p.add_argument("--before", type=Path, help="another checkout: both modes run its code on the same files too")
     p.add_argument("--tag", default="")
     p.add_argument("--child", choices=("exact", "ivf"), help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -232,6 +225,9 @@ def main() -> None:
         found = {"rows": size, **write_state(size, folder, args.seed, args.noise, real)}
         for mode in ("exact", "ivf"):
             found[mode] = search_process(folder, mode)
+        if args.before:
+            for mode in ("exact", "ivf"):
+                found[f"{mode}_before"] = search_process(folder, mode, args.before)
         found["recall_at_50"] = recall(folder)
         figures["sizes"][str(size)] = found
         print(size, json.dumps(found), flush=True)

@@ -10,6 +10,7 @@ import numpy as np
 
 from rag.retrieval.callers import Caller
 from rag.retrieval.read_state import Snapshot
+from rag.retrieval.row_scores import RowScores
 from rag.retrieval.vectors import VectorState, run_starts
 
 
@@ -71,7 +72,7 @@ class Dense:
     rows. Scores are exact where known and NaN elsewhere; unit_rows scores the rows it adds."""
 
     state: VectorState
-    scores: np.ndarray
+    scores: RowScores
     mask: np.ndarray
     near: np.ndarray
     query: np.ndarray | None = None  # the (1, dimension) float16 query, for rows not scored yet

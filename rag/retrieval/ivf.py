@@ -22,6 +22,7 @@ import numpy as np
 import simsimd
 
 from rag.retrieval.int8_rows import Int8Rows, quantize_query
+from rag.retrieval.row_scores import RowScores
 
 ANN_MIN_ROWS = 2_000_000  # rows from which dense search uses the IVF (RAG_ANN_MIN_ROWS)
 LISTS_PER_ROOT = 2        # lists = LISTS_PER_ROOT × √rows: a list holds ~√rows / 2 rows
@@ -157,7 +158,7 @@ def assign(centroids: np.ndarray, matrix: np.ndarray, rows: np.ndarray) -> np.nd
     return out
 
 
-def ann_search(state, q16: np.ndarray, groups: frozenset[str], limit: int) -> tuple[np.ndarray, np.ndarray] | None:
+def ann_search(state, q16: np.ndarray, groups: frozenset[str], limit: int) -> tuple[RowScores, np.ndarray] | None:
     """VectorState.search by the IVF when the state holds at least ann_min_rows() rows and the caller may read more
     rows than a probe visits; None when the exact pass is the one to take."""
     if limit <= 0 or len(state) < max(ann_min_rows(), 1):
@@ -169,7 +170,7 @@ def ann_search(state, q16: np.ndarray, groups: frozenset[str], limit: int) -> tu
 
 
 def search(ivf: Ivf, state, q16: np.ndarray, mask: np.ndarray, limit: int, nprobe: int = NPROBE,
-           refine: int = REFINE) -> tuple[np.ndarray, np.ndarray]:
+           refine: int = REFINE) -> tuple[RowScores, np.ndarray]:
     """The nearest readable rows among those the probed lists hold, best first (ties by row), with their exact
     float16 scores (NaN on rows not rescored); lists are probed until `limit × refine` readable candidates are held."""
     candidates = probe(ivf, np.argsort(-(ivf.centroids @ q16[0].astype(np.float32))), mask, nprobe, limit * refine)
@@ -183,9 +184,8 @@ def search(ivf: Ivf, state, q16: np.ndarray, mask: np.ndarray, limit: int, nprob
         found = state.exact(q16, ivf.order[candidates[kept]])
         kept = np.flatnonzero(approx >= float(found.min()) - state.quantized.bound(query))
     rows = ivf.order[candidates[kept]]
-    scores = np.full(len(state), np.nan, dtype=np.float32)
-    scores[rows] = state.exact(q16, rows)
-    return scores, rows[np.lexsort((rows, -scores[rows]))][:limit]
+    exact = state.exact(q16, rows)
+    return RowScores(rows, exact), rows[np.lexsort((rows, -exact))][:limit]
 
 
 def probe(ivf: Ivf, ranked: np.ndarray, mask: np.ndarray, nprobe: int, want: int) -> np.ndarray:

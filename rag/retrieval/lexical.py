@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rag.retrieval.row_mask import readable_sets, remember
 from rag.retrieval.state_files import Arrays
 from rag.retrieval.strings import Column, Strings, as_column, strings_of
-from rag.retrieval.vectors import readable_sets, remember, top_positions
+from rag.retrieval.vectors import top_positions
 from rag.store.catalog import Catalog
 from rag.text.analysis import check_question, lexical_tokens
 from rag.text.structure import without_markers

@@ -16,8 +16,8 @@ import numpy as np
 
 from rag.retrieval.context import Candidate
 from rag.retrieval.ivf import concatenated_ranges
+from rag.retrieval.row_mask import acl_mask, remember
 from rag.retrieval.strings import Column, Strings, encoded, strings_of
-from rag.retrieval.vectors import acl_mask, remember
 from rag.store.rows import MemberRow
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rag.retrieval.row_scores import RowScores
 from rag.retrieval.state_files import Arrays
 from rag.retrieval.strings import Column, Strings, strings_of
 from rag.retrieval.vectors import VectorState, run_starts
@@ -69,7 +70,7 @@ def union_of(tables: list[np.ndarray]) -> Strings:
     return Strings(np.unique(np.concatenate([t.astype(f"S{width}") for t in tables])))
 
 
-def rank_units(codes: UnitCodes, near: np.ndarray, scores: np.ndarray, lexical: dict[str, float], weight: float,
+def rank_units(codes: UnitCodes, near: np.ndarray, scores: RowScores, lexical: dict[str, float], weight: float,
                limit: int) -> dict[str, float]:
     """The `limit` best units (key → score) by their best pair: the best score of its nearest rows plus `weight`
     × its document's BM25 share; a BM25 document without a near row of its unit counts the weakest near row's."""

@@ -22,6 +22,8 @@ import simsimd
 
 from rag.retrieval.int8_rows import Int8Rows, concat, empty, quantize, quantize_query
 from rag.retrieval.ivf import Ivf, ann_min_rows, ann_search, ivf_arrays, ivf_of, joined, ready
+from rag.retrieval.row_mask import RowMask, readable_sets, remember
+from rag.retrieval.row_scores import RowScores
 from rag.retrieval.state_files import Arrays
 from rag.retrieval.strings import (
     Column,
@@ -36,7 +38,6 @@ from rag.retrieval.strings import (
 from rag.store.index import SubchunkIndex, row_columns
 from rag.store.row_units import Membership, place
 
-MASKS_KEPT = 256  # group sets whose pre-filter mask is kept (callers repeat their group sets)
 MAX_RANGES = 64   # a caller readable in more separate row ranges than this has every row scored in one pass
 BLOCK_ROWS = 8_192  # rows normalised at a time: no float32 copy of a whole table, nor of a large block
 
@@ -135,9 +136,14 @@ class VectorState:
     def __len__(self) -> int:
         return len(self.unit_keys)
 
-    def mask(self, groups: frozenset[str]) -> np.ndarray:
-        """Rows whose ACL admits one of the groups (rule 1's pre-filter), computed once per group set."""
-        return acl_mask(self._masks, self._lock, self.acl_sets, self.acl_ids, groups)
+    def mask(self, groups: frozenset[str]) -> RowMask:
+        """Rows whose ACL admits one of the groups (rule 1's pre-filter); the readable ACL sets are kept per group
+        set, never a row array."""
+        found = self._masks.get(groups)
+        if found is None:
+            found = remember(self._masks, self._lock, groups, RowMask(readable_sets(self.acl_sets, groups),
+                                                                      self.acl_ids))
+        return found
 
     def scores(self, query: np.ndarray, groups: frozenset[str] | None = None) -> np.ndarray:
         """Cosine of the query with every row the groups may read (every row if no groups are given); rows they
@@ -160,16 +166,15 @@ class VectorState:
         """These rows' scores, the same as scores() gives them (the kernel scores each row on its own)."""
         return dot(q16, self.matrix[rows]) if len(rows) else np.zeros(0, dtype=np.float32)
 
-    def search(self, q16: np.ndarray, groups: frozenset[str], limit: int) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, q16: np.ndarray, groups: frozenset[str], limit: int) -> tuple[RowScores, np.ndarray]:
         """nearest(scores(query), mask(groups), limit) without a float16 pass over every readable row: an int8 pass,
         then float16 scores for the rows it cannot rule out. Returns the scores (exact on the rows scored in
         float16, NaN on the rest) and the nearest rows."""
         found = ann_search(self, q16, groups, limit)  # None below RAG_ANN_MIN_ROWS rows: the exact pass below
         if found is not None:
             return found
-        scores = np.full(len(self), np.nan, dtype=np.float32)
         if limit <= 0:
-            return scores, np.zeros(0, dtype=np.int64)
+            return RowScores(), np.zeros(0, dtype=np.int64)
         int8, mask, spans = self.quantized, self.mask(groups), self.ranges(groups)
         query = quantize_query(q16[0])
         approx = np.concatenate([readable_only(int8.scores(query, lo, hi), mask[lo:hi]) for lo, hi in spans]
@@ -180,8 +185,8 @@ class VectorState:
             cut = float(np.partition(found, len(found) - limit)[len(found) - limit]) - int8.bound(query)
             kept = np.flatnonzero(approx >= cut)
         rows = span_rows(spans, kept)
-        scores[rows] = self.exact(q16, rows)
-        return scores, rows[np.lexsort((rows, -scores[rows]))][:limit]
+        exact = self.exact(q16, rows)
+        return RowScores(rows, exact), rows[np.lexsort((rows, -exact))][:limit]
 
     @property
     def quantized(self) -> Int8Rows:
@@ -255,31 +260,6 @@ def dot(query: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The (1, dimension) query's dot product with each row, accumulated in float32. simsimd 6.5's cdist with `out=`
     returns None without owning a reference to it, so a process would abort after ~10⁵ calls: it returns its own."""
     return np.asarray(simsimd.cdist(query, rows, metric="dot", threads=1, out_dtype="float32"))[0]
-
-
-def acl_mask(masks: dict, lock: threading.Lock, acl_sets: list[frozenset[str]], acl_ids: np.ndarray,
-             groups: frozenset[str]) -> np.ndarray:
-    """Rows whose ACL (acl_sets[acl_ids[row]]) admits one of the groups, kept in `masks` for the last MASKS_KEPT
-    group sets (callers repeat their group sets)."""
-    found = masks.get(groups)
-    if found is None:
-        found = remember(masks, lock, groups, readable_sets(acl_sets, groups)[acl_ids] if len(acl_ids)
-                         else np.zeros(0, dtype=bool))
-    return found
-
-
-def readable_sets(acl_sets: list[frozenset[str]], groups: frozenset[str]) -> np.ndarray:
-    """Per ACL set, whether it admits one of the groups."""
-    return np.fromiter((not groups.isdisjoint(s) for s in acl_sets), dtype=bool, count=len(acl_sets))
-
-
-def remember(cache: dict, lock: threading.Lock, key, value):
-    """`value`, kept in `cache` under `key`; the oldest entry makes room past MASKS_KEPT."""
-    with lock:
-        if len(cache) >= MASKS_KEPT:
-            cache.pop(next(iter(cache)))
-        cache[key] = value
-    return value
 
 
 def load_state(index: SubchunkIndex, previous: VectorState | None = None,

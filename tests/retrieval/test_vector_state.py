@@ -216,7 +216,7 @@ def test_the_int8_first_pass_finds_the_rows_and_scores_of_a_float16_pass(searche
     scores, near = state.search(state.query16(q), groups, limit)
     assert near.tolist() == state.nearest(full, mask, limit).tolist()
     assert np.array_equal(scores[near], full[near])
-    scored = np.flatnonzero(~np.isnan(scores))
+    scored = scores.rows
     assert mask[scored].all() and np.array_equal(scores[scored], full[scored])  # never a row it may not read
 
 

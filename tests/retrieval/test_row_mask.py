@@ -1,0 +1,24 @@
+"""A caller's pre-filter kept as its readable ACL sets: read like the boolean row mask it stands for."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rag.retrieval.row_mask import RowMask, readable_sets
+
+GROUPS = ["ops", "hr", "eng", "all"]
+acl = st.frozensets(st.sampled_from(GROUPS), max_size=3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(acl_sets=st.lists(acl, min_size=1, max_size=6), rows=st.integers(0, 60), groups=acl, seed=st.integers(0, 99))
+def test_a_row_is_readable_exactly_when_its_acl_admits_one_of_the_callers_groups(acl_sets, rows, groups, seed):
+    rng = np.random.default_rng(seed)
+    acl_ids = np.sort(rng.integers(0, len(acl_sets), rows)).astype(np.int32)
+    mask = RowMask(readable_sets(acl_sets, groups), acl_ids)
+    expected = np.array([not groups.isdisjoint(acl_sets[i]) for i in acl_ids], dtype=bool)
+    picked = rng.integers(0, max(rows, 1), 20) if rows else np.zeros(0, dtype=np.int64)
+    lo, hi = sorted(rng.integers(0, rows + 1, 2))
+    assert np.array_equal(np.asarray(mask), expected) and len(mask) == rows
+    assert np.array_equal(mask[picked], expected[picked]) and np.array_equal(mask[lo:hi], expected[lo:hi])
