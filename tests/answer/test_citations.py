@@ -219,3 +219,15 @@ def test_the_evaluation_scores_citations_against_the_gold_documents():
     assert _against_gold(got, gold) == {"citation_recall": 0.5, "citation_precision": 0.5,
                                         "citations_attributed": 0.0, "short_answer_supported": False}
     assert _against_gold(None, gold)["citation_recall"] is None
+
+
+def test_rag_ask_prints_each_citation_with_version_place_origin_and_what_it_supports():
+    from pipelines.cli import format_citations
+
+    result = RetrievalResult("longrag", 1000, BRIDGE)
+    with FakeOpenAI([Reply(text="Shirley Temple served as Chief of Protocol [3]."),
+                     Reply(text="Chief of Protocol")]) as server:
+        got = answer(ASKED, result, OpenAIChat(server.base_url, "m"))
+    assert format_citations(got).splitlines()[1:] == [
+        "  shirley-temple v2026 · model-given · statement 1",
+        "  kiss-and-tell v2026 · attributed · the question's premise"]
