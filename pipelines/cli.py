@@ -276,11 +276,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def format_citations(reply) -> str:
     """Each citation with its version, place and origin (model-given or attributed), or a plain "none"."""
+    from rag.answer.citations import PREMISE, SHORT_ANSWER
+
     if not reply.sources:
         return "Citations: none: the answer could not be found in the context, so it cites nothing"
     lines = [f"Citations (valid: {reply.citations_valid}, locatable: {reply.citation_locatable:.0%}):"]
     for c in reply.sources:
-        what = "short answer" if c.statement < 0 else f"statement {c.statement + 1}"
+        what = {SHORT_ANSWER: "short answer", PREMISE: "the question's premise"}.get(c.statement,
+                                                                                f"statement {c.statement + 1}")
         place = f" {c.location}" if c.location else ""
         lines.append(f"  {c.doc_id} v{c.version}{place} · {c.origin} · {what}")
     if reply.dropped:

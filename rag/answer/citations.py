@@ -13,6 +13,15 @@ others are dropped and listed. A statement left without one is *attributed*: the
 largest share of its content words is found (ties go to the earliest, i.e. best-ranked, sentence), and if the
 statement is locatable in that sentence alone its document is cited, marked `attributed`; else it stays uncited.
 
+Joint support (ALCE's citation recall asks that a statement's citations together support it): a statement that
+draws on two documents is found half in one. When at least `JOINT_WORDS` of its *distinctive* words (content words
+in at most `DISTINCT_DOCS` of the context's documents) are in none of its cited documents, the context sentence of
+another document holding the most of them is cited too, marked `attributed` (at most `MAX_JOINT` a statement). A
+multi-hop answer also rests on the question's premise ("the woman who portrayed Corliss Archer" is Shirley Temple):
+when `JOINT_WORDS` distinctive words of the question are in no cited document, the sentence of another document
+holding the most of them *and* a word of a cited statement that the question lacks is cited for the premise
+(statement `PREMISE`).
+
 Short-answer rule: the short answer is supported by a text when its normalised form (lower case, punctuation and
 extra spaces removed) is a substring of the text's, or every one of its content words and numbers occurs there;
 "yes" and "no" are derived from a comparison, so a cited long answer supports them. Not supported by the long
@@ -27,6 +36,8 @@ from rag.retrieval.context import ContextItem
 from rag.text.analysis import has_han, is_stop, sentences, words
 
 LOCATABLE_SHARE = 0.5
+JOINT_WORDS, DISTINCT_DOCS, MAX_JOINT = 2, 2, 2
+SHORT_ANSWER, PREMISE = -1, -2  # Citation.statement of the short answer's and the question premise's citations
 ATTRIBUTED, MODEL_GIVEN = "attributed", "model-given"
 SHORT_IN_CITED, SHORT_ATTRIBUTED, SHORT_UNSUPPORTED = "in cited text", "attributed", "not found"
 
@@ -55,7 +66,7 @@ class Citation:
     version: str
     location: str | None        # "p.7", "slide 3", … when the document has places
     origin: str                 # "model-given" (the reader wrote it) or "attributed" (located after the fact)
-    statement: int              # index of the long answer's statement it supports; -1 for the short answer
+    statement: int              # the long answer's statement it supports; SHORT_ANSWER, or PREMISE (the question's)
     sentence: str | None = None  # attributed: the context sentence the statement was found in
 
     @property
@@ -214,19 +225,65 @@ def short_supported(short: str, text: str) -> bool:
     return bool(wanted) and set(wanted) <= set(content_words(text))
 
 
-def cite(long_answer: str, short_answer: str, items: list[ContextItem]) -> Cited:
-    """The answer with usable citations only, attributed ones added where the reader gave none; see the module doc."""
+def cite(long_answer: str, short_answer: str, items: list[ContextItem], question: str = "") -> Cited:
+    """The answer with usable citations only, attributed ones added where the reader gave none or where a statement
+    (or the question's premise) rests on a further document; see the module doc."""
     docs = _doc_texts(items)
     dropped: list[str] = []
     citations: list[Citation] = []
-    parts, uncited = [], 0
+    parts, uncited, claimed = [], 0, set()
     for index, (claim, brackets) in enumerate(_claims(long_answer)):
         found = _model_given(claim, brackets, index, items, docs, dropped) or _attributed(claim, index, items)
+        if found:
+            found += _joint(set(content_words(claim)), found, index, items, docs)
         citations += found
         uncited += not found
+        claimed |= set(content_words(claim)) if found else set()
         parts.append(_with_labels(claim, found))
+    asked = set(content_words(question))
+    premise = _joint(asked, citations, PREMISE, items, docs, link=claimed - asked) if citations else []
     check, short_citation = _check_short(short_answer, citations, items, docs)
-    return Cited(" ".join(parts), (*citations, *short_citation), tuple(dropped), uncited, check)
+    return Cited(" ".join(parts), (*citations, *premise, *short_citation), tuple(dropped), uncited, check)
+
+
+def _distinctive(docs: dict[str, str]) -> set[str]:
+    """Content words found in at most DISTINCT_DOCS of the context's documents: the ones that can attribute."""
+    seen: dict[str, int] = {}
+    for text in docs.values():
+        for w in set(content_words(text)):
+            seen[w] = seen.get(w, 0) + 1
+    return {w for w, n in seen.items() if n <= DISTINCT_DOCS}
+
+
+def _joint(wanted: set[str], found: list[Citation], index: int, items: list[ContextItem], docs: dict[str, str],
+           link: set[str] | None = None) -> list[Citation]:
+    """Further attributed citations for the distinctive `wanted` words no cited document holds (module doc); with
+    `link`, a sentence counts only when it also holds one of those words."""
+    distinct = _distinctive(docs)
+    cited = {c.doc_id for c in found}
+    missing = (wanted - _held(wanted, found, docs)) & distinct
+    out: list[Citation] = []
+    while len(missing) >= JOINT_WORDS and len(out) < MAX_JOINT:
+        best, held = None, set()
+        for item in items:
+            if item.doc_id in cited:
+                continue
+            for sentence in item_sentences(item):
+                present = set(content_words(sentence))
+                if len(missing & present) > len(held) and (link is None or link & present):
+                    best, held = (item, sentence), missing & present
+        if best is None or len(held) < JOINT_WORDS:
+            break
+        item, sentence = best
+        out.append(Citation(item.doc_id, item.doc_version, item.location, ATTRIBUTED, index, sentence))
+        cited.add(item.doc_id)
+        missing -= held
+    return out
+
+
+def _held(wanted: set[str], found: list[Citation], docs: dict[str, str]) -> set[str]:
+    """The wanted words the cited documents hold between them."""
+    return wanted & set(content_words("\n".join(docs[d] for d in {c.doc_id for c in found})))
 
 
 def _with_labels(claim: str, found: list[Citation]) -> str:
@@ -248,6 +305,6 @@ def _check_short(short: str, citations: list[Citation], items: list[ContextItem]
     for item in items:
         for sentence in item_sentences(item):
             if short_supported(short, sentence):
-                return SHORT_ATTRIBUTED, (Citation(item.doc_id, item.doc_version, item.location, ATTRIBUTED, -1,
-                                                   sentence),)
+                return SHORT_ATTRIBUTED, (Citation(item.doc_id, item.doc_version, item.location, ATTRIBUTED,
+                                                   SHORT_ANSWER, sentence),)
     return SHORT_UNSUPPORTED, ()

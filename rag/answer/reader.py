@@ -110,7 +110,7 @@ def answer(question: str, result: RetrievalResult, model: ChatModel | None, embe
     else:
         long_answer, short_answer, calls, tokens_in, tokens_out = _two_step(question, result, model)
         reader = f"{getattr(model, 'kind', 'endpoint')}:{model.name}"
-    cited = cite(long_answer, short_answer, result.items)
+    cited = cite(long_answer, short_answer, result.items, question)
     if not cited.citations and cited.short_answer_check == SHORT_UNSUPPORTED and (long_answer or short_answer):
         return Answer(NOT_IN_SOURCES, "", [], False, 0.0, reader, calls, tokens_in, tokens_out,
                       time.perf_counter() - start, dropped=cited.dropped, uncited=cited.uncited,

@@ -94,6 +94,7 @@ class Row:
     llm_calls: int                   # retrieval (ELITE's policy) + reader
     input_tokens: int
     output_tokens: int
+    long_answer: str | None = None   # what the reader said, with its citations, as a user sees it
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -269,7 +270,8 @@ def _row(q: EvalQuestion, result: RetrievalResult, tokens: int, seconds: float, 
         retrieve_s=round(seconds, 6), generate_s=round(reply.seconds, 6) if reply else None,
         llm_calls=llm.get("calls", 0) + (reply.llm_calls if reply else 0),
         input_tokens=llm.get("input_tokens", 0) + (reply.input_tokens if reply else 0),
-        output_tokens=llm.get("output_tokens", 0) + (reply.output_tokens if reply else 0))
+        output_tokens=llm.get("output_tokens", 0) + (reply.output_tokens if reply else 0),
+        long_answer=reply.long_answer if reply else None)
 
 
 def _against_gold(reply: Answer | None, q: EvalQuestion) -> dict:

@@ -11,11 +11,14 @@ from test_llm import FakeOpenAI, Reply  # the loopback OpenAI stand-in (tests/ i
 
 from rag.answer.citations import (
     ATTRIBUTED,
+    JOINT_WORDS,
     MODEL_GIVEN,
+    PREMISE,
     SHORT_ATTRIBUTED,
     SHORT_IN_CITED,
     SHORT_UNSUPPORTED,
     cite,
+    content_words,
     item_sentences,
     short_supported,
 )
@@ -122,6 +125,39 @@ def test_a_short_answer_outside_the_cited_text_is_attributed_or_flagged():
     assert cite("Logs rotate every 24 hours [log-rotation].", "yes", ITEMS).short_answer_check == SHORT_IN_CITED
 
 
+FILM = item("kiss-and-tell", "Kiss and Tell is a 1945 comedy film starring Shirley Temple as Corliss Archer. "
+                             "Two teenage girls cause their parents much concern.")
+ACTRESS = item("shirley-temple", "Shirley Temple Black was an actress and diplomat. As an adult she served as Chief "
+                                 "of Protocol of the United States.")
+SITCOM = item("meet-corliss", "Meet Corliss Archer is a television sitcom that aired on CBS in 1954.")
+BRIDGE = [SITCOM, FILM, ACTRESS, *ITEMS]
+ASKED = "What position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
+
+
+def test_a_statement_resting_on_two_documents_cites_both():
+    got = cite("Shirley Temple, who played Corliss Archer in Kiss and Tell, served as Chief of Protocol of the United "
+               "States [shirley-temple].", "Chief of Protocol", BRIDGE)
+    assert [(c.doc_id, c.origin, c.statement) for c in got.citations] == [
+        ("shirley-temple", MODEL_GIVEN, 0), ("kiss-and-tell", ATTRIBUTED, 0)]
+    assert got.text.endswith("[shirley-temple; kiss-and-tell].")
+
+
+def test_the_question_premise_an_answer_skips_is_cited_through_the_sentence_linking_it_to_the_answer():
+    got = cite("Shirley Temple served as Chief of Protocol [shirley-temple].", "Chief of Protocol", BRIDGE, ASKED)
+    assert [(c.doc_id, c.statement) for c in got.citations] == [("shirley-temple", 0), ("kiss-and-tell", PREMISE)]
+    assert got.citations[1].sentence.startswith("Kiss and Tell is a 1945 comedy film")
+    # the sitcom names Corliss Archer too, but nothing of the answer: it explains nothing and is not cited
+    alone = cite("Shirley Temple served as Chief of Protocol [shirley-temple].", "Chief of Protocol",
+                 [SITCOM, ACTRESS], ASKED)
+    assert [c.doc_id for c in alone.citations] == ["shirley-temple"]
+
+
+def test_a_statement_its_citation_holds_whole_gets_no_second_one():
+    got = cite("Old logs are compressed with zstd and kept for 30 days [log-rotation].", "30 days", BRIDGE,
+               "How long are old logs kept?")
+    assert [c.doc_id for c in got.citations] == ["log-rotation"]
+
+
 words = st.sampled_from("cache logs revenue lisbon office tiles zstd rotate quarter latency site days march "
                         "penguins north winter budget".split())
 sentence = st.lists(words, min_size=2, max_size=6).map(lambda ws: " ".join(ws).capitalize() + ".")
@@ -135,12 +171,15 @@ def test_an_attributed_citation_names_a_context_document_holding_its_sentence(bo
     items = [item(f"doc-{k}", " ".join(b)) for k, b in enumerate(bodies)]
     allowed = {i.doc_id: i.text for i in items}
     long_text = resolve_numbers(" ".join(f"{c.rstrip('.')} {mark}." for c, mark in zip(claims, cites)), items)
-    got = cite(long_text, claims[0], items)
+    question = " ".join(outside)
+    got = cite(long_text, claims[0], items, question)
     for c in got.citations:
         assert c.doc_id in allowed  # never "outside-doc", never a document outside the caller's context
         if c.origin == ATTRIBUTED:
             assert c.sentence in item_sentences(next(i for i in items if i.doc_id == c.doc_id))
             assert c.sentence in allowed[c.doc_id]
+        if c.statement == PREMISE:  # a premise's sentence holds words of the question, never none
+            assert len(set(content_words(question)) & set(content_words(c.sentence))) >= JOINT_WORDS
 
 
 def test_the_reader_sends_the_schema_only_to_a_model_that_declares_it():
@@ -180,3 +219,15 @@ def test_the_evaluation_scores_citations_against_the_gold_documents():
     assert _against_gold(got, gold) == {"citation_recall": 0.5, "citation_precision": 0.5,
                                         "citations_attributed": 0.0, "short_answer_supported": False}
     assert _against_gold(None, gold)["citation_recall"] is None
+
+
+def test_rag_ask_prints_each_citation_with_version_place_origin_and_what_it_supports():
+    from pipelines.cli import format_citations
+
+    result = RetrievalResult("longrag", 1000, BRIDGE)
+    with FakeOpenAI([Reply(text="Shirley Temple served as Chief of Protocol [3]."),
+                     Reply(text="Chief of Protocol")]) as server:
+        got = answer(ASKED, result, OpenAIChat(server.base_url, "m"))
+    assert format_citations(got).splitlines()[1:] == [
+        "  shirley-temple v2026 · model-given · statement 1",
+        "  kiss-and-tell v2026 · attributed · the question's premise"]
