@@ -330,7 +330,7 @@ def sections() -> dict[str, list[Figure]]:
             Figure("dense search on synthetic rows, CPU ms p50 exact / IVF (`RAG_ANN_MIN_ROWS`), recall of the exact "
                    "top 50, a caller reading 20%",
                    ("ann-search-10m.json", "ann-search-spread.json", "ann-search-minilm.json"),
-                   ann_search, "goal recall ≥ 0.99"),
+                   ann_search, "goal recall ≥ 0.99", True),
             Figure("a cold `rag retrieve` (whole process, demo workspace)", ("cold-retrieve.json",), cold_retrieve,
                    "goal ≤ 2 s, ≤ 400 MB"),
             Figure("ELITE collect round", ("elite-collect.json",), elite_collect),
