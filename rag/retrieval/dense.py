@@ -10,6 +10,7 @@ import numpy as np
 
 from rag.retrieval.callers import Caller
 from rag.retrieval.read_state import Snapshot
+from rag.retrieval.row_mask import RowMask
 from rag.retrieval.row_scores import RowScores
 from rag.retrieval.vectors import VectorState, run_starts
 
@@ -73,7 +74,7 @@ class Dense:
 
     state: VectorState
     scores: RowScores
-    mask: np.ndarray
+    mask: RowMask
     near: np.ndarray
     query: np.ndarray | None = None  # the (1, dimension) float16 query, for rows not scored yet
 

@@ -19,7 +19,7 @@ class RowMask:
         self.sets, self.acl_ids = sets, acl_ids
 
     def __getitem__(self, rows) -> np.ndarray:
-        return self.sets[self.acl_ids[rows]] if len(self.sets) else np.zeros(len(self.acl_ids[rows]), dtype=bool)
+        return self.sets[self.acl_ids[rows]]
 
     def __len__(self) -> int:
         return len(self.acl_ids)
@@ -29,15 +29,23 @@ class RowMask:
         return whole if dtype is None else whole.astype(dtype)
 
 
+def row_mask(masks: dict, lock: threading.Lock, acl_sets: list[frozenset[str]], acl_ids: np.ndarray,
+             groups: frozenset[str]) -> RowMask:
+    """The rows whose ACL (acl_sets[acl_ids[row]]) admits one of the groups, kept in `masks` for the last MASKS_KEPT
+    group sets (callers repeat their group sets)."""
+    return kept(masks, lock, groups, lambda: RowMask(readable_sets(acl_sets, groups), acl_ids))
+
+
 def acl_mask(masks: dict, lock: threading.Lock, acl_sets: list[frozenset[str]], acl_ids: np.ndarray,
              groups: frozenset[str]) -> np.ndarray:
-    """Rows whose ACL (acl_sets[acl_ids[row]]) admits one of the groups, kept in `masks` for the last MASKS_KEPT
-    group sets (callers repeat their group sets)."""
-    found = masks.get(groups)
-    if found is None:
-        found = remember(masks, lock, groups, readable_sets(acl_sets, groups)[acl_ids] if len(acl_ids)
-                         else np.zeros(0, dtype=bool))
-    return found
+    """row_mask as a boolean array, kept the same way, for a table whose callers take whole-array operations."""
+    return kept(masks, lock, groups, lambda: np.asarray(RowMask(readable_sets(acl_sets, groups), acl_ids)))
+
+
+def kept(cache: dict, lock: threading.Lock, key, build):
+    """cache[key], built and remembered when absent."""
+    found = cache.get(key)
+    return found if found is not None else remember(cache, lock, key, build())
 
 
 def readable_sets(acl_sets: list[frozenset[str]], groups: frozenset[str]) -> np.ndarray:

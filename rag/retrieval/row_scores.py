@@ -21,7 +21,7 @@ class RowScores:
         if not len(self.rows):
             return np.full(rows.shape, np.nan, dtype=np.float32)
         at = np.minimum(np.searchsorted(self.rows, rows), len(self.rows) - 1)
-        return np.where(self.rows[at] == rows, self.values[at], np.float32(np.nan)).astype(np.float32)
+        return np.where(self.rows[at] == rows, self.values[at], np.float32(np.nan))
 
     def __setitem__(self, rows: np.ndarray, values: np.ndarray) -> None:
         rows = np.asarray(rows, dtype=np.int64)

@@ -22,7 +22,7 @@ import simsimd
 
 from rag.retrieval.int8_rows import Int8Rows, concat, empty, quantize, quantize_query
 from rag.retrieval.ivf import Ivf, ann_min_rows, ann_search, ivf_arrays, ivf_of, joined, ready
-from rag.retrieval.row_mask import RowMask, readable_sets, remember
+from rag.retrieval.row_mask import RowMask, readable_sets, remember, row_mask
 from rag.retrieval.row_scores import RowScores
 from rag.retrieval.state_files import Arrays
 from rag.retrieval.strings import (
@@ -139,11 +139,7 @@ class VectorState:
     def mask(self, groups: frozenset[str]) -> RowMask:
         """Rows whose ACL admits one of the groups (rule 1's pre-filter); the readable ACL sets are kept per group
         set, never a row array."""
-        found = self._masks.get(groups)
-        if found is None:
-            found = remember(self._masks, self._lock, groups, RowMask(readable_sets(self.acl_sets, groups),
-                                                                      self.acl_ids))
-        return found
+        return row_mask(self._masks, self._lock, self.acl_sets, self.acl_ids, groups)
 
     def scores(self, query: np.ndarray, groups: frozenset[str] | None = None) -> np.ndarray:
         """Cosine of the query with every row the groups may read (every row if no groups are given); rows they
