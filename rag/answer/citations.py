@@ -229,19 +229,20 @@ def cite(long_answer: str, short_answer: str, items: list[ContextItem], question
     """The answer with usable citations only, attributed ones added where the reader gave none or where a statement
     (or the question's premise) rests on a further document; see the module doc."""
     docs = _doc_texts(items)
+    distinct = _distinctive(docs)
     dropped: list[str] = []
     citations: list[Citation] = []
     parts, uncited, claimed = [], 0, set()
     for index, (claim, brackets) in enumerate(_claims(long_answer)):
         found = _model_given(claim, brackets, index, items, docs, dropped) or _attributed(claim, index, items)
         if found:
-            found += _joint(set(content_words(claim)), found, index, items, docs)
+            found += _joint(set(content_words(claim)), found, index, items, docs, distinct)
         citations += found
         uncited += not found
         claimed |= set(content_words(claim)) if found else set()
         parts.append(_with_labels(claim, found))
     asked = set(content_words(question))
-    premise = _joint(asked, citations, PREMISE, items, docs, link=claimed - asked) if citations else []
+    premise = _joint(asked, citations, PREMISE, items, docs, distinct, claimed - asked) if citations else []
     check, short_citation = _check_short(short_answer, citations, items, docs)
     return Cited(" ".join(parts), (*citations, *premise, *short_citation), tuple(dropped), uncited, check)
 
@@ -256,10 +257,9 @@ def _distinctive(docs: dict[str, str]) -> set[str]:
 
 
 def _joint(wanted: set[str], found: list[Citation], index: int, items: list[ContextItem], docs: dict[str, str],
-           link: set[str] | None = None) -> list[Citation]:
-    """Further attributed citations for the distinctive `wanted` words no cited document holds (module doc); with
+           distinct: set[str], link: set[str] | None = None) -> list[Citation]:
+    """Further attributed citations for the `distinct` `wanted` words no cited document holds (module doc); with
     `link`, a sentence counts only when it also holds one of those words."""
-    distinct = _distinctive(docs)
     cited = {c.doc_id for c in found}
     missing = (wanted - _held(wanted, found, docs)) & distinct
     out: list[Citation] = []
