@@ -22,6 +22,13 @@ when `JOINT_WORDS` distinctive words of the question are in no cited document, t
 holding the most of them *and* a word of a cited statement that the question lacks is cited for the premise
 (statement `PREMISE`).
 
+Named documents: a statement that names a context document by its title ("… more titles than Liezel Huber") says
+something of it, so that document is cited too, marked `attributed`, through its sentence holding the most of the
+statement's content words (at least `JOINT_WORDS` of them, one not of the title: a document that only names
+itself is not drawn on); so is a document the question names, for the premise, when that sentence also holds a
+word of a cited statement that the question lacks. A title is named when its words, without a trailing "(…)"
+qualifier, stand together in the text.
+
 Short-answer rule: the short answer is supported by a text when its normalised form (lower case, punctuation and
 extra spaces removed) is a substring of the text's, or every one of its content words and numbers occurs there;
 "yes" and "no" are derived from a comparison, so a cited long answer supports them. Not supported by the long
@@ -56,6 +63,7 @@ _PLACE = re.compile(r"\s+(?:p\.\s*\d+|pp?\.\s*\d+\s*[–-]\s*\d+|slides?\s+\d+(?
 _PUNCTUATION = re.compile(r"[^\w\s]")
 _SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?。！？])")
 _END = re.compile(r"(.*?)\s*([.!?。！？]*)$", re.DOTALL)
+_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
 
 
 @dataclass(frozen=True)
@@ -216,10 +224,10 @@ def _attributed(claim: str, index: int, items: list[ContextItem]) -> list[Citati
 
 def short_supported(short: str, text: str) -> bool:
     """The short-answer rule of the module doc, against one text."""
-    plain = " ".join(_PUNCTUATION.sub(" ", short.lower()).split())
+    plain = _plain(short)
     if not plain:
         return False
-    if plain in " ".join(_PUNCTUATION.sub(" ", text.lower()).split()):
+    if plain in _plain(text):
         return True
     wanted = content_words(short)
     return bool(wanted) and set(wanted) <= set(content_words(text))
@@ -236,13 +244,17 @@ def cite(long_answer: str, short_answer: str, items: list[ContextItem], question
     for index, (claim, brackets) in enumerate(_claims(long_answer)):
         found = _model_given(claim, brackets, index, items, docs, dropped) or _attributed(claim, index, items)
         if found:
+            found += _named(claim, found, index, items)
             found += _joint(set(content_words(claim)), found, index, items, docs, distinct)
         citations += found
         uncited += not found
         claimed |= set(content_words(claim)) if found else set()
         parts.append(_with_labels(claim, found))
     asked = set(content_words(question))
-    premise = _joint(asked, citations, PREMISE, items, docs, distinct, claimed - asked) if citations else []
+    premise: list[Citation] = []
+    if citations:
+        premise = _named(question, citations, PREMISE, items, claimed - asked)
+        premise += _joint(asked, [*citations, *premise], PREMISE, items, docs, distinct, claimed - asked)
     check, short_citation = _check_short(short_answer, citations, items, docs)
     return Cited(" ".join(parts), (*citations, *premise, *short_citation), tuple(dropped), uncited, check)
 
@@ -279,6 +291,37 @@ def _joint(wanted: set[str], found: list[Citation], index: int, items: list[Cont
         cited.add(item.doc_id)
         missing -= held
     return out
+
+
+def _named(text: str, found: list[Citation], index: int, items: list[ContextItem],
+           link: set[str] | None = None) -> list[Citation]:
+    """Attributed citations of the context documents `text` names by title that are not cited yet (module doc)."""
+    plain, wanted = f" {_plain(text)} ", set(content_words(text))
+    cited = {c.doc_id for c in found}
+    out: list[Citation] = []
+    for item in items:
+        name = _plain(_QUALIFIER.sub("", item.title))
+        if item.doc_id in cited or not content_words(name) or not _names(plain, name):
+            continue
+        best, held, beyond = None, set(), (wanted | (link or set())) - set(content_words(name))
+        for sentence in item_sentences(item):
+            present = set(content_words(sentence))
+            if len(wanted & present) > len(held) and beyond & present and (link is None or link & present):
+                best, held = sentence, wanted & present
+        if best is not None and len(held) >= JOINT_WORDS:
+            out.append(Citation(item.doc_id, item.doc_version, item.location, ATTRIBUTED, index, best))
+            cited.add(item.doc_id)
+    return out
+
+
+def _names(plain: str, name: str) -> bool:
+    """Whether the text names the title: its words standing together (Chinese is not spaced, so a substring)."""
+    return name in plain if has_han(name) else f" {name} " in plain
+
+
+def _plain(text: str) -> str:
+    """Lower case, punctuation as spaces, single spaces: how a title is looked for in a text."""
+    return " ".join(_PUNCTUATION.sub(" ", text.lower()).split())
 
 
 def _held(wanted: set[str], found: list[Citation], docs: dict[str, str]) -> set[str]:

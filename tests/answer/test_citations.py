@@ -158,8 +158,32 @@ def test_a_statement_its_citation_holds_whole_gets_no_second_one():
     assert [c.doc_id for c in got.citations] == ["log-rotation"]
 
 
-words = st.sampled_from("cache logs revenue lisbon office tiles zstd rotate quarter latency site days march "
-                        "penguins north winter budget".split())
+def test_a_statement_naming_a_context_document_by_its_title_cites_it():
+    players = [item("lisa-raymond", "Lisa Raymond won eleven Grand Slam doubles titles, partnering Liezel Huber."),
+               item("liezel-huber", "Liezel Huber is a tennis player who won five Grand Slam doubles titles.")]
+    got = cite("Lisa Raymond won more Grand Slam doubles titles than Liezel Huber [lisa-raymond].", "Lisa Raymond",
+               players)
+    assert [(c.doc_id, c.origin) for c in got.citations] == [("lisa-raymond", MODEL_GIVEN),
+                                                              ("liezel-huber", ATTRIBUTED)]
+    assert got.citations[1].sentence.startswith("Liezel Huber is a tennis player")
+    # a title whose document holds nothing else of the statement is named, not drawn on: not cited
+    got = cite("Lisa Raymond often partnered Liezel Huber [lisa-raymond].", "Liezel Huber",
+               [players[0], item("liezel-huber", "Liezel Huber was born in Durban.")])
+    assert [c.doc_id for c in got.citations] == ["lisa-raymond"]
+
+
+def test_the_question_naming_the_bridge_document_cites_it_for_the_premise_though_the_answer_holds_its_words():
+    actress = item("shirley-temple", "Shirley Temple played Corliss Archer in Kiss and Tell. As an adult she served "
+                                     "as Chief of Protocol of the United States.")
+    film = item("kiss-and-tell-1945-film", "Kiss and Tell is a 1945 comedy film starring Shirley Temple.")
+    film = ContextItem(**{**film.__dict__, "title": "Kiss and Tell (1945 film)"})
+    got = cite("Shirley Temple served as Chief of Protocol [shirley-temple].", "Chief of Protocol", [film, actress],
+               ASKED)
+    assert [(c.doc_id, c.statement) for c in got.citations] == [("shirley-temple", 0),
+                                                                 ("kiss-and-tell-1945-film", PREMISE)]
+
+
+words = st.sampled_from(["cache", "logs", "revenue", "lisbon", "office", "tiles", "zstd", "rotate", "quarter", "latency", "site", "days", "march", "penguins", "north", "winter", "budget"])
 sentence = st.lists(words, min_size=2, max_size=6).map(lambda ws: " ".join(ws).capitalize() + ".")
 
 
