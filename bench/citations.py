@@ -7,7 +7,10 @@ Two sets:
   with the code of `--code DIR` (another checkout, for before/after on one machine); `--summary FILE` reads the
   summary.json of a run already made with the same command instead of running it.
 - `benchmark`: `--n` questions of a benchmark's report half (rag.sources.benchmarks.half_of; drawn per type × hops,
-  seeded), ingested into `--workspace-root` when needed.
+  seeded), ingested into `--workspace-root` when needed. Each row keeps the model's replies as written.
+- `recite`: the replies a `benchmark` run recorded (`--recorded` its results.jsonl), checked again with the
+  citation rules of `--code DIR` (default: this checkout): two rule sets compared on the same replies, in one run,
+  without the reader. EM and F1 are the recorded run's (the short answers are the same); seconds per answer too.
 
 Writes bench/results/citations-<set>[-<tag>].json.
 """
@@ -24,7 +27,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.results_file import RESULTS, write_results  # noqa: E402
+if os.environ.get("RAG_CODE"):  # recite --code: that checkout's rules check the recorded replies
+    sys.path.insert(0, os.environ["RAG_CODE"])
+
+from bench.results_file import RESULTS, commit, write_results  # noqa: E402
 
 FIGURES = ("exact_match", "f1", "citations_valid", "citation_locatable", "citation_recall", "citation_precision",
            "citations_attributed", "short_answer_supported", "abstained", "cited_gold", "generate_s")
@@ -75,14 +81,69 @@ def run_benchmark(args: argparse.Namespace, root: Path) -> tuple[dict, list[str]
     return summary, [q.qid for q in questions]
 
 
+class Replay:
+    """A chat model answering each question with the replies a run recorded for it (long answer, then short)."""
+
+    kind, schema_output = "local", True
+
+    def __init__(self, name: str, replies: dict[str, list[str]]):
+        self.name, self.replies = name, replies
+
+    def complete(self, messages: list[dict], *, max_tokens: int = 256, json_object: bool = False,
+                 schema: dict | None = None):
+        from rag.answer.llm import Completion
+
+        asked = messages[-1]["content"]
+        if asked.startswith("Question: ") and "\nLong answer: " in asked:  # the reader's second, short-answer call
+            text = self.replies[asked[len("Question: "):asked.index("\nLong answer: ")]][1]
+        else:
+            text = self.replies[asked.rsplit("\n\nQuestion: ", 1)[1]][0]
+        return Completion(text, 0, 0, 0.0, self.name)
+
+
+def run_recite(args: argparse.Namespace, root: Path) -> tuple[dict, list[str]]:
+    """The recorded rows' replies checked with this process's citation rules, on the same retrieval."""
+    from rag.evaluation import EvalConfig, Evaluator, evaluate, load_questions, summarise, write_report
+    from rag.evaluation.prepared import prepare_workspace
+    from rag.models.embedders import Embedder
+    from rag.models.tokens import default_counter
+
+    name = args.benchmark
+    rows = [json.loads(line) for line in Path(args.recorded).read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if r["method"] in args.methods.split(",") and r["budget"] == args.budget]
+    if len({r["method"] for r in rows}) != 1:
+        raise SystemExit(f"{args.recorded}: recite takes the rows of one method at --budget {args.budget}")
+    if any(r.get("replies") is None for r in rows if r["answered"]):
+        raise SystemExit(f"{args.recorded}: its rows keep no replies (recorded before replies were kept)")
+    asked = {q.qid: q for q in load_questions(root / name / "questions.jsonl")}
+    questions = [asked[r["qid"]] for r in rows]
+    replies = {asked[r["qid"]].question: r["replies"] for r in rows if r["answered"]}
+    config = EvalConfig((rows[0]["method"],), (args.budget,))
+    embedder, counter = Embedder(threads=1), default_counter()
+    prepared = prepare_workspace(root / name, Path(args.workspace_root) / name, embedder, counter)
+    try:
+        evaluation = evaluate(prepared, questions, Evaluator(config, embedder, counter, Replay(args.model, replies)))
+        summary = summarise(evaluation, prepared, command())
+    finally:
+        prepared.close()
+    write_report(RESULTS / "eval" / f"citations-{name}-recite{'-' + args.tag if args.tag else ''}", evaluation, summary)
+    recorded = [r["generate_s"] for r in rows if r.get("generate_s")]
+    for cell in summary["results"]:
+        cell["generate_s"] = {"mean": sum(recorded) / len(recorded)} if recorded else None
+    return summary, [q.qid for q in questions]
+
+
 def command() -> str:
     return "python bench/citations.py " + " ".join(sys.argv[1:])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("set", choices=("sample", "benchmark"))
-    parser.add_argument("--code", default=str(REPO), help="sample: the checkout whose `rag eval` runs")
+    parser.add_argument("set", choices=("sample", "benchmark", "recite"))
+    parser.add_argument("--code", default=str(REPO), help="sample: the checkout whose `rag eval` runs; recite: "
+                                                          "the checkout whose citation rules check the replies")
+    parser.add_argument("--recorded", help="recite: the results.jsonl of a `benchmark` run")
+    parser.add_argument("--model", default="qwen2.5-coder-0.5b-instruct-q4_k_m", help="recite: the recorded reader")
     parser.add_argument("--summary", help="sample: the summary.json of a run already made with the same command")
     parser.add_argument("--workspace", default=str(REPO / ".rag" / "bench" / "citations-demo"))
     parser.add_argument("--benchmark", default="hotpotqa")
@@ -103,13 +164,19 @@ def main() -> None:
         summary = json.loads(Path(args.summary).read_text()) if args.summary else run_sample(
             Path(args.code), Path(args.workspace), Path(args.workspace).with_name("citations-demo-eval"))
         figures["eval_command"] = "rag eval " + " ".join(SAMPLE_ARGS)
+    elif args.set == "recite" and Path(args.code).resolve() != Path(os.environ.get("RAG_CODE", REPO)).resolve():
+        env = {**os.environ, "RAG_CODE": str(Path(args.code).resolve())}
+        raise SystemExit(subprocess.run([sys.executable, *sys.argv], env=env).returncode)
     else:
-        summary, qids = run_benchmark(args, benchmarks_option(parser, args))
-        figures |= {"benchmark": args.benchmark, "half": "report", "seed": args.seed, "questions": qids}
+        run = run_recite if args.set == "recite" else run_benchmark
+        summary, qids = run(args, benchmarks_option(parser, args))
+        figures |= {"benchmark": args.benchmark, "half": "report", "seed": args.seed, "questions": qids,
+                    "rules_commit": commit(args.code)}
     wall = summary["evaluation_seconds"] if args.summary else time.perf_counter() - start  # the run's, not the read's
     figures |= {"reader": summary["reader"], "wall_s": round(wall, 1),
                 "load_average": os.getloadavg(), "cells": cells(summary)}
-    out = write_results(figures, f"citations-{args.set if args.set == 'sample' else args.benchmark}", args.tag)
+    name = {"sample": "sample", "benchmark": args.benchmark}.get(args.set, f"{args.benchmark}-recite")
+    out = write_results(figures, f"citations-{name}", args.tag)
     for c in figures["cells"]:
         shown = "  ".join(f"{k} {c[k]['mean']:.3f}" + (f" [{c[k]['low']:.3f}, {c[k]['high']:.3f}]"
                                                        if k in ("exact_match", "f1") else "")

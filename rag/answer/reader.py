@@ -81,6 +81,7 @@ class Answer:
     uncited: int = 0                    # statements of the long answer with no citation
     short_answer_check: str = ""        # "in cited text", "attributed" or "not found" (flagged)
     withheld: str = ""                  # a reply nothing in the context supports, kept from the answer
+    replies: tuple[str, ...] = ()       # the model's outputs as written (long answer, short answer), unchecked
 
     @property
     def abstained(self) -> bool:
@@ -106,15 +107,16 @@ def answer(question: str, result: RetrievalResult, model: ChatModel | None, embe
     start = time.perf_counter()
     if model is None:
         long_answer, short_answer, calls, tokens_in, tokens_out = _extract(question, result.items, embedder)
-        reader = "extractive"
+        reader, replies = "extractive", ()
     else:
-        long_answer, short_answer, calls, tokens_in, tokens_out = _two_step(question, result, model)
+        long_answer, short_answer, calls, tokens_in, tokens_out, replies = _two_step(question, result, model)
         reader = f"{getattr(model, 'kind', 'endpoint')}:{model.name}"
     cited = cite(long_answer, short_answer, result.items, question)
     if not cited.citations and cited.short_answer_check == SHORT_UNSUPPORTED and (long_answer or short_answer):
         return Answer(NOT_IN_SOURCES, "", [], False, 0.0, reader, calls, tokens_in, tokens_out,
                       time.perf_counter() - start, dropped=cited.dropped, uncited=cited.uncited,
-                      short_answer_check=SHORT_UNSUPPORTED, withheld=_withheld(long_answer, short_answer))
+                      short_answer_check=SHORT_UNSUPPORTED, withheld=_withheld(long_answer, short_answer),
+                      replies=replies)
     citations, _, locatable = check_citations(cited.text, result.items)
     if not citations and cited.citations:
         locatable = 1.0  # only the short answer is cited, and it is found in the cited sentence by construction
@@ -124,14 +126,15 @@ def answer(question: str, result: RetrievalResult, model: ChatModel | None, embe
                   citations_valid=valid, citation_locatable=locatable, reader=reader,
                   llm_calls=calls, input_tokens=tokens_in, output_tokens=tokens_out,
                   seconds=time.perf_counter() - start, sources=cited.citations, dropped=cited.dropped,
-                  uncited=cited.uncited, short_answer_check=cited.short_answer_check)
+                  uncited=cited.uncited, short_answer_check=cited.short_answer_check, replies=replies)
 
 
 def _withheld(long_answer: str, short_answer: str) -> str:
     return f"{strip_citations(long_answer).strip()} (short answer: {short_answer})".strip()
 
 
-def _two_step(question: str, result: RetrievalResult, model: ChatModel) -> tuple[str, str, int, int, int]:
+def _two_step(question: str, result: RetrievalResult, model: ChatModel) -> tuple[str, str, int, int, int,
+                                                                              tuple[str, str]]:
     """LongRAG's reader: a cited long answer from the whole context, then a short answer taken from it."""
     items = result.items
     asked = {"role": "user", "content": f"Sources:\n{numbered_context(items)}\n\nQuestion: {question}"}
@@ -148,7 +151,7 @@ def _two_step(question: str, result: RetrievalResult, model: ChatModel) -> tuple
                                                         f"{strip_citations(long_answer)}\nShort answer:"}],
                            max_tokens=SHORT_ANSWER_TOKENS)
     return (long_answer, _clean_short(short.text), 2, long.input_tokens + short.input_tokens,
-            long.output_tokens + short.output_tokens)
+            long.output_tokens + short.output_tokens, (long.text, short.text))
 
 
 def context_sentences(items: list[ContextItem]) -> list[tuple[ContextItem, str]]:

@@ -95,6 +95,7 @@ class Row:
     input_tokens: int
     output_tokens: int
     long_answer: str | None = None   # what the reader said, with its citations, as a user sees it
+    replies: list[str] | None = None  # the model's outputs as written, so a later citation rule can be scored on them
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -271,7 +272,7 @@ def _row(q: EvalQuestion, result: RetrievalResult, tokens: int, seconds: float, 
         llm_calls=llm.get("calls", 0) + (reply.llm_calls if reply else 0),
         input_tokens=llm.get("input_tokens", 0) + (reply.input_tokens if reply else 0),
         output_tokens=llm.get("output_tokens", 0) + (reply.output_tokens if reply else 0),
-        long_answer=reply.long_answer if reply else None)
+        long_answer=reply.long_answer if reply else None, replies=list(reply.replies) if reply else None)
 
 
 def _against_gold(reply: Answer | None, q: EvalQuestion) -> dict:

@@ -138,7 +138,8 @@ def test_two_step_reader_asks_for_a_long_then_a_short_answer(result):
                          citation_locatable=1.0, reader="endpoint:tiny", llm_calls=2, input_tokens=160,
                          output_tokens=19, seconds=got.seconds,
                          sources=(Citation("edge-cache", "2026", None, "model-given", 0),),
-                         short_answer_check="in cited text")
+                         short_answer_check="in cited text",
+                         replies=("The edge cache was introduced in March 2024 [1].", "Short answer: March 2024."))
     assert got.seconds > 0
 
 
