@@ -27,10 +27,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-if os.environ.get("RAG_CODE"):  # recite --code: that checkout's rules check the recorded replies
-    sys.path.insert(0, os.environ["RAG_CODE"])
-
 from bench.results_file import RESULTS, commit, write_results  # noqa: E402
+
+if os.environ.get("RAG_CODE"):  # recite --code: that checkout's `rag` checks the replies; results stay here
+    sys.path.insert(0, os.environ["RAG_CODE"])
 
 FIGURES = ("exact_match", "f1", "citations_valid", "citation_locatable", "citation_recall", "citation_precision",
            "citations_attributed", "short_answer_supported", "abstained", "cited_gold", "generate_s")
@@ -84,10 +84,10 @@ def run_benchmark(args: argparse.Namespace, root: Path) -> tuple[dict, list[str]
 class Replay:
     """A chat model answering each question with the replies a run recorded for it (long answer, then short)."""
 
-    kind, schema_output = "local", True
+    kind = "local"
 
-    def __init__(self, name: str, replies: dict[str, list[str]]):
-        self.name, self.replies = name, replies
+    def __init__(self, name: str, replies: dict[str, list[str]], schema_output: bool = True):
+        self.name, self.replies, self.schema_output = name, replies, schema_output  # as the recorded reader asked
 
     def complete(self, messages: list[dict], *, max_tokens: int = 256, json_object: bool = False,
                  schema: dict | None = None):
@@ -166,7 +166,7 @@ def main() -> None:
         figures["eval_command"] = "rag eval " + " ".join(SAMPLE_ARGS)
     elif args.set == "recite" and Path(args.code).resolve() != Path(os.environ.get("RAG_CODE", REPO)).resolve():
         env = {**os.environ, "RAG_CODE": str(Path(args.code).resolve())}
-        raise SystemExit(subprocess.run([sys.executable, *sys.argv], env=env).returncode)
+        raise SystemExit(subprocess.run([sys.executable, *sys.argv], env=env, check=False).returncode)
     else:
         run = run_recite if args.set == "recite" else run_benchmark
         summary, qids = run(args, benchmarks_option(parser, args))

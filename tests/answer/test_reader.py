@@ -143,6 +143,19 @@ def test_two_step_reader_asks_for_a_long_then_a_short_answer(result):
     assert got.seconds > 0
 
 
+def test_the_replies_an_answer_keeps_give_the_same_answer_when_checked_again(result):
+    from bench.citations import Replay  # what `bench/citations.py recite` answers with
+
+    question = "When was the edge cache introduced?"
+    with FakeOpenAI([Reply(text="The edge cache came in March 2024 [1]. Logs rotate daily [2].", prompt_tokens=9,
+                           completion_tokens=9), Reply(text="March 2024", prompt_tokens=5, completion_tokens=2)]) as server:
+        got = answer(question, result, OpenAIChat(server.base_url, "tiny", max_retries=0))
+    again = answer(question, result, Replay("tiny", {question: list(got.replies)}, schema_output=False))
+    assert (again.long_answer, again.short_answer, again.sources, again.dropped) == (
+        got.long_answer, got.short_answer, got.sources, got.dropped)
+    assert got.sources and again.replies == got.replies
+
+
 def test_the_reader_name_says_when_the_model_is_the_local_one(result):
     with FakeOpenAI([Reply(text="Logs rotate daily [log-rotation].")]) as server:
         got = answer("How often do logs rotate?", result, OpenAIChat(server.base_url, "qwen", kind="local"))
