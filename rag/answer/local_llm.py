@@ -142,7 +142,8 @@ class LocalLLMServer:
     def command(self, model: Path) -> list[str]:
         return [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", self.model_name,
                 "--host", self.host, "--port", str(self.port), "--n_ctx", str(self.n_ctx),
-                "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads), "--flash_attn", "true"]
+                "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads), "--flash_attn", "true",
+                "--logits_all", "false"]
 
     def start(self) -> LocalLLMServer:
         """Launch the server (own process group, stopped at exit) and wait until /v1/models answers."""
