@@ -154,6 +154,26 @@ def test_the_local_model_returns_parseable_json_in_json_object_mode(local_model)
     assert parse_json(done.text)
 
 
+def resident_mb(pid: int) -> float:
+    return next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                if line.startswith("VmRSS:")) / 1024
+
+
+@pytest.mark.slow
+@needs_llama
+def test_a_long_prompt_leaves_the_server_no_logits_per_prompt_token(local_model):
+    # llama-cpp-python's server keeps every prompt token's logits unless told not to: 0.6 MB a token over Qwen's
+    # 151,936-word vocabulary (1.2 GB for this prompt), and the output layer run for each of them
+    pid = shared_server()._proc.pid
+    local_model.complete([{"role": "user", "content": "Reply with the word OK."}], max_tokens=2)
+    before = resident_mb(pid)
+    long = " ".join(f"Gateway {n} publishes its heartbeat every {n % 60 + 1} seconds." for n in range(220))
+    done = local_model.complete([{"role": "user", "content": f"{long}\nHow often does gateway 7 publish?"}],
+                                max_tokens=8)
+    assert done.input_tokens > 2000
+    assert resident_mb(pid) - before < 300
+
+
 @pytest.mark.slow
 @needs_llama
 def test_stopping_a_local_server_ends_its_whole_process_group(local_model):
