@@ -36,8 +36,8 @@ def masked(value: str) -> str:
     head, sep, query = str(value).partition("?")
     if userinfo := _userinfo(head):
         start, at = userinfo
-        user, colon, _ = head[start:at].partition(":")
-        head = head[:start] + (f"{user}:{MASK}" if colon else MASK) + head[at:]
+        user, _ = _user_and_secret(head[start:at])
+        head = head[:start] + (f"{user}:{MASK}" if user is not None else MASK) + head[at:]
     if sep:
         query = "&".join(f"{k}={MASK}" if _SECRET_PARAM.search(k) else f"{k}={v}" if v else k
                          for k, v in _params(query))
@@ -107,9 +107,14 @@ def _secrets_of(value: str) -> set[str]:
     head, _, query = value.partition("?")
     found = {v for k, v in _params(query) if _SECRET_PARAM.search(k)}
     if userinfo := _userinfo(head):
-        user, colon, password = head[userinfo[0]:userinfo[1]].partition(":")
-        found.add(password if colon else user)
+        found.add(_user_and_secret(head[userinfo[0]:userinfo[1]])[1])
     return {form for s in found if s for form in (s, unquote(s))}
+
+
+def _user_and_secret(userinfo: str) -> tuple[str | None, str]:
+    """(the user name shown, the secret) of `user:password`; a lone token, or one ending in ":", is all secret."""
+    user, colon, password = userinfo.partition(":")
+    return (user, password) if colon and password else (None, userinfo)
 
 
 def _userinfo(head: str) -> tuple[int, int] | None:
