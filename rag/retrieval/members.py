@@ -16,7 +16,7 @@ import numpy as np
 
 from rag.retrieval.context import Candidate
 from rag.retrieval.ivf import concatenated_ranges
-from rag.retrieval.row_mask import acl_mask, remember
+from rag.retrieval.row_mask import RowMask, remember, row_mask
 from rag.retrieval.strings import Column, Strings, encoded, strings_of
 from rag.store.rows import MemberRow
 
@@ -103,16 +103,17 @@ class MemberTable:
         found = (self.keys[at] == packed) & (units >= 0) & (docs >= 0) & (parts >= 0) & (parts < PART_SPAN)
         return np.where(found, self.key_rows[at], -1)
 
-    def readable(self, groups: frozenset[str]) -> np.ndarray:
-        """Rows whose member ACL admits one of the groups (rule 1's read-time check), once per group set."""
-        return acl_mask(self._masks, self._lock, self.acl_sets, self.acl_ids, groups)
+    def readable(self, groups: frozenset[str]) -> RowMask:
+        """Rows whose member ACL admits one of the groups (rule 1's read-time check), indexed like a boolean mask;
+        what is kept per group set is its readable ACL sets, nothing as long as the table."""
+        return row_mask(self._masks, self._lock, self.acl_sets, self.acl_ids, groups)
 
     def link_density(self, groups: frozenset[str]) -> float:
         """The units' mean 1/k over linked members (linked_share), counting the members these groups may read: the
         link boost a caller gets follows the units as the caller sees them, not members it may not read."""
         found = self._densities.get(groups)
         if found is None:
-            sizes = np.bincount(self.unit_rank[self.readable(groups)], minlength=len(self.units))
+            sizes = np.bincount(self.unit_rank[np.asarray(self.readable(groups))], minlength=len(self.units))
             found = remember(self._densities, self._lock, groups, linked_share(sizes.tolist()))
         return found
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import numpy as np
 
 from rag.retrieval.members import RankedRows
+from rag.retrieval.row_mask import RowMask
 from rag.text.analysis import is_stop, word_bounds, words
 
 MAX_TITLE_CHARS = 120  # longer slices of a question are not looked up: titles are shorter
@@ -38,7 +39,7 @@ def named_titles(question: str, is_title: Callable[[str], bool]) -> list[str]:
     return [title for _, _, title in sorted(taken)]
 
 
-def named_first(ranked: RankedRows, named: list[list[str]], readable: np.ndarray,
+def named_first(ranked: RankedRows, named: list[list[str]], readable: RowMask,
                 score: Callable[[np.ndarray], np.ndarray]) -> RankedRows:
     """The ranked rows with one document per named title moved to the front, in the question's order.
 
@@ -55,7 +56,8 @@ def named_first(ranked: RankedRows, named: list[list[str]], readable: np.ndarray
             mine = np.flatnonzero(listed == code)
             rows, scores = ranked.rows[mine], ranked.scores[mine]
         else:  # one pass over the table, and only for a title the list does not hold
-            rows = np.flatnonzero(np.isin(table.doc_codes, codes) & readable)
+            rows = np.flatnonzero(np.isin(table.doc_codes, codes))
+            rows = rows[readable[rows]]
             if len(rows) == 0 or (table.doc_codes[rows] != table.doc_codes[rows[0]]).any():
                 continue
             code, scores = int(table.doc_codes[rows[0]]), score(rows)

@@ -36,12 +36,6 @@ def row_mask(masks: dict, lock: threading.Lock, acl_sets: list[frozenset[str]], 
     return kept(masks, lock, groups, lambda: RowMask(readable_sets(acl_sets, groups), acl_ids))
 
 
-def acl_mask(masks: dict, lock: threading.Lock, acl_sets: list[frozenset[str]], acl_ids: np.ndarray,
-             groups: frozenset[str]) -> np.ndarray:
-    """row_mask as a boolean array, kept the same way, for a table whose callers take whole-array operations."""
-    return kept(masks, lock, groups, lambda: np.asarray(RowMask(readable_sets(acl_sets, groups), acl_ids)))
-
-
 def kept(cache: dict, lock: threading.Lock, key, build):
     """cache[key], built and remembered when absent."""
     found = cache.get(key)
