@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rag.retrieval.row_mask import readable_sets, remember
+from rag.retrieval.row_mask import RowMask, readable_sets, remember
 from rag.retrieval.state_files import Arrays
 from rag.retrieval.strings import Column, Strings, as_column, strings_of
 from rag.retrieval.vectors import top_positions
@@ -198,9 +198,10 @@ def _known_texts(hashes: list[str], known: Mapping[str, np.ndarray]) -> dict[str
 
 @dataclass(frozen=True)
 class Counted:
-    """Which documents of each part a caller's statistics count, how many, and their summed length."""
+    """Which documents of each part a caller's statistics count (kept as its readable ACL sets, nothing as long as
+    the documents), how many, and their summed length."""
 
-    masks: list[np.ndarray]
+    masks: list[RowMask]
     documents: int
     length: float
 
@@ -255,12 +256,13 @@ class LexicalIndex:
         """The documents these groups may read (all counted ones for None), kept per group set."""
         found = self._counted.get(groups)
         if found is None:
-            masks = [ids >= 0 if groups is None else np.append(readable_sets(self.acl_sets, groups), False)[ids]
-                     for ids in self.acl_ids]
+            sets = np.ones(len(self.acl_sets), dtype=bool) if groups is None else readable_sets(self.acl_sets, groups)
+            masks = [RowMask(np.append(sets, False), ids) for ids in self.acl_ids]  # id -1: the appended False
+            whole = [np.asarray(m) for m in masks]
             # lengths are whole token counts, so their sum is exact in any order
             found = remember(self._counted, self._lock, groups, Counted(
-                masks, sum(int(m.sum()) for m in masks),
-                sum(float(p.lengths[m].sum()) for p, m in zip(self.parts, masks))))
+                masks, sum(int(m.sum()) for m in whole),
+                sum(float(p.lengths[m].sum()) for p, m in zip(self.parts, whole))))
         return found
 
 

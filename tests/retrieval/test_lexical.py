@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag.retrieval.lexical import LexicalIndex, Vocabulary, index_of_parts, postings
+from rag.retrieval.row_mask import RowMask
 from rag.text.analysis import lexical_tokens
 
 WORDS = ["gateway", "firmware", "modbus", "cache", "offline", "heartbeat", "tunnel", "rotation", "secure", "boot"]
@@ -62,7 +63,10 @@ def test_a_caller_gets_the_scores_of_an_index_of_the_documents_it_may_read_alone
     parts = [{d: corpus[d][0] for j, d in enumerate(ids) if j % n_parts == p} for p in range(n_parts)]
     readable = {d: corpus[d][0] for d in ids if "pub" in acls[d]}
     alone = index_of([readable]).search(question, limit) if readable else {}
-    assert index_of([p for p in parts if p], acls).search(question, limit, frozenset({"pub"})) == alone
+    index = index_of([p for p in parts if p], acls)
+    assert index.search(question, limit, frozenset({"pub"})) == alone
+    # a caller's group set keeps its readable ACL sets, nothing as long as the documents
+    assert all(isinstance(m, RowMask) for m in index.counted(frozenset({"pub"})).masks)
 
 
 @given(st.lists(st.tuples(texts, st.sampled_from([("pub",), ("ops",), ("pub", "ops")])), min_size=1, max_size=30),
