@@ -164,7 +164,7 @@ def resident_mb(pid: int) -> float:
 def test_a_long_prompt_leaves_the_server_no_logits_per_prompt_token(local_model):
     # llama-cpp-python's server keeps every prompt token's logits unless told not to: 0.6 MB a token over Qwen's
     # 151,936-word vocabulary (1.2 GB for this prompt), and the output layer run for each of them
-    pid = shared_server()._proc.pid
+    pid = shared_server().pid
     local_model.complete([{"role": "user", "content": "Reply with the word OK."}], max_tokens=2)
     before = resident_mb(pid)
     long = " ".join(f"Gateway {n} publishes its heartbeat every {n % 60 + 1} seconds." for n in range(220))

@@ -1,0 +1,106 @@
+"""The embedded reader's server on a long prompt: seconds, prompt tokens a second and the server's memory, for this
+checkout's server settings and (`--before DIR`) another checkout's, in one run, order ABBA.
+
+Each round starts the checkout's `LocalLLMServer` (its command line: threads, flash attention, logits kept), sends a
+short warm-up, then `--prompts` times one fixed prompt of the sample corpus's text (~`--tokens` tokens; the same
+bytes for both checkouts) with `max_tokens=1`, so a request's seconds are its prompt evaluation. The server's
+resident memory after the prompts and its peak are read from /proc. The physical reference: Qwen2.5-0.5B does about
+2 × 494M multiply-adds a token, so tokens a second × 0.99 GFLOP is the arithmetic rate reached.
+
+    python bench/reader_speed.py --before ../wt-before
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.results_file import commit, write_results  # noqa: E402
+
+GFLOP_A_TOKEN = 2 * 0.494  # Qwen2.5-0.5B's parameters, two operations each
+
+
+def child(prompt_file: str, prompts: int) -> None:
+    """One round in the checkout on PYTHONPATH: its server, a warm-up, the prompts; prints the figures as JSON."""
+    from rag.answer.llm import OpenAIChat
+    from rag.answer.local_llm import LocalLLMServer
+
+    prompt = Path(prompt_file).read_text()
+    began = time.perf_counter()
+    with LocalLLMServer() as server:
+        started = time.perf_counter() - began
+        chat = OpenAIChat(server.base_url, server.model_name, max_retries=0, timeout=600)
+        chat.complete([{"role": "user", "content": "Reply with OK."}], max_tokens=1)
+        runs = []
+        for _ in range(prompts):
+            done = chat.complete([{"role": "user", "content": prompt}], max_tokens=1)
+            runs.append({"seconds": round(done.seconds, 3), "prompt_tokens": done.input_tokens})
+        status = dict(line.split(":", 1) for line in Path(f"/proc/{server.pid}/status").read_text().splitlines())
+        memory = {k: round(int(status[k].split()[0]) / 1024, 1) for k in ("VmRSS", "VmHWM")}
+        print(json.dumps({"start_s": round(started, 2), "runs": runs, "command": server.command(Path("MODEL")),
+                          "rss_mb": memory["VmRSS"], "peak_rss_mb": memory["VmHWM"]}))
+
+
+def round_of(code: Path, prompt_file: Path, prompts: int) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", str(prompt_file),
+                           "--prompts", str(prompts)], cwd=code, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{code}: the reader round failed: {done.stderr.strip().splitlines()[-1:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def the_prompt(tokens: int) -> str:
+    """The sample corpus's text, cut to about `tokens` tokens (four characters each), then a question."""
+    text = " ".join(" ".join(p.read_text().split()) for p in sorted((REPO / "samples" / "corpus").rglob("*.md")))
+    return f"Sources:\n{text[:4 * tokens]}\n\nQuestion: How often does a gateway publish its heartbeat?"
+
+
+def summary(rounds: list[dict]) -> dict:
+    runs = [r for one in rounds for r in one["runs"]]
+    rate = statistics.median(r["prompt_tokens"] / r["seconds"] for r in runs)
+    return {"prompt_tokens": runs[0]["prompt_tokens"], "seconds_median": statistics.median(r["seconds"] for r in runs),
+            "prompt_tokens_per_s": round(rate, 1), "gflop_per_s": round(rate * GFLOP_A_TOKEN, 1),
+            "rss_mb": max(r["rss_mb"] for r in rounds), "peak_rss_mb": max(r["peak_rss_mb"] for r in rounds),
+            "start_s": statistics.median(r["start_s"] for r in rounds), "server_command": rounds[0]["command"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--before", help="another checkout whose server settings are measured beside this one's")
+    parser.add_argument("--tokens", type=int, default=2000)
+    parser.add_argument("--prompts", type=int, default=3)
+    parser.add_argument("--tag")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        return child(args.child, args.prompts)
+    with tempfile.TemporaryDirectory() as tmp:
+        prompt_file = Path(tmp) / "prompt.txt"
+        prompt_file.write_text(the_prompt(args.tokens))
+        codes = {"after": REPO} | ({"before": Path(args.before).resolve()} if args.before else {})
+        order = ["before", "after", "after", "before"] if args.before else ["after", "after"]
+        rounds: dict[str, list[dict]] = {k: [] for k in codes}
+        for name in order:
+            rounds[name].append(round_of(codes[name], prompt_file, args.prompts))
+    command = " ".join(["python bench/reader_speed.py", *sys.argv[1:]])
+    figures = {"command": command.replace(args.before, "OTHER_CHECKOUT") if args.before else command, "order": order, "commits": {k: commit(c) for k, c in codes.items()}, "load_average": os.getloadavg(),
+               "summary": {k: summary(v) for k, v in rounds.items()}, "rounds": rounds}
+    out = write_results(figures, "reader-speed", args.tag)
+    for name, s in figures["summary"].items():
+        print(f"{name}: {s['prompt_tokens']} prompt tokens in {s['seconds_median']:.1f} s ({s['prompt_tokens_per_s']} "
+              f"tokens/s, {s['gflop_per_s']} GFLOP/s); server {s['rss_mb']} MB resident, peak {s['peak_rss_mb']} MB")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
