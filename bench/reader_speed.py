@@ -2,8 +2,8 @@
 checkout's server settings and (`--before DIR`) another checkout's, in one run, order ABBA.
 
 Each round starts the checkout's `LocalLLMServer` (its command line: threads, flash attention, logits kept), sends a
-short warm-up, then `--prompts` times one fixed prompt of the sample corpus's text (~`--tokens` tokens; the same
-bytes for both checkouts) with `max_tokens=1`, so a request's seconds are its prompt evaluation. The server's
+short warm-up, then `--prompts` prompts of the sample corpus's text (~`--tokens` tokens, each numbered first so
+none reuses another's evaluation; the same bytes for both checkouts) with `max_tokens=1`, so a request's seconds are its prompt evaluation. The server's
 resident memory after the prompts and its peak are read from /proc. The physical reference: Qwen2.5-0.5B does about
 2 × 494M multiply-adds a token, so tokens a second × 0.99 GFLOP is the arithmetic rate reached.
 
@@ -30,7 +30,8 @@ GFLOP_A_TOKEN = 2 * 0.494  # Qwen2.5-0.5B's parameters, two operations each
 
 
 def child(prompt_file: str, prompts: int) -> None:
-    """One round in the checkout on PYTHONPATH: its server, a warm-up, the prompts; prints the figures as JSON."""
+    """One round in the checkout it runs in: its server, a warm-up, the prompts; prints the figures as JSON."""
+    sys.path.insert(0, os.getcwd())  # that checkout's `rag`, ahead of this file's
     from rag.answer.llm import OpenAIChat
     from rag.answer.local_llm import LocalLLMServer
 
@@ -41,8 +42,8 @@ def child(prompt_file: str, prompts: int) -> None:
         chat = OpenAIChat(server.base_url, server.model_name, max_retries=0, timeout=600)
         chat.complete([{"role": "user", "content": "Reply with OK."}], max_tokens=1)
         runs = []
-        for _ in range(prompts):
-            done = chat.complete([{"role": "user", "content": prompt}], max_tokens=1)
+        for n in range(prompts):  # numbered first: the server would reuse a repeated prompt's evaluation
+            done = chat.complete([{"role": "user", "content": f"Request {n}. {prompt}"}], max_tokens=1)
             runs.append({"seconds": round(done.seconds, 3), "prompt_tokens": done.input_tokens})
         status = dict(line.split(":", 1) for line in Path(f"/proc/{server.pid}/status").read_text().splitlines())
         memory = {k: round(int(status[k].split()[0]) / 1024, 1) for k in ("VmRSS", "VmHWM")}
