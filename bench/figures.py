@@ -303,6 +303,13 @@ def extraction(data: dict, fmt: str) -> str:
     return f"**{scores('ours')}**" + (f" ({anchors})" if anchors else "")
 
 
+def reader_speed(data: dict) -> str:
+    """Prompt tokens a second, the arithmetic rate that is, and the server's resident memory."""
+    s = data["summary"]["after"]
+    return (f"{s['prompt_tokens_per_s']:.0f} prompt tokens/s ({s['gflop_per_s']:.0f} GFLOP/s), "
+            f"{s['seconds_median']:.1f} s for {s['prompt_tokens']:,} tokens; server {s['rss_mb'] / 1024:.1f} GB resident")
+
+
 def parity(data: dict) -> str:
     """Completeness at 1K / 2K / 4K of a benchmark's documents read from files, against its JSONL."""
     [run] = data["parity"][:1]
@@ -337,6 +344,8 @@ def sections() -> dict[str, list[Figure]]:
             Figure("a cold `rag retrieve` (whole process, demo workspace)", ("cold-retrieve.json",), cold_retrieve,
                    "goal ≤ 2 s, ≤ 400 MB"),
             Figure("ELITE collect round", ("elite-collect.json",), elite_collect),
+            Figure("the embedded reader's server, a ~1,800-token prompt", ("reader-speed.json",), reader_speed,
+                   "0.5B parameters: ~1 GFLOP a token"),
         ],
         "Serving": [
             Figure("`rag serve`, 2 workers, 8 kept-alive clients, a 10% re-publish mid-run", ("serve-load.json",),
