@@ -37,6 +37,7 @@ answer's cited documents, it is located in the context like a statement; found n
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rag.retrieval.context import ContextItem
@@ -276,17 +277,11 @@ def _joint(wanted: set[str], found: list[Citation], index: int, items: list[Cont
     missing = (wanted - _held(wanted, found, docs)) & distinct
     out: list[Citation] = []
     while len(missing) >= JOINT_WORDS and len(out) < MAX_JOINT:
-        best, held = None, set()
-        for item in items:
-            if item.doc_id in cited:
-                continue
-            for sentence in item_sentences(item):
-                present = set(content_words(sentence))
-                if len(missing & present) > len(held) and (link is None or link & present):
-                    best, held = (item, sentence), missing & present
-        if best is None or len(held) < JOINT_WORDS:
+        best = _best_sentence([i for i in items if i.doc_id not in cited], missing,
+                              lambda present: link is None or link & present)
+        if best is None or len(best[2]) < JOINT_WORDS:
             break
-        item, sentence = best
+        item, sentence, held = best
         out.append(Citation(item.doc_id, item.doc_version, item.location, ATTRIBUTED, index, sentence))
         cited.add(item.doc_id)
         missing -= held
@@ -301,17 +296,28 @@ def _named(text: str, found: list[Citation], index: int, items: list[ContextItem
     out: list[Citation] = []
     for item in items:
         name = _plain(_QUALIFIER.sub("", item.title))
-        if item.doc_id in cited or not content_words(name) or not _names(plain, name):
+        titled = set(content_words(name))
+        if item.doc_id in cited or not titled or not _names(plain, name):
             continue
-        best, held, beyond = None, set(), (wanted | (link or set())) - set(content_words(name))
-        for sentence in item_sentences(item):
-            present = set(content_words(sentence))
-            if len(wanted & present) > len(held) and beyond & present and (link is None or link & present):
-                best, held = sentence, wanted & present
-        if best is not None and len(held) >= JOINT_WORDS:
-            out.append(Citation(item.doc_id, item.doc_version, item.location, ATTRIBUTED, index, best))
+        beyond = (wanted | (link or set())) - titled
+        best = _best_sentence([item], wanted, lambda present: beyond & present and (link is None or link & present))
+        if best is not None and len(best[2]) >= JOINT_WORDS:
+            out.append(Citation(item.doc_id, item.doc_version, item.location, ATTRIBUTED, index, best[1]))
             cited.add(item.doc_id)
     return out
+
+
+def _best_sentence(items: list[ContextItem], wanted: set[str],
+                   admits: Callable[[set[str]], object]) -> tuple[ContextItem, str, set[str]] | None:
+    """(item, sentence, the wanted words it holds) of the context sentence holding the most wanted words among those
+    `admits` (given a sentence's content words); ties go to the earliest. None when no sentence holds any."""
+    best, held = None, set()
+    for item in items:
+        for sentence in item_sentences(item):
+            present = set(content_words(sentence))
+            if len(wanted & present) > len(held) and admits(present):
+                best, held = (item, sentence), wanted & present
+    return (*best, held) if best is not None else None
 
 
 def _names(plain: str, name: str) -> bool:
