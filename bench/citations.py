@@ -58,11 +58,8 @@ def run_sample(code: Path, workspace: Path, out: Path) -> dict:
 def run_benchmark(args: argparse.Namespace, root: Path) -> tuple[dict, list[str]]:
     """The evaluation of `--n` report-half questions of `--benchmark`, with the local reader."""
     from rag.answer.llm import chat_model
-    from rag.evaluation import EvalConfig, Evaluator, evaluate, load_questions, summarise, write_report
-    from rag.evaluation.prepared import prepare_workspace
+    from rag.evaluation import EvalConfig, load_questions
     from rag.evaluation.run import answer_sample
-    from rag.models.embedders import Embedder
-    from rag.models.tokens import default_counter
     from rag.sources.benchmarks import half_of
 
     name = args.benchmark
@@ -70,15 +67,26 @@ def run_benchmark(args: argparse.Namespace, root: Path) -> tuple[dict, list[str]
     chosen = answer_sample(report_half, args.n, args.seed)
     questions = [q for q in report_half if q.qid in chosen]
     config = EvalConfig(tuple(args.methods.split(",")), (args.budget,))
+    summary = evaluated(args, root, questions, config, chat_model(args.reader), f"citations-{name}")
+    return summary, [q.qid for q in questions]
+
+
+def evaluated(args: argparse.Namespace, root: Path, questions: list, config, chat, report: str) -> dict:
+    """The questions evaluated on `--benchmark`'s workspace with this chat model; the report written to `report`."""
+    from rag.evaluation import Evaluator, evaluate, summarise, write_report
+    from rag.evaluation.prepared import prepare_workspace
+    from rag.models.embedders import Embedder
+    from rag.models.tokens import default_counter
+
     embedder, counter = Embedder(threads=1), default_counter()
-    prepared = prepare_workspace(root / name, Path(args.workspace_root) / name, embedder, counter)
+    prepared = prepare_workspace(root / args.benchmark, Path(args.workspace_root) / args.benchmark, embedder, counter)
     try:
-        evaluation = evaluate(prepared, questions, Evaluator(config, embedder, counter, chat_model(args.reader)))
+        evaluation = evaluate(prepared, questions, Evaluator(config, embedder, counter, chat))
         summary = summarise(evaluation, prepared, command())
     finally:
         prepared.close()
-    write_report(RESULTS / "eval" / f"citations-{name}", evaluation, summary)
-    return summary, [q.qid for q in questions]
+    write_report(RESULTS / "eval" / report, evaluation, summary)
+    return summary
 
 
 class Replay:
@@ -103,10 +111,7 @@ class Replay:
 
 def run_recite(args: argparse.Namespace, root: Path) -> tuple[dict, list[str]]:
     """The recorded rows' replies checked with this process's citation rules, on the same retrieval."""
-    from rag.evaluation import EvalConfig, Evaluator, evaluate, load_questions, summarise, write_report
-    from rag.evaluation.prepared import prepare_workspace
-    from rag.models.embedders import Embedder
-    from rag.models.tokens import default_counter
+    from rag.evaluation import EvalConfig, load_questions
 
     name = args.benchmark
     rows = [json.loads(line) for line in Path(args.recorded).read_text().splitlines() if line.strip()]
@@ -118,15 +123,8 @@ def run_recite(args: argparse.Namespace, root: Path) -> tuple[dict, list[str]]:
     asked = {q.qid: q for q in load_questions(root / name / "questions.jsonl")}
     questions = [asked[r["qid"]] for r in rows]
     replies = {asked[r["qid"]].question: r["replies"] for r in rows if r["answered"]}
-    config = EvalConfig((rows[0]["method"],), (args.budget,))
-    embedder, counter = Embedder(threads=1), default_counter()
-    prepared = prepare_workspace(root / name, Path(args.workspace_root) / name, embedder, counter)
-    try:
-        evaluation = evaluate(prepared, questions, Evaluator(config, embedder, counter, Replay(args.model, replies)))
-        summary = summarise(evaluation, prepared, command())
-    finally:
-        prepared.close()
-    write_report(RESULTS / "eval" / f"citations-{name}-recite{'-' + args.tag if args.tag else ''}", evaluation, summary)
+    summary = evaluated(args, root, questions, EvalConfig((rows[0]["method"],), (args.budget,)),
+                        Replay(args.model, replies), f"citations-{name}-recite{'-' + args.tag if args.tag else ''}")
     recorded = [r["generate_s"] for r in rows if r.get("generate_s")]
     for cell in summary["results"]:
         cell["generate_s"] = {"mean": sum(recorded) / len(recorded)} if recorded else None
