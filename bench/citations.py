@@ -67,7 +67,8 @@ def run_benchmark(args: argparse.Namespace, root: Path) -> tuple[dict, list[str]
     chosen = answer_sample(report_half, args.n, args.seed)
     questions = [q for q in report_half if q.qid in chosen]
     config = EvalConfig(tuple(args.methods.split(",")), (args.budget,))
-    summary = evaluated(args, root, questions, config, chat_model(args.reader), f"citations-{name}")
+    report = f"citations-{name}" + (f"-{args.tag}" if args.tag else "")
+    summary = evaluated(args, root, questions, config, chat_model(args.reader), report)
     return summary, [q.qid for q in questions]
 
 
