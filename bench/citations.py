@@ -2,11 +2,12 @@
 and precision against the gold documents (ALCE-style), the attributed share, short-answer support, seconds per
 answer.
 
-Two sets:
+Three sets:
 - `sample`: the sample questions on the demo workspace through `rag eval --questions` exactly as a user runs it,
   with the code of `--code DIR` (another checkout, for before/after on one machine); `--summary FILE` reads the
   summary.json of a run already made with the same command instead of running it.
-- `benchmark`: `--n` questions of a benchmark's report half (rag.sources.benchmarks.half_of; drawn per type × hops,
+- `benchmark`: `--n` questions of a benchmark's report half, or of its tune half with `--half tune` (for developing
+  citation rules on questions that are never reported; rag.sources.benchmarks.half_of; drawn per type × hops,
   seeded), ingested into `--workspace-root` when needed. Each row keeps the model's replies as written.
 - `recite`: the replies a `benchmark` run recorded (`--recorded` its results.jsonl), checked again with the
   citation rules of `--code DIR` (default: this checkout): two rule sets compared on the same replies, in one run,
@@ -56,18 +57,18 @@ def run_sample(code: Path, workspace: Path, out: Path) -> dict:
 
 
 def run_benchmark(args: argparse.Namespace, root: Path) -> tuple[dict, list[str]]:
-    """The evaluation of `--n` report-half questions of `--benchmark`, with the local reader."""
+    """The evaluation of `--n` questions of `--benchmark`'s `--half`, with the local reader."""
     from rag.answer.llm import chat_model
     from rag.evaluation import EvalConfig, load_questions
     from rag.evaluation.run import answer_sample
     from rag.sources.benchmarks import half_of
 
     name = args.benchmark
-    report_half = [q for q in load_questions(root / name / "questions.jsonl") if half_of(name, q.qid) == "report"]
-    chosen = answer_sample(report_half, args.n, args.seed)
-    questions = [q for q in report_half if q.qid in chosen]
+    in_half = [q for q in load_questions(root / name / "questions.jsonl") if half_of(name, q.qid) == args.half]
+    chosen = answer_sample(in_half, args.n, args.seed)
+    questions = [q for q in in_half if q.qid in chosen]
     config = EvalConfig(tuple(args.methods.split(",")), (args.budget,))
-    report = f"citations-{name}" + (f"-{args.tag}" if args.tag else "")
+    report = f"citations-{name}" + ("-tune" if args.half == "tune" else "") + (f"-{args.tag}" if args.tag else "")
     summary = evaluated(args, root, questions, config, chat_model(args.reader), report)
     return summary, [q.qid for q in questions]
 
@@ -146,8 +147,10 @@ def main() -> None:
     parser.add_argument("--summary", help="sample: the summary.json of a run already made with the same command")
     parser.add_argument("--workspace", default=str(REPO / ".rag" / "bench" / "citations-demo"))
     parser.add_argument("--benchmark", default="hotpotqa")
-    parser.add_argument("--n", type=int, default=32, help="benchmark: questions drawn from the report half")
+    parser.add_argument("--n", type=int, default=32, help="benchmark: questions drawn from the half")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--half", default="report", choices=("report", "tune"),
+                        help="benchmark: the half drawn from (tune: for developing rules; never reported)")
     parser.add_argument("--methods", default="longrag")
     parser.add_argument("--budget", type=int, default=2000)
     parser.add_argument("--reader", default="local", choices=("local", "endpoint"))
@@ -169,12 +172,13 @@ def main() -> None:
     else:
         run = run_recite if args.set == "recite" else run_benchmark
         summary, qids = run(args, benchmarks_option(parser, args))
-        figures |= {"benchmark": args.benchmark, "half": "report", "seed": args.seed, "questions": qids,
+        figures |= {"benchmark": args.benchmark, "half": args.half, "seed": args.seed, "questions": qids,
                     "rules_commit": commit(args.code)}
     wall = summary["evaluation_seconds"] if args.summary else time.perf_counter() - start  # the run's, not the read's
     figures |= {"reader": summary["reader"], "wall_s": round(wall, 1),
                 "load_average": os.getloadavg(), "cells": cells(summary)}
     name = {"sample": "sample", "benchmark": args.benchmark}.get(args.set, f"{args.benchmark}-recite")
+    name += "-tune" if args.half == "tune" and args.set != "sample" else ""
     out = write_results(figures, f"citations-{name}", args.tag)
     for c in figures["cells"]:
         shown = "  ".join(f"{k} {c[k]['mean']:.3f}" + (f" [{c[k]['low']:.3f}, {c[k]['high']:.3f}]"
