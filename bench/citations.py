@@ -13,7 +13,7 @@ Three sets:
   citation rules of `--code DIR` (default: this checkout): two rule sets compared on the same replies, in one run,
   without the reader. EM and F1 are the recorded run's (the short answers are the same); seconds per answer too.
 
-Writes bench/results/citations-<set>[-<tag>].json.
+Writes bench/results/citations-<benchmark>[-tune][-recite][-<tag>].json (citations-sample[-<tag>].json).
 """
 from __future__ import annotations
 
@@ -68,8 +68,7 @@ def run_benchmark(args: argparse.Namespace, root: Path) -> tuple[dict, list[str]
     chosen = answer_sample(in_half, args.n, args.seed)
     questions = [q for q in in_half if q.qid in chosen]
     config = EvalConfig(tuple(args.methods.split(",")), (args.budget,))
-    report = f"citations-{name}" + ("-tune" if args.half == "tune" else "") + (f"-{args.tag}" if args.tag else "")
-    summary = evaluated(args, root, questions, config, chat_model(args.reader), report)
+    summary = evaluated(args, root, questions, config, chat_model(args.reader), report_name(args))
     return summary, [q.qid for q in questions]
 
 
@@ -126,11 +125,19 @@ def run_recite(args: argparse.Namespace, root: Path) -> tuple[dict, list[str]]:
     questions = [asked[r["qid"]] for r in rows]
     replies = {asked[r["qid"]].question: r["replies"] for r in rows if r["answered"]}
     summary = evaluated(args, root, questions, EvalConfig((rows[0]["method"],), (args.budget,)),
-                        Replay(args.model, replies), f"citations-{name}-recite{'-' + args.tag if args.tag else ''}")
+                        Replay(args.model, replies), report_name(args))
     recorded = [r["generate_s"] for r in rows if r.get("generate_s")]
     for cell in summary["results"]:
         cell["generate_s"] = {"mean": sum(recorded) / len(recorded)} if recorded else None
     return summary, [q.qid for q in questions]
+
+
+def report_name(args: argparse.Namespace) -> str:
+    """The name a run's files take: citations-<benchmark>[-tune][-recite][-<tag>] (or citations-sample[-<tag>])."""
+    if args.set == "sample":
+        return "citations-sample" + (f"-{args.tag}" if args.tag else "")
+    parts = [args.benchmark, "tune" if args.half == "tune" else "", "recite" if args.set == "recite" else "", args.tag]
+    return "-".join(["citations", *filter(None, parts)])
 
 
 def command() -> str:
@@ -177,9 +184,7 @@ def main() -> None:
     wall = summary["evaluation_seconds"] if args.summary else time.perf_counter() - start  # the run's, not the read's
     figures |= {"reader": summary["reader"], "wall_s": round(wall, 1),
                 "load_average": os.getloadavg(), "cells": cells(summary)}
-    name = {"sample": "sample", "benchmark": args.benchmark}.get(args.set, f"{args.benchmark}-recite")
-    name += "-tune" if args.half == "tune" and args.set != "sample" else ""
-    out = write_results(figures, f"citations-{name}", args.tag)
+    out = write_results(figures, report_name(args))
     for c in figures["cells"]:
         shown = "  ".join(f"{k} {c[k]['mean']:.3f}" + (f" [{c[k]['low']:.3f}, {c[k]['high']:.3f}]"
                                                        if k in ("exact_match", "f1") else "")

@@ -29,6 +29,12 @@ itself is not drawn on); so is a document the question names, for the premise, w
 word of a cited statement that the question lacks. A title is named when its words, without a trailing "(…)"
 qualifier, stand together in the text.
 
+Compared documents: a question naming two or more context documents ("Which band was formed first, The Exies or
+Circus Diablo?") rests on each, whichever one the answer names: each is cited for the premise through its sentence
+holding the most (≥ `JOINT_WORDS`) of the question's words. A short answer that is a context document's title ("Mika
+Häkkinen") cites it through its sentence holding the most (≥ `JOINT_WORDS`) of the question's words beyond the title.
+Neither cites anything for an answer nothing supports (it is withheld).
+
 Short-answer rule: the short answer is supported by a text when its normalised form (lower case, punctuation and
 extra spaces removed) is a substring of the text's, or every one of its content words and numbers occurs there;
 "yes" and "no" are derived from a comparison, so a cited long answer supports them. Not supported by the long
@@ -257,6 +263,9 @@ def cite(long_answer: str, short_answer: str, items: list[ContextItem], question
         premise = _named(question, citations, PREMISE, items, claimed - asked)
         premise += _joint(asked, [*citations, *premise], PREMISE, items, docs, distinct, claimed - asked)
     check, short_citation = _check_short(short_answer, citations, items, docs)
+    if citations or check != SHORT_UNSUPPORTED:  # an answer with no support cites nothing: it is withheld
+        short_citation += _subject(short_answer, question, [*citations, *premise, *short_citation], items)
+        premise += _compared(question, [*citations, *premise, *short_citation], items)
     return Cited(" ".join(parts), (*citations, *premise, *short_citation), tuple(dropped), uncited, check)
 
 
@@ -295,9 +304,9 @@ def _named(text: str, found: list[Citation], index: int, items: list[ContextItem
     cited = {c.doc_id for c in found}
     out: list[Citation] = []
     for item in items:
-        name = _plain(_QUALIFIER.sub("", item.title))
+        name = _title(item)
         titled = set(content_words(name))
-        if item.doc_id in cited or not titled or not _names(plain, name):
+        if item.doc_id in cited or not name or not _names(plain, name):
             continue
         beyond = (wanted | (link or set())) - titled
         best = _best_sentence([item], wanted, lambda present: beyond & present and (link is None or link & present))
@@ -305,6 +314,36 @@ def _named(text: str, found: list[Citation], index: int, items: list[ContextItem
             out.append(Citation(item.doc_id, item.doc_version, item.location, ATTRIBUTED, index, best[1]))
             cited.add(item.doc_id)
     return out
+
+
+def _compared(question: str, found: list[Citation], items: list[ContextItem]) -> list[Citation]:
+    """Premise citations of the context documents a question names, when it names two or more (module doc)."""
+    plain, asked = f" {_plain(question)} ", set(content_words(question))
+    named = {i.doc_id for i in items if _names(plain, _title(i))}
+    cited = {c.doc_id for c in found}
+    out: list[Citation] = []
+    for item in items if len(named) >= 2 else []:
+        best = _best_sentence([item], asked, bool) if item.doc_id in named - cited else None
+        if best is not None and len(best[2]) >= JOINT_WORDS:
+            out.append(Citation(item.doc_id, item.doc_version, item.location, ATTRIBUTED, PREMISE, best[1]))
+            cited.add(item.doc_id)
+    return out
+
+
+def _subject(short: str, question: str, found: list[Citation], items: list[ContextItem]) -> tuple[Citation, ...]:
+    """The citation of the context document the short answer is the title of, when not cited yet (module doc)."""
+    cited, asked = {c.doc_id for c in found}, set(content_words(question))
+    for item in (i for i in items if i.doc_id not in cited and _title(i) and _title(i) == _plain(short)):
+        best = _best_sentence([item], asked - set(content_words(_title(item))), bool)
+        if best is not None and len(best[2]) >= JOINT_WORDS:
+            return (Citation(item.doc_id, item.doc_version, item.location, ATTRIBUTED, SHORT_ANSWER, best[1]),)
+    return ()
+
+
+def _title(item: ContextItem) -> str:
+    """The item's title as it is looked for in a text: plain, without a trailing "(…)" qualifier; "" if wordless."""
+    name = _plain(_QUALIFIER.sub("", item.title))
+    return name if content_words(name) else ""
 
 
 def _best_sentence(items: list[ContextItem], wanted: set[str],
@@ -322,7 +361,7 @@ def _best_sentence(items: list[ContextItem], wanted: set[str],
 
 def _names(plain: str, name: str) -> bool:
     """Whether the text names the title: its words standing together (Chinese is not spaced, so a substring)."""
-    return name in plain if has_han(name) else f" {name} " in plain
+    return bool(name) and (name in plain if has_han(name) else f" {name} " in plain)
 
 
 def _plain(text: str) -> str:

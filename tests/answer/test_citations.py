@@ -14,6 +14,7 @@ from rag.answer.citations import (
     JOINT_WORDS,
     MODEL_GIVEN,
     PREMISE,
+    SHORT_ANSWER,
     SHORT_ATTRIBUTED,
     SHORT_IN_CITED,
     SHORT_UNSUPPORTED,
@@ -181,6 +182,39 @@ def test_the_question_naming_the_bridge_document_cites_it_for_the_premise_though
                ASKED)
     assert [(c.doc_id, c.statement) for c in got.citations] == [("shirley-temple", 0),
                                                                  ("kiss-and-tell-1945-film", PREMISE)]
+
+
+BANDS = [item("the-exies", "The Exies is an American rock band formed in 1997 in Los Angeles."),
+         item("circus-diablo", "Circus Diablo is an American rock band, formed in early 2006 by Billy Morrison.")]
+
+
+def test_a_question_comparing_named_documents_cites_each_whichever_one_the_answer_names():
+    compared = "Which band was formed first, The Exies or Circus Diablo?"
+    got = cite("The Exies was formed in 1997 [the-exies].", "The Exies", BANDS, compared)
+    assert [(c.doc_id, c.origin, c.statement) for c in got.citations] == [
+        ("the-exies", MODEL_GIVEN, 0), ("circus-diablo", ATTRIBUTED, PREMISE)]
+    assert got.citations[1].sentence.startswith("Circus Diablo is an American rock band")
+    # a question about one of them rests on that one alone
+    alone = cite("The Exies was formed in 1997 [the-exies].", "1997", BANDS, "When was The Exies formed?")
+    assert [c.doc_id for c in alone.citations] == ["the-exies"]
+    # an answer nothing supports cites neither: it is withheld, not dressed in the compared documents
+    unsupported = cite("Elvis founded them.", "Elvis", BANDS, compared)
+    assert unsupported.citations == () and unsupported.short_answer_check == SHORT_UNSUPPORTED
+
+
+def test_a_short_answer_that_is_a_documents_title_cites_that_document_where_it_matches_the_question():
+    car = item("mclaren-mp4-11", "The McLaren MP4/11 was driven by Mika Hakkinen and David Coulthard.")
+    asked = "McLaren MP4/11 was driven by what Finnish former professional racing driver?"
+    driver = item("mika-hakkinen", "Mika Hakkinen won two titles. He is a Finnish former professional racing driver.")
+    got = cite("The McLaren MP4/11 was driven by Mika Hakkinen [mclaren-mp4-11].", "Mika Hakkinen", [car, driver],
+               asked)
+    assert [(c.doc_id, c.origin, c.statement) for c in got.citations] == [
+        ("mclaren-mp4-11", MODEL_GIVEN, 0), ("mika-hakkinen", ATTRIBUTED, SHORT_ANSWER)]
+    assert got.citations[1].sentence == "He is a Finnish former professional racing driver."
+    # a page that says nothing the question asks of its subject is not cited for it
+    born = item("mika-hakkinen", "Mika Hakkinen was born in 1968.")
+    got = cite("The McLaren MP4/11 was driven by Mika Hakkinen [mclaren-mp4-11].", "Mika Hakkinen", [car, born], asked)
+    assert [c.doc_id for c in got.citations] == ["mclaren-mp4-11"]
 
 
 words = st.sampled_from(["cache", "logs", "revenue", "lisbon", "office", "tiles", "zstd", "rotate", "quarter", "latency", "site", "days", "march", "penguins", "north", "winter", "budget"])
