@@ -224,13 +224,16 @@ sentence = st.lists(words, min_size=2, max_size=6).map(lambda ws: " ".join(ws).c
 @settings(max_examples=150, deadline=None)
 @given(bodies=st.lists(st.lists(sentence, min_size=1, max_size=3), min_size=1, max_size=3),
        outside=st.lists(sentence, min_size=1, max_size=2), claims=st.lists(sentence, min_size=1, max_size=3),
-       cites=st.lists(st.sampled_from(["[1]", "[2]", "[outside-doc]", ""]), min_size=3, max_size=3))
-def test_an_attributed_citation_names_a_context_document_holding_its_sentence(bodies, outside, claims, cites):
+       cites=st.lists(st.sampled_from(["[1]", "[2]", "[outside-doc]", ""]), min_size=3, max_size=3),
+       named=st.lists(st.integers(0, 3), max_size=3), short_title=st.booleans(), echo=st.booleans())
+def test_an_attributed_citation_names_a_context_document_holding_its_sentence(bodies, outside, claims, cites, named,
+                                                                               short_title, echo):
     items = [item(f"doc-{k}", " ".join(b)) for k, b in enumerate(bodies)]
     allowed = {i.doc_id: i.text for i in items}
     long_text = resolve_numbers(" ".join(f"{c.rstrip('.')} {mark}." for c, mark in zip(claims, cites)), items)
-    question = " ".join(outside)
-    got = cite(long_text, claims[0], items, question)
+    # the question may echo the context, name documents by title (some outside it), and the short answer may be a title
+    question = " ".join(outside + (bodies[0] if echo else [])) + "".join(f" Doc {k} or" for k in named)
+    got = cite(long_text, f"Doc {named[0]}" if named and short_title else claims[0], items, question)
     for c in got.citations:
         assert c.doc_id in allowed  # never "outside-doc", never a document outside the caller's context
         if c.origin == ATTRIBUTED:
