@@ -117,6 +117,9 @@ def run_recite(args: argparse.Namespace, root: Path) -> tuple[dict, list[str]]:
     name = args.benchmark
     rows = [json.loads(line) for line in Path(args.recorded).read_text().splitlines() if line.strip()]
     rows = [r for r in rows if r["method"] in args.methods.split(",") and r["budget"] == args.budget]
+    if args.same_questions:  # another method's run on a subset: both compared on the same questions
+        kept = set(json.loads(Path(args.same_questions).read_text())["questions"])
+        rows = [r for r in rows if r["qid"] in kept]
     if len({r["method"] for r in rows}) != 1:
         raise SystemExit(f"{args.recorded}: recite takes the rows of one method at --budget {args.budget}")
     if any(r.get("replies") is None for r in rows if r["answered"]):
@@ -151,6 +154,7 @@ def main() -> None:
                                                           "the checkout whose citation rules check the replies")
     parser.add_argument("--recorded", help="recite: the results.jsonl of a `benchmark` run")
     parser.add_argument("--model", default="qwen2.5-coder-0.5b-instruct-q4_k_m", help="recite: the recorded reader")
+    parser.add_argument("--same-questions", help="recite: only the questions of this results file (another run's)")
     parser.add_argument("--summary", help="sample: the summary.json of a run already made with the same command")
     parser.add_argument("--workspace", default=str(REPO / ".rag" / "bench" / "citations-demo"))
     parser.add_argument("--benchmark", default="hotpotqa")

@@ -330,6 +330,9 @@ def sections() -> dict[str, list[Figure]]:
                    citations, "goal valid ≥ 0.95, locatable ≥ 0.90"),
             Figure("the embedded reader's citations, HotpotQA report half, LongRAG at 2K tokens",
                    ("citations-hotpotqa-recite.json",), citations, "goal gold documents cited ≥ 0.8"),
+            Figure("the embedded reader's citations, HotpotQA report half, ELITE at 2K tokens",
+                   ("citations-hotpotqa-elite.json",), citations, "LongRAG on the same questions: "
+                   + citations(load("citations-hotpotqa-recite-elite-questions.json"))),
         ],
         "Query cost": [
             latency("110k", "110K sub-chunks, a caller reading 20%", True),
