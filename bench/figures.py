@@ -333,6 +333,8 @@ def sections() -> dict[str, list[Figure]]:
             Figure("the embedded reader's citations, HotpotQA report half, ELITE at 2K tokens",
                    ("citations-hotpotqa-elite.json",), citations, "LongRAG on the same questions: "
                    + citations(load("citations-hotpotqa-recite-elite-questions.json"))),
+            Figure("the embedded reader's citations, HotpotQA report half, longrag-extract at 2K tokens",
+                   ("citations-hotpotqa-extract.json",), citations, "LongRAG on the same questions: see the row above"),
         ],
         "Query cost": [
             latency("110k", "110K sub-chunks, a caller reading 20%", True),
