@@ -320,10 +320,12 @@ def _compared(question: str, found: list[Citation], items: list[ContextItem]) ->
     """Premise citations of the context documents a question names, when it names two or more (module doc)."""
     plain, asked = f" {_plain(question)} ", set(content_words(question))
     named = {i.doc_id for i in items if _names(plain, _title(i))}
+    if len(named) < 2:
+        return []
     cited = {c.doc_id for c in found}
     out: list[Citation] = []
-    for item in items if len(named) >= 2 else []:
-        best = _best_sentence([item], asked, bool) if item.doc_id in named - cited else None
+    for item in (i for i in items if i.doc_id in named and i.doc_id not in cited):
+        best = _best_sentence([item], asked, bool)
         if best is not None and len(best[2]) >= JOINT_WORDS:
             out.append(Citation(item.doc_id, item.doc_version, item.location, ATTRIBUTED, PREMISE, best[1]))
             cited.add(item.doc_id)
@@ -332,9 +334,9 @@ def _compared(question: str, found: list[Citation], items: list[ContextItem]) ->
 
 def _subject(short: str, question: str, found: list[Citation], items: list[ContextItem]) -> tuple[Citation, ...]:
     """The citation of the context document the short answer is the title of, when not cited yet (module doc)."""
-    cited, asked = {c.doc_id for c in found}, set(content_words(question))
-    for item in (i for i in items if i.doc_id not in cited and _title(i) and _title(i) == _plain(short)):
-        best = _best_sentence([item], asked - set(content_words(_title(item))), bool)
+    cited, asked, answer = {c.doc_id for c in found}, set(content_words(question)), _plain(short)
+    for item in (i for i in items if answer and i.doc_id not in cited and _title(i) == answer):
+        best = _best_sentence([item], asked - set(content_words(answer)), bool)
         if best is not None and len(best[2]) >= JOINT_WORDS:
             return (Citation(item.doc_id, item.doc_version, item.location, ATTRIBUTED, SHORT_ANSWER, best[1]),)
     return ()
