@@ -8,8 +8,9 @@ Three sets:
   summary.json of a run already made with the same command instead of running it.
 - `benchmark`: `--n` questions of a benchmark's report half, or of its tune half with `--half tune` (for developing
   citation rules on questions that are never reported; rag.sources.benchmarks.half_of; drawn per type × hops,
-  seeded), ingested into `--workspace-root` when needed. Each row keeps the model's replies as written.
-- `recite`: the replies a `benchmark` run recorded (`--recorded` its results.jsonl), checked again with the
+  seeded), ingested into `--workspace-root` when needed. Each row keeps the model's replies as written. `--skip`
+  leaves out the questions of a smaller draw already answered, so a draw grows in parts (recite joins them).
+- `recite`: the replies `benchmark` runs recorded (`--recorded` their results.jsonl), checked again with the
   citation rules of `--code DIR` (default: this checkout): two rule sets compared on the same replies, in one run,
   without the reader. EM and F1 are the recorded run's (the short answers are the same); seconds per answer too.
 
@@ -66,7 +67,8 @@ def run_benchmark(args: argparse.Namespace, root: Path) -> tuple[dict, list[str]
     name = args.benchmark
     in_half = [q for q in load_questions(root / name / "questions.jsonl") if half_of(name, q.qid) == args.half]
     chosen = answer_sample(in_half, args.n, args.seed)
-    questions = [q for q in in_half if q.qid in chosen]
+    skipped = set(json.loads(Path(args.skip).read_text())["questions"]) if args.skip else set()
+    questions = [q for q in in_half if q.qid in chosen and q.qid not in skipped]
     config = EvalConfig(tuple(args.methods.split(",")), (args.budget,))
     summary = evaluated(args, root, questions, config, chat_model(args.reader), report_name(args))
     return summary, [q.qid for q in questions]
@@ -115,15 +117,16 @@ def run_recite(args: argparse.Namespace, root: Path) -> tuple[dict, list[str]]:
     from rag.evaluation import EvalConfig, load_questions
 
     name = args.benchmark
-    rows = [json.loads(line) for line in Path(args.recorded).read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for recorded in args.recorded for line in Path(recorded).read_text().splitlines()
+            if line.strip()]
     rows = [r for r in rows if r["method"] in args.methods.split(",") and r["budget"] == args.budget]
     if args.same_questions:  # another method's run on a subset: both compared on the same questions
         kept = set(json.loads(Path(args.same_questions).read_text())["questions"])
         rows = [r for r in rows if r["qid"] in kept]
     if len({r["method"] for r in rows}) != 1:
-        raise SystemExit(f"{args.recorded}: recite takes the rows of one method at --budget {args.budget}")
+        raise SystemExit(f"{' '.join(args.recorded)}: recite takes the rows of one method at --budget {args.budget}")
     if any(r.get("replies") is None for r in rows if r["answered"]):
-        raise SystemExit(f"{args.recorded}: its rows keep no replies (recorded before replies were kept)")
+        raise SystemExit(f"{' '.join(args.recorded)}: its rows keep no replies (recorded before replies were kept)")
     asked = {q.qid: q for q in load_questions(root / name / "questions.jsonl")}
     questions = [asked[r["qid"]] for r in rows]
     replies = {asked[r["qid"]].question: r["replies"] for r in rows if r["answered"]}
@@ -152,9 +155,12 @@ def main() -> None:
     parser.add_argument("set", choices=("sample", "benchmark", "recite"))
     parser.add_argument("--code", default=str(REPO), help="sample: the checkout whose `rag eval` runs; recite: "
                                                           "the checkout whose citation rules check the replies")
-    parser.add_argument("--recorded", help="recite: the results.jsonl of a `benchmark` run")
+    parser.add_argument("--recorded", nargs="+", help="recite: the results.jsonl of `benchmark` runs (a draw "
+                                                      "answered in parts with --skip: each part's)")
     parser.add_argument("--model", default="qwen2.5-coder-0.5b-instruct-q4_k_m", help="recite: the recorded reader")
     parser.add_argument("--same-questions", help="recite: only the questions of this results file (another run's)")
+    parser.add_argument("--skip", help="benchmark: leave out the questions of this results file (a run of the same "
+                                       "draw at a smaller --n): a draw grows without answering them again")
     parser.add_argument("--summary", help="sample: the summary.json of a run already made with the same command")
     parser.add_argument("--workspace", default=str(REPO / ".rag" / "bench" / "citations-demo"))
     parser.add_argument("--benchmark", default="hotpotqa")
