@@ -104,6 +104,14 @@ def summary(result: dict) -> dict:
     return out
 
 
+def part_sizes_mb(state: Path) -> dict[str, float]:
+    """Each read-state part's files (MB), over the snapshots the folder holds: what a projection to more rows scales."""
+    sizes: dict[str, float] = {}
+    for part in (p for p in state.glob("*/*") if p.is_dir()):
+        sizes[part.name] = sizes.get(part.name, 0) + sum(f.stat().st_size for f in part.rglob("*") if f.is_file()) / 2**20
+    return {name: round(mb, 1) for name, mb in sorted(sizes.items())}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workspace", type=Path, required=False)
@@ -136,6 +144,7 @@ def main() -> None:
                "commits": {"after": commit(str(REPO))} | ({"before": commit(str(args.before))} if args.before else {}),
                "questions": len(questions), "load_average": os.getloadavg(),
                "read_state_files_mb": round(sum(f.stat().st_size for f in state.rglob("*") if f.is_file()) / 2**20, 1),
+               "read_state_part_mb": part_sizes_mb(state),
                "same_answers_before_after": len({w["answers"] for r in runs.values() for w in r["workers"]}) == 1,
                "summary": {label: summary(r) for label, r in runs.items()}, "runs": runs}
     write_results(figures, "read-state-workers", args.tag)
