@@ -331,10 +331,11 @@ def sections() -> dict[str, list[Figure]]:
             Figure("the embedded reader's citations, HotpotQA report half, LongRAG at 2K tokens",
                    ("citations-hotpotqa-recite.json",), citations, "goal gold documents cited ≥ 0.8"),
             Figure("the embedded reader's citations, HotpotQA report half, ELITE at 2K tokens",
-                   ("citations-hotpotqa-elite.json",), citations, "LongRAG on the same questions: "
-                   + citations(load("citations-hotpotqa-recite-elite-questions.json"))),
+                   ("citations-hotpotqa-recite-elite.json",), citations, "LongRAG on the same 100 questions: the row "
+                   "above"),
             Figure("the embedded reader's citations, HotpotQA report half, longrag-extract at 2K tokens",
-                   ("citations-hotpotqa-extract.json",), citations, "LongRAG on the same questions: see the row above"),
+                   ("citations-hotpotqa-extract.json",), citations, "LongRAG on the same questions: "
+                   + citations(load("citations-hotpotqa-recite-elite-questions.json"))),
         ],
         "Query cost": [
             latency("110k", "110K sub-chunks, a caller reading 20%", True),
