@@ -278,6 +278,21 @@ def incremental(data: dict) -> str:
             f"({size['documents']:,} documents)")
 
 
+def publish_steps(data: dict) -> str:
+    """CPU seconds of each step of an equal-sized publish into one partition, at its first and its last full stage."""
+    stages = data["stages"]
+    held = [0] + [s["subchunks"] for s in stages[:-1]]  # sub-chunks the partition held before each stage
+    full = [(h, s) for h, s in zip(held, stages) if s["subchunks"] - h == stages[0]["subchunks"]]
+
+    def steps(stage: dict) -> str:
+        return " / ".join(f"{stage['steps'][k]['cpu_seconds']:g}" for k in ("documents", "units", "index"))
+
+    (first_held, first), (last_held, last) = full[0], full[-1]
+    into = f"{first_held:,} sub-chunks" if first_held else "an empty partition"
+    return (f"{steps(first)} CPU s into {into}; {steps(last)} into {last_held:,} sub-chunks "
+            f"({first['subchunks']:,} new ones each)")
+
+
 def nightly(data: dict) -> str:
     """The retrieval-only nightly evaluation of every dev question."""
     questions = sum(b["questions"] for b in data["benchmarks"].values())
@@ -373,6 +388,9 @@ def sections() -> dict[str, list[Figure]]:
                    "goal ≥ 2× torch", True),
             Figure("a one-document edit's run, incremental against a full re-plan", ("incremental.json",), incremental,
                    "grows with the change"),
+            Figure("documents / units / index steps of a publish into one partition, small and large",
+                   ("replicated-1m.json",), publish_steps, "the units step plans every document of the partition: hash "
+                   "shards bound it"),
             Figure("PDF text of generated documents: words / word pairs / table cells / headings, pages per CPU second",
                    ("formats.json",), lambda d: extraction(d, "pdf"), "Kreuzberg, MarkItDown in the same run", True),
             *[Figure(f"{fmt.upper()} text of generated documents: words / word pairs / table cells / headings, files per CPU second",
