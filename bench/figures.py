@@ -351,8 +351,8 @@ def sections() -> dict[str, list[Figure]]:
             Figure("the embedded reader's citations, HotpotQA report half, longrag-extract at 2K tokens",
                    ("citations-hotpotqa-recite-extract.json",), citations, "LongRAG on the same 100 questions: two "
                    "rows above"),
-            Figure("the embedded reader's citations, MuSiQue report half (50 questions), LongRAG at 2K tokens",
-                   ("citations-musique.json",), citations, "2–4 hops; a 0.5B reader"),
+            Figure("the embedded reader's citations, MuSiQue report half, LongRAG at 2K tokens",
+                   ("citations-musique-recite.json",), citations, "2–4 hops; a 0.5B reader"),
         ],
         "Query cost": [
             latency("110k", "110K sub-chunks, a caller reading 20%", True),
