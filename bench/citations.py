@@ -67,7 +67,7 @@ def run_benchmark(args: argparse.Namespace, root: Path) -> tuple[dict, list[str]
     name = args.benchmark
     in_half = [q for q in load_questions(root / name / "questions.jsonl") if half_of(name, q.qid) == args.half]
     chosen = answer_sample(in_half, args.n, args.seed)
-    skipped = set(json.loads(Path(args.skip).read_text())["questions"]) if args.skip else set()
+    skipped = questions_of(args.skip) if args.skip else set()
     questions = [q for q in in_half if q.qid in chosen and q.qid not in skipped]
     config = EvalConfig(tuple(args.methods.split(",")), (args.budget,))
     summary = evaluated(args, root, questions, config, chat_model(args.reader), report_name(args))
@@ -121,7 +121,7 @@ def run_recite(args: argparse.Namespace, root: Path) -> tuple[dict, list[str]]:
             if line.strip()]
     rows = [r for r in rows if r["method"] in args.methods.split(",") and r["budget"] == args.budget]
     if args.same_questions:  # another method's run on a subset: both compared on the same questions
-        kept = set(json.loads(Path(args.same_questions).read_text())["questions"])
+        kept = questions_of(args.same_questions)
         rows = [r for r in rows if r["qid"] in kept]
     if len({r["method"] for r in rows}) != 1:
         raise SystemExit(f"{' '.join(args.recorded)}: recite takes the rows of one method at --budget {args.budget}")
@@ -136,6 +136,11 @@ def run_recite(args: argparse.Namespace, root: Path) -> tuple[dict, list[str]]:
     for cell in summary["results"]:
         cell["generate_s"] = {"mean": sum(recorded) / len(recorded)} if recorded else None
     return summary, [q.qid for q in questions]
+
+
+def questions_of(run: str) -> set[str]:
+    """The qids another run's results file answered."""
+    return set(json.loads(Path(run).read_text())["questions"])
 
 
 def report_name(args: argparse.Namespace) -> str:
