@@ -210,13 +210,12 @@ class Catalog(DocumentTables, UnitReads):
 
     # units -----------------------------------------------------------------------------------------
 
-    def current_units(self) -> dict[str, tuple[int, str]]:
-        return {u: (v, h) for u, v, h in self.rows(
-            "SELECT unit_id, unit_version, content_hash FROM units WHERE status = 'current'")}
+    def stage_units(self, publish_id: int, plan: UnitPlan, inputs: str | None = None,
+                    scope: list[str] | None = None) -> UnitChanges:
+        """Write the plan's new or changed units as pending, visible at commit; `inputs` (`plan_inputs`) is kept.
 
-    def stage_units(self, publish_id: int, plan: UnitPlan, inputs: str | None = None) -> UnitChanges:
-        """Write the plan's new or changed units as pending, visible at commit; `inputs` (`plan_inputs`) is kept."""
-        current = self.current_units()
+        A plan of `scope`'s documents only replaces the current units that hold one of them."""
+        current = self.current_units(scope)
         changes = UnitChanges()
         planned, changed = set(), []
         for unit in plan.units:

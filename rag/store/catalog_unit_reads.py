@@ -8,6 +8,8 @@ from rag.units.long_units import Member
 # Part of the plan inputs: raised when planning makes other units of the same documents, so that no run keeps the
 # units of the code before.
 PLAN_FORMAT = 1
+# A current document's planning fields, hashed: what its units depend on of it.
+PLAN_KEY = "hash(doc_id, version, title, content_hash, acl, collection, links)"
 
 
 class UnitReads:
@@ -28,6 +30,15 @@ class UnitReads:
             out.setdefault(key, []).append((tuple(acl), coll, Member(*member)))
         return out
 
+    def current_units(self, doc_ids: list[str] | None = None) -> dict[str, tuple[int, str]]:
+        """Version and content hash of each current unit (of those holding one of these documents, if given)."""
+        holding = "" if doc_ids is None else (
+            "AND EXISTS (SELECT 1 FROM unit_members m WHERE m.unit_id = u.unit_id AND m.unit_version = u.unit_version "
+            "AND m.doc_id IN (SELECT unnest(?)))")
+        return {u: (v, h) for u, v, h in self.rows(
+            f"SELECT unit_id, unit_version, content_hash FROM units u WHERE status = 'current' {holding}",
+            [] if doc_ids is None else [sorted(doc_ids)])}
+
     def leaving_documents(self, publish_id: int) -> set[str]:
         """The documents of the units this running publish retires and of abandoned units whose members are
         still kept (abandoned since the last publish point): the rows the index may hold for no unit."""
@@ -47,8 +58,7 @@ class UnitReads:
     def plan_inputs(self, cap: int, derive_links: bool) -> str:
         """What the unit plan is a function of: every current version's planning fields, the cap, derived links."""
         (count, digest), = self.rows(
-            "SELECT count(*), coalesce(bit_xor(hash(doc_id, version, title, content_hash, acl, collection, links)), 0) "
-            "FROM documents WHERE status = 'current'")
+            f"SELECT count(*), coalesce(bit_xor({PLAN_KEY}), 0) FROM documents WHERE status = 'current'")
         return f"{PLAN_FORMAT}:{cap}:{derive_links}:{count}:{digest}"
 
     def planned_from(self, publish_id: int) -> str | None:

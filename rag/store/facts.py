@@ -21,13 +21,17 @@ from rag.store.arrow_sql import registered
 from rag.store.catalog import Catalog
 from rag.units.chunking import Span
 from rag.units.components import Component, PlanDoc
-from rag.units.linking import TitleScan, first_tokens_of, mentionable, mentioned_titles
+from rag.units.linking import TitleScan, first_tokens_of, mentionable, mentioned_titles, title_candidates
 from rag.units.long_units import UnitPlan, assemble, oversize_parts, render_member
 
 # Up to this many new titles, DuckDB's `contains` join (one comparison per stored text and title, in C) costs less
 # than carrying every stored text into Python for one Aho–Corasick pass; past it, the join grows with texts × titles
 # (measured at 40K stored texts: the two meet between 100 and 1,000 titles).
 CONTAINS_JOIN_TITLES = 100
+# Up to this many new versions, the titles their texts may mention are found by looking up each run of their words
+# among the current titles (~24 a word); past it, every current title is read and matched. A one-document edit at
+# 670K titles spent 5.7 s of its 10.6 s units step reading and indexing every title.
+SPAN_LOOKUP_VERSIONS = 100
 
 
 @dataclass
@@ -45,22 +49,29 @@ class FactStore:
         self.catalog = catalog
         self.counter = counter
 
-    def plan_facts(self) -> PlanFacts:
-        """Facts of every current document version, computing (and storing) only the ones missing."""
+    def plan_facts(self, scope: list[str] | None = None) -> PlanFacts:
+        """Facts of every current document version (of `scope`'s documents only, if given), computing (and storing)
+        the missing ones."""
         cat = self.catalog
+        where, params = ("AND d.doc_id IN (SELECT unnest(?))", [sorted(scope)]) if scope is not None else ("", [])
         rows = cat.rows(
             "SELECT d.doc_id, d.version, d.title, d.acl, d.collection, d.links, f.fact_id, f.block_tokens, "
             "f.text_chars FROM documents d LEFT JOIN doc_facts f USING (doc_id, version) "
-            "WHERE d.status = 'current' ORDER BY d.doc_id")
-        titles = {r[2] for r in rows if mentionable(r[2])}
-        known = {t for (t,) in cat.rows("SELECT title FROM mention_titles")}
+            f"WHERE d.status = 'current' {where} ORDER BY d.doc_id", params)
+        new = {t for (t,) in cat.rows(
+            "SELECT DISTINCT title FROM documents d WHERE status = 'current' "
+            "AND NOT EXISTS (SELECT 1 FROM mention_titles m WHERE m.title = d.title)") if mentionable(t)}
+        left = [t for (t,) in cat.rows(
+            "SELECT title FROM mention_titles m WHERE NOT EXISTS "
+            "(SELECT 1 FROM documents d WHERE d.status = 'current' AND d.title = m.title) ORDER BY 1")]
         missing = [(r[0], r[1]) for r in rows if r[6] is None]
         texts = cat.document_texts(missing)
         (last,), = cat.rows("SELECT coalesce(max(fact_id), 0) FROM doc_facts")
+        titles = self._titles_in([texts[k][1] for k in missing]) if missing else set()
         first = first_tokens_of(titles) if missing else {}
         new_ids = {key: last + 1 + n for n, key in enumerate(missing)}
         counts = self.counter.count([render_member(texts[k][0], k[0], k[1], texts[k][1]) for k in missing])
-        found = self._mentions_of_new_titles(titles - known)
+        found = self._mentions_of_new_titles(new)
         with cat.transaction():
             cat.bulk_insert("doc_facts", {
                 "fact_id": list(new_ids.values()), "doc_id": [k[0] for k in missing], "version": [k[1] for k in missing],
@@ -69,14 +80,23 @@ class FactStore:
             cat.bulk_insert("doc_mentions", {"fact_id": [f for f, _ in found], "title": [t for _, t in found]})
             # A title that left is forgotten, so if it comes back the stored texts are scanned again: versions
             # stored meanwhile were scanned for the titles of their day only.
-            if known - titles:
-                cat.con.execute("DELETE FROM mention_titles WHERE title IN (SELECT unnest(?))", [sorted(known - titles)])
-            cat.bulk_insert("mention_titles", {"title": sorted(titles - known)})
+            if left:
+                cat.con.execute("DELETE FROM mention_titles WHERE title IN (SELECT unnest(?))", [left])
+            cat.bulk_insert("mention_titles", {"title": sorted(new)})
         counted = dict(zip(missing, (int(n) for n in counts)))
         docs = [PlanDoc(r[0], r[1], r[2], tuple(r[3]), r[4], tuple(r[5]),
                         r[7] if r[6] is not None else counted[(r[0], r[1])],
                         r[8] if r[6] is not None else len(texts[(r[0], r[1])][1])) for r in rows]
-        return PlanFacts(docs, self._current_mentions(), len(missing), len(titles - known))
+        return PlanFacts(docs, self._current_mentions(scope), len(missing), len(new))
+
+    def _titles_in(self, texts: list[str]) -> set[str]:
+        """The current mentionable titles (of those these texts may mention, when they are few)."""
+        if len(texts) > SPAN_LOOKUP_VERSIONS:
+            rows = self.catalog.rows("SELECT DISTINCT title FROM documents WHERE status = 'current'")
+        else:
+            rows = self.catalog.rows("SELECT DISTINCT title FROM documents WHERE status = 'current' AND title IN "
+                                     "(SELECT unnest(?))", [sorted(set().union(*map(title_candidates, texts)))])
+        return {t for (t,) in rows if mentionable(t)}
 
     def _mentions_of_new_titles(self, new: set[str]) -> list[tuple[int, str]]:
         """(fact id, title) for each stored version whose text mentions a new title (a pass over the stored texts)."""
@@ -95,11 +115,12 @@ class FactStore:
             "GROUP BY d.text")
         return [(f, t) for text, facts in texts for t in scan(text) for f in facts]
 
-    def _current_mentions(self) -> dict[str, set[str]]:
+    def _current_mentions(self, scope: list[str] | None) -> dict[str, set[str]]:
         out: dict[str, set[str]] = defaultdict(set)
+        where, params = ("AND d.doc_id IN (SELECT unnest(?))", [sorted(scope)]) if scope is not None else ("", [])
         for doc_id, title in self.catalog.rows(
                 "SELECT d.doc_id, m.title FROM documents d JOIN doc_facts f USING (doc_id, version) "
-                "JOIN doc_mentions m USING (fact_id) WHERE d.status = 'current'"):
+                f"JOIN doc_mentions m USING (fact_id) WHERE d.status = 'current' {where}", params):
             out[doc_id].add(title)
         return out
 
@@ -127,8 +148,10 @@ class FactStore:
                 ("doc_id", "version", "cap", "part", "char_start", "char_end", "tokens"))})
         return out
 
-    def cached_groups(self, comps: list[Component], group_one) -> dict[str, list[list[str]]]:
-        """Every component's groups: kept ones by signature, the others grouped now and kept.
+    def cached_groups(self, comps: list[Component], group_one, scope: list[str] | None = None
+                      ) -> dict[str, list[list[str]]]:
+        """Every component's groups: kept ones by signature, the others grouped now and kept (the rows of `scope`'s
+        documents only, when the components are those of part of the documents).
 
         A document's row holds its group and position; the component's signature is on its smallest id's row, so
         regrouping a component rewrites only the rows that changed (at 100K documents one component held 58% of
@@ -154,7 +177,9 @@ class FactStore:
             made = pa.table({c: [r[i] for r in rows] for i, c in enumerate(("doc_id", "grp", "position", "signature"))},
                             schema=_GROUP_SCHEMA)
             with cat.transaction(), registered(cat.con, "_groups", made):
-                cat.con.execute("DELETE FROM group_members WHERE doc_id NOT IN (SELECT doc_id FROM _members)")
+                within, params = ("doc_id IN (SELECT unnest(?)) AND ", [scope]) if scope is not None else ("", [])
+                cat.con.execute(f"DELETE FROM group_members WHERE {within}doc_id NOT IN (SELECT doc_id FROM _members)",
+                                params)
                 cat.rewrite_changed("group_members", "_groups", ("doc_id", "grp", "position"), ["signature"],
                                     "t.doc_id IN (SELECT doc_id FROM _groups)")
         return groups | fresh

@@ -17,6 +17,7 @@ from rag.store.catalog import Catalog
 from rag.store.facts import plan_from_facts
 from rag.store.index import MemberKey, SubchunkIndex, SubchunkRow
 from rag.store.lance_folder import unreadable
+from rag.store.plan_change import PlanDocs, plan_change
 from rag.store.row_units import membership_keys
 from rag.store.rows import DocChanges, UnitChanges
 from rag.store.settings import IngestSettings
@@ -107,11 +108,14 @@ def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSetti
     """
     publish_id = catalog.running_publish()
     inputs = catalog.plan_inputs(settings.unit_cap, settings.derive_links)
-    kept = not settings.rescan and catalog.planned_from(publish_id) == inputs
+    planned, record, scope = catalog.planned_from(publish_id), PlanDocs(catalog), None
+    kept = not settings.rescan and planned == inputs
     if kept:   # the current units are the plan of the same documents: a run that changed nothing plans nothing
         plan = UnitPlan([], catalog.missing_links(), components=catalog.kept_components(), kept=catalog.kept_units())
     elif settings.rescan:
         plan = plan_units(catalog.current_documents(), counter, settings.unit_cap, settings.derive_links)
+    elif record.hold(planned):   # the record is of the current units: re-plan what the change reaches
+        plan, scope = plan_change(catalog, counter, settings.unit_cap, settings.derive_links)
     else:
         plan = plan_from_facts(catalog, counter, settings.unit_cap, settings.derive_links)
     if plan.missing_links and elsewhere is not None:
@@ -121,7 +125,10 @@ def publish_units(catalog: Catalog, counter: TokenCounter, settings: IngestSetti
     if kept:
         catalog.keep_units(publish_id, inputs)
         return plan, UnitChanges(unchanged=len(plan.kept))
-    return plan, catalog.stage_units(publish_id, plan, inputs)
+    changes = catalog.stage_units(publish_id, plan, inputs, scope)
+    changes.unchanged += len(plan.untouched)
+    record.record(plan, inputs, scope)
+    return plan, changes
 
 
 def publish_index(catalog: Catalog, index: SubchunkIndex, embed: Callable[[list[str]], np.ndarray],

@@ -52,6 +52,10 @@ CREATE TABLE IF NOT EXISTS mention_titles (title VARCHAR);
 -- edit that changes a signature rewrites only the rows that changed (keyed by signature, all were written again).
 DROP TABLE IF EXISTS component_groups;
 CREATE TABLE IF NOT EXISTS group_members (doc_id VARCHAR, grp INTEGER, position INTEGER, signature VARCHAR);
+-- What the last staged units were planned from, per document (rag.store.plan_change), and the plan inputs of them
+-- all: when those are the current units' inputs, a publish re-plans only the components a change reaches.
+CREATE TABLE IF NOT EXISTS plan_docs (doc_id VARCHAR, title VARCHAR, plan_key UBIGINT, first VARCHAR);
+CREATE TABLE IF NOT EXISTS plan_stamp (inputs VARCHAR);
 -- What each source file was at its last reading, and what each of its inputs yielded (see rag.sources.scan).
 CREATE TABLE IF NOT EXISTS source_files (
     path VARCHAR, source VARCHAR, root VARCHAR, size BIGINT, mtime_ns BIGINT, ctime_ns BIGINT, ino BIGINT,

@@ -2,10 +2,10 @@
 
 LongRAG groups merge only along links between documents of one (acl, collection), so the groups of a
 component depend only on what its signature holds: its ids, their token counts and the links inside it.
-The signature also holds link counts in the whole graph, which grouping no longer uses (it counts links inside
-the group only): a changed link to another ACL's document costs a re-plan that finds the same groups. A
-component whose signature did not change has the groups it had before, which is what lets a run re-plan only
-what a change touched.
+Links to other documents (another ACL's, or a document over the cap) are not in it: grouping counts links inside
+the component only, and a plan of part of the documents sees the same signatures as a plan of all. A component
+whose signature did not change has the groups it had before, which is what lets a run re-plan only what a change
+touched.
 """
 from __future__ import annotations
 
@@ -73,8 +73,7 @@ def group_component(comp: Component, docs: dict[str, PlanDoc], graph: LinkGraph,
 
 def _signature(ids: list[str], docs: dict[str, PlanDoc], graph: LinkGraph, cap: int) -> str:
     inside = set(ids)
-    key = repr((cap, [(i, docs[i].tokens, graph.degree(i), sorted(graph.neighbours.get(i, set()) & inside))
-                      for i in ids]))
+    key = repr((cap, [(i, docs[i].tokens, sorted(graph.neighbours.get(i, set()) & inside)) for i in ids]))
     # 64 bits: a signature only tells whether a component changed, and it is the catalog's widest group column
     # (one row per component); a catalog from before regroups each component once, as after any signature change.
     return hashlib.sha256(key.encode()).hexdigest()[:16]

@@ -34,9 +34,6 @@ class LinkGraph:
             self.neighbours[a].add(b)
             self.neighbours[b].add(a)
 
-    def degree(self, doc_id: str) -> int:
-        return len(self.neighbours.get(doc_id, ()))
-
 
 @dataclass(frozen=True)
 class LinkTargets:
@@ -153,6 +150,12 @@ def mentioned_titles(text: str, titles: set[str], first_tokens: Mapping[str, set
             if end - start in lengths and text[start:end] in titles:
                 found.add(text[start:end])
     return found
+
+
+def title_candidates(text: str) -> set[str]:
+    """Every run of up to MAX_TITLE_TOKENS tokens of the text: the strings `mentioned_titles` can find as titles."""
+    spans = mention_spans(text)
+    return {text[start:end] for i, (start, _) in enumerate(spans) for _, end in spans[i:i + MAX_TITLE_TOKENS]}
 
 
 class TitleScan:

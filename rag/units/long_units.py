@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass, field, replace
+from typing import Callable, Sequence
 
 from rag.models.tokens import TokenCounter
 from rag.sources.documents import Document
@@ -52,10 +52,12 @@ class UnitPlan:
     replanned: int = 0    # components grouped in this run (the others kept their groups)
     facts_computed: int = 0  # document versions tokenised and scanned for title mentions in this run
     kept: list[tuple[int, int]] | None = None  # (tokens, members) of each unit, when a run kept its units unplanned
+    first_of: dict[str, str] = field(default_factory=dict)  # planned document within the cap → its component's first
+    untouched: list[tuple[int, int]] = field(default_factory=list)  # (tokens, members) of units a partial plan kept
 
     def sizes(self) -> list[tuple[int, int]]:
         """(tokens, members) of each unit, planned or kept."""
-        return self.kept if self.kept is not None else [(u.tokens, len(u.members)) for u in self.units]
+        return self.kept if self.kept is not None else self.untouched + [(u.tokens, len(u.members)) for u in self.units]
 
 
 def render_header(title: str, doc_id: str, version: str, part: int = 0) -> str:
@@ -109,13 +111,16 @@ def plan_doc(d: Document, tokens: int) -> PlanDoc:
 
 
 def assemble(docs: list[PlanDoc], mentions: dict[str, set[str]] | None, cap: int,
-             parts: Callable[[PlanDoc], list[Span]], cached: GroupCache | None = None) -> UnitPlan:
+             parts: Callable[[PlanDoc], list[Span]], cached: GroupCache | None = None,
+             context: Sequence[PlanDoc] = ()) -> UnitPlan:
     """The unit plan from planning facts: each component grouped (or its groups taken from `cached`).
+
+    `context`: documents outside the plan that its links and titles resolve among (their own links are not followed).
 
     `cached(components, group_one)` returns every component's groups by signature, grouping only those it
     does not hold; without it every component is grouped.
     """
-    graph = build_links(docs, mentions)
+    graph = build_links([*docs, *(replace(d, links=()) for d in context)], mentions)
     comps, oversize = split_components(docs, graph, cap)
     by_id = {d.doc_id: d for d in docs}
     grouped: list[Component] = []
@@ -135,7 +140,8 @@ def assemble(docs: list[PlanDoc], mentions: dict[str, set[str]] | None, cap: int
             members = tuple(Member(i, by_id[i].version, 0, 0, by_id[i].chars, by_id[i].tokens) for i in grp)
             units.append(Unit(unit_id_for([(i, 0) for i in grp]), comp.acl, comp.collection, members))
     units.sort(key=lambda u: u.unit_id)
-    return UnitPlan(units, sorted(graph.missing), components=len(comps), replanned=len(grouped))
+    return UnitPlan(units, sorted(graph.missing), components=len(comps), replanned=len(grouped),
+                    first_of={i: c.ids[0] for c in comps for i in c.ids})
 
 
 def oversize_parts(d: Document, counter: TokenCounter, cap: int) -> list[Span]:

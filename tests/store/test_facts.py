@@ -15,7 +15,7 @@ from rag.store.publish import publish_units
 from rag.store.settings import IngestSettings
 from rag.store.source_log import sync_documents
 from rag.text.analysis import mention_spans
-from rag.units.linking import MAX_TITLE_TOKENS, mentioned_titles
+from rag.units.linking import MAX_TITLE_TOKENS, mentioned_titles, title_candidates
 from rag.units.long_units import plan_units
 
 SRC = "/data/src"
@@ -47,8 +47,10 @@ long_texts = st.integers(min_value=1, max_value=4).map(
 
 @st.composite
 def documents(draw, doc_id, version=1):
-    return doc(doc_id, draw(st.sampled_from(TITLES + [doc_id])), draw(st.one_of(texts, texts, texts, long_texts)),
-               version, draw(st.sampled_from([("a",), ("b",)])), draw(st.sampled_from(["c1", "c2"])),
+    # a title may be another document's id: a link to that id resolves to the title's documents once it has gone
+    title = draw(st.sampled_from(TITLES + [doc_id, "d0", "d1"]))
+    return doc(doc_id, title, draw(st.one_of(texts, texts, texts, long_texts)), version,
+               draw(st.sampled_from([("a",), ("b",)])), draw(st.sampled_from(["c1", "c2"])),
                draw(st.lists(st.sampled_from([f"d{i}" for i in range(8)] + TITLES + ["nowhere"]), max_size=3)))
 
 
@@ -62,7 +64,8 @@ def histories(draw):
         corpus = dict(corpus)
         for _ in range(draw(st.integers(min_value=1, max_value=3))):
             op = draw(st.sampled_from(["edit", "delete", "add", "acl", "links", "title"]))
-            target = draw(st.sampled_from(sorted(corpus) or ["d0"]))
+            target = draw(st.sampled_from(sorted(corpus) + [i for i in ids if i not in corpus] if op == "add"
+                                          else sorted(corpus) or ["d0"]))
             old = corpus.get(target)
             if op == "add" or old is None:
                 corpus[target] = draw(documents(target, int(old.version) + 1 if old else 1))
@@ -123,7 +126,7 @@ def test_after_every_publish_the_current_units_are_those_a_full_replan_makes(cou
                     plan, changes = publish_units(catalog, counter, settings_)
                     current = sorted(catalog.current_documents(), key=lambda d: d.doc_id)
                     full = plan_units(current, counter, cap, derive)
-                    assert plan.missing_links == full.missing_links
+                    assert (plan.missing_links, plan.components) == (full.missing_links, full.components)
                     assert sorted(plan.sizes()) == sorted((u.tokens, len(u.members)) for u in full.units)
                     assert (plan.kept is not None) == (committed == current)
                     if run == "abandon":
@@ -218,10 +221,12 @@ pieces = st.sampled_from(["North", "Star", "North Star", "Star-", "北京", "大
 @given(st.lists(pieces, max_size=40).map("".join),
        st.sets(st.lists(pieces, min_size=1, max_size=6).map("".join), max_size=8))
 def test_a_mention_is_a_title_spanning_whole_tokens_of_the_text(text, titles):
-    """Exactly the titles equal to some run of at most MAX_TITLE_TOKENS whole tokens of the text are mentioned."""
+    """Exactly the titles equal to some run of at most MAX_TITLE_TOKENS whole tokens of the text are mentioned: the
+    text's title candidates."""
     spans = mention_spans(text)
     runs = {text[spans[i][0]:spans[j][1]] for i in range(len(spans))
             for j in range(i, min(i + MAX_TITLE_TOKENS, len(spans)))}
+    assert title_candidates(text) == runs
     assert mentioned_titles(text, titles) == titles & runs
 
 
