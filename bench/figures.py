@@ -293,6 +293,20 @@ def publish_steps(data: dict) -> str:
             f"({first['subchunks']:,} new ones each)")
 
 
+def publish_change(data: dict) -> str:
+    """CPU seconds of the documents and units steps of a small change, this code against the code before (ABBA)."""
+    def steps(runs: list[dict], after: bool) -> str:
+        mine = [r for r in runs if (r["code"] == runs[0]["code"]) == after]   # runs: after, before, before, after
+        return " / ".join("–".join(f"{v:g}" for v in sorted({r[k]["cpu_seconds"] for r in mine}))
+                          for k in ("documents", "units"))
+
+    edit, gone = data["runs"]["one_edit"], data["runs"]["one_copy_deleted"]
+    return (f"one-document edit: {steps(edit, True)} CPU s (before: {steps(edit, False)}); one copy's "
+            f"{gone[0]['documents']['deleted']:,} documents deleted: {steps(gone, True)} "
+            f"(before: {steps(gone, False)}); "
+            f"{data['documents']:,} documents, {data['unit_members']:,} unit members")
+
+
 def nightly(data: dict) -> str:
     """The retrieval-only nightly evaluation of every dev question."""
     questions = sum(b["questions"] for b in data["benchmarks"].values())
@@ -390,6 +404,8 @@ def sections() -> dict[str, list[Figure]]:
                    "goal ≥ 2× torch", True),
             Figure("a one-document edit's run, incremental against a full re-plan", ("incremental.json",), incremental,
                    "grows with the change"),
+            Figure("documents / units steps of a small change published into 1M sub-chunks, one partition",
+                   ("publish-change-1m.json",), publish_change, "grows with the change"),
             Figure("documents / units / index steps of a publish into one partition, small and large",
                    ("replicated-1m.json",), publish_steps, "the units step plans every document of the partition: hash "
                    "shards bound it"),
