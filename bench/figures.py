@@ -304,7 +304,7 @@ def publish_change(data: dict) -> str:
     return (f"one-document edit: {steps(edit, True)} CPU s (before: {steps(edit, False)}); one copy's "
             f"{gone[0]['documents']['deleted']:,} documents deleted: {steps(gone, True)} "
             f"(before: {steps(gone, False)}); "
-            f"{data['documents']:,} documents, {data['unit_members']:,} unit members")
+            f"{data['documents']:,} documents, {data['units']:,} units")
 
 
 def nightly(data: dict) -> str:
@@ -367,6 +367,8 @@ def sections() -> dict[str, list[Figure]]:
                    "rows above"),
             Figure("the embedded reader's citations, MuSiQue report half, LongRAG at 2K tokens",
                    ("citations-musique-recite.json",), citations, "2–4 hops; a 0.5B reader"),
+            Figure("the embedded reader's citations, 2WikiMultihopQA report half (all 53), LongRAG at 2K tokens",
+                   ("citations-2wikimultihopqa-recite.json",), citations, "2 hops; a 0.5B reader"),
         ],
         "Query cost": [
             latency("110k", "110K sub-chunks, a caller reading 20%", True),
