@@ -409,8 +409,8 @@ def sections() -> dict[str, list[Figure]]:
             Figure("documents / units steps of a small change published into 1M sub-chunks, one partition",
                    ("publish-change-1m.json",), publish_change, "grows with the change"),
             Figure("documents / units / index steps of a publish into one partition, small and large",
-                   ("replicated-1m.json",), publish_steps, "the units step plans every document of the partition: hash "
-                   "shards bound it"),
+                   ("replicated-1m.json",), publish_steps, "a bulk publish (over 100 new versions) still reads "
+                   "every current title to scan the new texts"),
             Figure("PDF text of generated documents: words / word pairs / table cells / headings, pages per CPU second",
                    ("formats.json",), lambda d: extraction(d, "pdf"), "Kreuzberg, MarkItDown in the same run", True),
             *[Figure(f"{fmt.upper()} text of generated documents: words / word pairs / table cells / headings, files per CPU second",
