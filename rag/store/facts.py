@@ -50,21 +50,25 @@ class FactStore:
         self.counter = counter
 
     def plan_facts(self, scope: list[str] | None = None) -> PlanFacts:
-        """Facts of every current document version (of `scope`'s documents only, if given), computing (and storing)
-        the missing ones."""
+        """Facts of every current document version (of `scope`'s documents only, if given), the missing ones computed
+        and stored first."""
+        computed, checked = self.complete(scope)
+        return PlanFacts(self.docs(scope), self.mentions(scope), computed, checked)
+
+    def complete(self, scope: list[str] | None = None) -> tuple[int, int]:
+        """Compute and store the facts of the current versions (of `scope`'s documents) that have none, and look for
+        titles new to the corpus in the stored texts: (versions computed, titles checked)."""
         cat = self.catalog
-        where, params = ("AND d.doc_id IN (SELECT unnest(?))", [sorted(scope)]) if scope is not None else ("", [])
-        rows = cat.rows(
-            "SELECT d.doc_id, d.version, d.title, d.acl, d.collection, d.links, f.fact_id, f.block_tokens, "
-            "f.text_chars FROM documents d LEFT JOIN doc_facts f USING (doc_id, version) "
-            f"WHERE d.status = 'current' {where} ORDER BY d.doc_id", params)
+        where, params = _within(scope)
+        missing = cat.rows(
+            "SELECT d.doc_id, d.version FROM documents d LEFT JOIN doc_facts f USING (doc_id, version) "
+            f"WHERE d.status = 'current' AND f.fact_id IS NULL {where} ORDER BY 1", params)
         new = {t for (t,) in cat.rows(
             "SELECT DISTINCT title FROM documents d WHERE status = 'current' "
             "AND NOT EXISTS (SELECT 1 FROM mention_titles m WHERE m.title = d.title)") if mentionable(t)}
         left = [t for (t,) in cat.rows(
             "SELECT title FROM mention_titles m WHERE NOT EXISTS "
             "(SELECT 1 FROM documents d WHERE d.status = 'current' AND d.title = m.title) ORDER BY 1")]
-        missing = [(r[0], r[1]) for r in rows if r[6] is None]
         texts = cat.document_texts(missing)
         (last,), = cat.rows("SELECT coalesce(max(fact_id), 0) FROM doc_facts")
         titles = self._titles_in([texts[k][1] for k in missing]) if missing else set()
@@ -83,11 +87,26 @@ class FactStore:
             if left:
                 cat.con.execute("DELETE FROM mention_titles WHERE title IN (SELECT unnest(?))", [left])
             cat.bulk_insert("mention_titles", {"title": sorted(new)})
-        counted = dict(zip(missing, (int(n) for n in counts)))
-        docs = [PlanDoc(r[0], r[1], r[2], tuple(r[3]), r[4], tuple(r[5]),
-                        r[7] if r[6] is not None else counted[(r[0], r[1])],
-                        r[8] if r[6] is not None else len(texts[(r[0], r[1])][1])) for r in rows]
-        return PlanFacts(docs, self._current_mentions(scope), len(missing), len(new))
+        return len(missing), len(new)
+
+    def docs(self, scope: list[str] | None = None) -> list[PlanDoc]:
+        """The stored facts of the current versions (of `scope`'s documents) as planning documents, by id."""
+        where, params = _within(scope)
+        return [PlanDoc(doc_id, version, title, tuple(acl), collection, tuple(links), tokens, chars)
+                for doc_id, version, title, acl, collection, links, tokens, chars in self.catalog.rows(
+                    "SELECT d.doc_id, d.version, d.title, d.acl, d.collection, d.links, f.block_tokens, f.text_chars "
+                    "FROM documents d JOIN doc_facts f USING (doc_id, version) "
+                    f"WHERE d.status = 'current' {where} ORDER BY d.doc_id", params)]
+
+    def mentions(self, scope: list[str] | None = None) -> dict[str, set[str]]:
+        """The titles each current version (of `scope`'s documents) mentions, by document id."""
+        out: dict[str, set[str]] = defaultdict(set)
+        where, params = _within(scope)
+        for doc_id, title in self.catalog.rows(
+                "SELECT d.doc_id, m.title FROM documents d JOIN doc_facts f USING (doc_id, version) "
+                f"JOIN doc_mentions m USING (fact_id) WHERE d.status = 'current' {where}", params):
+            out[doc_id].add(title)
+        return out
 
     def _titles_in(self, texts: list[str]) -> set[str]:
         """The current mentionable titles (of those these texts may mention, when they are few)."""
@@ -114,15 +133,6 @@ class FactStore:
             f"SELECT d.text, list(f.fact_id) FROM doc_facts f JOIN {self.catalog.with_texts} d USING (doc_id, version) "
             "GROUP BY d.text")
         return [(f, t) for text, facts in texts for t in scan(text) for f in facts]
-
-    def _current_mentions(self, scope: list[str] | None) -> dict[str, set[str]]:
-        out: dict[str, set[str]] = defaultdict(set)
-        where, params = ("AND d.doc_id IN (SELECT unnest(?))", [sorted(scope)]) if scope is not None else ("", [])
-        for doc_id, title in self.catalog.rows(
-                "SELECT d.doc_id, m.title FROM documents d JOIN doc_facts f USING (doc_id, version) "
-                f"JOIN doc_mentions m USING (fact_id) WHERE d.status = 'current' {where}", params):
-            out[doc_id].add(title)
-        return out
 
     def parts(self, docs: list[PlanDoc], cap: int) -> dict[str, list[Span]]:
         """The parts of each document over the cap, stored per version and cap."""
@@ -183,6 +193,11 @@ class FactStore:
                 cat.rewrite_changed("group_members", "_groups", ("doc_id", "grp", "position"), ["signature"],
                                     "t.doc_id IN (SELECT doc_id FROM _groups)")
         return groups | fresh
+
+
+def _within(scope: list[str] | None) -> tuple[str, list]:
+    """SQL that keeps the rows of `scope`'s documents (alias d), and its parameters; nothing when None."""
+    return ("AND d.doc_id IN (SELECT unnest(?))", [sorted(scope)]) if scope is not None else ("", [])
 
 
 _GROUP_SCHEMA = pa.schema([("doc_id", pa.string()), ("grp", pa.int32()), ("position", pa.int32()),

@@ -106,16 +106,13 @@ def plan_change(catalog: Catalog, counter: TokenCounter, cap: int, derive_links:
     record = PlanDocs(catalog)
     store = FactStore(catalog, counter)
     changed = record.changed()
-    computed = store.plan_facts(changed).computed   # the changed versions' facts and mentions, which reach reads
+    computed, _ = store.complete(changed)   # the changed versions' facts and mentions, which the reach reads
     reach = record.reach(changed, derive_links)
-    facts = store.plan_facts(reach + record.context(reach, derive_links))
-    inside = set(reach)
-    docs = [d for d in facts.docs if d.doc_id in inside]
+    docs = store.docs(reach)
     parts = store.parts([d for d in docs if d.tokens > cap], cap)
-    mentions = {d: titles for d, titles in facts.mentions.items() if d in inside} if derive_links else None
-    scope = sorted(inside | set(changed))
-    plan = assemble(docs, mentions, cap, lambda d: parts[d.doc_id], partial(store.cached_groups, scope=scope),
-                    context=[d for d in facts.docs if d.doc_id not in inside])
+    scope = sorted(set(reach) | set(changed))
+    plan = assemble(docs, store.mentions(reach) if derive_links else None, cap, lambda d: parts[d.doc_id],
+                    partial(store.cached_groups, scope=scope), context=store.docs(record.context(reach, derive_links)))
     plan.untouched, kept_components = record.untouched(scope)
     plan.components += kept_components
     plan.missing_links = catalog.missing_links()
