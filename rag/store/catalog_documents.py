@@ -195,7 +195,7 @@ class DocumentTables:
                              records: pa.Table) -> None:
         """Replace the stored states of these files (columns `states`) and the records of the `stale` ones.
 
-        A record's content hash and source path are stored only where they differ from what `SOURCE_RECORDS`
+        A record's content hash and source path are stored only where they differ from what `source_records()`
         gives without them: the hash of the version the catalog holds (a version's hash never changes), and
         `file:line` (or `file` for a whole file). Only the records that differ are deleted and inserted: one
         edited line of a 100K-line file rewrote all its records, 11 MB written (bench/storage.py --scale).
@@ -214,7 +214,12 @@ class DocumentTables:
 
 
 _DEFAULT_PATH = "CASE WHEN r.position = 0 THEN r.file ELSE r.file || ':' || r.position END"
-# The stored source records with the content hash and source path each left out where it was the default.
-SOURCE_RECORDS = ("(SELECT r.* REPLACE (coalesce(r.content_hash, d.content_hash) AS content_hash, "
-                  f"coalesce(r.source_path, {_DEFAULT_PATH}) AS source_path) "
-                  "FROM source_records r LEFT JOIN documents d USING (doc_id, version))")
+
+
+def source_records(where: str = "true") -> str:
+    """SQL for the stored source records that `where` (over the stored columns) keeps, with the content hash and
+    source path each left out where it was the default put back. The filter goes inside: joined first, every record
+    of the corpus would meet its document (0.6 s at 742K records for one id)."""
+    return ("(SELECT r.* REPLACE (coalesce(r.content_hash, d.content_hash) AS content_hash, "
+            f"coalesce(r.source_path, {_DEFAULT_PATH}) AS source_path) "
+            f"FROM (SELECT * FROM source_records WHERE {where}) r LEFT JOIN documents d USING (doc_id, version))")

@@ -22,7 +22,7 @@ from rag.sources.partitions import Selection
 from rag.sources.scan import FileState, ReadAs, Record, Scan, scan_sources
 from rag.sources.versions import VersionPlan, dated, reconcile_versions
 from rag.store.catalog import Catalog, utc_now
-from rag.store.catalog_documents import SOURCE_RECORDS
+from rag.store.catalog_documents import source_records
 from rag.store.rows import DocChanges
 
 # A record's ACL, links and collection are not stored: a version is inserted or updated from its file, read again.
@@ -86,7 +86,7 @@ def read_sources(catalog: Catalog, sources: list[str], default_acl: tuple[str, .
     view.removed = sorted(p for p, st in known.items() if st.source in scanned and p not in scan.states)
     keep = _kept()
     view.kept_rejections = [_record(r) for r in catalog.rows(
-        f"SELECT {', '.join(_RECORD_COLUMNS)} FROM {SOURCE_RECORDS} r WHERE reason IS NOT NULL AND {keep} "
+        f"SELECT {', '.join(_RECORD_COLUMNS)} FROM {source_records(f'reason IS NOT NULL AND {keep}')} r "
         "ORDER BY file, position", [scan.scanned, view.stale])]
     # A withheld document's source was read and holds it: its deletion (a revocation) is not an emptied source's.
     view.holding = {r.source for recs in scan.changed.values() for r in recs if r.is_document or r.withheld}
@@ -107,8 +107,9 @@ def sync_sources(catalog: Catalog, publish_id: int, view: SourceView, allow_empt
     loaded: list = [scan.parsed.get((r.file, r.position), r) for r in fresh]
     if touched is not None:
         loaded += [_record(r) for r in catalog.rows(
-            f"SELECT {', '.join(_RECORD_COLUMNS)} FROM {SOURCE_RECORDS} r WHERE reason IS NULL AND {_kept()} "
-            "AND doc_id IN (SELECT unnest(?::VARCHAR[]))", [scan.scanned, view.stale, sorted(touched)])]
+            f"SELECT {', '.join(_RECORD_COLUMNS)} FROM "
+            f"{source_records(f'reason IS NULL AND {_kept()} AND doc_id IN (SELECT unnest(?::VARCHAR[]))')} r",
+            [scan.scanned, view.stale, sorted(touched)])]
     existing, dropped = known_versions(catalog, None if touched is None else sorted(touched))
     plan = reconcile_versions(existing, loaded, view.loaded().rejected, scan.scanned, allow_empty, view.holding)
     plan.warnings = scan.warnings + plan.warnings
@@ -203,8 +204,9 @@ def _states(catalog: Catalog) -> dict[str, FileState]:
 def _records(catalog: Catalog, files: list[str]) -> dict[str, list[Record]]:
     out: dict[str, list[Record]] = defaultdict(list)
     if files:
-        for row in catalog.rows(f"SELECT {', '.join(_RECORD_COLUMNS)} FROM {SOURCE_RECORDS} r "
-                                "WHERE file IN (SELECT unnest(?::VARCHAR[])) ORDER BY file, position", [files]):
+        for row in catalog.rows(f"SELECT {', '.join(_RECORD_COLUMNS)} FROM "
+                                f"{source_records('file IN (SELECT unnest(?::VARCHAR[]))')} r ORDER BY file, position",
+                                [files]):
             out[row[0]].append(_record(row))
     return out
 
