@@ -13,18 +13,21 @@ from dataclasses import dataclass
 from functools import cached_property, partial
 
 import numpy as np
+import pyarrow as pa
 
 from rag.retrieval.members import (
     MemberTable,
+    acl_numbering,
     first_unit_of,
     linked_share,
     member_table,
+    member_table_of,
     rows_by_unit,
     table_arrays,
     table_of,
 )
 from rag.retrieval.state_files import Arrays
-from rag.retrieval.strings import Column, Strings, rows_by_key, strings_of
+from rag.retrieval.strings import Column, Strings, column_of, rows_by_key, strings_of
 from rag.store.catalog import Catalog
 from rag.store.rows import CurrentVersion, MemberRow
 
@@ -38,8 +41,8 @@ class CurrentState:
     versions: dict[str, CurrentVersion]
 
 
-def current_state(catalog: Catalog, versions: dict[str, CurrentVersion] | None = None) -> CurrentState:
-    versions = catalog.current_versions() if versions is None else versions
+def current_state(catalog: Catalog) -> CurrentState:
+    versions = catalog.current_versions()
     members = rows_by_unit(map(partial(sharing_strings, versions), catalog.current_members()))
     return CurrentState(members, first_unit_of(members), versions)
 
@@ -249,7 +252,30 @@ def current_arrays(state: CurrentState) -> Arrays:
     units[held[held >= 0]] = unit[held >= 0]
     columns = {"versions": strings_of([v.version for v in rows]), "titles": strings_of([v.title for v in rows]),
                "hashes": strings_of([v.content_hash for v in rows])}
-    arrays = table_arrays(table, "members.") | {"docs": docs.strings.table, "acl_ids": acl_ids, "units": units}
+    return _arrays(table, docs.strings, columns, acl_ids, list(acl_sets), units)
+
+
+def current_arrays_of(members: pa.Table, versions: pa.Table) -> Arrays:
+    """current_arrays of the catalog's current members and versions as Arrow columns
+    (`Catalog.current_member_columns`, `Catalog.current_version_columns`), without a Python object per row."""
+    table = member_table_of(members)
+    docs = column_of(versions.column("doc_id"))  # one row per document: the codes are a permutation
+    rows = versions.take(pa.array(np.argsort(docs.codes)))
+    acl_ids, acl_sets = acl_numbering(rows.column("acl"))
+    columns = {name: column_of(rows.column(c)) for name, c in
+               (("versions", "version"), ("titles", "title"), ("hashes", "content_hash"))}
+    # A document's unit is the first by key holding it: the lowest unit code among its members' rows.
+    doc_of_row = docs.strings.codes_of(table.doc_ids.strings.table)[table.doc_ids.codes]
+    held = doc_of_row >= 0
+    units = np.full(len(docs.strings), len(table.units), dtype=np.int64)
+    np.minimum.at(units, doc_of_row[held], table.unit_rank[held])
+    units[units == len(table.units)] = -1
+    return _arrays(table, docs.strings, columns, acl_ids, acl_sets, units)
+
+
+def _arrays(table: MemberTable, docs: Strings, columns: dict[str, Column], acl_ids: np.ndarray,
+            acl_sets: list[tuple[str, ...]], units: np.ndarray) -> Arrays:
+    arrays = table_arrays(table, "members.") | {"docs": docs.table, "acl_ids": acl_ids, "units": units}
     for name, column in columns.items():
         arrays |= {f"{name}.codes": column.codes, f"{name}.strings": column.strings.table}
     return Arrays(arrays, {"member_acls": [list(a) for a in table.acl_sets], "acls": [list(a) for a in acl_sets]})

@@ -13,18 +13,22 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from rag.retrieval.context import Candidate
 from rag.retrieval.ivf import concatenated_ranges
 from rag.retrieval.row_mask import RowMask, remember, row_mask
-from rag.retrieval.strings import Column, Strings, encoded, strings_of
+from rag.retrieval.strings import Column, Strings, column_of, encoded, strings_of, whole
+from rag.store.row_units import ACL_SEPARATOR
 from rag.store.rows import MemberRow
 
 
 @dataclass
 class MemberTable:
     """Members as arrays (mapped from the snapshot's read-state files, or built for a past state): rows grouped by
-    unit key in sorted order, by position within a unit; a row's strings are codes into tables (rag.retrieval.strings)."""
+    unit key in sorted order, by position within a unit; a row's strings are codes into tables
+    (rag.retrieval.strings)."""
 
     units: Strings                             # sorted unit keys: a row's unit code is the key's rank
     unit_bounds: np.ndarray                    # unit code → its rows' slice [bounds[u], bounds[u + 1])
@@ -155,28 +159,56 @@ def member_keys(units: np.ndarray, docs: np.ndarray, parts: np.ndarray, document
     return (units.astype(np.int64) * documents + docs) * PART_SPAN + parts
 
 
+STRING_FIELDS = ("doc_id", "doc_version", "title", "content_hash")  # a MemberRow's, and the catalog's columns
+INT_COLUMNS = {"position": "position", "part": "part", "start": "char_start", "end": "char_end", "tokens": "tokens"}
+
+
 def member_table(members: Mapping[str, list[MemberRow]]) -> MemberTable:
     """The table of unit key → members in position order."""
     keys = sorted(members)
     rows = [r for key in keys for r in members[key]]
     counts = np.fromiter((len(members[k]) for k in keys), dtype=np.int64, count=len(keys))
-    bounds = np.zeros(len(keys) + 1, dtype=np.int64)
-    np.cumsum(counts, out=bounds[1:])
     acl_sets: dict[tuple[str, ...], int] = {}
     acl_ids = np.fromiter((acl_sets.setdefault(tuple(r.acl), len(acl_sets)) for r in rows), dtype=np.int32,
                           count=len(rows))
-    doc_ids, versions = strings_of([r.doc_id for r in rows]), strings_of([r.doc_version for r in rows])
-    unit_rank = np.repeat(np.arange(len(keys), dtype=np.int64), counts)
-    if len(keys) * len(doc_ids.strings) * PART_SPAN >= 2**63:
-        raise ValueError(f"{len(keys)} units of {len(doc_ids.strings)} documents are too many to key in 64 bits")
     ints = {name: np.fromiter((getattr(r, name) for r in rows), dtype=np.int64, count=len(rows))
             for name in ("position", "part", "start", "end", "tokens")}
+    strings = [strings_of([getattr(r, name) for r in rows]) for name in STRING_FIELDS]
+    return _table(Strings(encoded(keys)), counts, strings, ints, acl_ids, list(acl_sets))
+
+
+def member_table_of(rows: pa.Table) -> MemberTable:
+    """member_table of `Catalog.current_member_columns`' rows, made column by column: no Python object per member."""
+    units = column_of(rows.column("unit_key"))
+    order = np.lexsort((rows.column("position").to_numpy(), units.codes))
+    rows = rows.take(pa.array(order))
+    counts = np.bincount(units.codes[order], minlength=len(units.strings)).astype(np.int64)
+    ints = {name: rows.column(column).to_numpy().astype(np.int64) for name, column in INT_COLUMNS.items()}
+    strings = [column_of(rows.column(c)) for c in STRING_FIELDS]
+    return _table(units.strings, counts, strings, ints, *acl_numbering(rows.column("acl")))
+
+
+def acl_numbering(acls: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+    """Per row its ACL's number, ACLs numbered in order of first appearance, and the ACLs in that order."""
+    found = pc.dictionary_encode(pc.binary_join(whole(acls), ACL_SEPARATOR))
+    sets = [tuple(a.split(ACL_SEPARATOR)) if a else () for a in found.dictionary.to_pylist()]
+    return found.indices.to_numpy().astype(np.int32), sets
+
+
+def _table(units: Strings, counts: np.ndarray, strings: list[Column], ints: dict[str, np.ndarray], acl_ids: np.ndarray,
+           acl_sets: list[tuple[str, ...]]) -> MemberTable:
+    """A member table of its rows' columns (rows grouped by unit in key order, by position within one)."""
+    doc_ids, versions, titles, hashes = strings
+    bounds = np.zeros(len(units) + 1, dtype=np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    unit_rank = np.repeat(np.arange(len(units), dtype=np.int64), counts)
+    if len(units) * len(doc_ids.strings) * PART_SPAN >= 2**63:
+        raise ValueError(f"{len(units)} units of {len(doc_ids.strings)} documents are too many to key in 64 bits")
     packed = member_keys(unit_rank, doc_ids.codes, ints["part"], len(doc_ids.strings))
     order = np.argsort(packed, kind="stable")
     entries = np.stack([doc_ids.codes, versions.codes, ints["start"], ints["end"]], axis=1)
-    return MemberTable(Strings(encoded(keys)), bounds, unit_rank, ints["position"], doc_ids, versions,
-                       strings_of([r.title for r in rows]), strings_of([r.content_hash for r in rows]), ints["part"],
-                       ints["start"], ints["end"], ints["tokens"], acl_ids, list(acl_sets), first_seen_rows(entries),
+    return MemberTable(units, bounds, unit_rank, ints["position"], doc_ids, versions, titles, hashes, ints["part"],
+                       ints["start"], ints["end"], ints["tokens"], acl_ids, acl_sets, first_seen_rows(entries),
                        packed[order], order)
 
 

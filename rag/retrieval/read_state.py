@@ -29,6 +29,7 @@ from rag.retrieval.current import (
     CurrentState,
     PublishedState,
     current_arrays,
+    current_arrays_of,
     current_state,
     merged_state,
     published_state,
@@ -151,13 +152,16 @@ class Snapshot:
 
     @cached_property
     def current(self) -> PublishedState:
-        state = self._part("current", lambda: current_arrays(self._current_state()), published_state)
+        state = self._part("current", self._current_arrays, published_state)
         self._shared.keep_current(state)
         return state
 
+    def _current_arrays(self) -> Arrays:
+        if not isinstance(self.catalog, UnionCatalog):
+            return current_arrays_of(self.catalog.current_member_columns(), self.catalog.current_version_columns())
+        return current_arrays(self._current_state())
+
     def _current_state(self) -> CurrentState:
-        if not isinstance(self.catalog, UnionCatalog):  # the versions a swap read already (published), not again
-            return current_state(self.catalog, self.__dict__.get("published"))
         # A partition's snapshot never changes, so its state is read once per process; only changed ones are.
         states = []
         for key, info in self.parts.items():

@@ -16,22 +16,16 @@ from rag.sources.documents import Rejected
 from rag.store.arrow_sql import registered
 from rag.store.catalog_documents import DocumentTables
 from rag.store.catalog_file import DAMAGED_HINT, close_connection, connect_writer
-from rag.store.catalog_unit_reads import UnitReads
+from rag.store.catalog_unit_reads import UnitReads, split_keys
 from rag.store.held_read_state import HeldState, open_held
-from rag.store.rows import MemberRow, UnitChanges, UnitEvent, VersionEvent
+from rag.store.rows import UnitChanges, UnitEvent, VersionEvent
 from rag.store.schema import SCHEMA, SETTINGS_SCHEMA, drop_primary_keys, narrow_fact_ids, unit_key_sql
 from rag.store.settings import as_of_retention
 from rag.store.snapshot_files import SnapshotInfo, publish_snapshot
 from rag.store.snapshot_repair import repair_published
 from rag.store.text_store import VIEW, TextStore
 from rag.store.writer_lock import WriterLock
-from rag.units.long_units import Unit, UnitPlan, split_unit_key, unit_key
-
-
-def _split_keys(unit_keys: list[str]) -> tuple[list[str], list[int]]:
-    """'unit_id@version' keys as two parallel lists, for a join instead of a per-row string build."""
-    ids, versions = zip(*map(split_unit_key, unit_keys)) if unit_keys else ((), ())
-    return list(ids), list(versions)
+from rag.units.long_units import Unit, UnitPlan, unit_key
 
 
 def utc_now() -> datetime:
@@ -144,6 +138,11 @@ class Catalog(DocumentTables, UnitReads):
     def rows(self, sql: str, params: list | None = None) -> list[tuple]:
         with self._lock:
             return self.con.execute(sql, params or []).fetchall()
+
+    def columns(self, sql: str, params: list | None = None) -> pa.Table:
+        """The result as Arrow columns: no Python object per row."""
+        with self._lock:
+            return self.con.sql(sql, params=params or None).to_arrow_table()
 
     def publish_snapshot(self, publish_id: int, lance_version: int | None = None) -> SnapshotInfo:
         """Make the catalog's committed state the one readers see (see rag.store.snapshot_files)."""
@@ -263,7 +262,7 @@ class Catalog(DocumentTables, UnitReads):
     def commit_units(self, publish_id: int, lance_version: int, embedded: int) -> None:
         """Make the pending units current and retire the ones they replace, atomically."""
         (retired,), = self.rows("SELECT units_retired FROM publish_log WHERE publish_id = ?", [publish_id])
-        ids, versions = _split_keys(list(retired or []))
+        ids, versions = split_keys(list(retired or []))
         now = utc_now()
         with self.transaction():
             self.con.execute("UPDATE units SET status = 'retired', valid_to = ? FROM (SELECT unnest(?::VARCHAR[]) AS "
@@ -289,33 +288,6 @@ class Catalog(DocumentTables, UnitReads):
         self.con.execute("UPDATE publish_log SET status = 'failed', finished_at = ? WHERE publish_id = ?",
                          [utc_now(), publish_id])
 
-    def current_members(self, unit_keys: list[str] | None = None, as_of: datetime | None = None) -> list[MemberRow]:
-        """Members of these unit versions (all current units when None) if still current, or current at `as_of`.
-
-        The read-time check of rules 1–3: a retired unit, or a member whose version is no longer current,
-        yields nothing, whatever the index still holds.
-        """
-        if unit_keys is not None and not unit_keys:
-            return []
-        if as_of is None:
-            unit_ok, doc_ok, params = "u.status = 'current'", "d.status = 'current'", []
-        else:
-            unit_ok = "u.valid_from <= ? AND (u.valid_to IS NULL OR u.valid_to > ?)"
-            doc_ok = "d.valid_from <= ? AND (d.valid_to IS NULL OR d.valid_to > ?)"
-            params = [as_of] * 4
-        keys = "" if unit_keys is None else \
-            "JOIN (SELECT unnest(?) AS unit_id, unnest(?)::INTEGER AS unit_version) k USING (unit_id, unit_version) "
-        # one object per distinct unit key and ACL: a unit's members repeat its key, and documents share few ACLs
-        shared: dict = {}
-        return [MemberRow(shared.setdefault(r[0], r[0]), *r[1:9], shared.setdefault(acl := tuple(r[9]), acl), r[10])
-                for r in self.rows(
-            f"SELECT {unit_key_sql('u')} AS unit_key, m.position, m.doc_id, m.doc_version, m.part, "
-            "m.char_start, m.char_end, m.tokens, d.title, d.acl, d.content_hash FROM units u " + keys +
-            "JOIN unit_members m USING (unit_id, unit_version) "
-            f"JOIN documents d ON d.doc_id = m.doc_id AND d.version = m.doc_version AND {doc_ok} "
-            f"WHERE {unit_ok} ORDER BY unit_key, m.position",
-            [*(_split_keys(unit_keys) if unit_keys is not None else []), *params])]
-
     def unit_membership(self, unit_keys: list[str] | None = None, as_of: datetime | None = None) -> list[tuple]:
         """(unit key, position, publish_id, doc_id, doc_version, part, start, end, unit ACL, collection) of every
         member of these unit versions (all current units when None, or those current at `as_of`), whatever their
@@ -329,7 +301,7 @@ class Catalog(DocumentTables, UnitReads):
         return self.rows(
             f"SELECT {unit_key_sql('u')}, m.position, u.publish_id, m.doc_id, m.doc_version, m.part, m.char_start, "
             "m.char_end, u.acl, u.collection FROM units u " + keys + "JOIN unit_members m USING (unit_id, unit_version) "
-            f"WHERE {unit_ok}", [*(_split_keys(unit_keys) if unit_keys is not None else []), *params])
+            f"WHERE {unit_ok}", [*(split_keys(unit_keys) if unit_keys is not None else []), *params])
 
     def publish_at(self, when: datetime) -> tuple[int, int]:
         """(publish_id, LanceDB table version) of the last publish finished at or before `when`."""

@@ -121,8 +121,11 @@ class DocumentTables:
         """doc_id → its current version, title, ACL and content hash."""
         acls: dict = {}  # one tuple per distinct ACL: documents share a few
         return {r[0]: CurrentVersion(r[0], r[1], r[2], acls.setdefault(acl := tuple(r[3]), acl), r[4])
-                for r in self.rows(
-            "SELECT doc_id, version, title, acl, content_hash FROM documents WHERE status = 'current'")}
+                for r in self.rows(_CURRENT_VERSIONS)}
+
+    def current_version_columns(self) -> pa.Table:
+        """current_versions() as Arrow columns (doc_id, version, title, acl, content_hash), one row per document."""
+        return self.columns(_CURRENT_VERSIONS)
 
     def current_hashes(self) -> dict[str, list[tuple[str, str]]]:
         """Partition ("" in a whole workspace) → (doc_id, content hash) of its current documents, by doc id."""
@@ -214,6 +217,8 @@ class DocumentTables:
 
 
 _DEFAULT_PATH = "CASE WHEN r.position = 0 THEN r.file ELSE r.file || ':' || r.position END"
+
+_CURRENT_VERSIONS = "SELECT doc_id, version, title, acl, content_hash FROM documents WHERE status = 'current'"
 
 
 def source_records(where: str = "true") -> str:

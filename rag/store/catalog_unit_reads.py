@@ -2,14 +2,47 @@
 lets a publish that changed nothing keep its units (part of Catalog)."""
 from __future__ import annotations
 
+from datetime import datetime
+
+import pyarrow as pa
+
+from rag.store.rows import MemberRow
 from rag.store.schema import unit_key_sql
-from rag.units.long_units import Member
+from rag.units.long_units import Member, split_unit_key
 
 # Part of the plan inputs: raised when planning makes other units of the same documents, so that no run keeps the
 # units of the code before.
 PLAN_FORMAT = 1
 # A current document's planning fields, hashed: what its units depend on of it.
 PLAN_KEY = "hash(doc_id, version, title, content_hash, acl, collection, links)"
+
+MEMBER_COLUMNS = ("unit_key", "position", "doc_id", "doc_version", "part", "char_start", "char_end", "tokens", "title",
+                  "acl", "content_hash")
+
+
+def split_keys(unit_keys: list[str]) -> tuple[list[str], list[int]]:
+    """'unit_id@version' keys as two parallel lists, for a join instead of a per-row string build."""
+    ids, versions = zip(*map(split_unit_key, unit_keys)) if unit_keys else ((), ())
+    return list(ids), list(versions)
+
+
+def _members_sql(unit_keys: list[str] | None, as_of: datetime | None) -> tuple[str, list]:
+    """The members of these unit versions (all current units when None) whose version is current (or was at `as_of`),
+    `MEMBER_COLUMNS` ordered by unit key and position."""
+    if as_of is None:
+        unit_ok, doc_ok, params = "u.status = 'current'", "d.status = 'current'", []
+    else:
+        unit_ok = "u.valid_from <= ? AND (u.valid_to IS NULL OR u.valid_to > ?)"
+        doc_ok = "d.valid_from <= ? AND (d.valid_to IS NULL OR d.valid_to > ?)"
+        params = [as_of] * 4
+    keys = "" if unit_keys is None else \
+        "JOIN (SELECT unnest(?) AS unit_id, unnest(?)::INTEGER AS unit_version) k USING (unit_id, unit_version) "
+    return (f"SELECT {unit_key_sql('u')} AS unit_key, m.position, m.doc_id, m.doc_version, m.part, "
+            "m.char_start, m.char_end, m.tokens, d.title, d.acl, d.content_hash FROM units u " + keys +
+            "JOIN unit_members m USING (unit_id, unit_version) "
+            f"JOIN documents d ON d.doc_id = m.doc_id AND d.version = m.doc_version AND {doc_ok} "
+            f"WHERE {unit_ok} ORDER BY unit_key, m.position",
+            [*(split_keys(unit_keys) if unit_keys is not None else []), *params])
 
 
 class UnitReads:
@@ -29,6 +62,24 @@ class UnitReads:
         for key, acl, coll, *member in rows:
             out.setdefault(key, []).append((tuple(acl), coll, Member(*member)))
         return out
+
+    def current_members(self, unit_keys: list[str] | None = None, as_of: datetime | None = None) -> list[MemberRow]:
+        """Members of these unit versions (all current units when None) if still current, or current at `as_of`.
+
+        The read-time check of rules 1–3: a retired unit, or a member whose version is no longer current,
+        yields nothing, whatever the index still holds.
+        """
+        if unit_keys is not None and not unit_keys:
+            return []
+        # one object per distinct unit key and ACL: a unit's members repeat its key, and documents share few ACLs
+        shared: dict = {}
+        return [MemberRow(shared.setdefault(r[0], r[0]), *r[1:9], shared.setdefault(acl := tuple(r[9]), acl), r[10])
+                for r in self.rows(*_members_sql(unit_keys, as_of))]
+
+    def current_member_columns(self) -> pa.Table:
+        """current_members() of all current units as Arrow columns (`MEMBER_COLUMNS`): a read state is built from
+        them without a Python object per member."""
+        return self.columns(*_members_sql(None, None))
 
     def current_units(self, doc_ids: list[str] | None = None) -> dict[str, tuple[int, str]]:
         """Version and content hash of each current unit (of those holding one of these documents, if given)."""

@@ -5,6 +5,7 @@ import threading
 import time
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from conftest import SAMPLES
 from hypothesis import given
@@ -16,7 +17,7 @@ from rag.retrieval import read_state
 from rag.retrieval.callers import Caller
 from rag.retrieval.read_state import WARM_PARTS
 from rag.retrieval.state_files import KEPT_STATES, STATE_DIR, Arrays, StateFiles
-from rag.retrieval.strings import Strings, concat_columns, strings_of
+from rag.retrieval.strings import Strings, column_of, concat_columns, strings_of
 from rag.store.settings import IngestSettings
 
 CALLERS = [Caller(frozenset({"support"})), Caller(frozenset({"partners"})),
@@ -48,7 +49,7 @@ def test_a_second_worker_maps_what_the_first_wrote_and_answers_alike(corpus, wor
     first.snapshot().warm()
     written = {p.name for p in (workspace / STATE_DIR).glob("*/*") if p.is_dir()}
     assert written == set(WARM_PARTS) - {"member_table", "lookups"}  # the member table lies in the current part
-    for name in ("current_state", "lexical_index", "load_state", "code_rows", "unit_codes"):
+    for name in ("current_arrays_of", "current_state", "lexical_index", "load_state", "code_rows", "unit_codes"):
         monkeypatch.setattr(read_state, name, refuse)
     second = Workspace(workspace, embedder=embedder)
     assert {m: answers(second, m) for m in expected} == expected
@@ -144,3 +145,12 @@ def test_a_string_table_keeps_values_in_python_order_and_finds_each(values, othe
 def test_a_string_wider_than_the_table_is_not_found_by_its_prefix():
     table = Strings(np.array([b"ab", b"cd"]))
     assert table.codes(["abc", "ab", "c"]).tolist() == [-1, 0, -1]
+
+
+@given(st.lists(texts, max_size=30), st.integers(0, 30))
+def test_a_string_table_of_arrow_columns_is_the_one_of_python_strings(values, cut):
+    found = column_of(pa.chunked_array([pa.array(values[:cut], pa.string()), pa.array(values[cut:], pa.string())]))
+    expected = strings_of(values)
+    assert found.codes.dtype == expected.codes.dtype and found.codes.tolist() == expected.codes.tolist()
+    assert found.strings.table.dtype == expected.strings.table.dtype
+    assert found.strings.table.tolist() == expected.strings.table.tolist()

@@ -1,0 +1,66 @@
+"""A snapshot's current part built from the catalog's Arrow columns holds exactly the arrays the per-member rows
+gave: the same members, documents, units, ACL numbering and string tables."""
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rag.retrieval.current import current_arrays, current_arrays_of, current_state
+from rag.retrieval.members import acl_numbering
+
+
+@pytest.fixture(scope="module")
+def sample(published_sample):
+    return published_sample
+
+
+def same_arrays(catalog) -> None:
+    built = current_arrays_of(catalog.current_member_columns(), catalog.current_version_columns())
+    reference = current_arrays(current_state(catalog))
+    assert set(built.arrays) == set(reference.arrays)
+    for name, array in reference.arrays.items():
+        assert built.arrays[name].dtype == array.dtype and np.array_equal(built.arrays[name], array), name
+    assert built.meta == reference.meta
+
+
+def test_the_sample_publish_gives_the_arrays_of_its_member_rows(sample):
+    catalog, _ = sample
+    assert len(catalog.current_member_columns()) > 20 and len(catalog.current_version_columns()) > 20
+    same_arrays(catalog)
+
+
+def test_superseded_retired_and_regrouped_members_give_the_arrays_of_their_rows(sample):
+    catalog, _ = sample
+    (doc,), = catalog.rows("SELECT min(doc_id) FROM documents WHERE status = 'current'")
+    (unit, version), = catalog.rows("SELECT unit_id, unit_version FROM units WHERE status = 'current' ORDER BY 1 DESC "
+                                    "LIMIT 1")
+    catalog.con.execute("BEGIN")
+    try:
+        catalog.con.execute("UPDATE documents SET status = 'superseded' WHERE doc_id = ?", [doc])
+        catalog.con.execute("UPDATE units SET status = 'retired' WHERE unit_id = ? AND unit_version = ?",
+                            [unit, version])
+        # a document held by two units, the second ordered first by key: its unit is the lower key
+        catalog.con.execute("INSERT INTO units SELECT '0-first' AS unit_id, * EXCLUDE (unit_id) FROM units "
+                            "WHERE status = 'current' ORDER BY unit_id LIMIT 1")
+        catalog.con.execute("INSERT INTO unit_members SELECT '0-first' AS unit_id, * EXCLUDE (unit_id) FROM "
+                            "unit_members m WHERE (unit_id, unit_version) IN (SELECT (unit_id, unit_version) "
+                            "FROM units WHERE status = 'current' AND unit_id <> '0-first' ORDER BY unit_id LIMIT 1)")
+        same_arrays(catalog)
+        found = current_arrays_of(catalog.current_member_columns(), catalog.current_version_columns())
+    finally:
+        catalog.con.execute("ROLLBACK")
+    assert doc.encode() not in set(found.arrays["docs"].tolist())
+    assert found.arrays["members.units"][0].startswith(b"0-first@")
+    assert (found.arrays["units"] == 0).sum() >= 1  # the documents of the copied unit name the copy, the lower key
+
+groups = st.lists(st.sampled_from(["a", "b", "support", "ops", "é中"]), max_size=3)
+
+
+@given(st.lists(groups, max_size=40))
+def test_acls_are_numbered_in_order_of_first_appearance(acls):
+    ids, sets = acl_numbering(pa.chunked_array([pa.array(acls[:7], pa.list_(pa.string())),
+                                                pa.array(acls[7:], pa.list_(pa.string()))]))
+    expected: dict[tuple, int] = {}
+    assert ids.tolist() == [expected.setdefault(tuple(a), len(expected)) for a in acls]
+    assert sets == list(expected)
