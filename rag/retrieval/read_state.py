@@ -368,9 +368,9 @@ class Snapshot:
         if index.unit_keyed:
             return None
         if not isinstance(self.catalog, UnionCatalog):
-            return Membership.of(self.catalog.unit_membership(None, as_of))
+            return Membership.of_columns(self.catalog.membership_columns(as_of))
         with self._part_catalog(part) as catalog:
-            return Membership.of(catalog.unit_membership(None, as_of))
+            return Membership.of_columns(catalog.membership_columns(as_of))
 
     def _part_catalog(self, part: str) -> closing[Catalog]:
         """One partition's catalog at the snapshot this one pins, closed when the block ends."""

@@ -288,21 +288,6 @@ class Catalog(DocumentTables, UnitReads):
         self.con.execute("UPDATE publish_log SET status = 'failed', finished_at = ? WHERE publish_id = ?",
                          [utc_now(), publish_id])
 
-    def unit_membership(self, unit_keys: list[str] | None = None, as_of: datetime | None = None) -> list[tuple]:
-        """(unit key, position, publish_id, doc_id, doc_version, part, start, end, unit ACL, collection) of every
-        member of these unit versions (all current units when None, or those current at `as_of`), whatever their
-        documents' status: what places an index row (keyed by document version) in its unit."""
-        if unit_keys is not None and not unit_keys:
-            return []
-        unit_ok, params = ("u.status = 'current'", []) if as_of is None else (
-            "u.valid_from <= ? AND (u.valid_to IS NULL OR u.valid_to > ?)", [as_of, as_of])
-        keys = "" if unit_keys is None else \
-            "JOIN (SELECT unnest(?) AS unit_id, unnest(?)::INTEGER AS unit_version) k USING (unit_id, unit_version) "
-        return self.rows(
-            f"SELECT {unit_key_sql('u')}, m.position, u.publish_id, m.doc_id, m.doc_version, m.part, m.char_start, "
-            "m.char_end, u.acl, u.collection FROM units u " + keys + "JOIN unit_members m USING (unit_id, unit_version) "
-            f"WHERE {unit_ok}", [*(split_keys(unit_keys) if unit_keys is not None else []), *params])
-
     def publish_at(self, when: datetime) -> tuple[int, int]:
         """(publish_id, LanceDB table version) of the last publish finished at or before `when`."""
         rows = self.rows("SELECT publish_id, lance_version FROM publish_log WHERE status = 'published' "

@@ -45,6 +45,20 @@ def _members_sql(unit_keys: list[str] | None, as_of: datetime | None) -> tuple[s
             [*(split_keys(unit_keys) if unit_keys is not None else []), *params])
 
 
+def _membership_sql(unit_keys: list[str] | None, as_of: datetime | None, ranked: bool = False) -> tuple[str, list]:
+    """Every member of these unit versions (all current units when None, or those current at `as_of`), whatever
+    its document's status; `ranked`: by the publish that made its unit, unit key and position."""
+    unit_ok, params = ("u.status = 'current'", []) if as_of is None else (
+        "u.valid_from <= ? AND (u.valid_to IS NULL OR u.valid_to > ?)", [as_of, as_of])
+    keys = "" if unit_keys is None else \
+        "JOIN (SELECT unnest(?) AS unit_id, unnest(?)::INTEGER AS unit_version) k USING (unit_id, unit_version) "
+    return (f"SELECT {unit_key_sql('u')} AS unit_key, m.position, u.publish_id, m.doc_id, m.doc_version, m.part, "
+            "m.char_start AS member_start, m.char_end AS member_end, u.acl, u.collection FROM units u " + keys +
+            f"JOIN unit_members m USING (unit_id, unit_version) WHERE {unit_ok}"
+            + (" ORDER BY coalesce(u.publish_id, 0), unit_key, m.position" if ranked else ""),
+            [*(split_keys(unit_keys) if unit_keys is not None else []), *params])
+
+
 class UnitReads:
     """Reads of `units` and `unit_members` by status and document; mixed into Catalog (its `rows`, `con`, `transaction`)."""
 
@@ -80,6 +94,19 @@ class UnitReads:
         """current_members() of all current units as Arrow columns (`MEMBER_COLUMNS`): a read state is built from
         them without a Python object per member."""
         return self.columns(*_members_sql(None, None))
+
+    def unit_membership(self, unit_keys: list[str] | None = None, as_of: datetime | None = None) -> list[tuple]:
+        """(unit key, position, publish_id, doc_id, doc_version, part, start, end, unit ACL, collection) of every
+        member of these unit versions (all current units when None, or those current at `as_of`), whatever their
+        documents' status: what places an index row (keyed by document version) in its unit."""
+        if unit_keys is not None and not unit_keys:
+            return []
+        return self.rows(*_membership_sql(unit_keys, as_of))
+
+    def membership_columns(self, as_of: datetime | None = None) -> pa.Table:
+        """unit_membership() of every current unit (or every unit current at `as_of`) as Arrow columns, ranked as
+        `Membership` ranks them."""
+        return self.columns(*_membership_sql(None, as_of, ranked=True))
 
     def current_units(self, doc_ids: list[str] | None = None) -> dict[str, tuple[int, str]]:
         """Version and content hash of each current unit (of those holding one of these documents, if given)."""

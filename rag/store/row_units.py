@@ -32,6 +32,13 @@ class Membership:
         return cls(pa.array([joined(k) for k in membership_keys(ranked)], pa.string()),
                    np.asarray([r[0] for r in ranked], dtype=object))
 
+    @classmethod
+    def of_columns(cls, table: pa.Table) -> "Membership":
+        """From `Catalog.membership_columns` (ranked there), each key made in Arrow: no Python object per member."""
+        keys = row_keys(table)
+        return cls(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys,
+                   np.asarray(table.column("unit_key").to_numpy(zero_copy_only=False), dtype=object))
+
 
 def membership_keys(rows: list[tuple]) -> list[MemberKey]:
     """The member key of each `Catalog.unit_membership` row."""
