@@ -97,10 +97,10 @@ def measure(workspace: Path, code: Path, change: str | None, aside: Path | None)
     return {"code": str(code), **json.loads(done.stdout.splitlines()[-1]), "load_average": os.getloadavg()[0]}
 
 
-def copy_state(source: Path, dest: Path) -> None:
-    """The files the documents and units steps write, from one folder to another (replacing them)."""
+def copy_state(source: Path, dest: Path, names: tuple[str, ...] = KEPT) -> None:
+    """The files the documents and units steps write (or `names`), from one folder to another (replacing them)."""
     dest.mkdir(exist_ok=True)
-    for name in KEPT:
+    for name in names:
         target = dest / name
         shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
         if (source / name).exists():
