@@ -201,6 +201,21 @@ def workers(data: dict) -> str:
     return text + ("; same answers" if data["same_answers_before_after"] else "; ANSWERS DIFFER")
 
 
+def next_snapshot(data: dict) -> str:
+    """A serving worker's next snapshot after a small publish, this code against the code before (ABBA)."""
+    def span(runs: list[dict], part: str | None = None) -> str:
+        values = [(r["next_snapshot"]["parts"][part] if part else r["next_snapshot"])["cpu_seconds"] for r in runs]
+        return f"{min(values):g}" if min(values) == max(values) else f"{min(values):g}–{max(values):g}"
+
+    after = [r for r in data["runs"] if r["code"] == "."]
+    before = [r for r in data["runs"] if r["code"] != "."]
+    parts = ", ".join(f"{name} {span(after, part)} (before {span(before, part)})" for name, part in
+                      (("members and ACLs", "current"), ("vectors", "vectors"), ("BM25", "lexical")))
+    return (f"**{span(after)} CPU s** (before: {span(before)}): {parts}; "
+            f"{max(r['next_snapshot']['written_mb'] for r in after):,.0f} MB of files written"
+            + ("; same answers" if data["same_answers"] else "; ANSWERS DIFFER"))
+
+
 def vector_search(data: dict) -> str:
     """The in-memory sub-chunk search alone."""
     rows = []
@@ -397,6 +412,8 @@ def sections() -> dict[str, list[Figure]]:
                    workers),
             Figure("workers on one host mapping one read state, 1M sub-chunks", ("read-state-workers-1m.json",),
                    workers, "goal: an extra worker ≤ 300 MB; a fresh worker ≤ 5 s, ≤ 5 CPU s"),
+            Figure("a serving worker's next snapshot after one copy's 966 documents are deleted, 1M sub-chunks",
+                   ("next-snapshot-1m.json",), next_snapshot, "built whole at every publish: grows with the corpus"),
         ],
         "Storage and ingest": [
             Figure("storage ÷ raw text, first ingest / after five 10% re-publishes", ("storage-hotpotqa.json",
