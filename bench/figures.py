@@ -384,6 +384,9 @@ def sections() -> dict[str, list[Figure]]:
                    ("citations-musique-recite.json",), citations, "2–4 hops; a 0.5B reader"),
             Figure("the embedded reader's citations, 2WikiMultihopQA report half (all 53), LongRAG at 2K tokens",
                    ("citations-2wikimultihopqa-recite.json",), citations, "2 hops; a 0.5B reader"),
+            Figure("the embedded reader's citations, 2WikiMultihopQA report half (all 53), ELITE at 2K tokens",
+                   ("citations-2wikimultihopqa-recite-elite.json",), citations, "LongRAG on the same 53 questions: the "
+                   "row above"),
         ],
         "Query cost": [
             latency("110k", "110K sub-chunks, a caller reading 20%", True),
