@@ -94,9 +94,17 @@ def quantize_query(query16: np.ndarray) -> Int8Query:
                      float(np.linalg.norm(q - codes * float(np.float32(scale)))), float(np.linalg.norm(q)))
 
 
-def concat(a: Int8Rows, b: Int8Rows) -> Int8Rows:
-    return Int8Rows(np.concatenate([a.codes, b.codes]), np.concatenate([a.scales, b.scales]),
-                    np.concatenate([a.errors, b.errors]), np.concatenate([a.norms, b.norms]))
+def concat(a: Int8Rows, b: Int8Rows, rows: np.ndarray) -> Int8Rows:
+    """a's rows `rows`, then b's."""
+    return Int8Rows(*(gathered(getattr(a, f), rows, getattr(b, f)) for f in ("codes", "scales", "errors", "norms")))
+
+
+def gathered(kept: np.ndarray, rows: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """kept[rows] then new, in one array: each kept row copied once (a take, then a concatenation, copied it twice)."""
+    out = np.empty((len(rows) + len(new), *kept.shape[1:]), dtype=kept.dtype)
+    np.take(kept, rows, axis=0, out=out[:len(rows)])
+    out[len(rows):] = new
+    return out
 
 
 def empty(dimension: int) -> Int8Rows:

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import simsimd
 
-from rag.retrieval.int8_rows import Int8Rows, concat, empty, quantize, quantize_query
+from rag.retrieval.int8_rows import Int8Rows, concat, empty, gathered, quantize, quantize_query
 from rag.retrieval.ivf import Ivf, ann_min_rows, ann_search, ivf_arrays, ivf_of, joined, ready
 from rag.retrieval.row_mask import RowMask, readable_sets, remember, row_mask
 from rag.retrieval.row_scores import RowScores
@@ -277,7 +277,7 @@ def load_state(index: SubchunkIndex, previous: VectorState | None = None,
     fresh = _read(index, dataset, order, unit_keys)
     if kept is None:
         return _by_acl(fresh)
-    return _by_acl(_concat(_take(previous, keep_rows), fresh))
+    return _by_acl(_concat(previous, fresh, keep_rows))
 
 
 def _read(index: SubchunkIndex, dataset, rows: np.ndarray, unit_keys: np.ndarray) -> VectorState:
@@ -328,16 +328,18 @@ def _take(state: VectorState, rows: np.ndarray) -> VectorState:
                        state.quantized.take(rows), state.ann.take(rows) if state.ann is not None else None)
 
 
-def _concat(a: VectorState, b: VectorState) -> VectorState:
-    """Rows of a, then rows of b, with b's ACL sets renumbered into a's."""
+def _concat(a: VectorState, b: VectorState, rows: np.ndarray | None = None) -> VectorState:
+    """a's rows (those at `rows`, in that order, or all of them), then b's, with b's ACL sets renumbered into a's."""
+    rows = np.arange(len(a)) if rows is None else rows
     sets = {s: i for i, s in enumerate(a.acl_sets)}
     remap = np.array([sets.setdefault(s, len(sets)) for s in b.acl_sets], dtype=np.int32)
     b_ids = remap[b.acl_ids] if len(b.acl_ids) else b.acl_ids
-    return VectorState(np.concatenate([a.matrix, b.matrix]), concat_columns([a.unit_keys, b.unit_keys]),
-                       concat_columns([a.doc_ids, b.doc_ids]), np.concatenate([a.parts, b.parts]),
-                       np.concatenate([a.starts, b.starts]), np.concatenate([a.ends, b.ends]),
-                       np.concatenate([a.acl_ids, b_ids]).astype(np.int32), list(sets),
-                       concat(a.quantized, b.quantized), joined(a.ann, b.ann, len(a), len(b)))
+    return VectorState(gathered(a.matrix, rows, b.matrix), concat_columns([a.unit_keys.take(rows), b.unit_keys]),
+                       concat_columns([a.doc_ids.take(rows), b.doc_ids]), gathered(a.parts, rows, b.parts),
+                       gathered(a.starts, rows, b.starts), gathered(a.ends, rows, b.ends),
+                       gathered(a.acl_ids, rows, b_ids).astype(np.int32), list(sets),
+                       concat(a.quantized, b.quantized, rows),
+                       joined(a.ann.take(rows) if a.ann is not None else None, b.ann, len(rows), len(b)))
 
 
 def union(states: list[VectorState], dimension: int) -> VectorState:

@@ -120,6 +120,8 @@ def test_a_new_table_version_reuses_kept_units_and_reads_only_new_ones(index, mo
     order = {k: i for i, k in enumerate(zip(fresh.unit_keys, fresh.starts))}
     perm = [order[k] for k in zip(incremental.unit_keys, incremental.starts)]
     assert np.array_equal(incremental.matrix, fresh.matrix[perm])
+    for field in ("codes", "scales", "errors", "norms"):  # the int8 copy of each row comes with it
+        assert np.array_equal(getattr(incremental.quantized, field), getattr(fresh.quantized, field)[perm])
     assert "u0@1" not in incremental.rows_of_unit and len(incremental.rows_of_unit["u99@1"]) == 30
 
 
