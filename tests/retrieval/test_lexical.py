@@ -124,3 +124,40 @@ def test_a_posting_holds_its_document_and_count_in_eight_bytes_and_a_text_its_to
     assert built.counts.indices.nbytes + built.counts.data.nbytes == 8 * len(built.counts.indices)
     assert built.counts.data.sum() == sum(len(lexical_tokens(t)) for t in corpus.values())
     assert all(ids.nbytes == 4 * len(ids) for ids in built.texts.values())
+
+
+corpora = st.dictionaries(st.sampled_from([f"d{i:02d}" for i in range(25)]), texts, max_size=20)
+
+
+@given(corpora, corpora, st.booleans())
+@settings(max_examples=80, deadline=None)
+def test_a_partition_updated_from_its_last_postings_equals_one_counted_afresh(before, after, mapped):
+    """Documents kept, re-texted, deleted and added: the merged counts, lengths, texts and hashes are those of a
+    build from scratch (also from postings mapped from a read-state file), and unchanged texts are not read."""
+    from rag.retrieval.lexical import lexical_arrays, lexical_of, updated_postings
+
+    def pairs(docs):
+        return sorted((d, f"h-{t}") for d, t in docs.items())
+
+    every = {f"h-{t}": t for t in [*before.values(), *after.values()]}
+    asked: list[str] = []
+
+    def text_of(hashes):
+        asked.extend(hashes)
+        return {h: every[h] for h in hashes}
+
+    vocab = Vocabulary()
+    previous = postings("1", pairs(before), text_of, vocab)
+    if mapped:
+        previous = lexical_of(lexical_arrays(index_of_parts([previous], vocab, None))).parts[0]
+        vocab = Vocabulary(dict(vocab.ids))
+    asked.clear()
+    updated = updated_postings("2", pairs(after), text_of, vocab, previous)
+    assert set(asked) <= {h for _, h in pairs(after)} - {h for _, h in pairs(before)}
+    fresh = postings("2", pairs(after), text_of, Vocabulary(dict(vocab.ids)))
+    for name in ("indptr", "indices", "data"):
+        got, want = getattr(updated.counts, name), getattr(fresh.counts, name)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist(), name
+    assert updated.counts.shape == fresh.counts.shape and updated.lengths.tolist() == fresh.lengths.tolist()
+    assert list(updated.doc_ids) == list(fresh.doc_ids) and list(updated.doc_hashes) == list(fresh.doc_hashes)
+    assert {h: list(t) for h, t in updated.texts.items()} == {h: list(t) for h, t in fresh.texts.items()}
