@@ -2,9 +2,8 @@
 
 bm25s scores every (document, term) pair when it indexes, so each publish cost a full rebuild: 47 s for 80K
 documents, during which the first query on the new snapshot waited. Here each partition keeps a sparse matrix
-of term counts, reused while its documents are unchanged, and its texts' token ids by content hash; its next build
-counts only the documents whose text changed and merges them into the kept counts. A query scores only the
-postings of its terms. N, document frequencies, the mean length, the
+of term counts, reused while its documents are unchanged, and its texts' token ids by content hash, which its next
+build reuses; a query scores only the postings of its terms. N, document frequencies, the mean length, the
 candidates and the best score that scales them are taken over the documents the caller may read, across every
 partition: the scores are bm25s's (method "lucene", k1 = 1.5, b = 0.75) for an index of those documents alone, so a
 document the caller may not read moves nothing the caller gets (docs/serving-rules.md).
@@ -156,7 +155,6 @@ class Postings:
     counts: TermColumns
     lengths: np.ndarray
     texts: Mapping[str, np.ndarray]
-    doc_hashes: Sequence[str] = ()  # per document, its text's content hash (what the next build compares)
 
     def matches(self, terms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every term's postings at once: their documents, counts and the term's position in `terms`."""
@@ -185,46 +183,7 @@ def postings(fingerprint: str, docs: list[tuple[str, str]], text_of, vocab: Voca
     cols = np.concatenate(rows) if rows else np.zeros(0, TOKEN)
     which = np.repeat(np.arange(len(rows), dtype=TOKEN), lengths.astype(np.int64))
     counts = term_columns(which, cols, (len(rows), len(vocab)))
-    return Postings(fingerprint, [d for d, _ in docs], counts, lengths, texts, [h for _, h in docs])
-
-
-def updated_postings(fingerprint: str, docs: list[tuple[str, str]], text_of, vocab: Vocabulary,
-                     previous: Postings) -> Postings:
-    """postings() of these (doc_id, content hash) pairs, sorted by id as `previous`'s are: the counts of documents
-    whose text is unchanged are kept and only the others' are counted and merged in (a term's documents stay in id
-    order), instead of every token of the partition being sorted again."""
-    if not docs or not len(previous.doc_hashes):
-        return postings(fingerprint, docs, text_of, vocab, previous.texts)
-    ids, hashes = as_column([d for d, _ in docs]), as_column([h for _, h in docs])
-    old_ids, old_hashes = as_column(previous.doc_ids), as_column(previous.doc_hashes)
-    old_row = np.full(len(old_ids.strings), -1, dtype=np.int64)
-    old_row[old_ids.codes] = np.arange(len(old_ids))
-    was = old_ids.strings.codes_of(ids.strings.table)[ids.codes]  # per new row, its id's code among the old ids
-    was = np.where(was >= 0, old_row[np.maximum(was, 0)], -1)
-    same = was >= 0
-    same[same] = old_hashes.strings.table[old_hashes.codes[was[same]]] == hashes.strings.table[hashes.codes[same]]
-    new_row = np.full(len(old_ids), -1, dtype=np.int64)
-    new_row[was[same]] = np.flatnonzero(same)
-    if np.any(np.diff(new_row[new_row >= 0]) < 0):  # not in the same order: the kept counts would not stay sorted
-        return postings(fingerprint, docs, text_of, vocab, previous.texts)
-    counted = postings(fingerprint, [docs[i] for i in np.flatnonzero(~same).tolist()], text_of, vocab, previous.texts)
-    size = (len(docs), len(vocab))
-    kept, terms = new_row[previous.counts.indices], np.repeat(np.arange(previous.counts.shape[1], dtype=np.int64),
-                                                              np.diff(previous.counts.indptr))
-    keys = terms * size[0] + kept
-    keys, data = keys[kept >= 0], previous.counts.data[kept >= 0]
-    added = counted.counts
-    added_keys = (np.repeat(np.arange(added.shape[1], dtype=np.int64), np.diff(added.indptr)) * size[0]
-                  + np.flatnonzero(~same)[added.indices])
-    at = np.searchsorted(keys, added_keys)
-    keys, data = np.insert(keys, at, added_keys), np.insert(data, at, added.data)
-    indptr = np.zeros(size[1] + 1, dtype=np.int64)
-    np.cumsum(np.bincount(keys // size[0], minlength=size[1]), out=indptr[1:])
-    lengths = np.empty(len(docs), dtype=np.float64)
-    lengths[same], lengths[~same] = previous.lengths[was[same]], counted.lengths
-    texts = _known_texts([h for _, h in docs], previous.texts) | counted.texts
-    return Postings(fingerprint, [d for d, _ in docs], TermColumns(indptr, (keys % size[0]).astype(TOKEN), data, size),
-                    lengths, texts, [h for _, h in docs])
+    return Postings(fingerprint, [d for d, _ in docs], counts, lengths, texts)
 
 
 def _known_texts(hashes: list[str], known: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -328,8 +287,7 @@ def lexical_index(catalog: Catalog, acl_of: Mapping[str, tuple[str, ...]] | None
         fingerprint = hashlib.sha256(repr(docs).encode()).hexdigest()
         cached = kept.get(key)
         if cached is None or cached.fingerprint != fingerprint:
-            cached = (postings(fingerprint, docs, catalog.texts_by_hash, vocab) if cached is None else
-                      updated_postings(fingerprint, docs, catalog.texts_by_hash, vocab, cached))
+            cached = postings(fingerprint, docs, catalog.texts_by_hash, vocab, cached.texts if cached else None)
         parts.append(cached)
         keys.append(key)
     return index_of_parts(parts, vocab, acl_of, tuple(keys))
@@ -349,8 +307,7 @@ def lexical_arrays(index: LexicalIndex) -> Arrays:
     vocab, arrays = term_table(index.vocab), {}
     arrays |= {"terms": vocab.terms.table, "term_ids": vocab.term_ids}
     for i, (part, acl_ids) in enumerate(zip(index.parts, index.acl_ids)):
-        texts, ids, hashes = token_texts(part.texts), as_column(part.doc_ids), as_column(part.doc_hashes)
-        arrays |= {f"{i}.doc_hashes": texts.hashes.codes_of(hashes.strings.table)[hashes.codes].astype(np.int32)}
+        texts, ids = token_texts(part.texts), as_column(part.doc_ids)
         arrays |= {f"{i}.indptr": part.counts.indptr, f"{i}.indices": part.counts.indices,
                    f"{i}.data": part.counts.data, f"{i}.lengths": part.lengths, f"{i}.doc_codes": ids.codes,
                    f"{i}.doc_ids": ids.strings.table, f"{i}.hashes": texts.hashes.table,
@@ -367,7 +324,7 @@ def lexical_of(found: Arrays) -> LexicalIndex:
         counts = TermColumns(found[f"{i}.indptr"], found[f"{i}.indices"], found[f"{i}.data"], tuple(shape))
         texts = TokenTexts(Strings(found[f"{i}.hashes"]), found[f"{i}.offsets"], found[f"{i}.tokens"])
         parts.append(Postings(fingerprint, Column(found[f"{i}.doc_codes"], Strings(found[f"{i}.doc_ids"])), counts,
-                              found[f"{i}.lengths"], texts, Column(found[f"{i}.doc_hashes"], texts.hashes)))
+                              found[f"{i}.lengths"], texts))
     return LexicalIndex(parts, TermTable(Strings(found["terms"]), found["term_ids"]),
                         [found[f"{i}.acl_ids"] for i in range(len(parts))],
                         [frozenset(a) for a in found.meta["acl_sets"]], tuple(found.meta["keys"]))

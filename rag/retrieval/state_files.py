@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-FORMAT = 3          # bumped when a part's arrays change meaning: older folders are then rebuilt, never misread
+FORMAT = 2          # bumped when a part's arrays change meaning: older folders are then rebuilt, never misread
 STATE_DIR = "read_state"
 KEPT_STATES = 3     # snapshots whose files stay: the one served, the one being swapped in, one more for a slow worker
 
