@@ -387,6 +387,9 @@ def sections() -> dict[str, list[Figure]]:
             Figure("the embedded reader's citations, 2WikiMultihopQA report half (all 53), ELITE at 2K tokens",
                    ("citations-2wikimultihopqa-recite-elite.json",), citations, "LongRAG on the same 53 questions: the "
                    "row above"),
+            Figure("the embedded reader's citations, 2WikiMultihopQA report half (all 53), longrag-extract at 2K tokens",
+                   ("citations-2wikimultihopqa-recite-extract.json",), citations, "LongRAG on the same 53 questions: "
+                   "two rows above"),
         ],
         "Query cost": [
             latency("110k", "110K sub-chunks, a caller reading 20%", True),
