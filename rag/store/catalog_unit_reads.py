@@ -1,5 +1,6 @@
-"""The catalog's reads of the units a publish touches, so the index step reads the change, not every unit, and what
-lets a publish that changed nothing keep its units (part of Catalog)."""
+"""The catalog's reads of units and their members (part of Catalog): the units a publish touches, so the index step
+reads the change, not every unit; what lets a publish that changed nothing keep its units; and the current members
+and unit membership a reader's state is built from, as rows or as Arrow columns."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -60,7 +61,8 @@ def _membership_sql(unit_keys: list[str] | None, as_of: datetime | None, ranked:
 
 
 class UnitReads:
-    """Reads of `units` and `unit_members` by status and document; mixed into Catalog (its `rows`, `con`, `transaction`)."""
+    """Reads of `units` and `unit_members` by status and document; mixed into Catalog (its `rows`, `columns`, `con`,
+    `transaction`)."""
 
     def live_units(self, doc_ids: list[str] | None = None, statuses: tuple[str, ...] = ("current", "pending")
                    ) -> dict[str, list[tuple]]:
