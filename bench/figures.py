@@ -382,12 +382,18 @@ def sections() -> dict[str, list[Figure]]:
                    "rows above"),
             Figure("the embedded reader's citations, MuSiQue report half, LongRAG at 2K tokens",
                    ("citations-musique-recite.json",), citations, "2–4 hops; a 0.5B reader"),
+            Figure("the embedded reader's citations, MuSiQue report half, ELITE at 2K tokens, 50 questions; LongRAG's "
+                   "recorded replies to the same 50", ("citations-musique-recite-elite.json",
+                                                        "citations-musique-recite-elite-questions.json"),
+                   lambda elite, longrag: f"ELITE: {citations(elite)}; LongRAG: {citations(longrag)}",
+                   "2–4 hops; a 0.5B reader"),
             Figure("the embedded reader's citations, 2WikiMultihopQA report half (all 53), LongRAG at 2K tokens",
                    ("citations-2wikimultihopqa-recite.json",), citations, "2 hops; a 0.5B reader"),
             Figure("the embedded reader's citations, 2WikiMultihopQA report half (all 53), ELITE at 2K tokens",
                    ("citations-2wikimultihopqa-recite-elite.json",), citations, "LongRAG on the same 53 questions: the "
                    "row above"),
-            Figure("the embedded reader's citations, 2WikiMultihopQA report half (all 53), longrag-extract at 2K tokens",
+            Figure("the embedded reader's citations, 2WikiMultihopQA report half (all 53), longrag-extract at 2K "
+                   "tokens",
                    ("citations-2wikimultihopqa-recite-extract.json",), citations, "LongRAG on the same 53 questions: "
                    "two rows above"),
         ],
