@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 from rag.retrieval.context import Candidate
 from rag.retrieval.ivf import concatenated_ranges
 from rag.retrieval.row_mask import RowMask, remember, row_mask
-from rag.retrieval.strings import Column, Strings, column_of, encoded, strings_of, whole
+from rag.retrieval.strings import Column, Strings, column_of, encoded, strings_of
+from rag.store.arrow_sql import whole
 from rag.store.row_units import ACL_SEPARATOR
 from rag.store.rows import MemberRow
 
@@ -190,6 +191,7 @@ def member_table_of(rows: pa.Table) -> MemberTable:
 
 def acl_numbering(acls: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[tuple[str, ...]]]:
     """Per row its ACL's number, ACLs numbered in order of first appearance, and the ACLs in that order."""
+    # Joined, an ACL is one string: a group name holds no control character and is never empty (rag.sources.records)
     found = pc.dictionary_encode(pc.binary_join(whole(acls), ACL_SEPARATOR))
     sets = [tuple(a.split(ACL_SEPARATOR)) if a else () for a in found.dictionary.to_pylist()]
     return found.indices.to_numpy().astype(np.int32), sets

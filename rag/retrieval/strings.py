@@ -15,6 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rag.store.arrow_sql import whole
+
 
 def encoded(values: Iterable[str]) -> np.ndarray:
     """The strings as one fixed-width byte array (UTF-8); a string may not end in NUL (the width pads with NULs)."""
@@ -78,11 +80,6 @@ def strings_of(values: Sequence[str] | np.ndarray) -> "Column":
     raw = values if isinstance(values, np.ndarray) and values.dtype.kind == "S" else encoded(values)
     table, codes = np.unique(raw, return_inverse=True)
     return Column(codes.reshape(-1).astype(np.int32), Strings(table))
-
-
-def whole(values: pa.ChunkedArray | pa.Array) -> pa.Array:
-    """An Arrow column as one array (a query's result comes in chunks)."""
-    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
 
 def column_of(values: pa.ChunkedArray | pa.Array) -> "Column":

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+import pyarrow as pa
+
 
 @contextmanager
 def registered(con, name: str, table):
@@ -12,3 +14,8 @@ def registered(con, name: str, table):
         yield
     finally:
         con.unregister(name)
+
+
+def whole(values: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """An Arrow column as one array (a query's result comes in chunks)."""
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values

@@ -17,47 +17,48 @@ PLAN_FORMAT = 1
 # A current document's planning fields, hashed: what its units depend on of it.
 PLAN_KEY = "hash(doc_id, version, title, content_hash, acl, collection, links)"
 
-MEMBER_COLUMNS = ("unit_key", "position", "doc_id", "doc_version", "part", "char_start", "char_end", "tokens", "title",
-                  "acl", "content_hash")
-
-
 def split_keys(unit_keys: list[str]) -> tuple[list[str], list[int]]:
     """'unit_id@version' keys as two parallel lists, for a join instead of a per-row string build."""
     ids, versions = zip(*map(split_unit_key, unit_keys)) if unit_keys else ((), ())
     return list(ids), list(versions)
 
 
-def _members_sql(unit_keys: list[str] | None, as_of: datetime | None) -> tuple[str, list]:
-    """The members of these unit versions (all current units when None) whose version is current (or was at `as_of`),
-    `MEMBER_COLUMNS` ordered by unit key and position."""
+def _current(alias: str, as_of: datetime | None) -> tuple[str, list]:
+    """SQL that keeps the rows (of `units` or `documents`, aliased) current now, or at `as_of`, and its parameters."""
     if as_of is None:
-        unit_ok, doc_ok, params = "u.status = 'current'", "d.status = 'current'", []
-    else:
-        unit_ok = "u.valid_from <= ? AND (u.valid_to IS NULL OR u.valid_to > ?)"
-        doc_ok = "d.valid_from <= ? AND (d.valid_to IS NULL OR d.valid_to > ?)"
-        params = [as_of] * 4
-    keys = "" if unit_keys is None else \
-        "JOIN (SELECT unnest(?) AS unit_id, unnest(?)::INTEGER AS unit_version) k USING (unit_id, unit_version) "
+        return f"{alias}.status = 'current'", []
+    return f"{alias}.valid_from <= ? AND ({alias}.valid_to IS NULL OR {alias}.valid_to > ?)", [as_of, as_of]
+
+
+def _units_members(unit_keys: list[str] | None) -> tuple[str, list]:
+    """SQL from `units u` (only these unit versions, when given) joined to their members `m`, and its parameters."""
+    if unit_keys is None:
+        return "units u JOIN unit_members m USING (unit_id, unit_version)", []
+    return ("units u JOIN (SELECT unnest(?) AS unit_id, unnest(?)::INTEGER AS unit_version) k "
+            "USING (unit_id, unit_version) JOIN unit_members m USING (unit_id, unit_version)", [*split_keys(unit_keys)])
+
+
+def _members_sql(unit_keys: list[str] | None, as_of: datetime | None) -> tuple[str, list]:
+    """The members of these unit versions (all current units when None) whose version is current (or was at `as_of`):
+    unit key, position, doc_id, doc_version, part, char_start, char_end, tokens, title, acl, content_hash, ordered by
+    unit key and position."""
+    units, keys = _units_members(unit_keys)
+    (doc_ok, doc_params), (unit_ok, unit_params) = _current("d", as_of), _current("u", as_of)
     return (f"SELECT {unit_key_sql('u')} AS unit_key, m.position, m.doc_id, m.doc_version, m.part, "
-            "m.char_start, m.char_end, m.tokens, d.title, d.acl, d.content_hash FROM units u " + keys +
-            "JOIN unit_members m USING (unit_id, unit_version) "
+            f"m.char_start, m.char_end, m.tokens, d.title, d.acl, d.content_hash FROM {units} "
             f"JOIN documents d ON d.doc_id = m.doc_id AND d.version = m.doc_version AND {doc_ok} "
-            f"WHERE {unit_ok} ORDER BY unit_key, m.position",
-            [*(split_keys(unit_keys) if unit_keys is not None else []), *params])
+            f"WHERE {unit_ok} ORDER BY unit_key, m.position", [*keys, *doc_params, *unit_params])
 
 
 def _membership_sql(unit_keys: list[str] | None, as_of: datetime | None, ranked: bool = False) -> tuple[str, list]:
     """Every member of these unit versions (all current units when None, or those current at `as_of`), whatever
     its document's status; `ranked`: by the publish that made its unit, unit key and position."""
-    unit_ok, params = ("u.status = 'current'", []) if as_of is None else (
-        "u.valid_from <= ? AND (u.valid_to IS NULL OR u.valid_to > ?)", [as_of, as_of])
-    keys = "" if unit_keys is None else \
-        "JOIN (SELECT unnest(?) AS unit_id, unnest(?)::INTEGER AS unit_version) k USING (unit_id, unit_version) "
+    units, keys = _units_members(unit_keys)
+    unit_ok, unit_params = _current("u", as_of)
     return (f"SELECT {unit_key_sql('u')} AS unit_key, m.position, u.publish_id, m.doc_id, m.doc_version, m.part, "
-            "m.char_start AS member_start, m.char_end AS member_end, u.acl, u.collection FROM units u " + keys +
-            f"JOIN unit_members m USING (unit_id, unit_version) WHERE {unit_ok}"
-            + (" ORDER BY coalesce(u.publish_id, 0), unit_key, m.position" if ranked else ""),
-            [*(split_keys(unit_keys) if unit_keys is not None else []), *params])
+            f"m.char_start AS member_start, m.char_end AS member_end, u.acl, u.collection FROM {units} "
+            f"WHERE {unit_ok}" + (" ORDER BY coalesce(u.publish_id, 0), unit_key, m.position" if ranked else ""),
+            [*keys, *unit_params])
 
 
 class UnitReads:
@@ -93,8 +94,8 @@ class UnitReads:
                 for r in self.rows(*_members_sql(unit_keys, as_of))]
 
     def current_member_columns(self) -> pa.Table:
-        """current_members() of all current units as Arrow columns (`MEMBER_COLUMNS`): a read state is built from
-        them without a Python object per member."""
+        """current_members() of all current units as Arrow columns: a read state is built from them without a Python
+        object per member."""
         return self.columns(*_members_sql(None, None))
 
     def unit_membership(self, unit_keys: list[str] | None = None, as_of: datetime | None = None) -> list[tuple]:

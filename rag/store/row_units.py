@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rag.store.arrow_sql import whole
 from rag.store.index import KEY_COLUMNS, UNIT_KEYED, MemberKey
 
 SEPARATOR, ACL_SEPARATOR = "\x1f", "\x1e"  # characters no id, version label, group or collection name holds
@@ -35,8 +36,7 @@ class Membership:
     @classmethod
     def of_columns(cls, table: pa.Table) -> "Membership":
         """From `Catalog.membership_columns` (ranked there), each key made in Arrow: no Python object per member."""
-        keys = row_keys(table)
-        return cls(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys,
+        return cls(whole(row_keys(table)),
                    np.asarray(table.column("unit_key").to_numpy(zero_copy_only=False), dtype=object))
 
 
