@@ -78,7 +78,7 @@ def worker(workspace: Path) -> dict:
                               check=True, env=os.environ | {"OMP_NUM_THREADS": "1"})
     finally:
         path.with_suffix(".removed").rename(path)
-    before = set((workspace / "read_state").iterdir())
+    before = set(files(workspace / "read_state"))
     wall, cpu = time.perf_counter(), time.process_time()
     snapshot, parts = reader.snapshot(), {}
     for part in WARM_PARTS:
@@ -87,13 +87,17 @@ def worker(workspace: Path) -> dict:
         parts[part] = {"seconds": round(time.perf_counter() - part_wall, 2),
                        "cpu_seconds": round(time.process_time() - part_cpu, 2)}
     answer = reader.retrieve("longrag", caller, QUESTION, 2000).items
-    written = [p for p in (workspace / "read_state").iterdir() if p not in before]
+    written = [f for f in files(workspace / "read_state") if f not in before]
     return {"publish_cpu_seconds": json.loads(done.stdout.splitlines()[-1]),
             "next_snapshot": {"seconds": round(time.perf_counter() - wall, 2),
                               "cpu_seconds": round(time.process_time() - cpu, 2), "parts": parts,
-                              "written_mb": round(sum(f.stat().st_size for p in written for f in p.rglob("*")
-                                                      if f.is_file()) / 2**20, 1)},
+                              "written_mb": round(sum(f.stat().st_size for f in written) / 2**20, 1)},
             "answer": [[i.doc_id, i.doc_version, round(i.score, 6)] for i in answer]}
+
+
+def files(folder: Path) -> list[Path]:
+    """Every file under the folder (a part's, or a segment several snapshots share)."""
+    return [f for f in folder.rglob("*") if f.is_file()]
 
 
 def main() -> None:

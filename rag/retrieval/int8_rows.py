@@ -13,6 +13,8 @@ from functools import cached_property
 import numpy as np
 import simsimd
 
+from rag.retrieval.segments import Segments
+
 BLOCK_ROWS = 8_192  # rows quantised at a time: each holds ~4 float32 copies of its block (65,536 rows: 400 MB)
 # float32 accumulation of 384-1024 products (the float16 kernel) and float32 scaling of the int8 sums each err by
 # well under 1e-4; the margin makes the bound hold for them
@@ -24,7 +26,7 @@ ROUNDING = np.float32(1.5 * 2**23)  # float32 x + this - this is x rounded to an
 class Int8Rows:
     """Per row: int8 codes with `row ≈ scale × codes`, the norm of that approximation's error and the row's norm."""
 
-    codes: np.ndarray   # (rows, dimension) int8
+    codes: np.ndarray | Segments  # (rows, dimension) int8
     scales: np.ndarray  # float32
     errors: np.ndarray  # float32: ‖row − scale × codes‖, the row taken as its float16 values
     norms: np.ndarray   # float32: ‖row‖
@@ -102,7 +104,10 @@ def concat(a: Int8Rows, b: Int8Rows, rows: np.ndarray) -> Int8Rows:
 def gathered(kept: np.ndarray, rows: np.ndarray, new: np.ndarray) -> np.ndarray:
     """kept[rows] then new, in one array: each kept row copied once (a take, then a concatenation, copied it twice)."""
     out = np.empty((len(rows) + len(new), *kept.shape[1:]), dtype=kept.dtype)
-    np.take(kept, rows, axis=0, out=out[:len(rows)])
+    if isinstance(kept, Segments):
+        kept.take(rows, out=out[:len(rows)])
+    else:
+        np.take(kept, rows, axis=0, out=out[:len(rows)])
     out[len(rows):] = new
     return out
 

@@ -13,13 +13,14 @@ class RowMask:
     """The rows a caller may read, as its readable ACL sets and each row's set: indexed like the boolean mask it
     stands for, with nothing as long as the rows kept per caller (at 10M rows a mask per group set was 10 MB)."""
 
-    __slots__ = ("sets", "acl_ids")
+    __slots__ = ("sets", "acl_ids", "live")
 
-    def __init__(self, sets: np.ndarray, acl_ids: np.ndarray):
-        self.sets, self.acl_ids = sets, acl_ids
+    def __init__(self, sets: np.ndarray, acl_ids: np.ndarray, live: np.ndarray | None = None):
+        self.sets, self.acl_ids, self.live = sets, acl_ids, live
 
     def __getitem__(self, rows) -> np.ndarray:
-        return self.sets[self.acl_ids[rows]]
+        found = self.sets[self.acl_ids[rows]]
+        return found if self.live is None else found & self.live[rows]
 
     def __len__(self) -> int:
         return len(self.acl_ids)
@@ -30,10 +31,10 @@ class RowMask:
 
 
 def row_mask(masks: dict, lock: threading.Lock, acl_sets: list[frozenset[str]], acl_ids: np.ndarray,
-             groups: frozenset[str]) -> RowMask:
-    """The rows whose ACL (acl_sets[acl_ids[row]]) admits one of the groups, kept in `masks` for the last MASKS_KEPT
-    group sets (callers repeat their group sets)."""
-    return kept(masks, lock, groups, lambda: RowMask(readable_sets(acl_sets, groups), acl_ids))
+             groups: frozenset[str], live: np.ndarray | None = None) -> RowMask:
+    """The live rows whose ACL (acl_sets[acl_ids[row]]) admits one of the groups, kept in `masks` for the last
+    MASKS_KEPT group sets (callers repeat their group sets)."""
+    return kept(masks, lock, groups, lambda: RowMask(readable_sets(acl_sets, groups), acl_ids, live))
 
 
 def kept(cache: dict, lock: threading.Lock, key, build):

@@ -7,7 +7,8 @@ waits for it and maps the result, and no reader ever sees half a part. Every lat
 (`np.load(mmap_mode="r")`), so the workers of a host share one copy in the page cache and a new worker answers
 after mapping, not after rebuilding. A snapshot's files never change; the folders of all but the newest
 `KEPT_STATES` snapshots are removed when a new one is written (a worker still mapping one keeps its pages until it
-lets go).
+lets go). Arrays held as segments (rag.retrieval.segments) are written once each, under `segments/`, and named by
+every later snapshot that keeps them; a segment no kept snapshot names is removed with them.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,9 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
-FORMAT = 2          # bumped when a part's arrays change meaning: older folders are then rebuilt, never misread
+from rag.retrieval.segments import Segments
+
+FORMAT = 3          # bumped when a part's arrays change meaning: older folders are then rebuilt, never misread
 STATE_DIR = "read_state"
 KEPT_STATES = 3     # snapshots whose files stay: the one served, the one being swapped in, one more for a slow worker
+SEGMENTS = "segments"
+SEGMENT_GRACE_S = 600  # an unnamed segment younger than this may belong to a part being written: it stays
 
 
 @dataclass(frozen=True)
@@ -83,7 +89,9 @@ class StateFiles:
         folder = self.root / self.key / name
         try:
             meta = json.loads((folder / "meta.json").read_text())
-            return Arrays({a: _mapped(folder / f"{a}.npy") for a in meta["arrays"]}, meta["meta"])
+            shared = {a: Segments([_mapped(self.root / SEGMENTS / f"{i}.npy") for i in ids], ids)
+                      for a, ids in meta.get("segments", {}).items()}
+            return Arrays({a: _mapped(folder / f"{a}.npy") for a in meta["arrays"]} | shared, meta["meta"])
         except (OSError, ValueError, KeyError):  # absent, or pruned while this worker opened it: built again
             return None
 
@@ -93,22 +101,53 @@ class StateFiles:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
         try:
-            for a, values in built.arrays.items():
+            own = {a: v for a, v in built.arrays.items() if not isinstance(v, Segments)}
+            shared = {a: self._segments(v) for a, v in built.arrays.items() if isinstance(v, Segments)}
+            for a, values in own.items():
                 np.save(tmp / f"{a}.npy", np.ascontiguousarray(values), allow_pickle=False)
-            (tmp / "meta.json").write_text(json.dumps({"arrays": list(built.arrays), "meta": built.meta}))
+            (tmp / "meta.json").write_text(json.dumps({"arrays": list(own), "segments": shared, "meta": built.meta}))
             os.rename(tmp, final)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
+    def _segments(self, rows: Segments) -> list[str]:
+        """Write each segment not written yet (or removed since); their names."""
+        rows = rows.named()
+        (self.root / SEGMENTS).mkdir(exist_ok=True)
+        for name, values in zip(rows.ids, rows.arrays):
+            path = self.root / SEGMENTS / f"{name}.npy"
+            if not path.exists():
+                tmp = path.with_name(f".{name}.{os.getpid()}.tmp.npy")
+                np.save(tmp, np.ascontiguousarray(values), allow_pickle=False)
+                os.rename(tmp, path)
+        return rows.ids
+
     def _prune(self) -> None:
-        """Remove the folders of all but the newest KEPT_STATES snapshots (by when they were last written)."""
+        """Remove the folders of all but the newest KEPT_STATES snapshots (by when they were last written), then the
+        segments none of the kept ones names."""
         try:
-            folders = sorted((p for p in self.root.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime_ns)
+            folders = sorted((p for p in self.root.iterdir() if p.is_dir() and p.name != SEGMENTS),
+                             key=lambda p: p.stat().st_mtime_ns)
         except OSError:
             return
         for old in folders[:-KEPT_STATES]:
             if old.name != self.key:
                 shutil.rmtree(old, ignore_errors=True)
+        named = {i for folder in folders[-KEPT_STATES:] for meta in folder.glob("*/meta.json")
+                 for ids in _read_segments(meta) for i in ids}
+        for path in (self.root / SEGMENTS).glob("*.npy"):
+            try:
+                if path.stem not in named and time.time() - path.stat().st_mtime > SEGMENT_GRACE_S:
+                    path.unlink()
+            except OSError:
+                pass
+
+
+def _read_segments(meta: Path) -> list[list[str]]:
+    try:
+        return list(json.loads(meta.read_text()).get("segments", {}).values())
+    except (OSError, ValueError):
+        return []
 
 
 def _mapped(path: Path) -> np.ndarray:

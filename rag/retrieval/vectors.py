@@ -7,8 +7,10 @@ caller's readable rows are a few contiguous ranges, and only those are read. A s
 them (rag.retrieval.int8_rows: half the bytes, integer kernels), then scores in float16 every row that the int8
 scores' error bound cannot rule out, so it returns what one float16 pass would (past RAG_ANN_MIN_ROWS rows, it walks
 an IVF instead: rag.retrieval.ivf). Rows name no unit: the snapshot's unit membership places each in its unit
-(rag.store.row_units). A unit version's rows never change, so the next snapshot's copy keeps the rows of the units
-it shares with the previous one and reads only the new units' rows: building it costs what changed.
+(rag.store.row_units). A unit version's rows never change, so the next snapshot's copy keeps every row of the previous
+one where it lies (mapped from its files), marks the rows of units it no longer holds as dead (no caller reads them),
+and appends the new units' rows as a segment of their own (rag.retrieval.segments): building and writing it costs
+what changed. Once dead rows or segments pile up (MAX_DEAD_SHARE, MAX_SEGMENTS), the live rows are copied into one.
 """
 from __future__ import annotations
 
@@ -22,12 +24,13 @@ import simsimd
 
 from rag.retrieval.int8_rows import Int8Rows, concat, empty, gathered, quantize, quantize_query
 from rag.retrieval.ivf import Ivf, ann_min_rows, ann_search, ivf_arrays, ivf_of, joined, ready
+from rag.retrieval.member_codes import MemberCodes, member_numbering
 from rag.retrieval.row_mask import RowMask, readable_sets, remember, row_mask
 from rag.retrieval.row_scores import RowScores
+from rag.retrieval.segments import Segments, as_segments, segment_bounds
 from rag.retrieval.state_files import Arrays
 from rag.retrieval.strings import (
     Column,
-    FoundByGet,
     RowsByKey,
     Strings,
     as_column,
@@ -40,6 +43,8 @@ from rag.store.row_units import Membership, place
 
 MAX_RANGES = 64   # a caller readable in more separate row ranges than this has every row scored in one pass
 BLOCK_ROWS = 8_192  # rows normalised at a time: no float32 copy of a whole table, nor of a large block
+MAX_SEGMENTS = 8      # past this many segments, or this share of dead rows, the next state copies its live rows
+MAX_DEAD_SHARE = 0.2  # into one: every range read is split at segments, and a dead row is read and thrown away
 
 
 def first_seen_codes(codes: dict, keys: Iterable, count: int) -> np.ndarray:
@@ -54,47 +59,12 @@ def run_starts(ordered: np.ndarray) -> np.ndarray:
     return out
 
 
-@dataclass(frozen=True)
-class MemberCodes(FoundByGet):
-    """(unit key, doc_id, part) → the member code of its rows: the key packed into one integer, found by bisection."""
-
-    units: Strings
-    docs: Strings
-    packed: np.ndarray      # sorted distinct packed keys
-    codes: np.ndarray       # per packed key, its member code
-    first_rows: np.ndarray  # per member code, the first row holding it
-    parts: int              # one more than the largest part
-
-    def get(self, key: tuple[str, str, int], default=None):
-        unit, doc = self.units.code(key[0]), self.docs.code(key[1])
-        if unit < 0 or doc < 0 or not isinstance(key[2], (int, np.integer)) or not 0 <= key[2] < self.parts or not len(self.packed):
-            return default
-        wanted = (unit * len(self.docs) + doc) * self.parts + key[2]
-        at = min(int(np.searchsorted(self.packed, wanted)), len(self.packed) - 1)
-        return int(self.codes[at]) if self.packed[at] == wanted else default
-
-    def __len__(self) -> int:
-        return len(self.first_rows)
-
-
-def member_numbering(units: Column, docs: Column, parts: np.ndarray) -> tuple[np.ndarray, MemberCodes]:
-    """Per row a number shared by the rows of one (unit key, doc_id, part), in order of first appearance."""
-    span = int(parts.max()) + 1 if len(parts) else 1
-    if len(units.strings) * len(docs.strings) * span >= 2**62:
-        raise ValueError("too many units, documents and parts to number their members in 64 bits")
-    packed = (units.codes.astype(np.int64) * len(docs.strings) + docs.codes) * span + parts
-    keys, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
-    rank = np.empty(len(keys), dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(keys))
-    return rank[inverse.reshape(-1)], MemberCodes(units.strings, docs.strings, keys, rank, np.sort(first), span)
-
-
 @dataclass
 class VectorState:
     """Every row of one table version: where it lies, who may read it, its unit-length vector. Its arrays may be
     mapped from a read-state file (rag.retrieval.state_files); strings are columns of codes (rag.retrieval.strings)."""
 
-    matrix: np.ndarray            # (rows, dimension) float16, unit length; rows in order of acl_ids
+    matrix: np.ndarray | Segments  # (rows, dimension) float16, unit length; in each segment, in order of acl_ids
     unit_keys: Column             # object arrays of str are taken too, and coded
     doc_ids: Column
     parts: np.ndarray             # int32
@@ -104,12 +74,15 @@ class VectorState:
     acl_sets: list[frozenset[str]]
     int8: Int8Rows | None = None  # the first pass's copy of matrix (built on first search when not given)
     ann: Ivf | None = None        # the IVF of a state past ann_min_rows() rows (rag.retrieval.ivf)
+    live: np.ndarray | None = None  # bool per row: False for a row of a unit the snapshot no longer holds (None: all)
     _masks: dict = field(default_factory=dict, repr=False)
     _ranges: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self):
         self.unit_keys, self.doc_ids = as_column(self.unit_keys), as_column(self.doc_ids)
+        if self.live is not None and self.live.all():
+            self.live = None
 
     @property
     def rows_of_unit(self) -> RowsByKey:
@@ -139,7 +112,7 @@ class VectorState:
     def mask(self, groups: frozenset[str]) -> RowMask:
         """Rows whose ACL admits one of the groups (rule 1's pre-filter); the readable ACL sets are kept per group
         set, never a row array."""
-        return row_mask(self._masks, self._lock, self.acl_sets, self.acl_ids, groups)
+        return row_mask(self._masks, self._lock, self.acl_sets, self.acl_ids, groups, self.live)
 
     def scores(self, query: np.ndarray, groups: frozenset[str] | None = None) -> np.ndarray:
         """Cosine of the query with every row the groups may read (every row if no groups are given); rows they
@@ -148,6 +121,8 @@ class VectorState:
         out = np.full(len(self), -np.inf, dtype=np.float32)
         for lo, hi in self.ranges(groups):
             out[lo:hi] = dot(q16, self.matrix[lo:hi])
+        if self.live is not None:
+            out[~self.live] = -np.inf
         return out
 
     def query16(self, query: np.ndarray) -> np.ndarray:
@@ -191,21 +166,17 @@ class VectorState:
         return self.int8
 
     def ranges(self, groups: frozenset[str] | None) -> list[tuple[int, int]]:
-        """The row ranges that hold every row the groups may read (all rows when they are many or no groups)."""
-        whole = [(0, len(self))] if len(self) else []
+        """The row ranges that hold every row the groups may read, none across two segments (a segment's rows whole
+        when its ranges are many, or no groups are given)."""
+        bounds = segment_bounds(self.matrix)
+        segments = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
         if groups is None:
-            return whole
+            return segments
         found = self._ranges.get(groups)
         if found is None:
-            bounds = np.searchsorted(self.acl_ids, np.arange(len(self.acl_sets) + 1))
-            found = []
-            for set_id in np.flatnonzero(readable_sets(self.acl_sets, groups)):
-                lo, hi = int(bounds[set_id]), int(bounds[set_id + 1])
-                if found and found[-1][1] == lo:
-                    found[-1] = (found[-1][0], hi)
-                elif hi > lo:
-                    found.append((lo, hi))
-            found = remember(self._ranges, self._lock, groups, found if len(found) <= MAX_RANGES else whole)
+            readable = np.flatnonzero(readable_sets(self.acl_sets, groups))
+            found = remember(self._ranges, self._lock, groups, [
+                r for lo, hi in segments for r in set_ranges(self.acl_ids, lo, hi, readable, len(self.acl_sets))])
         return found
 
     def nearest(self, scores: np.ndarray, mask: np.ndarray, limit: int) -> np.ndarray:
@@ -216,6 +187,19 @@ class VectorState:
             cut = scores[readable][np.argpartition(-scores[readable], limit - 1)[limit - 1]]
             readable = readable[scores[readable] >= cut]
         return readable[np.lexsort((readable, -scores[readable]))][:limit]
+
+
+def set_ranges(acl_ids: np.ndarray, lo: int, hi: int, readable: np.ndarray, sets: int) -> list[tuple[int, int]]:
+    """The ranges of rows lo..hi (in order of their ACL set) whose set is readable; lo..hi whole past MAX_RANGES."""
+    bounds = lo + np.searchsorted(acl_ids[lo:hi], np.arange(sets + 1))
+    found: list[tuple[int, int]] = []
+    for set_id in readable:
+        start, end = int(bounds[set_id]), int(bounds[set_id + 1])
+        if found and found[-1][1] == start:
+            found[-1] = (found[-1][0], end)
+        elif end > start:
+            found.append((start, end))
+    return found if len(found) <= MAX_RANGES else [(lo, hi)]
 
 
 def readable_only(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -264,20 +248,17 @@ def load_state(index: SubchunkIndex, previous: VectorState | None = None,
     previous state already holds."""
     dataset = index.table.to_lance()
     order, unit_keys = place(dataset.to_table(columns=row_columns(dataset.schema)), membership)
-    kept = previous if previous is not None and len(previous) else None
-    if kept is not None:
-        have = previous.rows_of_unit
-        placed = have.strings.codes(unit_keys.tolist())
-        wanted = np.unique(placed[placed >= 0])
-        keep_rows = np.flatnonzero(np.isin(previous.unit_keys.codes, wanted))
-        new = (placed < 0) | (np.diff(have.bounds)[np.maximum(placed, 0)] == 0)
-        order, unit_keys = order[new], unit_keys[new]
-    else:
-        keep_rows = np.zeros(0, dtype=np.int64)
-    fresh = _read(index, dataset, order, unit_keys)
-    if kept is None:
-        return _by_acl(fresh)
-    return _by_acl(_concat(previous, fresh, keep_rows))
+    if previous is None or not len(previous):
+        return _by_acl(_read(index, dataset, order, unit_keys))
+    have = previous.rows_of_unit
+    placed = have.strings.codes(unit_keys.tolist())
+    live = np.isin(previous.unit_keys.codes, np.unique(placed[placed >= 0]))
+    new = (placed < 0) | (np.diff(have.bounds)[np.maximum(placed, 0)] == 0)
+    fresh = _read(index, dataset, order[new], unit_keys[new])
+    segments = len(segment_bounds(previous.matrix)) - 1 + bool(len(fresh))
+    if segments > MAX_SEGMENTS or np.count_nonzero(~live) > MAX_DEAD_SHARE * len(live):
+        return _by_acl(_concat(previous, fresh, np.flatnonzero(live)))
+    return _appended(previous, live, fresh)
 
 
 def _read(index: SubchunkIndex, dataset, rows: np.ndarray, unit_keys: np.ndarray) -> VectorState:
@@ -325,21 +306,52 @@ def _empty(dimension: int) -> VectorState:
 def _take(state: VectorState, rows: np.ndarray) -> VectorState:
     return VectorState(state.matrix[rows], state.unit_keys.take(rows), state.doc_ids.take(rows), state.parts[rows],
                        state.starts[rows], state.ends[rows], state.acl_ids[rows], state.acl_sets,
-                       state.quantized.take(rows), state.ann.take(rows) if state.ann is not None else None)
+                       state.quantized.take(rows), state.ann.take(rows) if state.ann is not None else None,
+                       _live(state)[rows])
 
 
 def _concat(a: VectorState, b: VectorState, rows: np.ndarray | None = None) -> VectorState:
     """a's rows (those at `rows`, in that order, or all of them), then b's, with b's ACL sets renumbered into a's."""
     rows = np.arange(len(a)) if rows is None else rows
-    sets = {s: i for i, s in enumerate(a.acl_sets)}
-    remap = np.array([sets.setdefault(s, len(sets)) for s in b.acl_sets], dtype=np.int32)
-    b_ids = remap[b.acl_ids] if len(b.acl_ids) else b.acl_ids
+    sets, b_ids = _renumbered(a, b)
     return VectorState(gathered(a.matrix, rows, b.matrix), concat_columns([a.unit_keys.take(rows), b.unit_keys]),
                        concat_columns([a.doc_ids.take(rows), b.doc_ids]), gathered(a.parts, rows, b.parts),
                        gathered(a.starts, rows, b.starts), gathered(a.ends, rows, b.ends),
-                       gathered(a.acl_ids, rows, b_ids).astype(np.int32), list(sets),
+                       gathered(a.acl_ids, rows, b_ids).astype(np.int32), sets,
                        concat(a.quantized, b.quantized, rows),
-                       joined(a.ann.take(rows) if a.ann is not None else None, b.ann, len(rows), len(b)))
+                       joined(a.ann.take(rows) if a.ann is not None else None, b.ann, len(rows), len(b)),
+                       np.concatenate([_live(a)[rows], _live(b)]))
+
+
+def _appended(a: VectorState, live: np.ndarray, b: VectorState) -> VectorState:
+    """Every row of a where it lies (alive where `live` says), then b's rows as a segment of their own, in order of
+    their ACL sets renumbered into a's."""
+    sets, b_ids = _renumbered(a, b)
+    order = np.argsort(b_ids, kind="stable")
+    b, b_ids = _take(b, order), b_ids[order]
+    int8 = a.quantized
+    if len(b):
+        codes = as_segments(int8.codes).appended(b.quantized.codes)
+        matrix = as_segments(a.matrix).appended(b.matrix)
+    else:
+        codes, matrix = int8.codes, a.matrix
+    return VectorState(matrix, concat_columns([a.unit_keys, b.unit_keys]), concat_columns([a.doc_ids, b.doc_ids]),
+                       *(np.concatenate([getattr(a, f), getattr(b, f)]) for f in ("parts", "starts", "ends")),
+                       np.concatenate([a.acl_ids, b_ids]).astype(np.int32), sets,
+                       Int8Rows(codes, *(np.concatenate([getattr(int8, f), getattr(b.quantized, f)])
+                                         for f in ("scales", "errors", "norms"))),
+                       joined(a.ann, b.ann, len(a), len(b)), np.concatenate([live, _live(b)]))
+
+
+def _renumbered(a: VectorState, b: VectorState) -> tuple[list[frozenset[str]], np.ndarray]:
+    """a's ACL sets and b's new ones after them; b's rows' set ids in that numbering."""
+    sets = {s: i for i, s in enumerate(a.acl_sets)}
+    remap = np.array([sets.setdefault(s, len(sets)) for s in b.acl_sets], dtype=np.int32)
+    return list(sets), remap[b.acl_ids] if len(b.acl_ids) else b.acl_ids
+
+
+def _live(state: VectorState) -> np.ndarray:
+    return state.live if state.live is not None else np.ones(len(state), dtype=bool)
 
 
 def union(states: list[VectorState], dimension: int) -> VectorState:
@@ -354,9 +366,12 @@ def vector_arrays(state: VectorState) -> Arrays:
     """The state as arrays for a read-state file, with its unit rows and member codes built."""
     int8, units, codes = state.quantized, state.rows_of_unit, state.code_of
     ann, ann_meta = ivf_arrays(ready(state) if len(state) >= max(ann_min_rows(), 1) else None)
-    return Arrays({"matrix": state.matrix, "unit_codes": state.unit_keys.codes, "units": state.unit_keys.strings.table,
+    live = {"live": state.live} if state.live is not None else {}
+    return Arrays({"matrix": as_segments(state.matrix), "unit_codes": state.unit_keys.codes,
+                   "units": state.unit_keys.strings.table, **live,
                    "doc_codes": state.doc_ids.codes, "docs": state.doc_ids.strings.table, "parts": state.parts,
-                   "starts": state.starts, "ends": state.ends, "acl_ids": state.acl_ids, "int8_codes": int8.codes,
+                   "starts": state.starts, "ends": state.ends, "acl_ids": state.acl_ids,
+                   "int8_codes": as_segments(int8.codes),
                    "int8_scales": int8.scales, "int8_errors": int8.errors, "int8_norms": int8.norms,
                    "unit_order": units.order, "unit_bounds": units.bounds, "member_codes": state.member_codes,
                    "member_keys": codes.packed, "member_key_codes": codes.codes, "member_first_rows": codes.first_rows,
@@ -369,7 +384,7 @@ def vector_state(found: Arrays) -> VectorState:
     state = VectorState(found["matrix"], units, docs, found["parts"], found["starts"], found["ends"], found["acl_ids"],
                         [frozenset(a) for a in found.meta["acl_sets"]],
                         Int8Rows(found["int8_codes"], found["int8_scales"], found["int8_errors"], found["int8_norms"]),
-                        ivf_of(found.arrays, found.meta))
+                        ivf_of(found.arrays, found.meta), found.arrays.get("live"))
     state._rows_of_unit = RowsByKey(units.strings, found["unit_order"], found["unit_bounds"])
     state._code_of = MemberCodes(units.strings, docs.strings, found["member_keys"], found["member_key_codes"],
                                  found["member_first_rows"], found.meta["parts_span"])

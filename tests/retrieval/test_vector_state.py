@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag.retrieval.int8_rows import quantize, quantize_query
-from rag.retrieval.vectors import VectorState, load_state
+from rag.retrieval.segments import Segments, segment_bounds
+from rag.retrieval.vectors import MAX_DEAD_SHARE, MAX_SEGMENTS, VectorState, load_state
 from rag.store.index import SubchunkIndex, SubchunkRow
 from rag.store.row_units import Membership
 
@@ -47,6 +48,10 @@ class Built:
 
     def state(self, previous=None):
         return load_state(self.index, previous, self.membership)
+
+
+def live_rows(state: VectorState) -> np.ndarray:
+    return np.flatnonzero(state.live) if state.live is not None else np.arange(len(state))
 
 
 def build(folder) -> Built:
@@ -115,14 +120,17 @@ def test_a_new_table_version_reuses_kept_units_and_reads_only_new_ones(index, mo
     assert read == [["u99@1"]]  # the kept units' rows come from the previous state
     monkeypatch.setattr(vs, "_read", original)
     fresh = index.state()
-    key = lambda s: sorted(zip(s.unit_keys, s.doc_ids, s.starts, map(lambda i: s.acl_sets[i], s.acl_ids)))  # noqa
-    assert key(incremental) == key(fresh)
+    alive = live_rows(incremental)
+    key = lambda s, rows: sorted((s.unit_keys[i], s.doc_ids[i], s.starts[i], s.acl_sets[s.acl_ids[i]]) for i in rows)  # noqa
+    assert key(incremental, alive) == key(fresh, range(len(fresh)))
     order = {k: i for i, k in enumerate(zip(fresh.unit_keys, fresh.starts))}
-    perm = [order[k] for k in zip(incremental.unit_keys, incremental.starts)]
-    assert np.array_equal(incremental.matrix, fresh.matrix[perm])
+    perm = [order[(incremental.unit_keys[i], incremental.starts[i])] for i in alive]
+    assert np.array_equal(np.asarray(incremental.matrix)[alive], fresh.matrix[perm])
     for field in ("codes", "scales", "errors", "norms"):  # the int8 copy of each row comes with it
-        assert np.array_equal(getattr(incremental.quantized, field), getattr(fresh.quantized, field)[perm])
-    assert "u0@1" not in incremental.rows_of_unit and len(incremental.rows_of_unit["u99@1"]) == 30
+        assert np.array_equal(np.asarray(getattr(incremental.quantized, field))[alive],
+                              getattr(fresh.quantized, field)[perm])
+    assert not incremental.live[incremental.rows_of_unit["u0@1"]].any()  # kept where they lie, read by nobody
+    assert len(incremental.rows_of_unit["u99@1"]) == 30
 
 
 @settings(max_examples=25, deadline=None)
@@ -154,11 +162,14 @@ def test_scoring_does_not_wear_out_a_reference_to_none(searched):
     assert sys.getrefcount(None) >= before - 50
 
 
-def test_an_incremental_state_keeps_its_rows_grouped_by_acl_set(index):
+def test_an_incremental_state_appends_a_segment_grouped_by_acl_set(index):
     before = index.state()
     index.add("u77@1", *rows_for("u77", 40, np.random.default_rng(11)))
     after = index.state(before)
-    assert np.all(np.diff(after.acl_ids) >= 0) and len(after) == len(before) + 40
+    assert isinstance(after.matrix, Segments) and after.matrix.arrays[0] is before.matrix  # nothing copied
+    assert len(after) == len(before) + 40 and list(after.matrix.bounds) == [0, len(before), len(after)]
+    for lo, hi in zip(after.matrix.bounds[:-1], after.matrix.bounds[1:]):
+        assert np.all(np.diff(after.acl_ids[lo:hi]) >= 0)
     for groups in (frozenset({"a"}), frozenset({"b", "d"}), frozenset(GROUPS)):
         covered = np.zeros(len(after), dtype=bool)
         for lo, hi in after.ranges(groups):
@@ -190,8 +201,8 @@ def test_a_unit_regrouped_around_unchanged_members_is_served_from_the_same_rows(
         ("u0@2", len(kept) + i, 2, *m[3:]) for i, m in enumerate(members("u0@2", new_rows))]
     assert index.index.count() == rows_before + 2                       # the unchanged members wrote nothing
     after = index.state(before)
-    assert "u0@1" not in after.rows_of_unit and len(after.rows_of_unit["u0@2"]) == 27
-    assert len(before.rows_of_unit["u0@1"]) == 25 and len(after) == len(before) + 2
+    assert not after.live[after.rows_of_unit["u0@1"]].any() and len(after.rows_of_unit["u0@2"]) == 27
+    assert len(before.rows_of_unit["u0@1"]) == 25 and np.count_nonzero(after.live) == len(before) + 2
     placed = {(k, d, s) for k, d, s in zip(after.unit_keys, after.doc_ids, after.starts)}
     assert {("u0@2", d, s) for k, d, s in zip(before.unit_keys, before.doc_ids, before.starts) if k == "u0@1"} <= placed
 
@@ -258,3 +269,36 @@ def test_an_int8_score_lies_within_its_bound_of_the_float16_score(seed):
     query = quantize_query(q16[0])
     exact = matrix.astype(np.float64) @ q16[0].astype(np.float64)
     assert np.abs(int8.scores(query, 0, 200) - exact).max() <= int8.bound(query)
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000),
+       changes=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 30)), min_size=1, max_size=12))
+def test_a_state_built_publish_by_publish_answers_as_one_built_at_once(tmp_path_factory, seed, changes):
+    """Units retired and added publish after publish: the kept rows stay where they lie, dead or alive, and the new
+    ones come as segments until they are copied into one; every search returns what a state built at once returns
+    (equal scores in either order), and never a row of a retired unit."""
+    built, rng = build(tmp_path_factory.mktemp("history")), np.random.default_rng(seed)
+    state = built.state()
+    for n, (retired, added) in enumerate(changes):
+        for key in sorted(built.units)[:retired]:
+            del built.units[key]
+        if added:
+            built.add(f"n{n}@1", *rows_for(f"n{n}", added, rng))
+        state, fresh = built.state(state), built.state()
+        assert len(segment_bounds(state.matrix)) - 1 <= MAX_SEGMENTS
+        assert state.live is None or np.count_nonzero(~state.live) <= MAX_DEAD_SHARE * len(state) + 30
+        for groups in (frozenset({"a"}), frozenset({"b", "c"}), frozenset(GROUPS)):
+            q = rng.normal(size=384).astype(np.float32)
+            scores, near = state.search(state.query16(q), groups, 20)
+            theirs, their_near = fresh.search(fresh.query16(q), groups, 20)
+            assert np.array_equal(scores[near], theirs[their_near])
+            cut = float(scores[near][-1]) if len(near) else np.inf
+            key = lambda s, rows, score: {(s.unit_keys[i], s.doc_ids[i], int(s.starts[i]), float(v))  # noqa
+                                          for i, v in zip(rows.tolist(), score[rows].tolist()) if v > cut}
+            assert key(state, near, scores) == key(fresh, their_near, theirs)  # rows tied at the cut: either
+            assert state.live is None or state.live[near].all()
+            with pytest.MonkeyPatch.context() as env:  # the IVF walks the same mask
+                env.setenv("RAG_ANN_MIN_ROWS", "0")
+                _, ann_near = state.search(state.query16(q), groups, 20)
+                assert state.live is None or state.live[ann_near].all()
