@@ -1,24 +1,22 @@
 """Rows held in several arrays read as one: how a snapshot's vectors share the files of the snapshots before it.
 
 A publish changes a few units; the next snapshot keeps every earlier row where it lies (mapped from the files an
-earlier snapshot wrote) and appends the new units' rows as one more segment, so its read state writes and copies
-what changed, not the corpus. A slice inside one segment is a view of it; the vectors' row ranges never cross a
+earlier snapshot wrote, which its own files link to: rag.retrieval.state_files) and appends the new units' rows as one
+more segment, so its read state writes and copies what changed, not the corpus. A slice inside one segment is a view of it; the vectors' row ranges never cross a
 segment boundary (rag.retrieval.vectors splits them), so a search reads the mapped pages and copies nothing.
 """
 from __future__ import annotations
-
-import uuid
 
 import numpy as np
 
 
 class Segments:
-    """The rows of `arrays` one after the other; `ids` names each one's files (None: not written yet)."""
+    """The rows of `arrays` one after the other (each a file of the read state, or in memory)."""
 
-    __slots__ = ("arrays", "ids", "bounds")
+    __slots__ = ("arrays", "bounds")
 
-    def __init__(self, arrays: list[np.ndarray], ids: list[str | None] | None = None):
-        self.arrays, self.ids = arrays, ids if ids is not None else [None] * len(arrays)
+    def __init__(self, arrays: list[np.ndarray]):
+        self.arrays = arrays
         self.bounds = np.cumsum([0, *map(len, arrays)])
 
     @property
@@ -38,11 +36,7 @@ class Segments:
 
     def appended(self, rows: np.ndarray) -> Segments:
         """These segments and one more holding `rows`."""
-        return Segments([*self.arrays, rows], [*self.ids, None])
-
-    def named(self) -> Segments:
-        """The same rows with a name for each segment not yet written (what its files are called)."""
-        return Segments(self.arrays, [i or uuid.uuid4().hex for i in self.ids])
+        return Segments([*self.arrays, rows])
 
     def __getitem__(self, at):
         if isinstance(at, slice):

@@ -7,8 +7,9 @@ waits for it and maps the result, and no reader ever sees half a part. Every lat
 (`np.load(mmap_mode="r")`), so the workers of a host share one copy in the page cache and a new worker answers
 after mapping, not after rebuilding. A snapshot's files never change; the folders of all but the newest
 `KEPT_STATES` snapshots are removed when a new one is written (a worker still mapping one keeps its pages until it
-lets go). Arrays held as segments (rag.retrieval.segments) are written once each, under `segments/`, and named by
-every later snapshot that keeps them; a segment no kept snapshot names is removed with them.
+lets go). An array the new snapshot keeps whole from a mapped one (a vector segment, an unchanged partition's
+postings) is not written again: its file is hard-linked into the new folder, so a publish writes what changed and
+the page cache holds one copy; arrays held as segments (rag.retrieval.segments) are one file per segment.
 """
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ import hashlib
 import json
 import os
 import shutil
-import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,8 +30,6 @@ from rag.retrieval.segments import Segments
 FORMAT = 3          # bumped when a part's arrays change meaning: older folders are then rebuilt, never misread
 STATE_DIR = "read_state"
 KEPT_STATES = 3     # snapshots whose files stay: the one served, the one being swapped in, one more for a slow worker
-SEGMENTS = "segments"
-SEGMENT_GRACE_S = 600  # an unnamed segment younger than this may belong to a part being written: it stays
 
 
 @dataclass(frozen=True)
@@ -89,8 +87,8 @@ class StateFiles:
         folder = self.root / self.key / name
         try:
             meta = json.loads((folder / "meta.json").read_text())
-            shared = {a: Segments([_mapped(self.root / SEGMENTS / f"{i}.npy") for i in ids], ids)
-                      for a, ids in meta.get("segments", {}).items()}
+            shared = {a: Segments([_mapped(folder / f"{a}.{k}.npy") for k in range(count)])
+                      for a, count in meta["segments"].items()}
             return Arrays({a: _mapped(folder / f"{a}.npy") for a in meta["arrays"]} | shared, meta["meta"])
         except (OSError, ValueError, KeyError):  # absent, or pruned while this worker opened it: built again
             return None
@@ -102,52 +100,52 @@ class StateFiles:
         tmp.mkdir()
         try:
             own = {a: v for a, v in built.arrays.items() if not isinstance(v, Segments)}
-            shared = {a: self._segments(v) for a, v in built.arrays.items() if isinstance(v, Segments)}
+            shared = {a: v for a, v in built.arrays.items() if isinstance(v, Segments)}
             for a, values in own.items():
-                np.save(tmp / f"{a}.npy", np.ascontiguousarray(values), allow_pickle=False)
-            (tmp / "meta.json").write_text(json.dumps({"arrays": list(own), "segments": shared, "meta": built.meta}))
+                _save(tmp / f"{a}.npy", values)
+            for a, values in shared.items():
+                for k, segment in enumerate(values.arrays):
+                    _save(tmp / f"{a}.{k}.npy", segment)
+            (tmp / "meta.json").write_text(json.dumps({"arrays": list(own), "meta": built.meta,
+                                                       "segments": {a: len(v.arrays) for a, v in shared.items()}}))
             os.rename(tmp, final)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    def _segments(self, rows: Segments) -> list[str]:
-        """Write each segment not written yet (or removed since); their names."""
-        rows = rows.named()
-        (self.root / SEGMENTS).mkdir(exist_ok=True)
-        for name, values in zip(rows.ids, rows.arrays):
-            path = self.root / SEGMENTS / f"{name}.npy"
-            if not path.exists():
-                tmp = path.with_name(f".{name}.{os.getpid()}.tmp.npy")
-                np.save(tmp, np.ascontiguousarray(values), allow_pickle=False)
-                os.rename(tmp, path)
-        return rows.ids
-
     def _prune(self) -> None:
-        """Remove the folders of all but the newest KEPT_STATES snapshots (by when they were last written), then the
-        segments none of the kept ones names."""
+        """Remove the folders of all but the newest KEPT_STATES snapshots (by when they were last written)."""
         try:
-            folders = sorted((p for p in self.root.iterdir() if p.is_dir() and p.name != SEGMENTS),
+            folders = sorted((p for p in self.root.iterdir() if p.is_dir()),
                              key=lambda p: p.stat().st_mtime_ns)
         except OSError:
             return
         for old in folders[:-KEPT_STATES]:
             if old.name != self.key:
                 shutil.rmtree(old, ignore_errors=True)
-        named = {i for folder in folders[-KEPT_STATES:] for meta in folder.glob("*/meta.json")
-                 for ids in _read_segments(meta) for i in ids}
-        for path in (self.root / SEGMENTS).glob("*.npy"):
-            try:
-                if path.stem not in named and time.time() - path.stat().st_mtime > SEGMENT_GRACE_S:
-                    path.unlink()
-            except OSError:
-                pass
 
 
-def _read_segments(meta: Path) -> list[list[str]]:
-    try:
-        return list(json.loads(meta.read_text()).get("segments", {}).values())
-    except (OSError, ValueError):
-        return []
+def _save(path: Path, values: np.ndarray) -> None:
+    """The array as a .npy file: a link to the file it is mapped from when it is that file's whole array."""
+    source = _file_of(values)
+    if source is not None:
+        try:
+            os.link(source, path)
+            return
+        except OSError:  # another file system, or one without hard links: written again
+            pass
+    np.save(path, np.ascontiguousarray(values), allow_pickle=False)
+
+
+def _file_of(values: np.ndarray) -> str | None:
+    """The .npy file whose whole array `values` is, mapped read-only by _mapped; None for any other array."""
+    mapped = values
+    while isinstance(mapped, np.ndarray) and not isinstance(mapped, np.memmap):
+        mapped = mapped.base
+    if (isinstance(mapped, np.memmap) and mapped.filename and values.shape == mapped.shape
+            and values.dtype == mapped.dtype
+            and values.__array_interface__["data"][0] == mapped.__array_interface__["data"][0]):
+        return mapped.filename
+    return None
 
 
 def _mapped(path: Path) -> np.ndarray:

@@ -1,6 +1,5 @@
 """A snapshot's read state is written once as files and mapped by every later worker: the same answers, no rebuild,
 no half-written part ever read, one build when workers race, old snapshots' files removed, a folder per ANN setting."""
-import json
 import mmap
 import threading
 import time
@@ -14,11 +13,11 @@ from hypothesis import strategies as st
 
 from pipelines.ingest_run import run_ingest
 from rag.query.workspace import Workspace
-from rag.retrieval import read_state, state_files
+from rag.retrieval import read_state
 from rag.retrieval.callers import Caller
 from rag.retrieval.read_state import WARM_PARTS
 from rag.retrieval.segments import Segments
-from rag.retrieval.state_files import KEPT_STATES, SEGMENTS, STATE_DIR, Arrays, StateFiles
+from rag.retrieval.state_files import KEPT_STATES, STATE_DIR, Arrays, StateFiles
 from rag.retrieval.strings import Strings, column_of, concat_columns, strings_of
 from rag.store.settings import IngestSettings
 
@@ -72,11 +71,11 @@ def test_a_publish_gets_files_of_its_own_and_readers_follow_it(corpus, workspace
     run_ingest(IngestSettings(workspace=str(workspace), sources=[str(corpus)]))
     after = answers(reader)
     folder = workspace / STATE_DIR
-    states = [p for p in folder.iterdir() if p.is_dir() and p.name != SEGMENTS]
+    states = [p for p in folder.iterdir() if p.is_dir()]
     assert len(states) == 2                                  # the old snapshot's parts and the new one's
     assert len(list(folder.glob("catalog-*.duckdb"))) == 2  # and their catalog tables
-    named = [json.loads((p / "vectors" / "meta.json").read_text())["segments"] for p in states]
-    assert named[0] == named[1]  # a deletion writes no vector rows: the new snapshot maps the old one's
+    # a deletion adds no vector rows: the new snapshot's vectors are the old one's files, linked
+    assert all(f.stat().st_nlink == 2 for p in states for f in (p / "vectors").glob("matrix.*.npy"))
     assert after == answers(Workspace(workspace, embedder=embedder))
     assert all(i[0] != "time-sync" for result in after for i in result)
 
@@ -125,20 +124,20 @@ def test_only_the_newest_snapshots_files_are_kept(tmp_path):
     for k in range(KEPT_STATES + 2):
         StateFiles(tmp_path, f"k{k}").part("p", lambda: Arrays({"a": np.arange(3)}, {}))
         time.sleep(0.01)
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name != SEGMENTS) == [f"k{k}" for k in range(2, KEPT_STATES + 2)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"k{k}" for k in range(2, KEPT_STATES + 2)]
 
 
-def test_segments_are_written_once_and_removed_when_no_kept_snapshot_names_them(tmp_path, monkeypatch):
-    monkeypatch.setattr(state_files, "SEGMENT_GRACE_S", 0)
-    first = StateFiles(tmp_path, "k0").part("p", lambda: Arrays({"rows": Segments([np.arange(4)])}, {}))
+def test_a_segment_kept_from_a_mapped_snapshot_is_linked_not_written_again(tmp_path):
+    last = StateFiles(tmp_path, "k0").part("p", lambda: Arrays({"rows": Segments([np.arange(4)])}, {}))
     for k in range(1, KEPT_STATES + 2):  # each snapshot keeps the last one's rows and adds a segment of its own
         time.sleep(0.01)
-        last = StateFiles(tmp_path, f"k{k}").part("p", lambda: Arrays({"rows": first["rows"].appended(
+        last = StateFiles(tmp_path, f"k{k}").part("p", lambda: Arrays({"rows": last["rows"].appended(
             np.full(2, k))}, {}))
-        assert mapped(last["rows"]) and last["rows"].ids[0] == first["rows"].ids[0]
-    assert np.asarray(last["rows"]).tolist() == [0, 1, 2, 3, KEPT_STATES + 1, KEPT_STATES + 1]
-    kept = {i for k in range(2, KEPT_STATES + 2) for i in StateFiles(tmp_path, f"k{k}")._load("p")["rows"].ids}
-    assert {p.stem for p in (tmp_path / SEGMENTS).glob("*.npy")} == kept  # k0's and k1's own segments are gone
+        assert mapped(last["rows"])
+    assert np.asarray(last["rows"]).tolist() == [0, 1, 2, 3] + [k for k in range(1, KEPT_STATES + 2) for _ in "ab"]
+    kept, new = (tmp_path / f"k{KEPT_STATES + 1}" / "p" / f"rows.{k}.npy" for k in (0, KEPT_STATES + 1))
+    assert kept.stat().st_nlink == KEPT_STATES and new.stat().st_nlink == 1  # one file, however many snapshots
+    assert not (tmp_path / "k0").exists()  # its folder pruned, its first segment still linked from the others
 
 
 def test_without_a_writable_folder_the_built_part_is_served_from_memory(tmp_path):
