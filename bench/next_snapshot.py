@@ -125,8 +125,10 @@ def main() -> None:
             for code in (REPO, args.before.resolve(), args.before.resolve(), REPO):
                 copy_state(aside, workspace, KEPT)
                 done = subprocess.run([sys.executable, __file__, "--worker", str(workspace)], capture_output=True,
-                                      text=True, check=True, cwd=code,
+                                      text=True, cwd=code,
                                       env=os.environ | {"RAG_BENCH_CODE": str(code), "OMP_NUM_THREADS": "1"})
+                if done.returncode:
+                    sys.exit(f"the worker of {code} failed:\n{done.stderr[-3000:]}")
                 found = json.loads(done.stdout.splitlines()[-1])
                 runs.append({"code": "." if code == REPO else "OTHER_CHECKOUT", **found,
                              "load_average": os.getloadavg()[0]})

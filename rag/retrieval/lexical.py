@@ -7,11 +7,18 @@ build reuses; a query scores only the postings of its terms. N, document frequen
 candidates and the best score that scales them are taken over the documents the caller may read, across every
 partition: the scores are bm25s's (method "lucene", k1 = 1.5, b = 0.75) for an index of those documents alone, so a
 document the caller may not read moves nothing the caller gets (docs/serving-rules.md).
+
+The next snapshot keeps a partition's parts as they are (their files linked, not written: rag.retrieval.state_files),
+counts their rows of versions no longer current for nobody, and adds the versions they lack as one more part; once
+a partition has MAX_PARTS parts or a fifth of its rows dead, it is counted again as one part. Statistics and scores
+do not depend on how the documents are split into parts, so the results are those of one index of the current
+documents.
 """
 from __future__ import annotations
 
 import hashlib
 import threading
+from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -19,7 +26,7 @@ import numpy as np
 
 from rag.retrieval.row_mask import RowMask, readable_sets, remember
 from rag.retrieval.state_files import Arrays
-from rag.retrieval.strings import Column, Strings, as_column, strings_of
+from rag.retrieval.strings import Column, Strings, as_column, encoded, strings_of
 from rag.retrieval.vectors import top_positions
 from rag.store.catalog import Catalog
 from rag.text.analysis import check_question, lexical_tokens
@@ -33,6 +40,8 @@ TOKEN, COUNT = np.int32, np.float32
 # Texts read and tokenised at a time: all of them at once (80K texts at 110K sub-chunks) left the process ~5 times
 # their size resident after they were freed (the allocators keep what the strings and token lists held)
 TEXTS_AT_ONCE = 8192
+MAX_PARTS = 8         # a partition's parts before it is counted again as one (each part is one more pass a query)
+MAX_DEAD_SHARE = 0.2  # or its share of rows of versions no longer current (read by every query, then thrown away)
 
 
 class Vocabulary:
@@ -155,6 +164,7 @@ class Postings:
     counts: TermColumns
     lengths: np.ndarray
     texts: Mapping[str, np.ndarray]
+    hashes: Sequence[str]  # per document, its text's content hash
 
     def matches(self, terms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every term's postings at once: their documents, counts and the term's position in `terms`."""
@@ -183,17 +193,21 @@ def postings(fingerprint: str, docs: list[tuple[str, str]], text_of, vocab: Voca
     cols = np.concatenate(rows) if rows else np.zeros(0, TOKEN)
     which = np.repeat(np.arange(len(rows), dtype=TOKEN), lengths.astype(np.int64))
     counts = term_columns(which, cols, (len(rows), len(vocab)))
-    return Postings(fingerprint, [d for d, _ in docs], counts, lengths, texts)
+    return Postings(fingerprint, [d for d, _ in docs], counts, lengths, texts, [h for _, h in docs])
 
 
 def _known_texts(hashes: list[str], known: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The token ids `known` holds of these texts (one search for all in a mapped table)."""
-    if not isinstance(known, TokenTexts):
-        return {h: known[h] for h in hashes if h in known}
-    codes = known.hashes.codes(hashes)
-    at = np.flatnonzero(codes >= 0)
-    lo, hi = known.offsets[codes[at]].tolist(), known.offsets[codes[at] + 1].tolist()
-    return {hashes[i]: known.tokens[a:b] for i, a, b in zip(at.tolist(), lo, hi)}
+    """The token ids `known` holds of these texts (one search for all in each mapped table of a chain)."""
+    found: dict[str, np.ndarray] = {}
+    for table in known.maps if isinstance(known, ChainMap) else [known]:
+        if not isinstance(table, TokenTexts):
+            found |= {h: table[h] for h in hashes if h in table and h not in found}
+            continue
+        codes = table.hashes.codes(hashes)
+        at = np.flatnonzero(codes >= 0)
+        lo, hi = table.offsets[codes[at]].tolist(), table.offsets[codes[at] + 1].tolist()
+        found = {hashes[i]: table.tokens[a:b] for i, a, b in zip(at.tolist(), lo, hi)} | found
+    return found
 
 
 @dataclass(frozen=True)
@@ -278,27 +292,63 @@ def acl_codes(doc_ids: list[str], acl_of: Mapping[str, tuple[str, ...]],
 def lexical_index(catalog: Catalog, acl_of: Mapping[str, tuple[str, ...]] | None = None,
                   previous: LexicalIndex | None = None) -> LexicalIndex:
     """The BM25 index of the catalog's current documents, each readable under `acl_of` (doc_id → ACL; None: counted
-    for no group, only for a search without groups); of `previous` (the last snapshot's), a partition whose
-    documents are unchanged is reused and the others' unchanged texts are not tokenised again."""
-    vocab = previous.vocab.growable() if previous is not None else Vocabulary()
-    kept = dict(zip(previous.keys, previous.parts)) if previous is not None else {}
-    parts, keys = [], []
+    for no group, only for a search without groups); of `previous` (the last snapshot's), each partition's parts are
+    kept, its versions no longer current counted for nobody, and the current ones they lack added as a part."""
+    vocab = previous.vocab if previous is not None else Vocabulary()
+    kept: dict[str, list[Postings]] = {}
+    for key, part in zip(previous.keys, previous.parts) if previous is not None else ():
+        kept.setdefault(key, []).append(part)
+    parts, keys, live = [], [], []
     for key, docs in catalog.current_hashes().items():
-        fingerprint = hashlib.sha256(repr(docs).encode()).hexdigest()
-        cached = kept.get(key)
-        if cached is None or cached.fingerprint != fingerprint:
-            cached = postings(fingerprint, docs, catalog.texts_by_hash, vocab, cached.texts if cached else None)
-        parts.append(cached)
-        keys.append(key)
-    return index_of_parts(parts, vocab, acl_of, tuple(keys))
+        found, alive, missing = kept_rows(kept.get(key, []), docs)
+        dead = sum(int(np.count_nonzero(~a)) for a in alive)
+        if len(found) + bool(missing) > MAX_PARTS or dead > MAX_DEAD_SHARE * sum(map(len, alive)):
+            found, alive, missing = [], [], docs
+        if missing:
+            vocab = vocab.growable()  # a mapped vocabulary is read-only: its ids, and the new texts' after them
+            known = ChainMap(*(p.texts for p in kept.get(key, [])))
+            found.append(postings(_fingerprint(missing), missing, catalog.texts_by_hash, vocab, known))
+            alive.append(np.ones(len(missing), dtype=bool))
+        parts += found
+        keys += [key] * len(found)
+        live += alive
+    return index_of_parts(parts, vocab, acl_of, tuple(keys), live)
+
+
+def kept_rows(parts: list[Postings], docs: list[tuple[str, str]]
+              ) -> tuple[list[Postings], list[np.ndarray], list[tuple[str, str]]]:
+    """The parts that hold a current (doc_id, content hash) of `docs`, each with its rows that are one (no pair is
+    alive twice), and the pairs none holds."""
+    ids, hashes = encoded([d for d, _ in docs]), encoded([h for _, h in docs])
+    held, found, alive = np.zeros(len(docs), dtype=bool), [], []
+    for part in parts:
+        part_ids, part_hashes = as_column(part.doc_ids), as_column(part.hashes)
+        width = len(part_hashes.strings) + 1
+        doc, text = part_ids.strings.codes_of(ids), part_hashes.strings.codes_of(hashes)
+        wanted = np.where((doc >= 0) & (text >= 0) & ~held, doc * width + text, -1)
+        rows = part_ids.codes.astype(np.int64) * width + part_hashes.codes
+        live = np.isin(rows, wanted)
+        if live.any():
+            held |= np.isin(wanted, rows[live]) & (wanted >= 0)
+            found.append(part)
+            alive.append(live)
+    return found, alive, [docs[i] for i in np.flatnonzero(~held).tolist()]
+
+
+def _fingerprint(docs: list[tuple[str, str]]) -> str:
+    return hashlib.sha256(repr(docs).encode()).hexdigest()
 
 
 def index_of_parts(parts: list[Postings], vocab: Vocabulary | TermTable,
-                   acl_of: Mapping[str, tuple[str, ...]] | None, keys: tuple[str, ...] = ()) -> LexicalIndex:
-    """An index of these parts, each document readable under its ACL in `acl_of` (None: an empty ACL for all)."""
+                   acl_of: Mapping[str, tuple[str, ...]] | None, keys: tuple[str, ...] = (),
+                   live: list[np.ndarray] | None = None) -> LexicalIndex:
+    """An index of these parts, each document readable under its ACL in `acl_of` (None: an empty ACL for all), and
+    by nobody where `live` (per part, per document) is False."""
     sets: dict[frozenset[str], int] = {}
     codes = [acl_codes(p.doc_ids, acl_of, sets) if acl_of is not None else np.zeros(len(p.doc_ids), np.int32)
              for p in parts]
+    for ids, alive in zip(codes, live or ()):
+        ids[~alive] = -1
     return LexicalIndex(parts, vocab, codes, list(sets) if acl_of is not None else [frozenset()], keys)
 
 
@@ -311,7 +361,8 @@ def lexical_arrays(index: LexicalIndex) -> Arrays:
         arrays |= {f"{i}.indptr": part.counts.indptr, f"{i}.indices": part.counts.indices,
                    f"{i}.data": part.counts.data, f"{i}.lengths": part.lengths, f"{i}.doc_codes": ids.codes,
                    f"{i}.doc_ids": ids.strings.table, f"{i}.hashes": texts.hashes.table,
-                   f"{i}.offsets": texts.offsets, f"{i}.tokens": texts.tokens, f"{i}.acl_ids": acl_ids}
+                   f"{i}.offsets": texts.offsets, f"{i}.tokens": texts.tokens, f"{i}.acl_ids": acl_ids,
+                   f"{i}.hash_codes": _codes_in(part.hashes, texts.hashes)}
     return Arrays(arrays, {"fingerprints": [p.fingerprint for p in index.parts], "keys": list(index.keys),
                            "shapes": [list(p.counts.shape) for p in index.parts],
                            "acl_sets": [sorted(a) for a in index.acl_sets]})
@@ -324,7 +375,14 @@ def lexical_of(found: Arrays) -> LexicalIndex:
         counts = TermColumns(found[f"{i}.indptr"], found[f"{i}.indices"], found[f"{i}.data"], tuple(shape))
         texts = TokenTexts(Strings(found[f"{i}.hashes"]), found[f"{i}.offsets"], found[f"{i}.tokens"])
         parts.append(Postings(fingerprint, Column(found[f"{i}.doc_codes"], Strings(found[f"{i}.doc_ids"])), counts,
-                              found[f"{i}.lengths"], texts))
+                              found[f"{i}.lengths"], texts, Column(found[f"{i}.hash_codes"], texts.hashes)))
     return LexicalIndex(parts, TermTable(Strings(found["terms"]), found["term_ids"]),
                         [found[f"{i}.acl_ids"] for i in range(len(parts))],
                         [frozenset(a) for a in found.meta["acl_sets"]], tuple(found.meta["keys"]))
+
+
+def _codes_in(values: Sequence[str], table: Strings) -> np.ndarray:
+    """The values' codes in the table (the same array when they are a column of it: a mapped part's, kept)."""
+    if isinstance(values, Column) and values.strings.table is table.table:
+        return values.codes
+    return table.codes(list(values)).astype(np.int32)

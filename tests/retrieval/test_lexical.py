@@ -4,7 +4,16 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.retrieval.lexical import LexicalIndex, Vocabulary, index_of_parts, postings
+from rag.retrieval.lexical import (
+    MAX_PARTS,
+    LexicalIndex,
+    Vocabulary,
+    index_of_parts,
+    lexical_arrays,
+    lexical_index,
+    lexical_of,
+    postings,
+)
 from rag.retrieval.row_mask import RowMask
 from rag.text.analysis import lexical_tokens
 
@@ -124,3 +133,62 @@ def test_a_posting_holds_its_document_and_count_in_eight_bytes_and_a_text_its_to
     assert built.counts.indices.nbytes + built.counts.data.nbytes == 8 * len(built.counts.indices)
     assert built.counts.data.sum() == sum(len(lexical_tokens(t)) for t in corpus.values())
     assert all(ids.nbytes == 4 * len(ids) for ids in built.texts.values())
+
+
+class History:
+    """The two reads lexical_index makes of a catalog, over documents that change between snapshots."""
+
+    def __init__(self):
+        self.docs: dict[str, tuple[str, tuple[str, ...]]] = {}  # doc_id → (text, ACL)
+
+    def current_hashes(self) -> dict[str, list[tuple[str, str]]]:
+        return {"": sorted((d, f"h-{text}") for d, (text, _) in self.docs.items())}
+
+    def texts_by_hash(self, hashes: list[str]) -> dict[str, str]:
+        return {h: h[2:] for h in hashes}
+
+    def acls(self) -> dict[str, tuple[str, ...]]:
+        return {d: acl for d, (_, acl) in self.docs.items()}
+
+
+changes = st.lists(st.tuples(st.integers(0, 11), st.one_of(st.none(), texts), st.sampled_from([("a",), ("b",),
+                                                                                              ("a", "b")])),
+                   min_size=1, max_size=8)
+
+
+@given(st.lists(changes, min_size=1, max_size=14), texts, st.integers(1, 12), st.booleans())
+@settings(max_examples=40, deadline=None)
+def test_an_index_built_snapshot_by_snapshot_scores_as_one_built_at_once(history, question, limit, mapped):
+    """Documents added, edited, deleted and re-added, ACLs changed, publish after publish: each snapshot's index keeps
+    the last one's parts (its versions no longer current counted for nobody) and adds a part of what they lack, and
+    every caller gets exactly the scores an index of the current documents built at once gives."""
+    catalog, index = History(), None
+    for step in history:
+        for doc, text, acl in step:
+            if text is None:
+                catalog.docs.pop(f"d{doc}", None)
+            else:
+                catalog.docs[f"d{doc}"] = (text, acl)
+        index = lexical_index(catalog, catalog.acls(), index)
+        if mapped:  # as a worker gets it from the read-state files: the arrays, not the objects
+            index = lexical_of(lexical_arrays(index))
+        assert len(index.parts) <= MAX_PARTS
+        whole = lexical_index(catalog, catalog.acls())
+        for groups in (frozenset({"a"}), frozenset({"b"}), frozenset({"a", "b"})):
+            assert index.search(question, limit, groups) == whole.search(question, limit, groups)
+            assert index.documents(groups) == whole.documents(groups)
+
+
+def test_an_edit_keeps_the_parts_and_adds_one_of_the_new_version_until_dead_rows_or_parts_pile_up():
+    catalog = History()
+    catalog.docs = {f"d{i}": (f"gateway firmware {WORDS[i]}", ("a",)) for i in range(10)}
+    first = lexical_index(catalog, catalog.acls())
+    catalog.docs["d3"] = ("modbus tunnel", ("a",))
+    second = lexical_index(catalog, catalog.acls(), first)
+    assert second.parts[0] is first.parts[0] and list(second.parts[1].doc_ids) == ["d3"]
+    assert second.acl_ids[0][list(first.parts[0].doc_ids).index("d3")] == -1  # the old version counts for nobody
+    index = second
+    for n in range(MAX_PARTS):
+        catalog.docs[f"d{n}"] = (f"secure boot {n}", ("a",))
+        index = lexical_index(catalog, catalog.acls(), index)
+    assert len(index.parts) == 1 and (index.acl_ids[0] >= 0).all()  # counted again as one
