@@ -387,6 +387,9 @@ def sections() -> dict[str, list[Figure]]:
                                                         "citations-musique-recite-elite-questions.json"),
                    lambda elite, longrag: f"ELITE: {citations(elite)}; LongRAG: {citations(longrag)}",
                    "2–4 hops; a 0.5B reader"),
+            Figure("the embedded reader's citations, MuSiQue report half, longrag-extract at 2K tokens, the same 50 "
+                   "questions", ("citations-musique-recite-extract.json",), citations, "LongRAG and ELITE on the same "
+                   "50: the row above"),
             Figure("the embedded reader's citations, 2WikiMultihopQA report half (all 53), LongRAG at 2K tokens",
                    ("citations-2wikimultihopqa-recite.json",), citations, "2 hops; a 0.5B reader"),
             Figure("the embedded reader's citations, 2WikiMultihopQA report half (all 53), ELITE at 2K tokens",
