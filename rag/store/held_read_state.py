@@ -12,7 +12,8 @@ the database is rebuilt, once they reach `DEAD_SHARE` of the live ones, so memor
 A workspace's reader (rag.query.workspace) asks for the shared file instead: the first reader of a manifest builds
 the tables and writes them under a lock through a renamed temporary file; every other worker opens the file
 read-only, and DuckDB reads only the blocks its queries touch, so the workers of a host do not each hold the whole
-catalog. Each publish's file is written whole by one worker (not patched).
+catalog. A publish's file is the previous publish's, copied and patched with the appended segments as above (each
+file records the segments it holds); built whole only where a held state would be.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import threading
 import weakref
 from pathlib import Path
@@ -43,16 +45,16 @@ from rag.store.snapshot_repair import whole_parquet
 
 DEAD_SHARE = 0.25
 KEPT_FILES = 3  # shared table files kept: the snapshot served, the one swapped in, one more for a slow reader
+RECORD = "_held_record"  # in a shared file: the manifest's segments it holds and their identity, to patch a copy of it
 _GUARD = threading.Lock()  # one patch at a time; a snapshot's cursor is pinned before the next patch starts
 
 
 class HeldState:
     """One store's tables as of manifest `seq`, in an in-memory database that cursors read (kept alive by them)."""
 
-    def __init__(self, tables: dict[str, list[str]], seq: int):
-        self.con = duckdb.connect(":memory:")
+    def __init__(self, tables: dict[str, list[str]], seq: int, con: duckdb.DuckDBPyConnection | None = None):
+        self.con = con if con is not None else duckdb.connect(":memory:")
         self.seq, self.tables, self.live, self.dead = seq, {}, 0, 0
-        self.columns: dict[str, set[str]] = {}
         self.stamps: dict[str, tuple[int, int] | None] = {}  # segment → (inode, mtime): a store made anew reuses names
         for table, files in tables.items():
             self._build_table(table, files)
@@ -66,7 +68,6 @@ class HeldState:
         name = held_name(table)
         self.con.execute(f"DROP TABLE IF EXISTS {name}")
         self.con.execute(f"CREATE TABLE {name} AS {live_rows(table, files)}")
-        self.columns[table] = {c for (c, *_) in self.con.execute(f"DESCRIBE {name}").fetchall()}
         (rows,), = self.con.execute(f"SELECT count(*) FROM {name}").fetchall()
         self.live += rows
 
@@ -83,10 +84,6 @@ class HeldState:
     def same_files(self) -> bool:
         """Whether every held segment is still the file it was built from (not a re-created store's namesake)."""
         return all(_stamp(f) == stamp for f, stamp in self.stamps.items())
-
-    def _new_columns_held(self, table: str, files: list[str]) -> bool:
-        found = self.con.execute(f"DESCRIBE SELECT * FROM read_parquet([{sql_files(files)}], union_by_name = true)")
-        return {c for (c, *_) in found.fetchall()} - set(MARKERS) <= self.columns[table]
 
     def patch(self, tables: dict[str, list[str]], seq: int) -> None:
         """Apply the segments each table gained since the held manifest, all in one transaction."""
@@ -188,19 +185,73 @@ def _write_shared(manifest: Path, tables: dict[str, list[str]], found: Path) -> 
             return
         tmp = found.with_name(f".{found.stem}.{os.getpid()}.tmp")
         tmp.unlink(missing_ok=True)
-        con, held = _held(manifest, tables)
         try:
-            held.con.execute(f"ATTACH '{quote(str(tmp))}' AS shared_copy")
-            held.con.execute("COPY FROM DATABASE memory TO shared_copy")
-            held.con.execute("DETACH shared_copy")
+            if not _patched_copy(found.parent, tables, int(Path(manifest).stem), tmp):
+                _built_copy(manifest, tables, tmp)
             os.rename(tmp, found)
         finally:
-            con.close()
             tmp.unlink(missing_ok=True)
     older = sorted(found.parent.glob("catalog-*.duckdb"), key=lambda p: p.stat().st_mtime_ns)[:-KEPT_FILES]
     for old in older:
         old.unlink(missing_ok=True)
         old.with_suffix(".lock").unlink(missing_ok=True)
+
+
+def _patched_copy(folder: Path, tables: dict[str, list[str]], seq: int, tmp: Path) -> bool:
+    """Write to `tmp` a copy of the newest shared file, patched with the segments the manifest appended to the ones
+    it holds; False (nothing left at `tmp`) when there is none, or it cannot be patched so."""
+    files = sorted(folder.glob("catalog-*.duckdb"), key=lambda p: p.stat().st_mtime_ns)
+    try:
+        shutil.copyfile(files[-1], tmp)
+        con = duckdb.connect(str(tmp))
+    except (IndexError, OSError, duckdb.Error):  # none yet, or pruned since
+        tmp.unlink(missing_ok=True)
+        return False
+    done = False
+    try:
+        held = _recorded(con)
+        done = held is not None and seq > held.seq and held.patchable(tables) and _patched(held, tables, seq)
+        if done:
+            _record(held, "main", held.dead)
+            con.execute("CHECKPOINT")
+    finally:
+        con.close()
+        if not done:
+            tmp.unlink(missing_ok=True)
+    return done
+
+
+def _built_copy(manifest: Path, tables: dict[str, list[str]], tmp: Path) -> None:
+    """Write to `tmp` the manifest's tables, built (or patched in this process's held state) and copied whole."""
+    con, held = _held(manifest, tables)
+    try:
+        held.con.execute(f"ATTACH '{quote(str(tmp))}' AS shared_copy")
+        held.con.execute("COPY FROM DATABASE memory TO shared_copy")
+        _record(held, "shared_copy", 0)  # a copy holds the live rows alone
+        held.con.execute("DETACH shared_copy")
+    finally:
+        con.close()
+
+
+def _record(held: HeldState, database: str, dead: int) -> None:
+    """Record in the database which segments its tables hold and how many rows it keeps deleted (what a later
+    publish's copy is patched from, or built anew once they pile up)."""
+    held.con.execute(f"CREATE OR REPLACE TABLE {database}.{RECORD} AS SELECT ? AS tables, ? AS stamps, "
+                     "?::BIGINT AS live, ?::BIGINT AS dead, ?::BIGINT AS seq",
+                     [json.dumps(held.tables), json.dumps(held.stamps), held.live, dead, held.seq])
+
+
+def _recorded(con: duckdb.DuckDBPyConnection) -> HeldState | None:
+    """The held state a shared file's database records (None: a file without the record)."""
+    try:
+        (tables, stamps, live, dead, seq), = con.execute(f"SELECT tables, stamps, live, dead, seq FROM {RECORD}"
+                                                        ).fetchall()
+    except duckdb.Error:
+        return None
+    held = HeldState({}, seq, con)
+    held.tables, held.live, held.dead = json.loads(tables), live, dead
+    held.stamps = {f: tuple(s) if s is not None else None for f, s in json.loads(stamps).items()}
+    return held
 
 
 def _patched(held: HeldState, tables: dict[str, list[str]], seq: int) -> bool:

@@ -75,6 +75,28 @@ def test_a_newer_publish_patches_the_held_tables_and_an_open_reader_keeps_its_ow
     cat.close()
 
 
+def test_a_newer_publishs_shared_file_is_the_last_one_patched_not_built_again(tmp_path, monkeypatch):
+    cat, shared = _published(tmp_path, {f"d{k}": f"text {k}" for k in range(20)}), tmp_path / "read_state"
+    first = Catalog.snapshot(tmp_path, read_pointer(tmp_path), shared=shared)  # writes the first file, built
+    before = _tables(first)
+    built = []
+    monkeypatch.setattr(held_read_state.HeldState, "_build_table",
+                        lambda self, table, files: built.append(table))  # fails the comparison below if called
+    held = document_rows(cat)
+    for version in (2, 3):
+        _revise(cat, "d3", version)
+        cat.con.execute(f"DELETE FROM documents WHERE doc_id = 'd{version + 2}'")
+        held = publish(cat, held)
+        second = Catalog.snapshot(tmp_path, read_pointer(tmp_path), shared=shared)
+        assert built == []  # a copy of the last file, patched with the new segments alone
+        assert _tables(second) == _tables(cat, held)
+        second.close()
+    assert len(list(shared.glob("catalog-*.duckdb"))) == 3
+    assert _tables(first) == before  # the reader of the first publish still reads its own file
+    first.close()
+    cat.close()
+
+
 def test_a_held_state_with_many_dead_rows_is_rebuilt_so_memory_stays_flat(tmp_path, monkeypatch):
     monkeypatch.setattr(held_read_state, "DEAD_SHARE", 0.05)
     cat = _published(tmp_path, {f"d{k}": f"text {k}" for k in range(20)})
