@@ -6,7 +6,8 @@ opens the workspace as `rag serve` does and reads every part of the published st
 or built once); one copy's file is then taken out of the sources (every document of it deleted) and a writer process
 publishes the change (documents, units and index steps; no text is new, so nothing is embedded). The worker then
 asks again and builds the new snapshot's read state, part by part (`WARM_PARTS`): wall and CPU seconds of each, and
-the megabytes of files it wrote. The workspace's catalog, snapshots and index are set aside first and put back
+the megabytes of files it wrote; then asks a few questions on the new snapshot (their latency, and the answers that
+both codes must share). The workspace's catalog, snapshots and index are set aside first and put back
 before every run and at the end. Runs go ABBA (after, before, before, after). Writes
 bench/results/next-snapshot[-TAG].json.
 
@@ -25,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from bench.publish_change import copy_state, delete_one  # noqa: E402
@@ -32,6 +35,9 @@ from bench.results_file import commit, write_results  # noqa: E402
 
 KEPT = ("catalog.duckdb", "catalog.duckdb.wal", "snapshots", "lancedb")  # what a publish writes
 QUESTION = "Which company produced the film that the director of the documentary worked on?"
+QUESTIONS = (QUESTION, "Who was the spouse of the performer of the song?", "In which country was the founder born?",
+             "When did the war that the general fought in end?", "What river flows through the capital city?")
+ROUNDS = 3  # each question asked this many times on the new snapshot; the first round is not timed
 
 
 def publish(workspace: Path) -> dict:
@@ -88,12 +94,21 @@ def worker(workspace: Path) -> dict:
                        "cpu_seconds": round(time.process_time() - part_cpu, 2)}
     answer = reader.retrieve("longrag", caller, QUESTION, 2000).items
     after = files(workspace / "read_state")
+    answers, query_ms = [], []
+    for round_ in range(ROUNDS):
+        for question in QUESTIONS:
+            start = time.perf_counter()
+            found = reader.retrieve("longrag", caller, question, 2000).items
+            query_ms += [(time.perf_counter() - start) * 1000] if round_ else []
+            answers += [[[i.doc_id, i.doc_version, round(i.score, 6)] for i in found]] if not round_ else []
     written = [f for f in after if f not in before]
     return {"publish_cpu_seconds": json.loads(done.stdout.splitlines()[-1]),
             "next_snapshot": {"seconds": round(time.perf_counter() - wall, 2),
                               "cpu_seconds": round(time.process_time() - cpu, 2), "parts": parts,
                               "written_mb": round(sum(after[f] for f in written) / 2**20, 1)},
-            "answer": [[i.doc_id, i.doc_version, round(i.score, 6)] for i in answer]}
+            "query_ms_on_it": {"p50": round(float(np.percentile(query_ms, 50)), 1),
+                               "p90": round(float(np.percentile(query_ms, 90)), 1)},
+            "answer": [[[i.doc_id, i.doc_version, round(i.score, 6)] for i in answer], *answers]}
 
 
 def files(folder: Path) -> dict[tuple[int, int], int]:
