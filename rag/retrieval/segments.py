@@ -2,8 +2,9 @@
 
 A publish changes a few units; the next snapshot keeps every earlier row where it lies (mapped from the files an
 earlier snapshot wrote, which its own files link to: rag.retrieval.state_files) and appends the new units' rows as one
-more segment, so its read state writes and copies what changed, not the corpus. A slice inside one segment is a view of it; the vectors' row ranges never cross a
-segment boundary (rag.retrieval.vectors splits them), so a search reads the mapped pages and copies nothing.
+more segment, so its read state writes and copies what changed, not the corpus. A slice inside one segment is a view
+of it; the vectors' row ranges never cross a segment boundary (rag.retrieval.vectors splits them), so a search reads
+the mapped pages and copies nothing.
 """
 from __future__ import annotations
 

@@ -115,8 +115,7 @@ class StateFiles:
     def _prune(self) -> None:
         """Remove the folders of all but the newest KEPT_STATES snapshots (by when they were last written)."""
         try:
-            folders = sorted((p for p in self.root.iterdir() if p.is_dir()),
-                             key=lambda p: p.stat().st_mtime_ns)
+            folders = sorted((p for p in self.root.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime_ns)
         except OSError:
             return
         for old in folders[:-KEPT_STATES]:

@@ -110,8 +110,8 @@ class VectorState:
         return len(self.unit_keys)
 
     def mask(self, groups: frozenset[str]) -> RowMask:
-        """Rows whose ACL admits one of the groups (rule 1's pre-filter); the readable ACL sets are kept per group
-        set, never a row array."""
+        """Live rows whose ACL admits one of the groups (rule 1's pre-filter); the readable ACL sets are kept per
+        group set, never a row array."""
         return row_mask(self._masks, self._lock, self.acl_sets, self.acl_ids, groups, self.live)
 
     def scores(self, query: np.ndarray, groups: frozenset[str] | None = None) -> np.ndarray:
