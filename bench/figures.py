@@ -211,7 +211,7 @@ def next_snapshot(data: dict) -> str:
         return f"{max(r['next_snapshot']['written_mb'] for r in runs):,.0f} MB"
 
     def query(runs: list[dict]) -> str:
-        return "–".join(dict.fromkeys(f"{r['next_snapshot']['query_ms_on_it']['p50']:g}" for r in runs)) + " ms"
+        return "–".join(dict.fromkeys(f"{r['query_ms_on_it']['p50']:g}" for r in runs)) + " ms"
 
     after = [r for r in data["runs"] if r["code"] == "."]
     before = [r for r in data["runs"] if r["code"] != "."]
@@ -224,7 +224,7 @@ def next_snapshot(data: dict) -> str:
                        ("opening it (the catalog file) and one question", "open")))
     text = (f"**{span(after)} CPU s** (before: {span(before)}): {parts}; {written(after)} of files written (before "
             f"{written(before)})")
-    if all("query_ms_on_it" in r["next_snapshot"] for r in data["runs"]):
+    if all("query_ms_on_it" in r for r in data["runs"]):
         text += f"; a question on it p50 {query(after)} (before {query(before)})"
     return text + ("; same answers" if data["same_answers"] else "; ANSWERS DIFFER")
 

@@ -4,10 +4,10 @@ written once per published store as a database file that every reader of a host 
 `load_read_state` builds every table from all its segments: the whole corpus, at every publish, in every worker.
 Here one in-memory database per store holds the tables of the newest manifest the process opened. A newer
 manifest whose segment lists extend the held ones applies only the appended segments (the keys they touch are
-deleted, their newest live rows inserted), so a reader's open costs in proportion to the change. Each snapshot
-reads through its own cursor, pinned to a transaction begun right after its manifest was applied: DuckDB's MVCC
-keeps what it sees fixed while later publishes patch the tables. Anything else (merged segments, a new column, a
-keyless table that changed, an older manifest) is built in full, as before. Deleted rows keep their memory until
+deleted, their newest live rows inserted), so a reader's open costs in proportion to the change; a keyless table
+(rejected inputs, the store's identity: a few rows) is read again whole. Each snapshot reads through its own cursor,
+pinned to a transaction begun right after its manifest was applied: DuckDB's MVCC keeps what it sees fixed while
+later publishes patch the tables. Anything else (merged segments, a new column, an older manifest) is built in full. Deleted rows keep their memory until
 the database is rebuilt, once they reach `DEAD_SHARE` of the live ones, so memory stays flat across publishes.
 A workspace's reader (rag.query.workspace) asks for the shared file instead: the first reader of a manifest builds
 the tables and writes them under a lock through a renamed temporary file; every other worker opens the file
@@ -72,12 +72,12 @@ class HeldState:
         self.live += rows
 
     def patchable(self, tables: dict[str, list[str]]) -> bool:
-        """Whether every table of a newer manifest extends the held one's segments (keyless ones unchanged)."""
+        """Whether every keyed table of a newer manifest extends the held one's segments."""
         for table, files in tables.items():
             held = self.tables.get(table)
             if table == "texts":
                 continue
-            if held is None or files[:len(held)] != held or (not READ_TABLES[table] and files != held):
+            if held is None or (READ_TABLES[table] and files[:len(held)] != held):
                 return False
         return self.same_files() and set(tables) >= set(self.tables) and self.dead < DEAD_SHARE * max(self.live, 1)
 
@@ -91,7 +91,11 @@ class HeldState:
         try:
             for table, files in tables.items():
                 added = files[len(self.tables[table]):]
-                if table != "texts" and added:
+                if table == "texts":
+                    continue
+                if not READ_TABLES[table] and files != self.tables[table]:
+                    self._reread(table, files)
+                elif added:
                     self._apply(table, added)
                     self.stamps.update((f, _stamp(f)) for f in added)
         except BaseException:
@@ -111,6 +115,17 @@ class HeldState:
         (inserted,), = self.con.execute(f"INSERT INTO {name} BY NAME SELECT COLUMNS(lambda c: c NOT IN "
                                         f"{MARKERS}) FROM _delta WHERE NOT _gone").fetchall()
         self.con.execute("DROP TABLE _delta")
+        self.dead += deleted
+        self.live += inserted - deleted
+
+    def _reread(self, table: str, files: list[str]) -> None:
+        """A keyless table (rejected inputs, the store's identity: rows without a key to patch by), read again."""
+        name = held_name(table)
+        (deleted,), = self.con.execute(f"DELETE FROM {name}").fetchall()
+        (inserted,), = self.con.execute(f"INSERT INTO {name} BY NAME {live_rows(table, files)}").fetchall()
+        for f in self.tables[table]:
+            self.stamps.pop(f, None)
+        self.stamps.update((f, _stamp(f)) for f in files)
         self.dead += deleted
         self.live += inserted - deleted
 

@@ -86,6 +86,7 @@ def test_a_newer_publishs_shared_file_is_the_last_one_patched_not_built_again(tm
     for version in (2, 3):
         _revise(cat, "d3", version)
         cat.con.execute(f"DELETE FROM documents WHERE doc_id = 'd{version + 2}'")
+        cat.con.execute("INSERT INTO quarantine VALUES (?, 'rejected', 'x.md', 'x.md', 'bad', now())", [version])
         held = publish(cat, held)
         second = Catalog.snapshot(tmp_path, read_pointer(tmp_path), shared=shared)
         assert built == []  # a copy of the last file, patched with the new segments alone
