@@ -3,7 +3,9 @@
 Copies the sample corpus into a fresh workspace, ingests it, starts `rag serve` on 127.0.0.1 in its own process,
 then N times: re-versions one document (a new label and a new sentence), publishes it with a real in-process
 `rag ingest` (the same Dagster assets), and asks the server a few questions so that it opens the new snapshot.
-After each publish it reads the server's VmRSS from /proc/PID/status and counts /proc/PID/fd. The baseline is
+After each publish it reads the server's VmRSS from /proc/PID/status and counts /proc/PID/fd: all of them, those
+of the read state's mapped arrays, and the arrays the served snapshot's folder holds (how many varies with the
+segments and parts a snapshot keeps, so only the other files must stay flat). The baseline is
 taken after `--warmup` publishes (the first snapshots fill caches by design). Writes bench/results/serve-memory.json
 (or --out) and prints the figures. `--as-of` also asks each question as of the time of asking, so that each round
 builds a past state the server must let go of. `--same-size` replaces the last round's added sentence instead of
@@ -54,6 +56,28 @@ def rss_kib(pid: int) -> int:
 
 def open_files(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def mapped_arrays(pid: int, ws: Path) -> int:
+    """The process's open files that are arrays of the workspace's read state (each mapped array holds one)."""
+    folder, found = str(ws / "read_state"), 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:  # closed since the listing
+            continue
+        found += target.startswith(folder) and ".npy" in target
+    return found
+
+
+def served_arrays(ws: Path) -> int:
+    """The arrays of the newest snapshot's read-state folder (the one the server was just made to serve)."""
+    folders = [p for p in (ws / "read_state").iterdir() if p.is_dir()]
+    return len(list(max(folders, key=lambda p: p.stat().st_mtime_ns).rglob("*.npy"))) if folders else 0
+
+
+def files_sample(pid: int, ws: Path) -> dict:
+    return {"open_files": open_files(pid), "mapped_arrays": mapped_arrays(pid, ws), "served_arrays": served_arrays(ws)}
 
 
 def free_port() -> int:
@@ -113,13 +137,13 @@ def measure(publishes: int, warmup: int, root: Path, as_of: bool = False, same_s
     samples = []
     try:
         ask(client, 0, as_of)
-        samples.append({"publish": 0, "rss_kib": rss_kib(proc.pid), "open_files": open_files(proc.pid), "seconds": 0.0})
+        samples.append({"publish": 0, "rss_kib": rss_kib(proc.pid), **files_sample(proc.pid, ws), "seconds": 0.0})
         for k in range(1, publishes + 1):
             start_s = time.perf_counter()
             revise(corpus, k, same_size)
             run_ingest(IngestSettings(workspace=str(ws), sources=[str(corpus)]))
             ask(client, json.loads((ws / "snapshots" / "CURRENT").read_text())["seq"], as_of)
-            samples.append({"publish": k, "rss_kib": rss_kib(proc.pid), "open_files": open_files(proc.pid),
+            samples.append({"publish": k, "rss_kib": rss_kib(proc.pid), **files_sample(proc.pid, ws),
                             "seconds": round(time.perf_counter() - start_s, 3)})
             if k % 10 == 0:
                 print(f"publish {k}: rss {samples[-1]['rss_kib'] / 1024:.0f} MiB, open files {samples[-1]['open_files']}",
@@ -135,7 +159,15 @@ def measure(publishes: int, warmup: int, root: Path, as_of: bool = False, same_s
             "peak_rss_mib": round(max(s["rss_kib"] for s in samples[warmup:]) / 1024, 1),
             "rss_growth": round(last["rss_kib"] / base["rss_kib"] - 1, 4),
             "open_files_baseline": base["open_files"], "open_files_final": last["open_files"],
-            "open_files_max": max(s["open_files"] for s in samples[warmup:]), "samples": samples}
+            "open_files_max": max(s["open_files"] for s in samples[warmup:]),
+            "other_files_baseline": other(base), "other_files_final": other(last),
+            "other_files_max": max(map(other, samples[warmup:])),
+            "mapped_beyond_served": max(s["mapped_arrays"] - s["served_arrays"] for s in samples), "samples": samples}
+
+
+def other(sample: dict) -> int:
+    """Open files that are not arrays of the read state."""
+    return sample["open_files"] - sample["mapped_arrays"]
 
 
 def measure_words(requests: int, root: Path) -> dict:
