@@ -211,7 +211,8 @@ def next_snapshot(data: dict) -> str:
         return f"{max(r['next_snapshot']['written_mb'] for r in runs):,.0f} MB"
 
     def query(runs: list[dict]) -> str:
-        return "–".join(dict.fromkeys(f"{r['query_ms_on_it']['p50']:g}" for r in runs)) + " ms"
+        values = sorted(r["query_ms_on_it"]["p50"] for r in runs)
+        return "–".join(dict.fromkeys(f"{v:g}" for v in (values[0], values[-1]))) + " ms"
 
     after = [r for r in data["runs"] if r["code"] == "."]
     before = [r for r in data["runs"] if r["code"] != "."]
