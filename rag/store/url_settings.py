@@ -103,11 +103,12 @@ def redact(message: str, environ: Mapping[str, str] | None = None) -> str:
 
 
 def _secrets_of(value: str) -> set[str]:
-    """What a URL's userinfo and key-like query values hold, as written and decoded."""
+    """What a URL's userinfo and key-like query values hold, as written and decoded: the secret, and the whole
+    `user:secret` (a message may quote it whole, and a short secret alone is not replaced)."""
     head, _, query = value.partition("?")
     found = {v for k, v in _params(query) if _SECRET_PARAM.search(k)}
     if userinfo := _userinfo(head):
-        found.add(_user_and_secret(head[userinfo[0]:userinfo[1]])[1])
+        found |= {head[userinfo[0]:userinfo[1]], _user_and_secret(head[userinfo[0]:userinfo[1]])[1]}
     return {form for s in found if s for form in (s, unquote(s))}
 
 

@@ -213,6 +213,7 @@ SHAPES = ["postgresql://dagster:{pw}@127.0.0.1:5432/dagster", "postgresql:/dagst
        shape=st.sampled_from(SHAPES))
 @example(password="000:", shape="dagster:{pw}@127.0.0.1:1/dagster")  # a colon in the password of a URL without "//"
 @example(password="000:", shape="http://{pw}@127.0.0.1:1/v1")  # a lone token ending in a colon is all secret
+@example(password="00:0", shape="http://{pw}@127.0.0.1:1/v1")  # user "00", secret "0": quoted whole, masked whole
 def test_a_url_shown_masked_or_redacted_never_holds_its_password(password, shape):
     url = shape.format(pw=password)
     if password in shape.replace("{pw}", ""):
