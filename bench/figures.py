@@ -201,25 +201,30 @@ def workers(data: dict) -> str:
     return text + ("; same answers" if data["same_answers_before_after"] else "; ANSWERS DIFFER")
 
 
+def value_range(values: list[float]) -> str:
+    """The values' smallest and largest, or the one value they all are."""
+    return f"{min(values):g}" if min(values) == max(values) else f"{min(values):g}–{max(values):g}"
+
+
 def next_snapshot(data: dict) -> str:
     """A serving worker's next snapshot after a small publish, this code against the code before (ABBA)."""
+    def cpu(run: dict, part: str | None) -> float:
+        step = run["next_snapshot"]
+        if part == "open":  # what is not a part: opening the snapshot (the catalog's shared file) and one question
+            return round(step["cpu_seconds"] - sum(p["cpu_seconds"] for p in step["parts"].values()), 2)
+        return (step["parts"][part] if part else step)["cpu_seconds"]
+
     def span(runs: list[dict], part: str | None = None) -> str:
-        values = [(r["next_snapshot"]["parts"][part] if part else r["next_snapshot"])["cpu_seconds"] for r in runs]
-        return f"{min(values):g}" if min(values) == max(values) else f"{min(values):g}–{max(values):g}"
+        return value_range([cpu(r, part) for r in runs])
 
     def written(runs: list[dict]) -> str:
         return f"{max(r['next_snapshot']['written_mb'] for r in runs):,.0f} MB"
 
     def query(runs: list[dict]) -> str:
-        values = sorted(r["query_ms_on_it"]["p50"] for r in runs)
-        return "–".join(dict.fromkeys(f"{v:g}" for v in (values[0], values[-1]))) + " ms"
+        return value_range([r["query_ms_on_it"]["p50"] for r in runs]) + " ms"
 
     after = [r for r in data["runs"] if r["code"] == "."]
     before = [r for r in data["runs"] if r["code"] != "."]
-    for r in data["runs"]:  # what is not a part: opening the snapshot (the catalog's shared file) and one question
-        step = r["next_snapshot"]
-        step["parts"]["open"] = {"cpu_seconds": round(step["cpu_seconds"] - sum(
-            p["cpu_seconds"] for name, p in step["parts"].items() if name != "open"), 2)}
     parts = ", ".join(f"{name} {span(after, part)} (before {span(before, part)})" for name, part in
                       (("members and ACLs", "current"), ("vectors", "vectors"), ("BM25", "lexical"),
                        ("opening it (the catalog file) and one question", "open")))

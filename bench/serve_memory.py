@@ -54,20 +54,18 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
-def open_files(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
-
-
-def mapped_arrays(pid: int, ws: Path) -> int:
-    """The process's open files that are arrays of the workspace's read state (each mapped array holds one)."""
-    folder, found = str(ws / "read_state"), 0
+def open_files(pid: int, ws: Path) -> tuple[int, int]:
+    """The process's open files, and how many of them are arrays of the workspace's read state (each mapped array
+    holds one), from one listing."""
+    folder, found, total = str(ws / "read_state"), 0, 0
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
             target = os.readlink(f"/proc/{pid}/fd/{fd}")
         except OSError:  # closed since the listing
             continue
+        total += 1
         found += target.startswith(folder) and ".npy" in target
-    return found
+    return total, found
 
 
 def served_arrays(ws: Path) -> int:
@@ -77,7 +75,8 @@ def served_arrays(ws: Path) -> int:
 
 
 def files_sample(pid: int, ws: Path) -> dict:
-    return {"open_files": open_files(pid), "mapped_arrays": mapped_arrays(pid, ws), "served_arrays": served_arrays(ws)}
+    total, mapped = open_files(pid, ws)
+    return {"open_files": total, "mapped_arrays": mapped, "served_arrays": served_arrays(ws)}
 
 
 def free_port() -> int:

@@ -13,7 +13,7 @@ from functools import cached_property
 import numpy as np
 import simsimd
 
-from rag.retrieval.segments import Segments
+from rag.retrieval.segments import Segments, as_segments
 
 BLOCK_ROWS = 8_192  # rows quantised at a time: each holds ~4 float32 copies of its block (65,536 rows: 400 MB)
 # float32 accumulation of 384-1024 products (the float16 kernel) and float32 scaling of the int8 sums each err by
@@ -99,6 +99,12 @@ def quantize_query(query16: np.ndarray) -> Int8Query:
 def concat(a: Int8Rows, b: Int8Rows, rows: np.ndarray) -> Int8Rows:
     """a's rows `rows`, then b's."""
     return Int8Rows(*(gathered(getattr(a, f), rows, getattr(b, f)) for f in ("codes", "scales", "errors", "norms")))
+
+
+def appended(a: Int8Rows, b: Int8Rows) -> Int8Rows:
+    """a's rows where they lie, then b's codes as a segment of their own (rag.retrieval.segments)."""
+    codes = as_segments(a.codes).appended(b.codes) if len(b) else a.codes
+    return Int8Rows(codes, *(np.concatenate([getattr(a, f), getattr(b, f)]) for f in ("scales", "errors", "norms")))
 
 
 def gathered(kept: np.ndarray, rows: np.ndarray, new: np.ndarray) -> np.ndarray:

@@ -28,10 +28,6 @@ class Segments:
     def dtype(self) -> np.dtype:
         return self.arrays[0].dtype
 
-    @property
-    def nbytes(self) -> int:
-        return sum(a.nbytes for a in self.arrays)
-
     def __len__(self) -> int:
         return int(self.bounds[-1])
 
@@ -69,9 +65,6 @@ class Segments:
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         whole = np.concatenate(self.arrays) if len(self.arrays) > 1 else np.asarray(self.arrays[0])
         return whole if dtype is None else whole.astype(dtype)
-
-    def astype(self, dtype) -> np.ndarray:
-        return np.asarray(self, dtype=dtype)
 
 
 def segment_bounds(rows) -> np.ndarray:

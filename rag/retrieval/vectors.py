@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import simsimd
 
-from rag.retrieval.int8_rows import Int8Rows, concat, empty, gathered, quantize, quantize_query
+from rag.retrieval.int8_rows import Int8Rows, appended, concat, empty, gathered, quantize, quantize_query
 from rag.retrieval.ivf import Ivf, ann_min_rows, ann_search, ivf_arrays, ivf_of, joined, ready
 from rag.retrieval.member_codes import MemberCodes, member_numbering
 from rag.retrieval.row_mask import RowMask, readable_sets, remember, row_mask
@@ -168,15 +168,14 @@ class VectorState:
     def ranges(self, groups: frozenset[str] | None) -> list[tuple[int, int]]:
         """The row ranges that hold every row the groups may read, none across two segments (a segment's rows whole
         when its ranges are many, or no groups are given)."""
-        bounds = segment_bounds(self.matrix)
-        segments = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
-        if groups is None:
-            return segments
         found = self._ranges.get(groups)
         if found is None:
-            readable = np.flatnonzero(readable_sets(self.acl_sets, groups))
-            found = remember(self._ranges, self._lock, groups, [
-                r for lo, hi in segments for r in set_ranges(self.acl_ids, lo, hi, readable, len(self.acl_sets))])
+            bounds = segment_bounds(self.matrix)
+            found = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
+            if groups is not None:
+                readable = np.flatnonzero(readable_sets(self.acl_sets, groups))
+                found = [r for lo, hi in found for r in set_ranges(self.acl_ids, lo, hi, readable, len(self.acl_sets))]
+            found = remember(self._ranges, self._lock, groups, found)
         return found
 
     def nearest(self, scores: np.ndarray, mask: np.ndarray, limit: int) -> np.ndarray:
@@ -329,17 +328,10 @@ def _appended(a: VectorState, live: np.ndarray, b: VectorState) -> VectorState:
     sets, b_ids = _renumbered(a, b)
     order = np.argsort(b_ids, kind="stable")
     b, b_ids = _take(b, order), b_ids[order]
-    int8 = a.quantized
-    if len(b):
-        codes = as_segments(int8.codes).appended(b.quantized.codes)
-        matrix = as_segments(a.matrix).appended(b.matrix)
-    else:
-        codes, matrix = int8.codes, a.matrix
+    matrix = as_segments(a.matrix).appended(b.matrix) if len(b) else a.matrix
     return VectorState(matrix, concat_columns([a.unit_keys, b.unit_keys]), concat_columns([a.doc_ids, b.doc_ids]),
                        *(np.concatenate([getattr(a, f), getattr(b, f)]) for f in ("parts", "starts", "ends")),
-                       np.concatenate([a.acl_ids, b_ids]).astype(np.int32), sets,
-                       Int8Rows(codes, *(np.concatenate([getattr(int8, f), getattr(b.quantized, f)])
-                                         for f in ("scales", "errors", "norms"))),
+                       np.concatenate([a.acl_ids, b_ids]).astype(np.int32), sets, appended(a.quantized, b.quantized),
                        joined(a.ann, b.ann, len(a), len(b)), np.concatenate([live, _live(b)]))
 
 

@@ -206,18 +206,22 @@ def _write_shared(manifest: Path, tables: dict[str, list[str]], found: Path) -> 
             os.rename(tmp, found)
         finally:
             tmp.unlink(missing_ok=True)
-    older = sorted(found.parent.glob("catalog-*.duckdb"), key=lambda p: p.stat().st_mtime_ns)[:-KEPT_FILES]
+    older = _shared_files(found.parent)[:-KEPT_FILES]
     for old in older:
         old.unlink(missing_ok=True)
         old.with_suffix(".lock").unlink(missing_ok=True)
 
 
+def _shared_files(folder: Path) -> list[Path]:
+    """The shared table files in the folder, oldest first."""
+    return sorted(folder.glob("catalog-*.duckdb"), key=lambda p: p.stat().st_mtime_ns)
+
+
 def _patched_copy(folder: Path, tables: dict[str, list[str]], seq: int, tmp: Path) -> bool:
     """Write to `tmp` a copy of the newest shared file, patched with the segments the manifest appended to the ones
     it holds; False (nothing left at `tmp`) when there is none, or it cannot be patched so."""
-    files = sorted(folder.glob("catalog-*.duckdb"), key=lambda p: p.stat().st_mtime_ns)
     try:
-        shutil.copyfile(files[-1], tmp)
+        shutil.copyfile(_shared_files(folder)[-1], tmp)
         con = duckdb.connect(str(tmp))
     except (IndexError, OSError, duckdb.Error):  # none yet, or pruned since
         tmp.unlink(missing_ok=True)
