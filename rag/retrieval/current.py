@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from rag.retrieval.members import (
+    DocColumns,
     MemberTable,
     acl_numbering,
     first_unit_of,
@@ -28,6 +29,7 @@ from rag.retrieval.members import (
 )
 from rag.retrieval.state_files import Arrays
 from rag.retrieval.strings import Column, Strings, column_of, rows_by_key, strings_of
+from rag.store.arrow_sql import whole
 from rag.store.catalog import Catalog
 from rag.store.rows import CurrentVersion, MemberRow
 
@@ -240,42 +242,43 @@ class TitleDocs(_Lookup):
 
 def current_arrays(state: CurrentState) -> Arrays:
     """The state as arrays for a read-state file."""
-    table = member_table(state.members)
     docs = strings_of(list(state.versions))
     rows = [None] * len(docs)
     for code, v in zip(docs.codes.tolist(), state.versions.values()):
         rows[code] = v
     acl_sets: dict[tuple[str, ...], int] = {}
     acl_ids = np.fromiter((acl_sets.setdefault(tuple(v.acl), len(acl_sets)) for v in rows), np.int32, len(rows))
+    columns = {"versions": strings_of([v.version for v in rows]), "titles": strings_of([v.title for v in rows]),
+               "hashes": strings_of([v.content_hash for v in rows])}
+    ids = pa.array([v.doc_id for v in rows], pa.string())
+    table = member_table(state.members, DocColumns(ids, docs.strings, tuple(columns.values()), acl_ids, list(acl_sets)))
     units = np.full(len(rows), -1, dtype=np.int64)
     held, unit = docs.strings.codes(list(state.unit_of)), table.units.codes(list(state.unit_of.values()))
     units[held[held >= 0]] = unit[held >= 0]
-    columns = {"versions": strings_of([v.version for v in rows]), "titles": strings_of([v.title for v in rows]),
-               "hashes": strings_of([v.content_hash for v in rows])}
     return _arrays(table, docs.strings, columns, acl_ids, list(acl_sets), units)
 
 
 def current_arrays_of(members: pa.Table, versions: pa.Table) -> Arrays:
     """current_arrays of the catalog's current members and versions as Arrow columns
     (`Catalog.current_member_columns`, `Catalog.current_version_columns`), without a Python object per row."""
-    table = member_table_of(members)
     docs = column_of(versions.column("doc_id"))  # one row per document: the codes are a permutation
     rows = versions.take(pa.array(np.argsort(docs.codes)))
     acl_ids, acl_sets = acl_numbering(rows.column("acl"))
     columns = {name: column_of(rows.column(c)) for name, c in
                (("versions", "version"), ("titles", "title"), ("hashes", "content_hash"))}
+    table = member_table_of(members, DocColumns(whole(rows.column("doc_id")), docs.strings, tuple(columns.values()),
+                                                acl_ids, acl_sets))
     # A document's unit is the first by key holding it: the lowest unit code among its members' rows.
-    doc_of_row = docs.strings.codes_of(table.doc_ids.strings.table)[table.doc_ids.codes]
-    held = doc_of_row >= 0
     units = np.full(len(docs.strings), len(table.units), dtype=np.int64)
-    np.minimum.at(units, doc_of_row[held], table.unit_rank[held])
+    np.minimum.at(units, table.doc_ids.codes, table.unit_rank)
     units[units == len(table.units)] = -1
     return _arrays(table, docs.strings, columns, acl_ids, acl_sets, units)
 
 
 def _arrays(table: MemberTable, docs: Strings, columns: dict[str, Column], acl_ids: np.ndarray,
             acl_sets: list[tuple[str, ...]], units: np.ndarray) -> Arrays:
-    arrays = table_arrays(table, "members.") | {"docs": docs.table, "acl_ids": acl_ids, "units": units}
+    # The member table's string tables are the documents' (member_table_of): held once.
+    arrays = table_arrays(table, "members.", strings=False) | {"docs": docs.table, "acl_ids": acl_ids, "units": units}
     for name, column in columns.items():
         arrays |= {f"{name}.codes": column.codes, f"{name}.strings": column.strings.table}
     return Arrays(arrays, {"member_acls": [list(a) for a in table.acl_sets], "acls": [list(a) for a in acl_sets]})
@@ -284,6 +287,8 @@ def _arrays(table: MemberTable, docs: Strings, columns: dict[str, Column], acl_i
 def published_state(found: Arrays) -> PublishedState:
     """The state of current_arrays' arrays (mapped from a file: no copy is made)."""
     column = {n: Column(found[f"{n}.codes"], Strings(found[f"{n}.strings"])) for n in ("versions", "titles", "hashes")}
-    return PublishedState(table_of(found.arrays, found.meta["member_acls"], "members."), Strings(found["docs"]),
-                          column["versions"], column["titles"], column["hashes"], found["acl_ids"],
+    docs = Strings(found["docs"])
+    table = table_of(found.arrays, found.meta["member_acls"], "members.",
+                     {"doc_ids": docs, **{n: c.strings for n, c in column.items()}})
+    return PublishedState(table, docs, column["versions"], column["titles"], column["hashes"], found["acl_ids"],
                           [tuple(a) for a in found.meta["acls"]], found["units"])

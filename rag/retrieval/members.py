@@ -164,29 +164,58 @@ STRING_FIELDS = ("doc_id", "doc_version", "title", "content_hash")  # a MemberRo
 INT_COLUMNS = {"position": "position", "part": "part", "start": "char_start", "end": "char_end", "tokens": "tokens"}
 
 
-def member_table(members: Mapping[str, list[MemberRow]]) -> MemberTable:
-    """The table of unit key → members in position order."""
+def member_table(members: Mapping[str, list[MemberRow]], docs: DocColumns | None = None) -> MemberTable:
+    """The table of unit key → members in position order; over the current documents' columns when given (the
+    members are then current versions, as member_table_of's)."""
     keys = sorted(members)
     rows = [r for key in keys for r in members[key]]
     counts = np.fromiter((len(members[k]) for k in keys), dtype=np.int64, count=len(keys))
+    ints = {name: np.fromiter((getattr(r, name) for r in rows), dtype=np.int64, count=len(rows))
+            for name in ("position", "part", "start", "end", "tokens")}
+    if docs is not None:
+        doc = docs.table.codes([r.doc_id for r in rows])
+        strings = [Column(doc.astype(np.int32), docs.table), *(c.take(doc) for c in docs.columns)]
+        return _table(Strings(encoded(keys)), counts, strings, ints, *renumbered(docs.acl_ids[doc], docs.acl_sets))
     acl_sets: dict[tuple[str, ...], int] = {}
     acl_ids = np.fromiter((acl_sets.setdefault(tuple(r.acl), len(acl_sets)) for r in rows), dtype=np.int32,
                           count=len(rows))
-    ints = {name: np.fromiter((getattr(r, name) for r in rows), dtype=np.int64, count=len(rows))
-            for name in ("position", "part", "start", "end", "tokens")}
     strings = [strings_of([getattr(r, name) for r in rows]) for name in STRING_FIELDS]
     return _table(Strings(encoded(keys)), counts, strings, ints, acl_ids, list(acl_sets))
 
 
-def member_table_of(rows: pa.Table) -> MemberTable:
-    """member_table of `Catalog.current_member_columns`' rows, made column by column: no Python object per member."""
+def member_table_of(rows: pa.Table, docs: DocColumns) -> MemberTable:
+    """member_table of `Catalog.current_member_columns`' rows, made column by column (no Python object per member),
+    over the current documents' columns: a current member is its document's current version, so its strings and ACL
+    are its document's and only the document's code is looked up."""
     units = column_of(rows.column("unit_key"))
     order = np.lexsort((rows.column("position").to_numpy(), units.codes))
     rows = rows.take(pa.array(order))
     counts = np.bincount(units.codes[order], minlength=len(units.strings)).astype(np.int64)
     ints = {name: rows.column(column).to_numpy().astype(np.int64) for name, column in INT_COLUMNS.items()}
-    strings = [column_of(rows.column(c)) for c in STRING_FIELDS]
-    return _table(units.strings, counts, strings, ints, *acl_numbering(rows.column("acl")))
+    doc = pc.index_in(rows.column("doc_id"), value_set=docs.ids).to_numpy(zero_copy_only=False).astype(np.int64)
+    strings = [Column(doc.astype(np.int32), docs.table), *(c.take(doc) for c in docs.columns)]
+    return _table(units.strings, counts, strings, ints, *renumbered(docs.acl_ids[doc], docs.acl_sets))
+
+
+@dataclass(frozen=True)
+class DocColumns:
+    """The current documents sorted by id: their ids as Arrow strings and as a table, and per document its version,
+    title and content hash (codes into tables) and its ACL's number."""
+
+    ids: pa.Array
+    table: Strings
+    columns: tuple[Column, Column, Column]
+    acl_ids: np.ndarray
+    acl_sets: list[tuple[str, ...]]
+
+
+def renumbered(ids: np.ndarray, sets: list[tuple[str, ...]]) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+    """Numbers into `sets` renumbered in order of first appearance (acl_numbering's order), with the sets they use."""
+    used, first = np.unique(ids, return_index=True)
+    order = used[np.argsort(first)]
+    remap = np.zeros(max(len(sets), 1), dtype=np.int32)
+    remap[order] = np.arange(len(order), dtype=np.int32)
+    return remap[ids], [sets[i] for i in order.tolist()]
 
 
 def acl_numbering(acls: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[tuple[str, ...]]]:
@@ -218,10 +247,18 @@ def first_seen_rows(rows: np.ndarray) -> np.ndarray:
     """One number per distinct row of a 2-d array, in order of first appearance."""
     if not len(rows):
         return np.zeros(0, dtype=np.int64)
-    _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    # A stable sort by every column (np.unique over rows compares them as bytes: several times slower at 1M rows).
+    order = np.lexsort(rows.T[::-1])
+    ordered = rows[order]
+    starts = np.ones(len(rows), dtype=bool)
+    starts[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    group = np.cumsum(starts) - 1
+    first = order[starts]  # the stable sort puts each distinct row's first appearance first
     rank = np.empty(len(first), dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-    return rank[inverse.reshape(-1)]
+    rank[np.argsort(first)] = np.arange(len(first))
+    out = np.empty(len(rows), dtype=np.int64)
+    out[order] = rank[group]
+    return out
 
 
 COLUMNS = ("doc_ids", "versions", "titles", "hashes")
@@ -229,18 +266,22 @@ NUMBERS = ("unit_bounds", "unit_rank", "position", "parts", "starts", "ends", "t
            "keys", "key_rows")
 
 
-def table_arrays(table: MemberTable, prefix: str = "") -> dict[str, np.ndarray]:
-    """The table as arrays for a read-state file (its ACLs go in the file's meta)."""
+def table_arrays(table: MemberTable, prefix: str = "", strings: bool = True) -> dict[str, np.ndarray]:
+    """The table as arrays for a read-state file (its ACLs go in the file's meta); without its columns' string
+    tables when the file holds them elsewhere (a current table's are its documents')."""
     out = {f"{prefix}units": table.units.table} | {f"{prefix}{n}": getattr(table, n) for n in NUMBERS}
     for name in COLUMNS:
         column = getattr(table, name)
-        out |= {f"{prefix}{name}.codes": column.codes, f"{prefix}{name}.strings": column.strings.table}
+        out |= {f"{prefix}{name}.codes": column.codes} | ({f"{prefix}{name}.strings": column.strings.table}
+                                                          if strings else {})
     return out
 
 
-def table_of(arrays: Mapping[str, np.ndarray], acl_sets: list, prefix: str = "") -> MemberTable:
-    """The table of table_arrays' arrays."""
-    columns = {n: Column(arrays[f"{prefix}{n}.codes"], Strings(arrays[f"{prefix}{n}.strings"])) for n in COLUMNS}
+def table_of(arrays: Mapping[str, np.ndarray], acl_sets: list, prefix: str = "",
+             strings: Mapping[str, Strings] | None = None) -> MemberTable:
+    """The table of table_arrays' arrays (its columns' string tables from `strings` when given)."""
+    strings = strings or {n: Strings(arrays[f"{prefix}{n}.strings"]) for n in COLUMNS}
+    columns = {n: Column(arrays[f"{prefix}{n}.codes"], strings[n]) for n in COLUMNS}
     return MemberTable(units=Strings(arrays[f"{prefix}units"]), acl_sets=[tuple(a) for a in acl_sets],
                        **{n: arrays[f"{prefix}{n}"] for n in NUMBERS}, **columns)
 

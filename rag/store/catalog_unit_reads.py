@@ -38,16 +38,19 @@ def _units_members(unit_keys: list[str] | None) -> tuple[str, list]:
             "USING (unit_id, unit_version) JOIN unit_members m USING (unit_id, unit_version)", [*split_keys(unit_keys)])
 
 
-def _members_sql(unit_keys: list[str] | None, as_of: datetime | None) -> tuple[str, list]:
+def _members_sql(unit_keys: list[str] | None, as_of: datetime | None, placed: bool = False) -> tuple[str, list]:
     """The members of these unit versions (all current units when None) whose version is current (or was at `as_of`):
     unit key, position, doc_id, doc_version, part, char_start, char_end, tokens, title, acl, content_hash, ordered by
-    unit key and position."""
+    unit key and position; `placed`: only the unit key, position, doc_id, part, range and tokens, in no order."""
     units, keys = _units_members(unit_keys)
     (doc_ok, doc_params), (unit_ok, unit_params) = _current("d", as_of), _current("u", as_of)
-    return (f"SELECT {unit_key_sql('u')} AS unit_key, m.position, m.doc_id, m.doc_version, m.part, "
-            f"m.char_start, m.char_end, m.tokens, d.title, d.acl, d.content_hash FROM {units} "
+    fields = ("m.position, m.doc_id, m.part, m.char_start, m.char_end, m.tokens" if placed else
+              "m.position, m.doc_id, m.doc_version, m.part, m.char_start, m.char_end, m.tokens, d.title, d.acl, "
+              "d.content_hash")
+    return (f"SELECT {unit_key_sql('u')} AS unit_key, {fields} FROM {units} "
             f"JOIN documents d ON d.doc_id = m.doc_id AND d.version = m.doc_version AND {doc_ok} "
-            f"WHERE {unit_ok} ORDER BY unit_key, m.position", [*keys, *doc_params, *unit_params])
+            f"WHERE {unit_ok}" + ("" if placed else " ORDER BY unit_key, m.position"),
+            [*keys, *doc_params, *unit_params])
 
 
 def _membership_sql(unit_keys: list[str] | None, as_of: datetime | None, ranked: bool = False) -> tuple[str, list]:
@@ -94,9 +97,10 @@ class UnitReads:
                 for r in self.rows(*_members_sql(unit_keys, as_of))]
 
     def current_member_columns(self) -> pa.Table:
-        """current_members() of all current units as Arrow columns: a read state is built from them without a Python
-        object per member."""
-        return self.columns(*_members_sql(None, None))
+        """Where each member of the current units lies (unit key, position, doc_id, part, range, tokens) as Arrow
+        columns, in no order: a read state is built from them without a Python object per member, and takes a
+        member's version, title, ACL and hash from its document's current version (current_version_columns)."""
+        return self.columns(*_members_sql(None, None, placed=True))
 
     def unit_membership(self, unit_keys: list[str] | None = None, as_of: datetime | None = None) -> list[tuple]:
         """(unit key, position, publish_id, doc_id, doc_version, part, start, end, unit ACL, collection) of every

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag.retrieval.current import current_arrays, current_arrays_of, current_state
-from rag.retrieval.members import acl_numbering
+from rag.retrieval.current import current_arrays, current_arrays_of, current_state, published_state
+from rag.retrieval.members import acl_numbering, first_seen_rows
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +28,15 @@ def test_the_sample_publish_gives_the_arrays_of_its_member_rows(sample):
     catalog, _ = sample
     assert len(catalog.current_member_columns()) > 20 and len(catalog.current_version_columns()) > 20
     same_arrays(catalog)
+
+
+def test_each_member_row_read_back_is_the_catalogs_with_its_documents_strings_and_acl(sample):
+    catalog, _ = sample
+    table = published_state(current_arrays_of(catalog.current_member_columns(),
+                                              catalog.current_version_columns())).table
+    assert [table.row(i) for i in range(len(table))] == catalog.current_members()
+    first = [int(a) for i, a in enumerate(table.acl_ids) if a not in table.acl_ids[:i]]
+    assert first == list(range(len(table.acl_sets)))  # member ACLs numbered in order of first appearance
 
 
 def test_superseded_retired_and_regrouped_members_give_the_arrays_of_their_rows(sample):
@@ -64,3 +73,10 @@ def test_acls_are_numbered_in_order_of_first_appearance(acls):
     expected: dict[tuple, int] = {}
     assert ids.tolist() == [expected.setdefault(tuple(a), len(expected)) for a in acls]
     assert sets == list(expected)
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.integers(-1, 1)), max_size=60))
+def test_distinct_rows_are_numbered_in_order_of_first_appearance(rows):
+    expected: dict[tuple, int] = {}
+    numbers = [expected.setdefault(r, len(expected)) for r in rows]
+    assert first_seen_rows(np.array(rows, dtype=np.int64).reshape(-1, 3)).tolist() == numbers
