@@ -136,6 +136,21 @@ def concat_columns(columns: list[Column]) -> Column:
     return Column(np.concatenate(codes or [np.zeros(0, np.int32)]).astype(np.int32), Strings(union))
 
 
+def union_of(tables: list[np.ndarray]) -> Strings:
+    """The distinct strings of these string tables (each sorted and distinct), sorted: the first with the others'
+    missing strings merged in, not a sort of them all (the tables of one corpus differ in a few strings)."""
+    width = max(t.dtype.itemsize for t in tables)
+    out = tables[0].astype(f"S{width}")
+    for table in tables[1:]:
+        table = table.astype(out.dtype)
+        at = np.searchsorted(out, table)
+        found = np.zeros(len(table), dtype=bool)
+        inside = at < len(out)
+        found[inside] = out[at[inside]] == table[inside]
+        out = np.insert(out, at[~found], table[~found])
+    return Strings(out)
+
+
 class FoundByGet:
     """`[key]` and `in` from the class's `get` (a search that finds a key's value or None, no dict behind it)."""
 

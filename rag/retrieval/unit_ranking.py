@@ -13,7 +13,7 @@ import numpy as np
 
 from rag.retrieval.row_scores import RowScores
 from rag.retrieval.state_files import Arrays
-from rag.retrieval.strings import Column, Strings, strings_of
+from rag.retrieval.strings import Column, Strings, strings_of, union_of
 from rag.retrieval.vectors import VectorState, run_starts
 
 
@@ -62,12 +62,6 @@ def doc_units(unit_of: Mapping[str, str]) -> tuple[Strings, Column]:
     order = np.argsort(docs.codes, kind="stable")
     units = list(unit_of.values())
     return docs.strings, strings_of([units[i] for i in order.tolist()])
-
-
-def union_of(tables: list[np.ndarray]) -> Strings:
-    """The distinct strings of these tables, sorted."""
-    width = max(t.dtype.itemsize for t in tables)
-    return Strings(np.unique(np.concatenate([t.astype(f"S{width}") for t in tables])))
 
 
 def rank_units(codes: UnitCodes, near: np.ndarray, scores: RowScores, lexical: dict[str, float], weight: float,

@@ -18,7 +18,7 @@ from rag.retrieval.callers import Caller
 from rag.retrieval.read_state import WARM_PARTS
 from rag.retrieval.segments import Segments
 from rag.retrieval.state_files import KEPT_STATES, STATE_DIR, Arrays, StateFiles
-from rag.retrieval.strings import Strings, column_of, concat_columns, strings_of
+from rag.retrieval.strings import Strings, column_of, concat_columns, strings_of, union_of
 from rag.store.settings import IngestSettings
 
 CALLERS = [Caller(frozenset({"support"})), Caller(frozenset({"partners"})),
@@ -159,6 +159,12 @@ def test_a_string_table_keeps_values_in_python_order_and_finds_each(values, othe
     assert (column.strings.codes(missing) == -1).all()
     both = concat_columns([column, strings_of(others)])
     assert both.tolist() == values + others
+
+
+@given(st.lists(st.lists(texts, max_size=20), min_size=1, max_size=3))
+def test_the_union_of_string_tables_is_their_distinct_strings_sorted(lists):
+    found = union_of([strings_of(values).strings.table for values in lists])
+    assert found[:] == sorted({v for values in lists for v in values})
 
 
 def test_a_string_wider_than_the_table_is_not_found_by_its_prefix():
