@@ -129,8 +129,7 @@ def as_column(values) -> Column:
 def concat_columns(columns: list[Column]) -> Column:
     """The columns one after the other, over the union of their tables."""
     tables = [c.strings.table for c in columns]
-    width = max((t.dtype.itemsize for t in tables), default=1)
-    union = np.unique(np.concatenate([t.astype(f"S{width}") for t in tables])) if tables else encoded([])
+    union = union_of(tables).table if tables else encoded([])
     codes = [np.searchsorted(union, t.astype(union.dtype))[c.codes] if len(c) else c.codes
              for c, t in zip(columns, tables)]
     return Column(np.concatenate(codes or [np.zeros(0, np.int32)]).astype(np.int32), Strings(union))
