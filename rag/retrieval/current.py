@@ -223,7 +223,10 @@ class AclOf(_Lookup):
     def acl_codes(self, doc_ids, sets: dict[frozenset[str], int]) -> np.ndarray:
         """Per document its ACL's number in `sets` (added when new), -1 for one without a current version."""
         remap = np.array([sets.setdefault(frozenset(a), len(sets)) for a in self.state.acl_sets] or [0], np.int32)
-        codes = self.keys_table.codes(list(doc_ids))
+        if isinstance(doc_ids, Column):  # a BM25 part's: its table looked up once, not each row's string
+            codes = self.keys_table.codes_of(doc_ids.strings.table)[doc_ids.codes]
+        else:
+            codes = self.keys_table.codes(list(doc_ids))
         return np.where(codes >= 0, remap[self.state.acl_ids[np.maximum(codes, 0)]], -1).astype(np.int32)
 
 

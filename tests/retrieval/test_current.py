@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from rag.retrieval.current import current_arrays, current_arrays_of, current_state, published_state
 from rag.retrieval.members import acl_numbering, first_seen_rows
+from rag.retrieval.strings import strings_of
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +38,15 @@ def test_each_member_row_read_back_is_the_catalogs_with_its_documents_strings_an
     assert [table.row(i) for i in range(len(table))] == catalog.current_members()
     first = [int(a) for i, a in enumerate(table.acl_ids) if a not in table.acl_ids[:i]]
     assert first == list(range(len(table.acl_sets)))  # member ACLs numbered in order of first appearance
+
+
+def test_acl_numbers_of_a_string_column_are_those_of_its_strings(sample):
+    catalog, _ = sample
+    state = published_state(current_arrays_of(catalog.current_member_columns(), catalog.current_version_columns()))
+    ids = [state.docs[0], "no-such-document", state.docs[len(state.docs) - 1], state.docs[0]]
+    by_list, by_column = {}, {}
+    assert state.acls.acl_codes(ids, by_list).tolist() == state.acls.acl_codes(strings_of(ids), by_column).tolist()
+    assert by_list == by_column and state.acls.acl_codes(ids, by_list)[1] == -1
 
 
 def test_superseded_retired_and_regrouped_members_give_the_arrays_of_their_rows(sample):
