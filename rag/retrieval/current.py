@@ -110,6 +110,11 @@ class PublishedState:
         return self.hashes[code] if code >= 0 and self.versions_of[code] == version else None
 
     @property
+    def doc_hashes(self) -> tuple[np.ndarray, np.ndarray]:
+        """The documents' ids and content hashes, encoded, sorted by id (BM25's pairs of a whole workspace)."""
+        return self.docs.table, self.hashes.strings.table[self.hashes.codes]
+
+    @property
     def acls(self) -> "AclOf":
         return AclOf(self)
 

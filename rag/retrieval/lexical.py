@@ -289,38 +289,48 @@ def acl_codes(doc_ids: list[str], acl_of: Mapping[str, tuple[str, ...]],
                         for d in doc_ids), dtype=np.int32, count=len(doc_ids))
 
 
+DocPairs = tuple[np.ndarray, np.ndarray]  # current documents' ids and content hashes, encoded, sorted by id
+
+
 def lexical_index(catalog: Catalog, acl_of: Mapping[str, tuple[str, ...]] | None = None,
-                  previous: LexicalIndex | None = None) -> LexicalIndex:
-    """The BM25 index of the catalog's current documents, each readable under `acl_of` (doc_id → ACL; None: counted
-    for no group, only for a search without groups); of `previous` (the last snapshot's), each partition's parts are
-    kept, its versions no longer current counted for nobody, and the current ones they lack added as a part."""
+                  previous: LexicalIndex | None = None, pairs: Mapping[str, DocPairs] | None = None) -> LexicalIndex:
+    """The BM25 index of the catalog's current documents (`pairs` per partition, when the caller holds them already),
+    each readable under `acl_of` (doc_id → ACL; None: counted for no group, only for a search without groups); of
+    `previous` (the last snapshot's), each partition's parts are kept, its versions no longer current counted for
+    nobody, and the current ones they lack added as a part."""
     vocab = previous.vocab if previous is not None else Vocabulary()
     kept: dict[str, list[Postings]] = {}
     for key, part in zip(previous.keys, previous.parts) if previous is not None else ():
         kept.setdefault(key, []).append(part)
     parts, keys, live = [], [], []
-    for key, docs in catalog.current_hashes().items():
-        found, alive, missing = kept_rows(kept.get(key, []), docs)
+    for key, (ids, hashes) in (pairs if pairs is not None else catalog_pairs(catalog)).items():
+        found, alive, missing = kept_rows(kept.get(key, []), ids, hashes)
         dead = sum(int(np.count_nonzero(~a)) for a in alive)
-        if len(found) + bool(missing) > MAX_PARTS or dead > MAX_DEAD_SHARE * sum(map(len, alive)):
-            found, alive, missing = [], [], docs
-        if missing:
+        if len(found) + bool(len(missing)) > MAX_PARTS or dead > MAX_DEAD_SHARE * sum(map(len, alive)):
+            found, alive, missing = [], [], np.arange(len(ids))
+        if len(missing):
             vocab = vocab.growable()  # a mapped vocabulary is read-only: its ids, and the new texts' after them
             known = ChainMap(*(p.texts for p in kept.get(key, [])))
-            found.append(postings(_fingerprint(missing), missing, catalog.texts_by_hash, vocab, known))
-            alive.append(np.ones(len(missing), dtype=bool))
+            docs = list(zip(Strings(ids).decode(missing), Strings(hashes).decode(missing)))
+            found.append(postings(_fingerprint(docs), docs, catalog.texts_by_hash, vocab, known))
+            alive.append(np.ones(len(docs), dtype=bool))
         parts += found
         keys += [key] * len(found)
         live += alive
     return index_of_parts(parts, vocab, acl_of, tuple(keys), live)
 
 
-def kept_rows(parts: list[Postings], docs: list[tuple[str, str]]
-              ) -> tuple[list[Postings], list[np.ndarray], list[tuple[str, str]]]:
-    """The parts that hold a current (doc_id, content hash) of `docs`, each with its rows that are one (no pair is
-    alive twice), and the pairs none holds."""
-    ids, hashes = encoded([d for d, _ in docs]), encoded([h for _, h in docs])
-    held, found, alive = np.zeros(len(docs), dtype=bool), [], []
+def catalog_pairs(catalog: Catalog) -> dict[str, DocPairs]:
+    """The catalog's current documents' ids and content hashes per partition, encoded."""
+    return {key: (encoded([d for d, _ in docs]), encoded([h for _, h in docs]))
+            for key, docs in catalog.current_hashes().items()}
+
+
+def kept_rows(parts: list[Postings], ids: np.ndarray, hashes: np.ndarray
+              ) -> tuple[list[Postings], list[np.ndarray], np.ndarray]:
+    """The parts that hold a current (doc_id, content hash) pair (`ids`, `hashes`), each with its rows that are one
+    (no pair is alive twice), and the positions of the pairs none holds."""
+    held, found, alive = np.zeros(len(ids), dtype=bool), [], []
     for part in parts:
         part_ids, part_hashes = as_column(part.doc_ids), as_column(part.hashes)
         width = len(part_hashes.strings) + 1
@@ -332,7 +342,7 @@ def kept_rows(parts: list[Postings], docs: list[tuple[str, str]]
             held |= np.isin(wanted, rows[live]) & (wanted >= 0)
             found.append(part)
             alive.append(live)
-    return found, alive, [docs[i] for i in np.flatnonzero(~held).tolist()]
+    return found, alive, np.flatnonzero(~held)
 
 
 def _fingerprint(docs: list[tuple[str, str]]) -> str:

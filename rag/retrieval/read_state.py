@@ -254,8 +254,10 @@ class Snapshot:
     def lexical(self) -> LexicalIndex:
         """BM25 over the current documents, each counted for the groups its ACL admits (the postings are reused
         across snapshots while the documents are unchanged)."""
+        # A partitioned workspace's BM25 is kept per partition: its pairs are the catalog's, read per partition.
+        pairs = None if isinstance(self.catalog, UnionCatalog) else {"": self.current.doc_hashes}
         found = self._part("lexical", lambda: lexical_arrays(
-            lexical_index(self.catalog, self.current.acls, self._shared.lexical)), lexical_of)
+            lexical_index(self.catalog, self.current.acls, self._shared.lexical, pairs)), lexical_of)
         self._shared.lexical = found
         return found
 

@@ -49,6 +49,13 @@ def test_acl_numbers_of_a_string_column_are_those_of_its_strings(sample):
     assert by_list == by_column and state.acls.acl_codes(ids, by_list)[1] == -1
 
 
+def test_the_documents_id_and_hash_pairs_are_the_catalogs(sample):
+    catalog, _ = sample
+    state = published_state(current_arrays_of(catalog.current_member_columns(), catalog.current_version_columns()))
+    ids, hashes = state.doc_hashes
+    assert [(i.decode(), h.decode()) for i, h in zip(ids.tolist(), hashes.tolist())] == catalog.current_hashes()[""]
+
+
 def test_superseded_retired_and_regrouped_members_give_the_arrays_of_their_rows(sample):
     catalog, _ = sample
     (doc,), = catalog.rows("SELECT min(doc_id) FROM documents WHERE status = 'current'")
