@@ -85,6 +85,10 @@ class PublishedState:
     acl_ids: np.ndarray
     acl_sets: list[tuple[str, ...]]
     units: np.ndarray  # per document, the code (in table.units) of the first unit by key holding it, -1 for none
+    # Per document and per unit (of table.units), its catalog row's digest (lo, hi): what the next snapshot's part
+    # is compared by (rag.retrieval.current_changes); None for a state merged from partitions.
+    doc_digests: np.ndarray | None = None
+    unit_digests: np.ndarray | None = None
 
     # Made on each read, never kept: a kept view of the state would be a reference cycle holding its mapped files
     # open until the cyclic collector ran.
@@ -263,33 +267,47 @@ def current_arrays(state: CurrentState) -> Arrays:
     units = np.full(len(rows), -1, dtype=np.int64)
     held, unit = docs.strings.codes(list(state.unit_of)), table.units.codes(list(state.unit_of.values()))
     units[held[held >= 0]] = unit[held >= 0]
-    return _arrays(table, docs.strings, columns, acl_ids, list(acl_sets), units)
+    return state_arrays(table, docs.strings, columns, acl_ids, list(acl_sets), units)
 
 
 def current_arrays_of(members: pa.Table, versions: pa.Table) -> Arrays:
     """current_arrays of the catalog's current members and versions as Arrow columns
-    (`Catalog.current_member_columns`, `Catalog.current_version_columns`), without a Python object per row."""
+    (`Catalog.current_member_columns`, `Catalog.current_version_columns`), without a Python object per row, with
+    their digests."""
     docs = column_of(versions.column("doc_id"))  # one row per document: the codes are a permutation
     rows = versions.take(pa.array(np.argsort(docs.codes)))
     acl_ids, acl_sets = acl_numbering(rows.column("acl"))
     columns = {name: column_of(rows.column(c)) for name, c in
                (("versions", "version"), ("titles", "title"), ("hashes", "content_hash"))}
-    table = member_table_of(members, DocColumns(whole(rows.column("doc_id")), docs.strings, tuple(columns.values()),
-                                                acl_ids, acl_sets))
-    # A document's unit is the first by key holding it: the lowest unit code among its members' rows.
-    units = np.full(len(docs.strings), len(table.units), dtype=np.int64)
+    table, order = member_table_of(members, DocColumns(whole(rows.column("doc_id")), docs.strings,
+                                                       tuple(columns.values()), acl_ids, acl_sets))
+    first = members.take(pa.array(order[table.unit_bounds[:-1]]))  # a row of each unit
+    digests = {"doc_digests": digests_of(rows, "digest"), "unit_digests": digests_of(first, "unit")}
+    return state_arrays(table, docs.strings, columns, acl_ids, acl_sets, doc_units(table, len(docs.strings)), digests)
+
+
+def digests_of(rows: pa.Table, name: str) -> np.ndarray:
+    """The rows' digests (`{name}_lo`, `{name}_hi` columns) as one (rows, 2) array."""
+    return np.stack([rows.column(f"{name}_{half}").to_numpy() for half in ("lo", "hi")], axis=1).astype(np.uint64)
+
+
+def doc_units(table: MemberTable, documents: int) -> np.ndarray:
+    """Per document, the first unit by key holding it (the lowest unit code among its members' rows), -1 for none."""
+    units = np.full(documents, len(table.units), dtype=np.int64)
     np.minimum.at(units, table.doc_ids.codes, table.unit_rank)
     units[units == len(table.units)] = -1
-    return _arrays(table, docs.strings, columns, acl_ids, acl_sets, units)
+    return units
 
 
-def _arrays(table: MemberTable, docs: Strings, columns: dict[str, Column], acl_ids: np.ndarray,
-            acl_sets: list[tuple[str, ...]], units: np.ndarray) -> Arrays:
-    # The member table's string tables are the documents' (member_table_of): held once.
+def state_arrays(table: MemberTable, docs: Strings, columns: dict[str, Column], acl_ids: np.ndarray,
+                 acl_sets: list[tuple[str, ...]], units: np.ndarray, digests: dict[str, np.ndarray] | None = None
+                 ) -> Arrays:
+    """The state's arrays for a read-state file; the member table's string tables are the documents' (held once)."""
     arrays = table_arrays(table, "members.", strings=False) | {"docs": docs.table, "acl_ids": acl_ids, "units": units}
     for name, column in columns.items():
         arrays |= {f"{name}.codes": column.codes, f"{name}.strings": column.strings.table}
-    return Arrays(arrays, {"member_acls": [list(a) for a in table.acl_sets], "acls": [list(a) for a in acl_sets]})
+    return Arrays(arrays | (digests or {}),
+                  {"member_acls": [list(a) for a in table.acl_sets], "acls": [list(a) for a in acl_sets]})
 
 
 def published_state(found: Arrays) -> PublishedState:
@@ -299,4 +317,5 @@ def published_state(found: Arrays) -> PublishedState:
     table = table_of(found.arrays, found.meta["member_acls"], "members.",
                      {"doc_ids": docs, **{n: c.strings for n, c in column.items()}})
     return PublishedState(table, docs, column["versions"], column["titles"], column["hashes"], found["acl_ids"],
-                          [tuple(a) for a in found.meta["acls"]], found["units"])
+                          [tuple(a) for a in found.meta["acls"]], found["units"], found.arrays.get("doc_digests"),
+                          found.arrays.get("unit_digests"))

@@ -175,18 +175,19 @@ def member_table(members: Mapping[str, list[MemberRow]], docs: DocColumns | None
     if docs is not None:
         doc = docs.table.codes([r.doc_id for r in rows])
         strings = [Column(doc.astype(np.int32), docs.table), *(c.take(doc) for c in docs.columns)]
-        return _table(Strings(encoded(keys)), counts, strings, ints, *renumbered(docs.acl_ids[doc], docs.acl_sets))
+        acls = renumbered(docs.acl_ids[doc], docs.acl_sets)
+        return table_of_columns(Strings(encoded(keys)), counts, strings, ints, *acls)
     acl_sets: dict[tuple[str, ...], int] = {}
     acl_ids = np.fromiter((acl_sets.setdefault(tuple(r.acl), len(acl_sets)) for r in rows), dtype=np.int32,
                           count=len(rows))
     strings = [strings_of([getattr(r, name) for r in rows]) for name in STRING_FIELDS]
-    return _table(Strings(encoded(keys)), counts, strings, ints, acl_ids, list(acl_sets))
+    return table_of_columns(Strings(encoded(keys)), counts, strings, ints, acl_ids, list(acl_sets))
 
 
-def member_table_of(rows: pa.Table, docs: DocColumns) -> MemberTable:
+def member_table_of(rows: pa.Table, docs: DocColumns) -> tuple[MemberTable, np.ndarray]:
     """member_table of `Catalog.current_member_columns`' rows, made column by column (no Python object per member),
     over the current documents' columns: a current member is its document's current version, so its strings and ACL
-    are its document's and only the document's code is looked up."""
+    are its document's and only the document's code is looked up. With the table, the input row of each of its rows."""
     units = column_of(rows.column("unit_key"))
     order = np.lexsort((rows.column("position").to_numpy(), units.codes))
     rows = rows.take(pa.array(order))
@@ -194,7 +195,7 @@ def member_table_of(rows: pa.Table, docs: DocColumns) -> MemberTable:
     ints = {name: rows.column(column).to_numpy().astype(np.int64) for name, column in INT_COLUMNS.items()}
     doc = pc.index_in(rows.column("doc_id"), value_set=docs.ids).to_numpy(zero_copy_only=False).astype(np.int64)
     strings = [Column(doc.astype(np.int32), docs.table), *(c.take(doc) for c in docs.columns)]
-    return _table(units.strings, counts, strings, ints, *renumbered(docs.acl_ids[doc], docs.acl_sets))
+    return table_of_columns(units.strings, counts, strings, ints, *renumbered(docs.acl_ids[doc], docs.acl_sets)), order
 
 
 @dataclass(frozen=True)
@@ -226,8 +227,8 @@ def acl_numbering(acls: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[tu
     return found.indices.to_numpy().astype(np.int32), sets
 
 
-def _table(units: Strings, counts: np.ndarray, strings: list[Column], ints: dict[str, np.ndarray], acl_ids: np.ndarray,
-           acl_sets: list[tuple[str, ...]]) -> MemberTable:
+def table_of_columns(units: Strings, counts: np.ndarray, strings: list[Column], ints: dict[str, np.ndarray],
+                     acl_ids: np.ndarray, acl_sets: list[tuple[str, ...]]) -> MemberTable:
     """A member table of its rows' columns (rows grouped by unit in key order, by position within one)."""
     doc_ids, versions, titles, hashes = strings
     bounds = np.zeros(len(units) + 1, dtype=np.int64)

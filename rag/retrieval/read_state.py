@@ -35,6 +35,7 @@ from rag.retrieval.current import (
     published_state,
     sharing_strings,
 )
+from rag.retrieval.current_changes import next_current_arrays
 from rag.retrieval.ivf import ann_min_rows, ready, share_lists
 from rag.retrieval.lexical import LexicalIndex, lexical_arrays, lexical_index, lexical_of
 from rag.retrieval.lexical_past import past_lexical
@@ -60,8 +61,8 @@ WARM_PARTS = ("current", "member_table", "vectors", "code_rows", "unit_codes", "
 @dataclass
 class SharedCache:
     """What one workspace's snapshots may share: texts by content hash, sub-chunk rows by unit version, each
-    partition's current state by its snapshot, the last vectors and BM25 built or mapped (what the next snapshot's
-    build starts from), and the folder the read states' files go to.
+    partition's current state by its snapshot, the last current part, vectors and BM25 built or mapped (what the
+    next snapshot's build starts from), and the folder the read states' files go to.
 
     All are immutable for their key: a version's text never changes, a unit version's members never change (and
     with them the rows its members hold), and a partition's snapshot file is never rewritten.
@@ -74,6 +75,7 @@ class SharedCache:
     past: dict[tuple[str, int], VectorState] = field(default_factory=dict)  # (index URI, past version) → rows
     past_codes: dict[tuple[int, datetime], tuple[weakref.ref, StateUnits]] = field(default_factory=dict)  # per_state's
     lexical: LexicalIndex | None = None  # the last snapshot's BM25, what the next one reuses
+    current: PublishedState | None = None  # the last snapshot's current part, what the next one is made from
     files: Path | None = None  # where the snapshots' read states are written and mapped (None: kept in memory)
 
     def keep_current(self, state: PublishedState) -> None:
@@ -154,12 +156,18 @@ class Snapshot:
     def current(self) -> PublishedState:
         state = self._part("current", self._current_arrays, published_state)
         self._shared.keep_current(state)
+        if not isinstance(self.catalog, UnionCatalog):  # what the next snapshot's part is made from
+            self._shared.current = state
         return state
 
     def _current_arrays(self) -> Arrays:
-        if not isinstance(self.catalog, UnionCatalog):
+        if isinstance(self.catalog, UnionCatalog):
+            return current_arrays(self._current_state())
+        last = self._shared.current
+        found = next_current_arrays(last, self.catalog) if last is not None else None
+        if found is None:
             return current_arrays_of(self.catalog.current_member_columns(), self.catalog.current_version_columns())
-        return current_arrays(self._current_state())
+        return found
 
     def _current_state(self) -> CurrentState:
         # A partition's snapshot never changes, so its state is read once per process; only changed ones are.

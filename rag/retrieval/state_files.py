@@ -27,7 +27,7 @@ import numpy as np
 
 from rag.retrieval.segments import Segments
 
-FORMAT = 5          # bumped when a part's arrays change meaning: older folders are then rebuilt, never misread
+FORMAT = 6          # bumped when a part's arrays change meaning: older folders are then rebuilt, never misread
 STATE_DIR = "read_state"
 KEPT_STATES = 3     # snapshots whose files stay: the one served, the one being swapped in, one more for a slow worker
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 from rag.sources.documents import Document
 from rag.store.arrow_sql import registered
 from rag.store.rows import AclEvent, CurrentText, CurrentVersion
-from rag.store.schema import source_path_sql, split_source_paths
+from rag.store.schema import digest_sql, source_path_sql, split_source_paths
 from rag.store.snapshot_files import published_columns, published_history
 from rag.store.text_store import TextStore
 
@@ -123,9 +123,16 @@ class DocumentTables:
         return {r[0]: CurrentVersion(r[0], r[1], r[2], acls.setdefault(acl := tuple(r[3]), acl), r[4])
                 for r in self.rows(_CURRENT_VERSIONS)}
 
-    def current_version_columns(self) -> pa.Table:
-        """current_versions() as Arrow columns (doc_id, version, title, acl, content_hash), one row per document."""
-        return self.columns(_CURRENT_VERSIONS)
+    def current_version_columns(self, doc_ids: list[str] | None = None) -> pa.Table:
+        """current_versions() as Arrow columns (doc_id, version, title, acl, content_hash and the row's digest
+        `digest_lo`, `digest_hi`), one row per document (only these documents', when given)."""
+        if doc_ids is None:
+            return self.columns(_CURRENT_VERSION_COLUMNS)
+        return self.columns(f"{_CURRENT_VERSION_COLUMNS} AND doc_id IN (SELECT unnest(?::VARCHAR[]))", [doc_ids])
+
+    def current_version_digests(self) -> pa.Table:
+        """Each current version's doc_id and digest (`digest_lo`, `digest_hi`, as current_version_columns gives it)."""
+        return self.columns(f"SELECT doc_id, {_VERSION_DIGEST} FROM documents WHERE status = 'current'")
 
     def current_hashes(self) -> dict[str, list[tuple[str, str]]]:
         """Partition ("" in a whole workspace) → (doc_id, content hash) of its current documents, by doc id."""
@@ -219,6 +226,10 @@ class DocumentTables:
 _DEFAULT_PATH = "CASE WHEN r.position = 0 THEN r.file ELSE r.file || ':' || r.position END"
 
 _CURRENT_VERSIONS = "SELECT doc_id, version, title, acl, content_hash FROM documents WHERE status = 'current'"
+# Everything a read state holds of a current version: a version's ACL or title may change in place.
+_VERSION_DIGEST = "{} AS digest_lo, {} AS digest_hi".format(
+    *digest_sql(["doc_id", "version", "title", "content_hash", "array_to_string(acl, chr(30))"]))
+_CURRENT_VERSION_COLUMNS = _CURRENT_VERSIONS.replace(" FROM", f", {_VERSION_DIGEST} FROM", 1)
 
 
 def source_records(where: str = "true") -> str:

@@ -8,7 +8,7 @@ from datetime import datetime
 import pyarrow as pa
 
 from rag.store.rows import MemberRow
-from rag.store.schema import unit_key_sql
+from rag.store.schema import digest_sql, unit_key_sql
 from rag.units.long_units import Member, split_unit_key
 
 # Part of the plan inputs: raised when planning makes other units of the same documents, so that no run keeps the
@@ -38,13 +38,17 @@ def _units_members(unit_keys: list[str] | None) -> tuple[str, list]:
             "USING (unit_id, unit_version) JOIN unit_members m USING (unit_id, unit_version)", [*split_keys(unit_keys)])
 
 
+_UNIT_LO, _UNIT_HI = digest_sql([unit_key_sql("u")])
+_UNIT_DIGEST = f"{_UNIT_LO} AS unit_lo, {_UNIT_HI} AS unit_hi"
+
+
 def _members_sql(unit_keys: list[str] | None, as_of: datetime | None, placed: bool = False) -> tuple[str, list]:
     """The members of these unit versions (all current units when None) whose version is current (or was at `as_of`):
     unit key, position, doc_id, doc_version, part, char_start, char_end, tokens, title, acl, content_hash, ordered by
     unit key and position; `placed`: only the unit key, position, doc_id, part, range and tokens, in no order."""
     units, keys = _units_members(unit_keys)
     (doc_ok, doc_params), (unit_ok, unit_params) = _current("d", as_of), _current("u", as_of)
-    fields = ("m.position, m.doc_id, m.part, m.char_start, m.char_end, m.tokens" if placed else
+    fields = (f"m.position, m.doc_id, m.part, m.char_start, m.char_end, m.tokens, {_UNIT_DIGEST}" if placed else
               "m.position, m.doc_id, m.doc_version, m.part, m.char_start, m.char_end, m.tokens, d.title, d.acl, "
               "d.content_hash")
     return (f"SELECT {unit_key_sql('u')} AS unit_key, {fields} FROM {units} "
@@ -96,11 +100,23 @@ class UnitReads:
         return [MemberRow(shared.setdefault(r[0], r[0]), *r[1:9], shared.setdefault(acl := tuple(r[9]), acl), r[10])
                 for r in self.rows(*_members_sql(unit_keys, as_of))]
 
-    def current_member_columns(self) -> pa.Table:
-        """Where each member of the current units lies (unit key, position, doc_id, part, range, tokens) as Arrow
-        columns, in no order: a read state is built from them without a Python object per member, and takes a
-        member's version, title, ACL and hash from its document's current version (current_version_columns)."""
-        return self.columns(*_members_sql(None, None, placed=True))
+    def current_member_columns(self, unit_keys: list[str] | None = None) -> pa.Table:
+        """Where each member of the current units (of these, when given) lies: unit key, position, doc_id, part,
+        range, tokens, and the unit key's digest (`unit_lo`, `unit_hi`), as Arrow columns in no order. A read state is
+        built from them without a Python object per member, and takes a member's version, title, ACL and hash from
+        its document's current version (current_version_columns)."""
+        return self.columns(*_members_sql(unit_keys, None, placed=True))
+
+    def current_unit_digests(self) -> pa.Table:
+        """Each current unit's key and its digest (`unit_lo`, `unit_hi`, as current_member_columns gives it)."""
+        return self.columns(f"SELECT {unit_key_sql('u')} AS unit_key, {_UNIT_DIGEST} FROM units u "
+                            "WHERE u.status = 'current'")
+
+    def units_holding(self, doc_ids: list[str]) -> list[str]:
+        """The keys of the current units with a member of one of these documents (whatever its version)."""
+        return [k for (k,) in self.rows(
+            f"SELECT DISTINCT {unit_key_sql('u')} FROM units u JOIN unit_members m USING (unit_id, unit_version) "
+            "WHERE u.status = 'current' AND m.doc_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY 1", [doc_ids])]
 
     def unit_membership(self, unit_keys: list[str] | None = None, as_of: datetime | None = None) -> list[tuple]:
         """(unit key, position, publish_id, doc_id, doc_version, part, start, end, unit ACL, collection) of every

@@ -142,3 +142,11 @@ def unit_key_sql(alias: str = "") -> str:
     """`rag.units.long_units.unit_key` in SQL, over a `units` row: the one place SQL spells `unit_id@version`."""
     prefix = f"{alias}." if alias else ""
     return f"{prefix}unit_id || '@' || {prefix}unit_version"
+
+
+def digest_sql(values: list[str]) -> tuple[str, str]:
+    """A row's digest: two UBIGINT expressions over these SQL values (DuckDB's hash of them, and of their
+    length-prefixed concatenation: a collision of one field's hash does not collide the other). A reader compares a
+    row with the last snapshot's by it; md5 of the same text took 2.5 times as long at 742K rows."""
+    text = "concat(" + ", ".join(f"length({v}), ':', {v}" for v in values) + ")"
+    return f"hash({', '.join(values)})", f"hash({text})"

@@ -19,7 +19,7 @@ def sample(published_sample):
 def same_arrays(catalog) -> None:
     built = current_arrays_of(catalog.current_member_columns(), catalog.current_version_columns())
     reference = current_arrays(current_state(catalog))
-    assert set(built.arrays) == set(reference.arrays)
+    assert set(built.arrays) == set(reference.arrays) | {"doc_digests", "unit_digests"}  # a partition merge has none
     for name, array in reference.arrays.items():
         assert built.arrays[name].dtype == array.dtype and np.array_equal(built.arrays[name], array), name
     assert built.meta == reference.meta
