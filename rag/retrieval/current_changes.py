@@ -63,7 +63,8 @@ def _among(digests: np.ndarray, others: np.ndarray) -> np.ndarray:
 def _merged(kept: np.ndarray, added: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Two sorted tables without a common string as one sorted table, narrowed to its widest string, and where each
     one's strings went."""
-    at = np.searchsorted(kept, added.astype(kept.dtype) if added.dtype.itemsize <= kept.dtype.itemsize else added)
+    common = f"S{max(kept.dtype.itemsize, added.dtype.itemsize, 1)}"  # compared at one width: none cut short
+    at = np.searchsorted(kept.astype(common), added.astype(common))
     added_at = at + np.arange(len(added))
     kept_at = np.arange(len(kept)) + np.searchsorted(at, np.arange(len(kept)), side="right")
     width = max(int(np.char.str_len(kept).max(initial=0)), int(np.char.str_len(added).max(initial=0)), 1)
@@ -106,7 +107,7 @@ def _docs(last: PublishedState, kept: np.ndarray, added: pa.Table) -> _Docs:
 def _column(kept: Column, kept_at: np.ndarray, added: list[str], added_at: np.ndarray) -> Column:
     """A per-document column of the kept rows and the added strings, over the strings it uses, sorted."""
     strings = encoded(added)
-    extra = np.unique(strings[Strings(kept.strings.table).codes_of(strings) < 0]) if len(strings) else strings
+    extra = np.unique(strings[kept.strings.codes_of(strings) < 0]) if len(strings) else strings
     table, old_at, _ = _merged(kept.strings.table, extra)
     codes = np.empty(len(kept_at) + len(added_at), dtype=np.int64)
     codes[kept_at], codes[added_at] = old_at[kept.codes], Strings(table).codes_of(strings)
@@ -145,5 +146,5 @@ def _with_units(last: PublishedState, docs: _Docs, kept_units: np.ndarray, rows:
     digests[kept_at] = last.unit_digests[kept]
     codes, first = np.unique(new_units, return_index=True)
     digests[codes] = digests_of(rows, "unit")[first]
-    return state_arrays(table, docs.table, docs.columns, docs.acl_ids, docs.acl_sets, doc_units(table, len(docs.table)),
-                   {"doc_digests": docs.digests, "unit_digests": digests})
+    return state_arrays(table, docs.table, docs.columns, docs.acl_ids, docs.acl_sets,
+                        doc_units(table, len(docs.table)), {"doc_digests": docs.digests, "unit_digests": digests})

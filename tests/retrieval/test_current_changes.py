@@ -1,6 +1,6 @@
 """A snapshot's current part made from the last one's and the catalog's changes holds exactly the arrays a build from
-scratch gives, over random histories of re-versions, deletions, restorations, in-place ACL and title edits, and
-units retired or added."""
+scratch gives, over random histories of new documents, re-versions, deletions, restorations, in-place ACL and title
+edits, and units retired or added."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -31,12 +31,20 @@ CURRENT_UNITS = "SELECT unit_id, unit_version FROM units WHERE status = 'current
 def apply(catalog, op: str, i: int, n: int) -> None:
     """One change to the catalog, as a publish (or a documents step before its index) makes it."""
     con = catalog.con
-    if op in ("delete", "acl", "title", "reversion") and (doc := pick(catalog, CURRENT_DOCS, i)):
+    if op in ("delete", "acl", "title", "reversion", "new") and (doc := pick(catalog, CURRENT_DOCS, i)):
         where = "doc_id = ? AND version = ?"
         if op == "delete":
             con.execute(f"UPDATE documents SET status = 'deleted' WHERE {where}", list(doc))
         elif op == "acl":
             con.execute(f"UPDATE documents SET acl = ? WHERE {where}", [[["support"], ["ops", "x"], []][i % 3], *doc])
+        elif op == "new":  # a document of a longer id, in a unit of its own
+            con.execute(f"INSERT INTO documents SELECT * REPLACE (doc_id || '~{n}' AS doc_id) FROM documents "
+                        f"WHERE {where}", list(doc))
+            con.execute(f"INSERT INTO units SELECT * REPLACE ('n-{n}' AS unit_id, 1 AS unit_version) FROM units "
+                        "WHERE status = 'current' ORDER BY unit_id LIMIT 1")
+            con.execute(f"INSERT INTO unit_members SELECT 'n-{n}', 1, 0, doc_id || '~{n}', doc_version, part, "
+                        "char_start, char_end, tokens FROM unit_members WHERE doc_id = ? AND doc_version = ? LIMIT 1",
+                        list(doc))
         elif op == "title":
             con.execute(f"UPDATE documents SET title = title || ' é' WHERE {where}", list(doc))
         else:
@@ -56,7 +64,7 @@ def apply(catalog, op: str, i: int, n: int) -> None:
                         "WHERE unit_id = ? AND unit_version = ?", list(unit))
 
 
-ops = st.tuples(st.sampled_from(["delete", "acl", "title", "reversion", "restore", "retire", "add"]),
+ops = st.tuples(st.sampled_from(["delete", "acl", "title", "reversion", "new", "restore", "retire", "add"]),
                 st.integers(0, 60))
 
 
