@@ -1,10 +1,10 @@
 """The next snapshot's current part made from the last one's and what the catalog changed since.
 
 A publish changes a few documents and units of a corpus, yet a build from scratch sorts and encodes every string
-of it (4–5 CPU s at 742K documents). Here the last part's rows are compared with the catalog's by digest
-(rag.store.schema.digest_sql): the documents whose row changed, and the units that are new or hold one of them,
-are read again; everything else is taken from the last part's arrays, and the sorted string tables are merged,
-not rebuilt. The arrays are those a build from scratch gives (tests/retrieval/test_current_changes.py).
+of it (4–5 CPU s at 742K documents). Here the catalog compares the last part's rows with its own by digest
+(rag.store.schema.digest_sql, one join each for documents and units): the documents whose row changed, and the
+units that are new or hold one of them, are read again; everything else is taken from the last part's arrays, and
+the sorted string tables are merged, not rebuilt. The arrays are those a build from scratch gives (tests/retrieval/test_current_changes.py).
 """
 from __future__ import annotations
 
@@ -28,23 +28,23 @@ def next_current_arrays(last: PublishedState, catalog: Catalog, max_share: float
     `max_share` changed: build it from scratch)."""
     if last.doc_digests is None or last.unit_digests is None:
         return None
-    now = catalog.current_version_digests()
-    gone = ~_among(last.doc_digests, digests_of(now, "digest"))
-    changed = ~_among(digests_of(now, "digest"), last.doc_digests)
-    units_now = catalog.current_unit_digests()
-    new_units = ~_among(digests_of(units_now, "unit"), last.unit_digests)
-    if gone.sum() + changed.sum() + new_units.sum() > max_share * len(last.docs):
+    gone_versions, added = catalog.versions_changed_from(_table_of(last.doc_digests, "digest"))
+    gone_units, new_units = catalog.units_changed_from(_table_of(last.unit_digests, "unit"))
+    if gone_versions.num_rows + added.num_rows + gone_units.num_rows + len(new_units) > max_share * len(last.docs):
         return None
-    added = catalog.current_version_columns(now.column("doc_id").filter(pa.array(changed)).to_pylist())
+    gone = _among(last.doc_digests, digests_of(gone_versions, "digest"))
     added = added.take(pa.array(np.argsort(encoded(added.column("doc_id").to_pylist()), kind="stable")))
     docs = _docs(last, np.flatnonzero(~gone), added)
     touched = sorted(set(last.docs.decode(np.flatnonzero(gone))) | set(added.column("doc_id").to_pylist()))
-    reread = sorted(set(units_now.column("unit_key").filter(pa.array(new_units)).to_pylist())
-                    | set(catalog.units_holding(touched)))
-    kept_units = _among(last.unit_digests, digests_of(units_now, "unit"))
+    reread = sorted(set(new_units) | set(catalog.units_holding(touched)))
+    kept_units = ~_among(last.unit_digests, digests_of(gone_units, "unit"))
     again = last.table.units.codes(reread)
     kept_units[again[again >= 0]] = False
     return _with_units(last, docs, kept_units, catalog.current_member_columns(reread))
+
+
+def _table_of(digests: np.ndarray, name: str) -> pa.Table:
+    return pa.table({f"{name}_{half}": np.ascontiguousarray(digests[:, i]) for i, half in enumerate(("lo", "hi"))})
 
 
 def _among(digests: np.ndarray, others: np.ndarray) -> np.ndarray:

@@ -144,6 +144,11 @@ class Catalog(DocumentTables, UnitReads):
         with self._lock:
             return self.con.sql(sql, params=params or None).to_arrow_table()
 
+    def columns_over(self, sql: str, name: str, table: pa.Table) -> pa.Table:
+        """columns() of SQL that reads an Arrow table as `name` (for this query alone)."""
+        with self._lock, registered(self.con, name, table):
+            return self.con.sql(sql).to_arrow_table()
+
     def publish_snapshot(self, publish_id: int, lance_version: int | None = None) -> SnapshotInfo:
         """Make the catalog's committed state the one readers see (see rag.store.snapshot_files)."""
         self.con.execute("CHECKPOINT")  # the write-ahead log folded into the file, so it never outgrows the change

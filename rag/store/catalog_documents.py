@@ -5,6 +5,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rag.sources.documents import Document
 from rag.store.arrow_sql import registered
@@ -130,9 +131,15 @@ class DocumentTables:
             return self.columns(_CURRENT_VERSION_COLUMNS)
         return self.columns(f"{_CURRENT_VERSION_COLUMNS} AND doc_id IN (SELECT unnest(?::VARCHAR[]))", [doc_ids])
 
-    def current_version_digests(self) -> pa.Table:
-        """Each current version's doc_id and digest (`digest_lo`, `digest_hi`, as current_version_columns gives it)."""
-        return self.columns(f"SELECT doc_id, {_VERSION_DIGEST} FROM documents WHERE status = 'current'")
+    def versions_changed_from(self, last: pa.Table) -> tuple[pa.Table, pa.Table]:
+        """Against a read state's current versions (`last`: their digests `digest_lo`, `digest_hi`): the digests no
+        current version has now, and the current versions (current_version_columns' rows) whose digest it lacks."""
+        found = self.columns_over(
+            f"SELECT d.*, l.digest_lo AS last_lo, l.digest_hi AS last_hi FROM ({_CURRENT_VERSION_COLUMNS}) d FULL JOIN "
+            "_last l USING (digest_lo, digest_hi) WHERE d.doc_id IS NULL OR l.digest_lo IS NULL", "_last", last)
+        gone = pc.is_null(found.column("doc_id"))
+        return (found.filter(gone).select(["last_lo", "last_hi"]).rename_columns(["digest_lo", "digest_hi"]),
+                found.filter(pc.invert(gone)).drop_columns(["last_lo", "last_hi"]))
 
     def current_hashes(self) -> dict[str, list[tuple[str, str]]]:
         """Partition ("" in a whole workspace) → (doc_id, content hash) of its current documents, by doc id."""

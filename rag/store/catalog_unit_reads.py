@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rag.store.rows import MemberRow
 from rag.store.schema import digest_sql, unit_key_sql
@@ -107,10 +108,16 @@ class UnitReads:
         its document's current version (current_version_columns)."""
         return self.columns(*_members_sql(unit_keys, None, placed=True))
 
-    def current_unit_digests(self) -> pa.Table:
-        """Each current unit's key and its digest (`unit_lo`, `unit_hi`, as current_member_columns gives it)."""
-        return self.columns(f"SELECT {unit_key_sql('u')} AS unit_key, {_UNIT_DIGEST} FROM units u "
-                            "WHERE u.status = 'current'")
+    def units_changed_from(self, last: pa.Table) -> tuple[pa.Table, list[str]]:
+        """Against a read state's current units (`last`: their keys' digests `unit_lo`, `unit_hi`): the digests no
+        current unit has now, and the keys of the current units whose digest it lacks."""
+        found = self.columns_over(
+            f"SELECT u.unit_key, l.unit_lo AS last_lo, l.unit_hi AS last_hi FROM (SELECT {unit_key_sql('u')} AS "
+            f"unit_key, {_UNIT_DIGEST} FROM units u WHERE u.status = 'current') u FULL JOIN _last l "
+            "USING (unit_lo, unit_hi) WHERE u.unit_key IS NULL OR l.unit_lo IS NULL", "_last", last)
+        gone = pc.is_null(found.column("unit_key"))
+        return (found.filter(gone).select(["last_lo", "last_hi"]).rename_columns(["unit_lo", "unit_hi"]),
+                sorted(found.column("unit_key").filter(pc.invert(gone)).to_pylist()))
 
     def units_holding(self, doc_ids: list[str]) -> list[str]:
         """The keys of the current units with a member of one of these documents (whatever its version)."""
