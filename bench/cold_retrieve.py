@@ -71,7 +71,7 @@ def main() -> None:
     p.add_argument("--workspace", type=Path, default=REPO / ".rag" / "demo")
     p.add_argument("--before", type=Path, help="another checkout to compare with (a git worktree of another commit)")
     p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--tag", default="", help="suffix of the results file (e.g. s34)")
+    p.add_argument("--tag", default="", help="suffix of the results file (e.g. before, after)")
     p.add_argument("--bytecode", action="store_true",
                    help="runs read compiled modules (each checkout's own cache under .rag/bench, filled by one "
                         "untimed run) even where PYTHONDONTWRITEBYTECODE is set")

@@ -185,7 +185,7 @@ def main() -> None:
     p.add_argument("--code", type=Path, default=REPO, help="the checkout whose `rag serve` answers (e.g. a git "
                    "worktree of the commit before a change); the workspace and the ingest are this checkout's")
     p.add_argument("--build-on-request", action="store_true", help="rag serve --build-on-request: the request "
-                   "that first sees a publish builds its read state (a checkout before s38 always does)")
+                   "that first sees a publish builds its read state (as older checkouts always do)")
     p.add_argument("--tag", default="", help="suffix of the results file (e.g. before, after)")
     p.add_argument("--timeline", action="store_true", help="also print and store latency per second of the run")
     args = p.parse_args()
