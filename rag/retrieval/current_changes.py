@@ -4,7 +4,8 @@ A publish changes a few documents and units of a corpus, yet a build from scratc
 of it (4–5 CPU s at 742K documents). Here the catalog compares the last part's rows with its own by digest
 (rag.store.schema.digest_sql, one join each for documents and units): the documents whose row changed, and the
 units that are new or hold one of them, are read again; everything else is taken from the last part's arrays, and
-the sorted string tables are merged, not rebuilt. The arrays are those a build from scratch gives (tests/retrieval/test_current_changes.py).
+the sorted string tables are merged, not rebuilt. The arrays are those a build from scratch gives
+(tests/retrieval/test_current_changes.py).
 """
 from __future__ import annotations
 
