@@ -232,10 +232,7 @@ class AclOf(_Lookup):
     def acl_codes(self, doc_ids, sets: dict[frozenset[str], int]) -> np.ndarray:
         """Per document its ACL's number in `sets` (added when new), -1 for one without a current version."""
         remap = np.array([sets.setdefault(frozenset(a), len(sets)) for a in self.state.acl_sets] or [0], np.int32)
-        if isinstance(doc_ids, Column):  # a BM25 part's: its table looked up once, not each row's string
-            codes = self.keys_table.codes_of(doc_ids.strings.table)[doc_ids.codes]
-        else:
-            codes = self.keys_table.codes(list(doc_ids))
+        codes = self.keys_table.codes(doc_ids)
         return np.where(codes >= 0, remap[self.state.acl_ids[np.maximum(codes, 0)]], -1).astype(np.int32)
 
 
@@ -262,8 +259,7 @@ def current_arrays(state: CurrentState) -> Arrays:
     acl_ids = np.fromiter((acl_sets.setdefault(tuple(v.acl), len(acl_sets)) for v in rows), np.int32, len(rows))
     columns = {"versions": strings_of([v.version for v in rows]), "titles": strings_of([v.title for v in rows]),
                "hashes": strings_of([v.content_hash for v in rows])}
-    ids = pa.array([v.doc_id for v in rows], pa.string())
-    table = member_table(state.members, DocColumns(ids, docs.strings, tuple(columns.values()), acl_ids, list(acl_sets)))
+    table = member_table(state.members, DocColumns(docs.strings, tuple(columns.values()), acl_ids, list(acl_sets)))
     units = np.full(len(rows), -1, dtype=np.int64)
     held, unit = docs.strings.codes(list(state.unit_of)), table.units.codes(list(state.unit_of.values()))
     units[held[held >= 0]] = unit[held >= 0]
@@ -279,9 +275,9 @@ def current_arrays_of(members: pa.Table, versions: pa.Table) -> Arrays:
     acl_ids, acl_sets = acl_numbering(rows.column("acl"))
     columns = {name: column_of(rows.column(c)) for name, c in
                (("versions", "version"), ("titles", "title"), ("hashes", "content_hash"))}
-    table, order = member_table_of(members, DocColumns(whole(rows.column("doc_id")), docs.strings,
-                                                       tuple(columns.values()), acl_ids, acl_sets))
-    first = members.take(pa.array(order[table.unit_bounds[:-1]]))  # a row of each unit
+    table, order = member_table_of(members, whole(rows.column("doc_id")),
+                                   DocColumns(docs.strings, tuple(columns.values()), acl_ids, acl_sets))
+    first = members.select(["unit_lo", "unit_hi"]).take(pa.array(order[table.unit_bounds[:-1]]))  # one row a unit
     digests = {"doc_digests": digests_of(rows, "digest"), "unit_digests": digests_of(first, "unit")}
     return state_arrays(table, docs.strings, columns, acl_ids, acl_sets, doc_units(table, len(docs.strings)), digests)
 

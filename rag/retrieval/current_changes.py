@@ -17,7 +17,7 @@ import pyarrow as pa
 from rag.retrieval.current import PublishedState, digests_of, doc_units, state_arrays
 from rag.retrieval.members import INT_COLUMNS, acl_numbering, renumbered, table_of_columns
 from rag.retrieval.state_files import Arrays
-from rag.retrieval.strings import Column, Strings, encoded
+from rag.retrieval.strings import Column, Strings, encoded, merged, narrowed
 from rag.store.catalog import Catalog
 
 MAX_CHANGED_SHARE = 0.25  # rows changed (documents and units) per document: past it, a build from scratch is as fast
@@ -34,9 +34,10 @@ def next_current_arrays(last: PublishedState, catalog: Catalog, max_share: float
     if gone_versions.num_rows + added.num_rows + gone_units.num_rows + len(new_units) > max_share * len(last.docs):
         return None
     gone = _among(last.doc_digests, digests_of(gone_versions, "digest"))
-    added = added.take(pa.array(np.argsort(encoded(added.column("doc_id").to_pylist()), kind="stable")))
-    docs = _docs(last, np.flatnonzero(~gone), added)
-    touched = sorted(set(last.docs.decode(np.flatnonzero(gone))) | set(added.column("doc_id").to_pylist()))
+    ids = added.column("doc_id").to_pylist()
+    order = np.argsort(encoded(ids), kind="stable")
+    docs = _docs(last, np.flatnonzero(~gone), added.take(pa.array(order)), encoded(ids)[order])
+    touched = sorted(set(last.docs.decode(np.flatnonzero(gone))) | set(ids))
     reread = sorted(set(new_units) | set(catalog.units_holding(touched)))
     kept_units = ~_among(last.unit_digests, digests_of(gone_units, "unit"))
     again = last.table.units.codes(reread)
@@ -61,19 +62,6 @@ def _among(digests: np.ndarray, others: np.ndarray) -> np.ndarray:
     return found
 
 
-def _merged(kept: np.ndarray, added: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Two sorted tables without a common string as one sorted table, narrowed to its widest string, and where each
-    one's strings went."""
-    common = f"S{max(kept.dtype.itemsize, added.dtype.itemsize, 1)}"  # compared at one width: none cut short
-    at = np.searchsorted(kept.astype(common), added.astype(common))
-    added_at = at + np.arange(len(added))
-    kept_at = np.arange(len(kept)) + np.searchsorted(at, np.arange(len(kept)), side="right")
-    width = max(int(np.char.str_len(kept).max(initial=0)), int(np.char.str_len(added).max(initial=0)), 1)
-    table = np.empty(len(kept) + len(added), dtype=f"S{width}")
-    table[kept_at], table[added_at] = kept, added
-    return table, kept_at, added_at
-
-
 @dataclass(frozen=True)
 class _Docs:
     """The next part's documents: their table, columns, ACLs and digests, and each last document's new code."""
@@ -86,9 +74,11 @@ class _Docs:
     moved: np.ndarray  # per document code of the last part, its code here (-1: gone or read again)
 
 
-def _docs(last: PublishedState, kept: np.ndarray, added: pa.Table) -> _Docs:
-    """The last part's documents at `kept` (codes) and the `added` rows (sorted by id) as the next part's."""
-    table, kept_at, added_at = _merged(last.docs.table[kept], encoded(added.column("doc_id").to_pylist()))
+def _docs(last: PublishedState, kept: np.ndarray, added: pa.Table, ids: np.ndarray) -> _Docs:
+    """The last part's documents at `kept` (codes) and the `added` rows (sorted by their encoded `ids`) as the next
+    part's."""
+    table, kept_at, added_at = merged(last.docs.table[kept], ids)
+    table = narrowed(table)
     columns = {name: _column(getattr(last, attr).take(kept), kept_at, added.column(field).to_pylist(), added_at)
                for name, attr, field in (("versions", "versions_of", "version"), ("titles", "titles_of", "title"),
                                          ("hashes", "hashes", "content_hash"))}
@@ -109,15 +99,13 @@ def _column(kept: Column, kept_at: np.ndarray, added: list[str], added_at: np.nd
     """A per-document column of the kept rows and the added strings, over the strings it uses, sorted."""
     strings = encoded(added)
     extra = np.unique(strings[kept.strings.codes_of(strings) < 0]) if len(strings) else strings
-    table, old_at, _ = _merged(kept.strings.table, extra)
+    table, old_at, _ = merged(kept.strings.table, extra)
     codes = np.empty(len(kept_at) + len(added_at), dtype=np.int64)
     codes[kept_at], codes[added_at] = old_at[kept.codes], Strings(table).codes_of(strings)
     used = np.zeros(len(table), dtype=bool)
     used[codes] = True
     rank = np.cumsum(used) - 1
-    narrowed = table[used]
-    width = max(int(np.char.str_len(narrowed).max(initial=0)), 1)
-    return Column(rank[codes].astype(np.int32), Strings(narrowed.astype(f"S{width}")))
+    return Column(rank[codes].astype(np.int32), Strings(narrowed(table[used])))
 
 
 def _with_units(last: PublishedState, docs: _Docs, kept_units: np.ndarray, rows: pa.Table) -> Arrays | None:
@@ -126,7 +114,8 @@ def _with_units(last: PublishedState, docs: _Docs, kept_units: np.ndarray, rows:
     old = last.table
     kept = np.flatnonzero(kept_units)
     keys = rows.column("unit_key").to_pylist()
-    units, kept_at, _ = _merged(old.units.table[kept], encoded(sorted(set(keys))))
+    units, kept_at, _ = merged(old.units.table[kept], encoded(sorted(set(keys))))
+    units = narrowed(units)
     moved = np.full(len(old.units), -1, dtype=np.int64)
     moved[kept] = kept_at
     old_rows = np.flatnonzero(kept_units[old.unit_rank])

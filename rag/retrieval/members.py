@@ -184,26 +184,26 @@ def member_table(members: Mapping[str, list[MemberRow]], docs: DocColumns | None
     return table_of_columns(Strings(encoded(keys)), counts, strings, ints, acl_ids, list(acl_sets))
 
 
-def member_table_of(rows: pa.Table, docs: DocColumns) -> tuple[MemberTable, np.ndarray]:
+def member_table_of(rows: pa.Table, doc_ids: pa.Array, docs: DocColumns) -> tuple[MemberTable, np.ndarray]:
     """member_table of `Catalog.current_member_columns`' rows, made column by column (no Python object per member),
-    over the current documents' columns: a current member is its document's current version, so its strings and ACL
-    are its document's and only the document's code is looked up. With the table, the input row of each of its rows."""
+    over the current documents' columns (`doc_ids`: their ids as Arrow strings, in code order): a current member is
+    its document's current version, so its strings and ACL are its document's and only the document's code is looked
+    up. With the table, the input row of each of its rows."""
     units = column_of(rows.column("unit_key"))
     order = np.lexsort((rows.column("position").to_numpy(), units.codes))
     rows = rows.take(pa.array(order))
     counts = np.bincount(units.codes[order], minlength=len(units.strings)).astype(np.int64)
     ints = {name: rows.column(column).to_numpy().astype(np.int64) for name, column in INT_COLUMNS.items()}
-    doc = pc.index_in(rows.column("doc_id"), value_set=docs.ids).to_numpy(zero_copy_only=False).astype(np.int64)
+    doc = pc.index_in(rows.column("doc_id"), value_set=doc_ids).to_numpy(zero_copy_only=False).astype(np.int64)
     strings = [Column(doc.astype(np.int32), docs.table), *(c.take(doc) for c in docs.columns)]
     return table_of_columns(units.strings, counts, strings, ints, *renumbered(docs.acl_ids[doc], docs.acl_sets)), order
 
 
 @dataclass(frozen=True)
 class DocColumns:
-    """The current documents sorted by id: their ids as Arrow strings and as a table, and per document its version,
-    title and content hash (codes into tables) and its ACL's number."""
+    """The current documents sorted by id: their table, and per document its version, title and content hash (codes
+    into tables) and its ACL's number."""
 
-    ids: pa.Array
     table: Strings
     columns: tuple[Column, Column, Column]
     acl_ids: np.ndarray

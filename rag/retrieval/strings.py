@@ -54,9 +54,11 @@ class Strings(Sequence):
         return at if at < len(self.table) and self.table[at] == raw else -1
 
     def codes(self, values: Sequence[str]) -> np.ndarray:
-        """Each string's code (int64), -1 for one the table lacks."""
+        """Each string's code (int64), -1 for one the table lacks (a Column's table is looked up once, not each row)."""
         if not len(values):
             return np.zeros(0, dtype=np.int64)
+        if isinstance(values, Column):
+            return self.codes_of(values.strings.table)[values.codes]
         return self.codes_of(encoded(values))
 
     def codes_of(self, wanted: np.ndarray) -> np.ndarray:
@@ -138,16 +140,28 @@ def concat_columns(columns: list[Column]) -> Column:
 def union_of(tables: list[np.ndarray]) -> Strings:
     """The distinct strings of these string tables (each sorted and distinct), sorted: the first with the others'
     missing strings merged in, not a sort of them all (the tables of one corpus differ in a few strings)."""
-    width = max(t.dtype.itemsize for t in tables)
-    out = tables[0].astype(f"S{width}")
+    out = tables[0]
     for table in tables[1:]:
-        table = table.astype(out.dtype)
-        at = np.searchsorted(out, table)
-        found = np.zeros(len(table), dtype=bool)
-        inside = at < len(out)
-        found[inside] = out[at[inside]] == table[inside]
-        out = np.insert(out, at[~found], table[~found])
-    return Strings(out)
+        out = merged(out, table[Strings(out).codes_of(table) < 0])[0]
+    return Strings(out.astype(f"S{max(t.dtype.itemsize for t in tables)}"))
+
+
+def merged(kept: np.ndarray, added: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Two sorted string tables without a common string as one sorted table (at the wider width), and the positions
+    each one's strings went to."""
+    common = f"S{max(kept.dtype.itemsize, added.dtype.itemsize, 1)}"  # compared at one width: none cut short
+    kept, added = kept.astype(common), added.astype(common)
+    at = np.searchsorted(kept, added)
+    added_at = at + np.arange(len(added))
+    kept_at = np.arange(len(kept)) + np.searchsorted(at, np.arange(len(kept)), side="right")
+    table = np.empty(len(kept) + len(added), dtype=common)
+    table[kept_at], table[added_at] = kept, added
+    return table, kept_at, added_at
+
+
+def narrowed(table: np.ndarray) -> np.ndarray:
+    """A string table at the width of its longest string (what encoding its strings gives)."""
+    return table.astype(f"S{max(int(np.char.str_len(table).max(initial=0)), 1)}")
 
 
 class FoundByGet:

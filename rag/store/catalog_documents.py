@@ -124,12 +124,10 @@ class DocumentTables:
         return {r[0]: CurrentVersion(r[0], r[1], r[2], acls.setdefault(acl := tuple(r[3]), acl), r[4])
                 for r in self.rows(_CURRENT_VERSIONS)}
 
-    def current_version_columns(self, doc_ids: list[str] | None = None) -> pa.Table:
+    def current_version_columns(self) -> pa.Table:
         """current_versions() as Arrow columns (doc_id, version, title, acl, content_hash and the row's digest
-        `digest_lo`, `digest_hi`), one row per document (only these documents', when given)."""
-        if doc_ids is None:
-            return self.columns(_CURRENT_VERSION_COLUMNS)
-        return self.columns(f"{_CURRENT_VERSION_COLUMNS} AND doc_id IN (SELECT unnest(?::VARCHAR[]))", [doc_ids])
+        `digest_lo`, `digest_hi`), one row per document."""
+        return self.columns(_CURRENT_VERSION_COLUMNS)
 
     def versions_changed_from(self, last: pa.Table) -> tuple[pa.Table, pa.Table]:
         """Against a read state's current versions (`last`: their digests `digest_lo`, `digest_hi`): the digests no
@@ -236,7 +234,8 @@ _CURRENT_VERSIONS = "SELECT doc_id, version, title, acl, content_hash FROM docum
 # Everything a read state holds of a current version: a version's ACL or title may change in place.
 _VERSION_DIGEST = "{} AS digest_lo, {} AS digest_hi".format(
     *digest_sql(["doc_id", "version", "title", "content_hash", "array_to_string(acl, chr(30))"]))
-_CURRENT_VERSION_COLUMNS = _CURRENT_VERSIONS.replace(" FROM", f", {_VERSION_DIGEST} FROM", 1)
+_CURRENT_VERSION_COLUMNS = (f"SELECT doc_id, version, title, acl, content_hash, {_VERSION_DIGEST} FROM documents "
+                            "WHERE status = 'current'")
 
 
 def source_records(where: str = "true") -> str:
