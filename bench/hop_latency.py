@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, os.environ.get("RAG_BENCH_CODE", str(REPO)))
@@ -149,7 +150,7 @@ def main() -> None:
     global clock
     clock = CLOCKS[args.clock]
     root = benchmarks_option(p, args)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    threadpool_limits(limits=1, user_api="blas")  # numpy is loaded: an environment variable set now is not read
     from rag.models.embedders import Embedder
 
     parts = Parts()

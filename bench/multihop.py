@@ -14,13 +14,13 @@ the context shows it inside one of them (`answer shown`). `--limit N` probes the
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -249,7 +249,7 @@ def main() -> None:
     add_benchmarks_option(p)
     args = p.parse_args()
     root = benchmarks_option(p, args)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    threadpool_limits(limits=1, user_api="blas")  # numpy is loaded: an environment variable set now is not read
     from rag.models.embedders import Embedder
 
     variants = [parse_variant(s) for s in args.variants.split(";")]

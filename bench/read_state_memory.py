@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from threadpoolctl import threadpool_limits
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, os.environ.get("RAG_BENCH_CODE", str(REPO)))
@@ -132,7 +133,7 @@ def main() -> None:
     args = p.parse_args()
     if args.fresh:
         shutil.rmtree(args.workspace / "read_state", ignore_errors=True)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    threadpool_limits(limits=1, user_api="blas")  # numpy is loaded: an environment variable set now is not read
     from rag.models.embedders import Embedder
 
     prepared = open_prepared(args.benchmark, args.workspace, Embedder(threads=1), default_counter())

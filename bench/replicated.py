@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -123,7 +124,7 @@ def main() -> None:
                    help="publish at the last stage even if its copies were written already (an interrupted run)")
     p.add_argument("--tag", default="")
     args = p.parse_args()
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    threadpool_limits(limits=1, user_api="blas")  # numpy is loaded: an environment variable set now is not read
     from rag.models.embedders import Embedder
 
     int8 = args.embedder == "minilm-int8"
