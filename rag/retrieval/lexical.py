@@ -3,10 +3,11 @@
 bm25s scores every (document, term) pair when it indexes, so each publish cost a full rebuild: 47 s for 80K
 documents, during which the first query on the new snapshot waited. Here each partition keeps a sparse matrix
 of term counts, reused while its documents are unchanged, and its texts' token ids by content hash, which its next
-build reuses; a query scores only the postings of its terms. N, document frequencies, the mean length, the
-candidates and the best score that scales them are taken over the documents the caller may read, across every
-partition: the scores are bm25s's (method "lucene", k1 = 1.5, b = 0.75) for an index of those documents alone, so a
-document the caller may not read moves nothing the caller gets (docs/serving-rules.md).
+build reuses; a query reads only the postings of its terms that can still reach its top k (rag.retrieval.lexical_top).
+N, document frequencies, the mean length, the candidates and the best score that scales them are taken over the
+documents the caller may read, across every partition: the scores are bm25s's (method "lucene", k1 = 1.5, b = 0.75)
+for an index of those documents alone, so a document the caller may not read moves nothing the caller gets
+(docs/serving-rules.md).
 
 The next snapshot keeps a partition's parts as they are (their files linked, not written: rag.retrieval.state_files),
 counts their rows of versions no longer current for nobody, and adds the versions they lack as one more part; once
@@ -24,15 +25,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rag.retrieval.lexical_top import Question, set_counts
 from rag.retrieval.row_mask import RowMask, readable_sets, remember
 from rag.retrieval.state_files import Arrays
 from rag.retrieval.strings import Column, Strings, as_column, encoded, strings_of
-from rag.retrieval.vectors import top_positions
 from rag.store.catalog import Catalog
 from rag.text.analysis import check_question, lexical_tokens
 from rag.text.structure import without_markers
 
-K1, B = 1.5, 0.75
 # Token ids, a posting's document and its count in 4 bytes each: the postings and every text's token ids are the
 # read state's largest arrays (a vocabulary and a partition's documents stay far below 2^31; a count in float32 is
 # exact below 2^24 and promotes to float64 in scoring, so scores are unchanged)
@@ -218,6 +218,7 @@ class Counted:
     masks: list[RowMask]
     documents: int
     length: float
+    sets: np.ndarray  # per ACL set, whether it is counted
 
 
 @dataclass
@@ -231,6 +232,7 @@ class LexicalIndex:
     acl_sets: list[frozenset[str]]
     keys: tuple[str, ...] = ()  # per part, its partition ("" in a whole workspace): what the next build reuses by
     _counted: dict = field(default_factory=dict, repr=False)
+    _term_sets: dict = field(default_factory=dict, repr=False)  # a long term's documents per ACL set, per part
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def search(self, question: str, limit: int, groups: frozenset[str] | None = None) -> dict[str, float]:
@@ -240,28 +242,21 @@ class LexicalIndex:
         counted = self.counted(groups)
         if not counted.documents or not len(terms):
             return {}
-        found = []
-        df = np.zeros(len(terms), dtype=np.int64)
-        for part, mask in zip(self.parts, counted.masks):
-            rows, tf, which = part.matches(terms)
-            kept = mask[rows]
-            rows, tf, which = rows[kept], tf[kept], which[kept]
-            df += np.bincount(which, minlength=len(terms))
-            found.append((rows, tf, which))
-        idf = np.log(1 + (counted.documents - df + 0.5) / (df + 0.5))
-        avgdl = counted.length / counted.documents
-        top: list[tuple[float, str]] = []
-        for part, (rows, tf, which) in zip(self.parts, found):
-            weights = idf[which] * tf
-            weights /= tf + K1 * (1 - B + B * part.lengths[rows] / avgdl)
-            scores = np.bincount(rows, weights=weights, minlength=len(part.doc_ids))
-            hit = top_positions(scores, limit, 0.0)  # ties at the cut are settled by doc id below, whatever the parts
-            top += zip((-scores[hit]).tolist(), map(part.doc_ids.__getitem__, hit.tolist()))
-        top = sorted(top)[:limit]
+        top = sorted(Question(self, terms, counted).best(limit))[:limit]  # ties at a part's cut settled by doc id
         if not top:
             return {}
         best = -top[0][0]
         return {doc_id: -s / best for s, doc_id in top}
+
+    def term_sets(self, part: int, term: int) -> np.ndarray:
+        """The documents per ACL set holding a term of a part (lexical_top.set_counts), kept for the snapshot."""
+        found = self._term_sets.get((part, term))
+        if found is None:
+            counts = self.parts[part].counts
+            postings = counts.indices[counts.indptr[term]:counts.indptr[term + 1]]
+            found = self._term_sets.setdefault((part, term), set_counts(postings, self.acl_ids[part],
+                                                                        len(self.acl_sets)))
+        return found
 
     def documents(self, groups: frozenset[str] | None = None) -> int:
         return self.counted(groups).documents
@@ -276,7 +271,7 @@ class LexicalIndex:
             # lengths are whole token counts, so their sum is exact in any order
             found = remember(self._counted, self._lock, groups, Counted(
                 masks, sum(int(m.sum()) for m in whole),
-                sum(float(p.lengths[m].sum()) for p, m in zip(self.parts, whole))))
+                sum(float(p.lengths[m].sum()) for p, m in zip(self.parts, whole)), sets))
         return found
 
 
