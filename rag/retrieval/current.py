@@ -113,6 +113,11 @@ class PublishedState:
         code = self.docs.code(doc_id)
         return self.hashes[code] if code >= 0 and self.versions_of[code] == version else None
 
+    def title(self, doc_id: str, version: str) -> str | None:
+        """The title of a current version (None for any other version)."""
+        code = self.docs.code(doc_id)
+        return self.titles_of[code] if code >= 0 and self.versions_of[code] == version else None
+
     @property
     def doc_hashes(self) -> tuple[np.ndarray, np.ndarray]:
         """The documents' ids and content hashes, encoded, sorted by id (BM25's pairs of a whole workspace)."""

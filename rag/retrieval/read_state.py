@@ -203,24 +203,20 @@ class Snapshot:
         return [current.versions[d] for d in doc_ids if d in current.versions and d not in current.unit_of]
 
     def texts(self, rows: list[MemberRow] | list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
-        """(doc_id, version) → (title, text), from memory where already read by this process."""
+        """(doc_id, version) → (title, text), from memory where already read by this process; a current version's
+        text is read by its content hash (the text files are sorted by it), any other's through the documents."""
         keys = {(r.doc_id, r.doc_version) if isinstance(r, MemberRow) else r for r in rows}
         hashes = {key: self.current.content_hash(*key) for key in keys}
         cache = self._shared.texts
-        out, missing = {}, []
-        for key in keys:
-            hit = cache.get((*key, hashes[key] or ""))
-            if hit is None:
-                missing.append(key)
-            else:
-                out[key] = hit
-        if missing:
-            fetched = self.catalog.document_texts(sorted(missing))
-            out.update(fetched)
-            for key, value in fetched.items():
-                if hashes.get(key):  # only current versions are cached by hash; as-of texts are read each time
-                    cache[(*key, hashes[key])] = value
-        return out
+        out = {key: hit for key in keys if (hit := cache.get((*key, hashes[key] or ""))) is not None}
+        by_hash = self.catalog.texts_of(sorted({hashes[k] for k in keys - out.keys() if hashes[k]}))
+        for key in keys - out.keys():
+            if by_hash.get(hashes[key]) is not None:  # only current versions are cached by hash
+                out[key] = cache[(*key, hashes[key])] = (self.current.title(*key), by_hash[hashes[key]])
+        fetched = self.catalog.document_texts(sorted(keys - out.keys()))
+        for key in fetched.keys() & {k for k, h in hashes.items() if h}:  # a catalog without text files
+            cache[(*key, hashes[key])] = fetched[key]
+        return out | fetched
 
     @cached_property
     def embedder_name(self) -> str:

@@ -165,6 +165,14 @@ class DocumentTables:
             "(SELECT max(finished_at) FROM publish_log WHERE status = 'published' AND finished_at <= $1))", [when])
         return found
 
+    def texts_of(self, hashes: list[str]) -> dict[str, str]:
+        """Content hash → text, read by hash from the text files (sorted by it, so a look-up reads the row groups
+        that can hold it, not the documents table); {} where the catalog has no `texts` view."""
+        if not hashes or not self.rows("SELECT 1 FROM duckdb_views() WHERE view_name = 'texts' LIMIT 1"):
+            return {}
+        return dict(self.rows("SELECT content_hash, any_value(text) FROM texts "
+                              "WHERE content_hash IN (SELECT unnest(?)) GROUP BY content_hash", [hashes]))
+
     def texts_by_hash(self, hashes: list[str]) -> dict[str, str]:
         """Content hash → the title and text it is the hash of (what BM25 indexes)."""
         if not hashes:

@@ -316,7 +316,7 @@ def newest_over_base(files: list[str], key_cols: str) -> str:
 def write_parquet(con, query: str, dest: Path) -> None:
     tmp = dest.with_name(f".{dest.name}.tmp")
     # zstd level 19, not DuckDB's default 3: the texts and segments are written once and kept. Against level 9, 2Wiki's
-    # read state is 11% smaller, for ~0.35 CPU ms a text and ~0.04 a document row written (bench/storage.py, s39)
+    # read state is 11% smaller, for ~0.35 CPU ms a text and ~0.04 a document row written (bench/storage.py)
     con.execute(f"COPY ({query}) TO '{quote(str(tmp))}' (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 19, "
                 "ROW_GROUP_SIZE 8192)")
     fsync(tmp)

@@ -18,7 +18,7 @@ from rag.store.catalog import Catalog, CatalogError
 from rag.store.snapshot_files import load_read_state, quote
 
 _TABLES = ("documents", "units", "unit_members", "publish_log", "quarantine", "store_identity", "workspace_settings",
-           "acl_changes")
+           "acl_changes", "texts")
 _PER_PARTITION = {"publish_log", "quarantine", "acl_changes"}   # their ids restart in every partition: keep which one said it
 
 

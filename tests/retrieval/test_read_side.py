@@ -181,3 +181,16 @@ def test_a_server_building_a_publish_between_requests_hides_deletions_and_revoca
         assert doc_id not in {i.doc_id for i in reader.retrieve("longrag", support, question, 2000).items}
     partner = Caller(frozenset({"partners"}))
     assert "error-codes-reference" in {i.doc_id for i in reader.retrieve("longrag", partner, QUESTIONS[1], 2000).items}
+
+
+def test_a_snapshot_reads_each_version_its_own_title_and_text_a_current_one_by_its_hash(corpus, workspace):
+    run_ingest(IngestSettings(workspace=str(workspace), sources=[str(corpus)]))
+    reversion_a_third(corpus)
+    run_ingest(IngestSettings(workspace=str(workspace), sources=[str(corpus)]))
+    snap = Workspace(workspace).snapshot()
+    every = [tuple(k) for k in snap.catalog.rows("SELECT doc_id, version FROM documents")]
+    current = [k for k in every if snap.current.content_hash(*k)]
+    assert 0 < len(current) < len(every)  # superseded versions too: read through the documents
+    assert snap.texts(every) == snap.catalog.document_texts(every)
+    assert len(snap.catalog.texts_of([snap.current.content_hash(*k) for k in current])) == len(
+        {snap.current.content_hash(*k) for k in current})  # the current ones were found by hash
