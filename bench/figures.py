@@ -180,21 +180,30 @@ def cold_retrieve(data: dict) -> str:
 
 
 def workers(data: dict) -> str:
-    """Serving workers sharing one mapped read state, against workers of the code before that each built their own."""
-    after, runs = data["summary"]["after"], data["runs"]
-    most = max(after, key=int)
-    extra, pss = after[most]["uss_mb_each"][1:], after[most]["pss_mb_each"][1:]
-    fresh = runs["after"]["workers"][1:]
+    """Serving workers sharing one mapped read state; against the code before (`--before`): its fresh workers where
+    they too mapped the files, else its worker that built its own state."""
+    runs = data["runs"]
 
     def span(values: list[float], unit: str) -> str:
-        return f"{min(values):,.0f}–{max(values):,.0f} {unit}" if unit == "MB" else f"{min(values):g}–{max(values):g} {unit}"
+        low, high = (f"{v:,.0f}" if unit == "MB" else f"{v:g}" for v in (min(values), max(values)))
+        return f"{low} {unit}" if low == high else f"{low}–{high} {unit}"
 
-    text = (f"an extra worker USS {span(extra, 'MB')}, PSS {span(pss, 'MB')}; {most} workers' PSS "
-            f"{after[most]['pss_mb_total']:,.0f} MB; a fresh worker's first answer "
-            f"{span([w['first_answer_seconds'] for w in fresh], 's')}, "
-            f"{span([w['first_answer_cpu_seconds'] for w in fresh], 'CPU s')} (its read state "
-            f"{span([w['read_state_cpu_seconds'] for w in fresh], 'CPU s')})")
-    if "before" in runs:
+    def fresh(code: str) -> str:
+        summary, started = data["summary"][code], runs[code]["workers"][1:]
+        many = max(summary, key=int)
+        return (f"an extra worker USS {span(summary[many]['uss_mb_each'][1:], 'MB')}, PSS "
+                f"{span(summary[many]['pss_mb_each'][1:], 'MB')}; {many} workers' PSS "
+                f"{summary[many]['pss_mb_total']:,.0f} MB; a fresh worker's first answer "
+                f"{span([w['first_answer_seconds'] for w in started], 's')}, "
+                f"{span([w['first_answer_cpu_seconds'] for w in started], 'CPU s')} (its read state "
+                f"{span([w['read_state_cpu_seconds'] for w in started], 'CPU s')}), from its start to its "
+                f"{data['questions']}th answer and the rest of its state "
+                f"{span([w['warm_cpu_seconds'] for w in started], 'CPU s')}")
+
+    text = fresh("after")
+    if "before" in runs and len(runs["before"]["workers"]) > 1:
+        text += f" (before: {fresh('before')})"
+    elif "before" in runs:
         alone = data["summary"]["before"]["1"]["uss_mb_each"][0]
         built = min(w["read_state_cpu_seconds"] for w in runs["before"]["workers"])
         text += f"; a worker building its own: USS {alone:,.0f} MB, read state {built:g} CPU s"
