@@ -10,7 +10,6 @@ shared across snapshots (a version's text never changes), so a new publish re-re
 """
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import weakref
 from collections.abc import Mapping
@@ -36,6 +35,7 @@ from rag.retrieval.current import (
     sharing_strings,
 )
 from rag.retrieval.current_changes import next_current_arrays
+from rag.retrieval.heap import built, release_free_memory
 from rag.retrieval.ivf import ann_min_rows, ready, share_lists
 from rag.retrieval.lexical import LexicalIndex, lexical_arrays, lexical_index, lexical_of
 from rag.retrieval.lexical_past import past_lexical
@@ -109,16 +109,6 @@ def _keep_unit_rows(cache: dict[str, UnitRows], table: pa.Table, vectors: np.nda
         cache[key] = UnitRows([cols["doc_id"][i] for i in idx], [cols["part"][i] for i in idx],
                               [cols["char_start"][i] for i in idx], [cols["char_end"][i] for i in idx],
                               [frozenset(cols["acl"][i]) for i in idx], vectors[idx])
-
-
-def release_free_memory() -> None:
-    """Return to the system what a build freed but the allocators kept (Arrow's pool, glibc's heap): the texts and
-    rows read to build a part are gone once it is built, yet would stay resident (215 MB of 870 at 110K)."""
-    pa.default_memory_pool().release_unused()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim this way
-        pass
 
 
 class Snapshot:
@@ -282,7 +272,7 @@ class Snapshot:
         """A part of the read state as arrays: mapped from its files (written first by the worker that builds it),
         or kept in memory where there is no folder for them."""
         files = self._files
-        return load(build() if files is None else files.part(name, build))
+        return load(built(build) if files is None else files.part(name, partial(built, build)))
 
     def unit_rows(self, unit_keys: list[str], as_of: datetime | None = None) -> dict[str, UnitRows]:
         """Sub-chunk rows of these unit versions, read from the index once per process and then kept."""
