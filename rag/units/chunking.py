@@ -37,9 +37,22 @@ def sentence_spans(text: str, counter: TokenCounter, max_tokens: int) -> list[Sp
     for (s, e, kind), n in zip(offsets, counts):
         if n <= max_tokens:
             spans.append(Span(s, e, int(n), kind))
+        elif kind != "prose" and "\n" in text[s:e]:
+            spans.extend(_lines(text, s, e, kind, counter, max_tokens))
         else:
             spans.extend(_cut_long(text, s, e, counter, max_tokens))
     return spans
+
+
+def _lines(text: str, start: int, end: int, kind: str, counter: TokenCounter, max_tokens: int) -> list[Span]:
+    """A block of several lines longer than max_tokens (a table's header with its rule) split between its lines; a
+    line is cut only when it alone is longer."""
+    starts = [start] + [start + i + 1 for i, ch in enumerate(text[start:end]) if ch == "\n"]
+    bounds = list(zip(starts, [at - 1 for at in starts[1:]] + [end]))
+    out: list[Span] = []
+    for (s, e), n in zip(bounds, counter.count([text[s:e] for s, e in bounds])):
+        out += [Span(s, e, int(n), kind)] if n <= max_tokens else _cut_long(text, s, e, counter, max_tokens)
+    return out
 
 
 def _pieces(text: str) -> list[tuple[int, int, str]]:

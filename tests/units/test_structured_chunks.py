@@ -1,6 +1,6 @@
 """Sub-chunks follow a Markdown text's structure: rows whole, headers repeated, headings open what they head."""
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rag.models.tokens import default_counter
@@ -80,6 +80,7 @@ cells = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), m
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.lists(cells, min_size=3, max_size=3), min_size=2, max_size=30), st.integers(24, 60))
+@example(rows=[["", "", ""], ["0:0:0:0:"] * 3], target=24)  # a header longer than a chunk, with its rule
 def test_any_table_keeps_its_rows_whole_in_chunks(counter, rows, target):
     rendered = table(rows)
     if not rendered:
