@@ -354,8 +354,10 @@ class Snapshot:
             self.build(name)
 
     def build(self, part: str) -> None:
-        """Build one part of the read state (one of WARM_PARTS) now, if not built yet."""
+        """Build one part of the read state (one of WARM_PARTS) now, if not built yet; what its catalog reads cached
+        is given back."""
         getattr(self, part)  # cached properties: built once per snapshot
+        self.catalog.reopen()
         release_free_memory()
 
     def _membership(self, part: str, index: SubchunkIndex, as_of: datetime | None = None) -> Membership | None:

@@ -52,6 +52,7 @@ class Catalog(DocumentTables, UnitReads):
         self.path = str(path)
         self.file = str(snapshot or path)
         self.read_only = snapshot is not None
+        self._shared = shared
         self._lock = threading.Lock()  # one DuckDB connection serves every thread of a reader
         self._writer = None
         if not self.read_only:
@@ -61,10 +62,8 @@ class Catalog(DocumentTables, UnitReads):
         try:
             if not self.read_only:
                 self.con = connect_writer(Path(self.file))
-            elif self.file.endswith(".json"):  # the store's tables held in memory, patched by each publish
-                self.con, self._held = open_held(Path(self.file), shared)
-            else:  # a whole-catalog copy (the format before segments)
-                self.con = duckdb.connect(self.file, read_only=True)
+            else:
+                self.con, self._held = self._connect_reader()
         except (duckdb.Error, OSError, ValueError, KeyError) as err:
             self._release()
             raise CatalogError(f"{self.file}: cannot open the catalog ({str(err).splitlines()[0]})"
@@ -80,6 +79,20 @@ class Catalog(DocumentTables, UnitReads):
             self.close()  # an error is on its way out: no compaction
             raise CatalogError(f"{self.file}: cannot open the catalog ({str(err).splitlines()[0]})"
                                f"{'' if self.read_only else DAMAGED_HINT}") from None
+
+    def _connect_reader(self) -> tuple[duckdb.DuckDBPyConnection, HeldState | None]:
+        if self.file.endswith(".json"):  # the store's tables held in memory, patched by each publish
+            return open_held(Path(self.file), self._shared)
+        return duckdb.connect(self.file, read_only=True), None  # a whole-catalog copy (the format before segments)
+
+    def reopen(self) -> None:
+        """A reader's connection to a database file closed and opened again: what DuckDB kept of a read-state build
+        (its buffer pool, its allocator's pages: 150 MB at 1M sub-chunks) goes back to the system."""
+        if not self.read_only or self._held is not None:  # the writer's, or tables this process holds in memory
+            return
+        with self._lock:
+            self.con.close()  # first: a second connection to the file would share the first one's database
+            self.con, self._held = self._connect_reader()
 
     @classmethod
     def snapshot(cls, workspace: str | Path, info: SnapshotInfo, shared: Path | None = None) -> "Catalog":

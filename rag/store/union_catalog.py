@@ -89,6 +89,9 @@ class UnionCatalog(Catalog):
             f"SELECT doc_id, content_hash FROM {alias}.documents WHERE status = 'current' "
             "AND doc_id NOT IN (SELECT doc_id FROM shared_ids) ORDER BY doc_id")] for key, alias in self._aliases.items()}
 
+    def reopen(self) -> None:
+        """Its tables are built in this process's memory from the partitions' files: reopening would rebuild them."""
+
     def hidden_ids(self) -> list[str]:
         """Document ids current in more than one partition, hidden from readers until one partition drops them."""
         return [r[0] for r in self.rows("SELECT doc_id FROM shared_ids ORDER BY 1")]

@@ -11,6 +11,7 @@ from conftest import REPO
 from pipelines.ingest_run import run_ingest
 from rag.query.workspace import Workspace, WorkspaceError
 from rag.retrieval.callers import Caller
+from rag.retrieval.read_state import WARM_PARTS
 from rag.store.catalog import Catalog
 from rag.store.publish import publish_documents
 from rag.store.settings import IngestSettings
@@ -194,3 +195,14 @@ def test_a_snapshot_reads_each_version_its_own_title_and_text_a_current_one_by_i
     assert snap.texts(every) == snap.catalog.document_texts(every)
     assert len(snap.catalog.texts_of([snap.current.content_hash(*k) for k in current])) == len(
         {snap.current.content_hash(*k) for k in current})  # the current ones were found by hash
+
+
+def test_a_built_part_leaves_none_of_what_its_catalog_reads_cached_with_the_reader(corpus, workspace):
+    run_ingest(IngestSettings(workspace=str(workspace), sources=[str(corpus)]))
+    snap = Workspace(workspace).snapshot()
+    cached = "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag = 'BASE_TABLE'"
+    [(opened,)] = snap.catalog.rows(cached)
+    for part in WARM_PARTS:
+        snap.build(part)
+        assert snap.catalog.rows(cached) == [(opened,)], part
+    assert snap.texts(snap.members(list(snap.current.unit_of.values())))  # and it still reads

@@ -209,3 +209,30 @@ def test_a_missing_manifest_is_a_one_line_error(tmp_path):
         Catalog.snapshot(tmp_path, info)
     assert "\n" not in str(err.value)
     cat.close()
+
+
+def test_a_reader_of_the_shared_file_reopened_gives_back_the_blocks_its_reads_cached_and_reads_the_same(tmp_path):
+    cat = _published(tmp_path, {f"d{k}": f"text {k}" for k in range(20000)})
+    reader = Catalog.snapshot(tmp_path, read_pointer(tmp_path), shared=tmp_path / "read_state")
+    cached = "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag = 'BASE_TABLE'"
+    [(opened,)] = reader.rows(cached)
+    before = _tables(reader)
+    [(read,)] = reader.rows(cached)
+    assert read >= opened + 4 * 2**18  # a build's reads keep the file's blocks (256 KiB each) in the buffer pool
+    reader.reopen()
+    assert reader.rows(cached) == [(opened,)]
+    assert _tables(reader) == before
+    reader.close()
+    cat.close()
+
+
+def test_a_reader_holding_its_tables_in_memory_and_the_writer_keep_their_connection_when_reopened(tmp_path):
+    cat = _published(tmp_path, {f"d{k}": f"text {k}" for k in range(20)})
+    held = Catalog.snapshot(tmp_path, read_pointer(tmp_path))
+    for catalog in (held, cat):
+        con = catalog.con
+        catalog.reopen()
+        assert catalog.con is con
+    assert _tables(held) == _tables(cat, document_rows(cat))
+    held.close()
+    cat.close()
