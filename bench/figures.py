@@ -426,6 +426,11 @@ def sections() -> dict[str, list[Figure]]:
                    citations, "goal valid ≥ 0.95, locatable ≥ 0.90"),
             Figure("the embedded reader's citations, HotpotQA report half, LongRAG at 2K tokens",
                    ("citations-hotpotqa-recite.json",), citations, "goal gold documents cited ≥ 0.8"),
+            Figure("the larger embedded reader's citations (1.5B), HotpotQA report half, LongRAG at 2K tokens, 50 "
+                   "questions; the 0.5B's recorded replies to the same 50",
+                   ("citations-hotpotqa-reader-1.5b.json", "citations-hotpotqa-recite-reader-0.5b-same-questions.json"),
+                   lambda large, small: f"1.5B: {citations(large)}; 0.5B: {citations(small)}",
+                   "RAG_LOCAL_MODEL=qwen2.5-coder-1.5b-instruct-q4_k_m"),
             Figure("the embedded reader's citations, HotpotQA report half, ELITE at 2K tokens",
                    ("citations-hotpotqa-recite-elite.json",), citations, "LongRAG on the same 100 questions: the row "
                    "above"),

