@@ -18,10 +18,7 @@ def release_free_memory() -> None:
     """Return to the system what a build freed but the allocators kept (Arrow's pool, glibc's heap): the texts and
     rows read to build a part are gone once it is built, yet would stay resident (215 MB of 870 at 110K)."""
     pa.default_memory_pool().release_unused()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim this way
-        pass
+    _glibc("malloc_trim", 0)
 
 
 def built(build: Callable[[], T]) -> T:
@@ -36,7 +33,12 @@ def built(build: Callable[[], T]) -> T:
 
 
 def _threshold(size: int) -> None:
+    _glibc("mallopt", M_MMAP_THRESHOLD, size)
+
+
+def _glibc(call: str, *args: int) -> None:
+    """The C library's `call`(*args) where it is glibc; elsewhere (macOS, musl) there is nothing to do this way."""
     try:
-        ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, size)
+        getattr(ctypes.CDLL("libc.so.6"), call)(*args)
     except (OSError, AttributeError):
         pass

@@ -50,9 +50,11 @@ def test_without_the_release_the_freed_memory_stays_resident():
     assert freed - kept < 50
 
 
-# glibc's threshold has slid up past 1 MB (a 16 MB block freed), so 1 MB blocks come from the heap, where a small
-# block kept after each pins them: freed, they stay resident until a trim, unless the build maps them apart
+# glibc's threshold at 32 MB, where its own sliding threshold ends once Lance's and Arrow's buffers are freed, so
+# 1 MB blocks come from the heap, where a small block kept after each pins them: freed, they stay resident until a
+# trim, unless the build maps them apart
 BUILD = """
+import ctypes
 import sys
 import numpy as np
 from rag.retrieval.heap import built
@@ -61,7 +63,9 @@ def rss_mib():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * 4096 / 2**20
 
-np.ones(16 * 2**20 // 8).sum()  # freed at once
+libc = ctypes.CDLL("libc.so.6")
+libc.mallopt(-3, 32 * 2**20)  # M_MMAP_THRESHOLD
+libc.mallopt(-1, 64 * 2**20)  # M_TRIM_THRESHOLD: twice it, as glibc's sliding threshold sets it
 def build():
     blocks, kept = [], []
     for _ in range(200):
