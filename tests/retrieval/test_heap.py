@@ -51,8 +51,8 @@ def test_without_the_release_the_freed_memory_stays_resident():
 
 
 # glibc's threshold at 32 MB, where its own sliding threshold ends once Lance's and Arrow's buffers are freed, so
-# 1 MB blocks come from the heap, where a small block kept after each pins them: freed, they stay resident until a
-# trim, unless the build maps them apart
+# 1 MB blocks come from the heap, where a block kept after them holds the heap's top: freed, they stay resident until
+# a trim, unless the build maps them apart
 BUILD = """
 import ctypes
 import sys
@@ -67,10 +67,8 @@ libc = ctypes.CDLL("libc.so.6")
 libc.mallopt(-3, 32 * 2**20)  # M_MMAP_THRESHOLD
 libc.mallopt(-1, 64 * 2**20)  # M_TRIM_THRESHOLD: twice it, as glibc's sliding threshold sets it
 def build():
-    blocks, kept = [], []
-    for _ in range(200):
-        blocks.append(np.ones(2**20 // 8))
-        kept.append(np.ones(8))
+    blocks = [np.ones(2**20 // 8) for _ in range(200)]
+    kept = np.ones(2**20 // 8)  # carved from the heap's top after them, as a build's kept result would be
     before = rss_mib()
     del blocks
     return before, kept
