@@ -108,9 +108,12 @@ def chat_model(reader: str, *, base_url: str | None = None, api_key: str | None 
                           api_key=api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
                           timeout=timeout, max_retries=max_retries)
     if reader == "local":
-        from rag.answer.local_llm import shared_server
+        from rag.answer.local_llm import LocalLLMError, shared_server
 
-        server = shared_server()
+        try:
+            server = shared_server()
+        except LocalLLMError as err:  # not installed, unknown, or its server would not start: the caller's one line
+            raise LLMError(str(err)) from None
         return OpenAIChat(server.base_url, server.model_name, timeout=timeout, max_retries=max_retries, kind="local",
                           schema_output=True)
     raise ValueError(f"unknown reader {reader!r}; expected one of {', '.join(READERS)}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -131,6 +133,12 @@ def test_an_unknown_local_model_is_a_one_line_error_naming_the_setting_and_the_c
     with pytest.raises(LocalLLMError, match="RAG_LOCAL_MODEL='gpt-4'.*qwen2.5-coder-1.5b") as err:
         LocalLLMServer()
     assert len(str(err.value).splitlines()) == 1
+    done = subprocess.run([sys.executable, "-m", "pipelines.cli", "ask", "How often?", "--groups", "g",
+                           "--workspace", "nowhere", "--reader", "local"], cwd=Path(__file__).parents[2], capture_output=True, text=True,
+                          env={**os.environ, "RAG_LOCAL_MODEL": "gpt-4"})
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("rag ask: error: RAG_LOCAL_MODEL='gpt-4' is not an embedded model")
+    assert len(done.stderr.strip().splitlines()) == 1
 
 
 def test_every_embedded_model_is_pinned_by_size_and_digest_and_installed_by_an_extra_of_the_project():
