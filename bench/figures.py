@@ -400,10 +400,14 @@ def extraction(data: dict, fmt: str) -> str:
 
 
 def reader_speed(data: dict) -> str:
-    """Prompt tokens a second, the arithmetic rate that is, and the server's resident memory."""
-    s = data["summary"]["after"]
-    return (f"{s['prompt_tokens_per_s']:.0f} prompt tokens/s ({s['gflop_per_s']:.0f} GFLOP/s), "
-            f"{s['seconds_median']:.1f} s for {s['prompt_tokens']:,} tokens; server {s['rss_mb'] / 1024:.1f} GB resident")
+    """Prompt tokens a second, the arithmetic rate that is, and the server's resident memory (each model's)."""
+    def one(s: dict) -> str:
+        return (f"{s['prompt_tokens_per_s']:.0f} prompt tokens/s ({s['gflop_per_s']:.0f} GFLOP/s), "
+                f"{s['seconds_median']:.1f} s for {s['prompt_tokens']:,} tokens; server {s['rss_mb'] / 1024:.1f} GB "
+                "resident")
+    if "versus" not in data["summary"]:
+        return one(data["summary"]["after"])
+    return "; ".join(f"{s['model']}: {one(s)}" for s in (data["summary"]["after"], data["summary"]["versus"]))
 
 
 def parity(data: dict) -> str:
@@ -426,11 +430,9 @@ def sections() -> dict[str, list[Figure]]:
                    citations, "goal valid ≥ 0.95, locatable ≥ 0.90"),
             Figure("the embedded reader's citations, HotpotQA report half, LongRAG at 2K tokens",
                    ("citations-hotpotqa-recite.json",), citations, "goal gold documents cited ≥ 0.8"),
-            Figure("the larger embedded reader's citations (1.5B), HotpotQA report half, LongRAG at 2K tokens, 50 "
-                   "questions; the 0.5B's recorded replies to the same 50",
-                   ("citations-hotpotqa-reader-1.5b.json", "citations-hotpotqa-recite-reader-0.5b-same-questions.json"),
-                   lambda large, small: f"1.5B: {citations(large)}; 0.5B: {citations(small)}",
-                   "RAG_LOCAL_MODEL=qwen2.5-coder-1.5b-instruct-q4_k_m"),
+            Figure("the larger embedded reader's citations (1.5B, RAG_LOCAL_MODEL), HotpotQA report half, LongRAG at 2K "
+                   "tokens", ("citations-hotpotqa-recite-reader-1.5b.json",), citations,
+                   "the 0.5B on the same 100 questions: the row above"),
             Figure("the embedded reader's citations, HotpotQA report half, ELITE at 2K tokens",
                    ("citations-hotpotqa-recite-elite.json",), citations, "LongRAG on the same 100 questions: the row "
                    "above"),
@@ -473,6 +475,8 @@ def sections() -> dict[str, list[Figure]]:
             Figure("ELITE collect round", ("elite-collect.json",), elite_collect),
             Figure("the embedded reader's server, a ~1,800-token prompt", ("reader-speed.json",), reader_speed,
                    "0.5B parameters: ~1 GFLOP a token"),
+            Figure("the two embedded readers' servers, the same prompt, in one run", ("reader-speed-models.json",),
+                   reader_speed, "1.5B parameters: ~3 GFLOP a token"),
         ],
         "Serving": [
             Figure("`rag serve`, 2 workers, 8 kept-alive clients, a 10% re-publish mid-run", ("serve-load.json",),
