@@ -14,6 +14,10 @@ Three sets:
   citation rules of `--code DIR` (default: this checkout): two rule sets compared on the same replies, in one run,
   without the reader. EM and F1 are the recorded run's (the short answers are the same); seconds per answer too.
 
+`benchmark` and `recite` also split the gold documents cited between the answers right (F1 ≥ 0.5) and wrong, with
+the gold documents in their context: a wrong answer's citations back what it says, so the split tells how much of a
+shortfall is the reader's.
+
 Writes bench/results/citations-<benchmark>[-tune][-recite][-<tag>].json (citations-sample[-<tag>].json).
 """
 from __future__ import annotations
@@ -36,6 +40,7 @@ if os.environ.get("RAG_CODE"):  # recite --code: that checkout's `rag` checks th
 
 FIGURES = ("exact_match", "f1", "citations_valid", "citation_locatable", "citation_recall", "citation_precision",
            "citations_attributed", "short_answer_supported", "abstained", "cited_gold", "generate_s")
+RIGHT_F1 = 0.5  # an answer at least this close to the gold one counts as right in the split of citation recall
 SAMPLE_ARGS = ("--questions", "samples/questions.jsonl", "--users-file", "samples/users.yaml", "--reader", "local",
                "--answer-sample", "16", "--methods", "longrag", "--budgets", "2000")
 
@@ -44,6 +49,25 @@ def cells(summary: dict) -> list[dict]:
     """The figures of every answered cell (those the reader answered in), intervals kept; absent ones as None."""
     return [{"method": c["method"], "budget": c["budget"], "n": c["n"], **{k: c.get(k) for k in FIGURES}}
             for c in summary["results"] if c.get("generate_s")]
+
+
+def by_answer(report: str, method: str, budget: int) -> dict:
+    """Gold documents cited by the answers right (F1 ≥ RIGHT_F1) and wrong, and gold documents in their context: a
+    wrong answer's citations back what it says, not the gold documents, so the split shows the reader's share."""
+    rows = [json.loads(line) for line in (RESULTS / "eval" / report / "results.jsonl").read_text().splitlines()
+            if line.strip()]
+    rows = [r for r in rows if r["method"] == method and r["budget"] == budget and r["citation_recall"] is not None]
+    out = {}
+    for name, group in (("right", [r for r in rows if r["f1"] >= RIGHT_F1]),
+                        ("wrong", [r for r in rows if r["f1"] < RIGHT_F1])):
+        out[name] = {"n": len(group), "citation_recall": _mean(r["citation_recall"] for r in group),
+                     "gold_in_context": _mean(r["evidence_recall"] for r in group)}
+    return out
+
+
+def _mean(values) -> float | None:
+    values = list(values)
+    return round(sum(values) / len(values), 4) if values else None
 
 
 def run_sample(code: Path, workspace: Path, out: Path) -> dict:
@@ -199,12 +223,18 @@ def main() -> None:
     wall = summary["evaluation_seconds"] if args.summary else time.perf_counter() - start  # the run's, not the read's
     figures |= {"reader": summary["reader"], "wall_s": round(wall, 1),
                 "load_average": os.getloadavg(), "cells": cells(summary)}
+    if args.set != "sample":
+        for c in figures["cells"]:
+            c["citation_recall_by_answer"] = by_answer(report_name(args), c["method"], c["budget"])
     out = write_results(figures, report_name(args))
     for c in figures["cells"]:
         shown = "  ".join(f"{k} {c[k]['mean']:.3f}" + (f" [{c[k]['low']:.3f}, {c[k]['high']:.3f}]"
                                                        if k in ("exact_match", "f1") else "")
                           for k in FIGURES if c.get(k))
         print(f"{c['method']} @{c['budget']} (n={c['n']}): {shown}")
+        for name, group in c.get("citation_recall_by_answer", {}).items():
+            print(f"  answers {name} (n={group['n']}): gold documents cited {group['citation_recall']}, "
+                  f"in the context {group['gold_in_context']}")
     print(f"wrote {out}")
 
 

@@ -308,8 +308,11 @@ def citations(data: dict) -> str:
     """The reader's citation figures on one set, with F1's interval and the withheld replies."""
     c = data["cells"][0]
     n, f1 = c["exact_match"]["n"], c["f1"]
+    split = c.get("citation_recall_by_answer")
+    by_answer = (f"; {split['right']['citation_recall']:.2f} where the answer is right ({split['right']['n']}), "
+                 f"{split['wrong']['citation_recall']:.2f} where wrong" if split else "")
     gold = (f", gold documents cited {c['citation_recall']['mean']:.2f} (precision "
-            f"{c['citation_precision']['mean']:.2f})" if data["set"] != "sample" else "")
+            f"{c['citation_precision']['mean']:.2f}{by_answer})" if data["set"] != "sample" else "")
     return (f"valid {c['citations_valid']['mean']:.2f}, locatable {c['citation_locatable']['mean']:.2f}{gold}, "
             f"withheld {round(c['abstained']['mean'] * n)} of {n}; F1 {f1['mean']:.2f} [{f1['low']:.2f}, "
             f"{f1['high']:.2f}]; {c['generate_s']['mean']:.0f} s an answer")
