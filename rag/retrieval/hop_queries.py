@@ -39,11 +39,12 @@ def hop_queries(snap: Snapshot, embedder, question: str, source: list[Entry], se
         if query is None:
             break
         queries.append((query, set(seeds)))  # a branch hides the seeds placed up to its own, not later ones
-    texts = [q for q, _ in queries]
+    texts = list(dict.fromkeys(q for q, _ in queries))  # seeds copying one text make one query, embedded once
     vectors: list[np.ndarray] = embedder.encode_queries(texts) if len(texts) > 1 else [embedder.encode_query(q)
                                                                                           for q in texts]
-    for (query, placed), vector in zip(queries, vectors):
-        yield query, vector, placed
+    embedded = dict(zip(texts, vectors))
+    for query, placed in queries:
+        yield query, embedded[query], placed
 
 
 @dataclass(frozen=True)

@@ -103,13 +103,18 @@ def longrag_candidates(snap: Snapshot, req: Request, tools: Tools, config: LongR
     ranked, own, units, hits = _hop(snap, embedder.encode_query(question), req, tools.counter, question, config, named)
     lists, seeds, source, queries = [ranked], [], ranked, [question]
     rule = hop_rule(snap, req.caller.groups, config)
+    asked: dict[str, tuple[np.ndarray, RankedRows | list[Entry]]] = {}
     for _ in range(1, config.hops):
         branches = []
         for query, vector, placed in hop_queries(snap, embedder, question, source, seeds, own, rule):
-            more, more_own, _, _ = _hop(snap, vector, req, tools.counter, query, config)
+            if query in asked and np.array_equal(asked[query][0], vector):  # a seed copying an earlier one's text
+                more = asked[query][1]                                     # makes its query: the same hop again
+            else:
+                more, more_own, _, _ = _hop(snap, vector, req, tools.counter, query, config)
+                asked[query] = vector, more
+                own = own.merged(more_own)  # a member's matched sub-chunk: its best match under any hop's query
             branches.append(_unplaced(more, placed))  # the seed is placed; find what it names
             queries.append(query)
-            own = own.merged(more_own)  # a member's matched sub-chunk: its best match under any hop's query
         if not branches:
             break
         lists += branches

@@ -296,3 +296,40 @@ def test_a_later_hop_follows_only_documents_the_caller_may_read(tmp_path, embedd
     outsider = retrieve(sample, embedder, question, ["bench"], 4000)
     assert historian.trace["seeds"][0] == "dai"
     assert "dai" not in outsider.trace["seeds"] and "dai" not in {i.doc_id for i in outsider.items}
+
+
+def test_seeds_copying_one_text_make_one_later_query_embedded_and_searched_once(tmp_path, embedder, monkeypatch):
+    """A copy of a document (the same text under another id) makes the same next query as its original: the hop it
+    would repeat runs once, and both seeds are still placed."""
+    import json
+
+    from rag.retrieval.lexical import LexicalIndex
+
+    copied = [*BRIDGE, ("dai-copy", *BRIDGE[0][1:])]
+    (tmp_path / "docs.jsonl").write_text("\n".join(json.dumps({"doc_id": d, "title": t, "text": x})
+                                                   for d, t, x in copied) + "\n")
+    sample = publish(tmp_path / "ws", [tmp_path / "docs.jsonl"], embedder, default_acl=("bench",))
+    embedded, searched = [], []
+    search = LexicalIndex.search
+    monkeypatch.setattr(LexicalIndex, "search", lambda self, text, *a: searched.append(text) or search(self, text, *a))
+
+    class Counting:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def encode_query(self, text):
+            embedded.append(text)
+            return self.inner.encode_query(text)
+
+        def encode_queries(self, texts):
+            embedded.extend(texts)
+            return self.inner.encode_queries(texts)
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+    question = "What is the cuisine of the province where the journalist Dai Jitao was born famous for?"
+    got = retrieve(sample, Counting(embedder), question, ["bench"], 4000, config=LongRAGConfig(hops=2, hop_seeds=2))
+    assert got.trace["seeds"][:2] in (["dai", "dai-copy"], ["dai-copy", "dai"]) and got.trace["queries"] == 3
+    assert len(embedded) == len(searched) == 2 and embedded[0] == question and embedded[1] != question
+    assert {"dai", "dai-copy", "sichuan"} <= {i.doc_id for i in got.items}
