@@ -176,7 +176,8 @@ def report_name(args: argparse.Namespace) -> str:
 
 
 def command() -> str:
-    return "python bench/citations.py " + " ".join(sys.argv[1:])
+    model = os.environ.get("RAG_LOCAL_MODEL")  # the embedded reader chosen, when not the default
+    return (f"RAG_LOCAL_MODEL={model} " if model else "") + "python bench/citations.py " + " ".join(sys.argv[1:])
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -431,6 +432,8 @@ def sections() -> dict[str, list[Figure]]:
             chinese("cmrc2018", "CMRC 2018"), chinese("drcd", "DRCD"),
             Figure("the embedded reader's citations, sample questions, LongRAG at 2K tokens", ("citations-sample.json",),
                    citations, "goal valid ≥ 0.95, locatable ≥ 0.90"),
+            Figure("the larger embedded reader's citations (1.5B, RAG_LOCAL_MODEL), sample questions, LongRAG at 2K tokens",
+                   ("citations-sample-reader-1.5b.json",), citations, "the 0.5B on the same questions: the row above"),
             Figure("the embedded reader's citations, HotpotQA report half, LongRAG at 2K tokens",
                    ("citations-hotpotqa-recite.json",), citations, "goal gold documents cited ≥ 0.8"),
             Figure("the larger embedded reader's citations (1.5B, RAG_LOCAL_MODEL), HotpotQA report half, LongRAG at 2K "
@@ -542,7 +545,8 @@ def sections() -> dict[str, list[Figure]]:
 def command_link(name: str) -> str:
     """The command that wrote a results file, linked to its bench's entry in bench/README.md."""
     command = load(name).get("command", "")
-    script = command.split()[1] if command.startswith("python bench/") else ""
+    run = re.sub(r"^(\w+=\S+ )+", "", command)  # settings in the environment before the command
+    script = run.split()[1] if run.startswith("python bench/") else ""
     anchor = Path(script).stem.replace("_", "-")
     return f"[`{command}`](BENCH_README#{anchor})" if script else f"`{name}`"
 
