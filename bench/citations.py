@@ -33,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.results_file import RESULTS, commit, write_results  # noqa: E402
+from bench.results_file import RESULTS, commit, mean_of, write_results  # noqa: E402
 
 if os.environ.get("RAG_CODE"):  # recite --code: that checkout's `rag` checks the replies; results stay here
     sys.path.insert(0, os.environ["RAG_CODE"])
@@ -60,14 +60,9 @@ def by_answer(report: str, method: str, budget: int) -> dict:
     out = {}
     for name, group in (("right", [r for r in rows if r["f1"] >= RIGHT_F1]),
                         ("wrong", [r for r in rows if r["f1"] < RIGHT_F1])):
-        out[name] = {"n": len(group), "citation_recall": _mean(r["citation_recall"] for r in group),
-                     "gold_in_context": _mean(r["evidence_recall"] for r in group)}
+        out[name] = {"n": len(group), "citation_recall": mean_of(r["citation_recall"] for r in group),
+                     "gold_in_context": mean_of(r["evidence_recall"] for r in group)}
     return out
-
-
-def _mean(values) -> float | None:
-    values = list(values)
-    return round(sum(values) / len(values), 4) if values else None
 
 
 def run_sample(code: Path, workspace: Path, out: Path) -> dict:

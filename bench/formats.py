@@ -47,6 +47,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.formats_run import NO_READER, ONE_THREAD, READERS, REFUSED  # noqa: E402
+from bench.results_file import mean_of  # noqa: E402
 
 SCORES = ("words", "pairs", "cells", "headings")
 MORE_SCORES = ("cells_in_text", "headings_level", "extra")
@@ -104,11 +105,6 @@ def drop_long_pdfs(files: list[dict], max_pages: int) -> list[dict]:
     return kept
 
 
-def _mean(values) -> float | None:
-    values = [v for v in values if v is not None]
-    return round(statistics.fmean(values), 4) if values else None
-
-
 def summarise(rows: list[dict], methods, formats) -> dict:
     """Per format and source (generated, real) and method: mean fidelity over the files with a reference, failures,
     and speed over the files every method read."""
@@ -138,7 +134,7 @@ def _group(mine: list[dict], methods, fmt: str) -> dict:
     for m in present:
         scored = [r[m] for r in mine if "words" in r[m]]
         seconds = sum(r[m]["cpu_s"] for r in timed)
-        table[m] = {**{k: _mean(s.get(k) for s in scored) for k in (*SCORES, *MORE_SCORES)},
+        table[m] = {**{k: mean_of(s.get(k) for s in scored) for k in (*SCORES, *MORE_SCORES)},
                     "scored_files": len(scored), **_outcomes([r[m] for r in mine]),
                     "speed": round(units / seconds, 1) if seconds > 0 else None}
     return {"files": len(mine), "scored_files": max((t["scored_files"] for t in table.values()), default=0),

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def mean_of(values) -> float | None:
+    """The mean of the values that are not None, to four places; None when there are none."""
+    values = [v for v in values if v is not None]
+    return round(statistics.fmean(values), 4) if values else None
 
 
 def results_path(name: str, tag: str | None = None) -> Path:
